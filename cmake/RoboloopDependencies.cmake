@@ -1,0 +1,16 @@
+# Finds every third-party dependency once, for all modules.
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(Boost REQUIRED)
+if(ROBOLOOP_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+# LibTorch is found lazily by train/ only: it is linked into the on-demand shared library.

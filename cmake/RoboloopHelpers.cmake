@@ -1,0 +1,68 @@
+# roboloop_cc_library(NAME <name> [SHARED] SRCS ... [DEPS ...] [PUBLIC_DEPS ...])
+# Declares library target roboloop_<name> with alias roboloop::<name>, warnings on and
+# includes rooted at the repository.
+function(roboloop_cc_library)
+  cmake_parse_arguments(ARG "SHARED" "NAME" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  set(target roboloop_${ARG_NAME})
+  if(ARG_SHARED)
+    add_library(${target} SHARED ${ARG_SRCS})
+  else()
+    add_library(${target} STATIC ${ARG_SRCS})
+  endif()
+  add_library(roboloop::${ARG_NAME} ALIAS ${target})
+  target_include_directories(${target} PUBLIC
+    "${PROJECT_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/proto")
+  target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+  roboloop_set_warnings(${target})
+endfunction()
+
+# Turns on the project's warning flags for one target.
+function(roboloop_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+endfunction()
+
+# roboloop_cc_test(MODULE <module> NAME <file stem> [LABEL fast|slow] [DEPS ...] [TIMEOUT s])
+# Builds tests/<module>/<name>.cc into one test binary and registers its cases with
+# gtest_discover_tests, labelled fast (default) or slow.
+function(roboloop_cc_test)
+  cmake_parse_arguments(ARG "" "MODULE;NAME;LABEL;TIMEOUT" "DEPS" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL fast)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set(target ${ARG_MODULE}_${ARG_NAME})
+  add_executable(${target} "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_MODULE}/${ARG_NAME}.cc")
+  target_link_libraries(${target} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}")
+  target_compile_definitions(${target} PRIVATE
+    ROBOLOOP_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    ROBOLOOP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  roboloop_set_warnings(${target})
+  gtest_discover_tests(${target}
+    PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# roboloop_proto_library(NAME <name> PROTO <file> [DEPS ...] [GRPC])
+# Generates C++ (and gRPC stubs with GRPC) from proto/<file> into roboloop::proto_<name>.
+function(roboloop_proto_library)
+  cmake_parse_arguments(ARG "GRPC" "NAME;PROTO" "DEPS" ${ARGN})
+  set(target roboloop_proto_${ARG_NAME})
+  add_library(${target} STATIC "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_PROTO}")
+  add_library(roboloop::proto_${ARG_NAME} ALIAS ${target})
+  target_include_directories(${target} PUBLIC "${PROJECT_BINARY_DIR}/proto")
+  target_link_libraries(${target} PUBLIC protobuf::libprotobuf ${ARG_DEPS})
+  protobuf_generate(TARGET ${target} LANGUAGE cpp
+    IMPORT_DIRS "${CMAKE_CURRENT_SOURCE_DIR}"
+    PROTOC_OUT_DIR "${PROJECT_BINARY_DIR}/proto")
+  if(ARG_GRPC)
+    target_link_libraries(${target} PUBLIC gRPC::grpc++)
+    protobuf_generate(TARGET ${target} LANGUAGE grpc
+      GENERATE_EXTENSIONS .grpc.pb.h .grpc.pb.cc
+      PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>"
+      IMPORT_DIRS "${CMAKE_CURRENT_SOURCE_DIR}"
+      PROTOC_OUT_DIR "${PROJECT_BINARY_DIR}/proto")
+  endif()
+endfunction()

@@ -1,0 +1,27 @@
+#include "common/status.h"
+
+#include <cstring>
+
+namespace roboloop {
+
+absl::Status Annotate(const absl::Status& status, const std::string& context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+absl::Status ErrnoStatus(int errno_value, const std::string& what) {
+  absl::Status base = absl::ErrnoToStatus(errno_value, "");
+  return absl::Status(base.code(), absl::StrCat(what, ": ", std::strerror(errno_value)));
+}
+
+namespace internal {
+
+void CheckFailed(const char* file, int line, const char* condition, const std::string& message) {
+  std::fprintf(stderr, "roboloop CHECK failed at %s:%d: %s %s\n", file, line, condition,
+               message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
+}  // namespace roboloop
