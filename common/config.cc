@@ -1,0 +1,292 @@
+#include "common/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/struct.pb.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace roboloop {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Walks a YAML tree alongside a proto descriptor, filling the message through reflection.
+class YamlProtoParser {
+ public:
+  explicit YamlProtoParser(std::string source) : source_(std::move(source)) {}
+
+  absl::Status ParseMessage(const YAML::Node& node, Message* message) {
+    const Descriptor* descriptor = message->GetDescriptor();
+    if (descriptor->full_name() == "google.protobuf.Struct") return ParseStruct(node, message);
+    if (descriptor->full_name() == "google.protobuf.Value") return ParseValue(node, message);
+    if (descriptor->full_name() == "google.protobuf.ListValue") return ParseList(node, message);
+    if (node.IsNull()) return absl::OkStatus();
+    if (!node.IsMap()) {
+      return Error(node, absl::StrCat("expected a mapping for ", descriptor->name()));
+    }
+    for (const auto& entry : node) {
+      std::string key = entry.first.as<std::string>();
+      const FieldDescriptor* field = FindField(descriptor, key);
+      if (field == nullptr) return UnknownKey(entry.first, key, descriptor);
+      ROBOLOOP_RETURN_IF_ERROR(ParseField(entry.second, field, message));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static const FieldDescriptor* FindField(const Descriptor* descriptor, const std::string& key) {
+    const FieldDescriptor* field = descriptor->FindFieldByName(key);
+    if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(key);
+    return field;
+  }
+
+  absl::Status UnknownKey(const YAML::Node& at, const std::string& key,
+                          const Descriptor* descriptor) const {
+    std::vector<std::string> known;
+    for (int i = 0; i < descriptor->field_count(); ++i) known.push_back(descriptor->field(i)->name());
+    return Error(at, absl::StrCat("unknown key '", key, "' in ", descriptor->name(),
+                                  " (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+
+  absl::Status Error(const YAML::Node& node, const std::string& what) const {
+    YAML::Mark mark = node.Mark();
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
+  }
+
+  absl::Status ParseField(const YAML::Node& node, const FieldDescriptor* field, Message* message) {
+    if (field->is_map()) return ParseMap(node, field, message);
+    if (field->is_repeated()) {
+      if (node.IsNull()) return absl::OkStatus();
+      if (!node.IsSequence()) {
+        return Error(node, absl::StrCat("field '", field->name(), "' expects a list"));
+      }
+      for (const auto& item : node) ROBOLOOP_RETURN_IF_ERROR(SetScalarOrMessage(item, field, message));
+      return absl::OkStatus();
+    }
+    return SetScalarOrMessage(node, field, message);
+  }
+
+  absl::Status ParseMap(const YAML::Node& node, const FieldDescriptor* field, Message* message) {
+    if (node.IsNull()) return absl::OkStatus();
+    if (!node.IsMap()) return Error(node, absl::StrCat("field '", field->name(), "' expects a mapping"));
+    const Reflection* reflection = message->GetReflection();
+    const FieldDescriptor* key_field = field->message_type()->FindFieldByName("key");
+    const FieldDescriptor* value_field = field->message_type()->FindFieldByName("value");
+    for (const auto& entry : node) {
+      Message* item = reflection->AddMessage(message, field);
+      ROBOLOOP_RETURN_IF_ERROR(SetScalarOrMessage(entry.first, key_field, item));
+      ROBOLOOP_RETURN_IF_ERROR(SetScalarOrMessage(entry.second, value_field, item));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SetScalarOrMessage(const YAML::Node& node, const FieldDescriptor* field,
+                                  Message* message) {
+    const Reflection* reflection = message->GetReflection();
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      Message* child = field->is_repeated() ? reflection->AddMessage(message, field)
+                                            : reflection->MutableMessage(message, field);
+      return ParseMessage(node, child);
+    }
+    if (!node.IsScalar()) {
+      return Error(node, absl::StrCat("field '", field->name(), "' expects a ",
+                                      field->cpp_type_name(), " value"));
+    }
+    return SetScalar(node, field, message);
+  }
+
+  template <typename T>
+  absl::Status ParseNumber(const YAML::Node& node, const FieldDescriptor* field, T* out) const {
+    const std::string text = node.Scalar();
+    bool ok = false;
+    if constexpr (std::is_same_v<T, double>) {
+      ok = absl::SimpleAtod(text, out);
+    } else if constexpr (std::is_same_v<T, float>) {
+      ok = absl::SimpleAtof(text, out);
+    } else {
+      ok = absl::SimpleAtoi(text, out);
+    }
+    if (!ok) {
+      return Error(node, absl::StrCat("field '", field->name(), "' expects a ",
+                                      field->cpp_type_name(), ", got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SetScalar(const YAML::Node& node, const FieldDescriptor* field, Message* message) {
+    const Reflection* r = message->GetReflection();
+    const bool rep = field->is_repeated();
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING: {
+        std::string v = node.Scalar();
+        rep ? r->AddString(message, field, v) : r->SetString(message, field, v);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        std::string text = absl::AsciiStrToLower(node.Scalar());
+        bool v;
+        if (!absl::SimpleAtob(text, &v)) {
+          return Error(node, absl::StrCat("field '", field->name(), "' expects true or false, got '",
+                                          node.Scalar(), "'"));
+        }
+        rep ? r->AddBool(message, field, v) : r->SetBool(message, field, v);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        const auto* value = field->enum_type()->FindValueByName(node.Scalar());
+        if (value == nullptr) {
+          std::vector<std::string> names;
+          for (int i = 0; i < field->enum_type()->value_count(); ++i) {
+            names.push_back(field->enum_type()->value(i)->name());
+          }
+          return Error(node, absl::StrCat("field '", field->name(), "': '", node.Scalar(),
+                                          "' is not one of ", absl::StrJoin(names, ", ")));
+        }
+        rep ? r->AddEnum(message, field, value) : r->SetEnum(message, field, value);
+        return absl::OkStatus();
+      }
+      default:
+        return SetNumber(node, field, message);
+    }
+  }
+
+  absl::Status SetNumber(const YAML::Node& node, const FieldDescriptor* field, Message* message) {
+    const Reflection* r = message->GetReflection();
+    const bool rep = field->is_repeated();
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: {
+        int32_t v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddInt32(message, field, v) : r->SetInt32(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT64: {
+        int64_t v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddInt64(message, field, v) : r->SetInt64(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT32: {
+        uint32_t v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddUInt32(message, field, v) : r->SetUInt32(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT64: {
+        uint64_t v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddUInt64(message, field, v) : r->SetUInt64(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_DOUBLE: {
+        double v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddDouble(message, field, v) : r->SetDouble(message, field, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_FLOAT: {
+        float v;
+        ROBOLOOP_RETURN_IF_ERROR(ParseNumber(node, field, &v));
+        rep ? r->AddFloat(message, field, v) : r->SetFloat(message, field, v);
+        break;
+      }
+      default:
+        return Error(node, absl::StrCat("field '", field->name(), "' has an unsupported type"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseStruct(const YAML::Node& node, Message* message) {
+    auto* s = static_cast<google::protobuf::Struct*>(message);
+    if (node.IsNull()) return absl::OkStatus();
+    if (!node.IsMap()) return Error(node, "expected a mapping");
+    for (const auto& entry : node) {
+      google::protobuf::Value& value = (*s->mutable_fields())[entry.first.as<std::string>()];
+      ROBOLOOP_RETURN_IF_ERROR(ParseValue(entry.second, &value));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseList(const YAML::Node& node, Message* message) {
+    auto* list = static_cast<google::protobuf::ListValue*>(message);
+    if (!node.IsSequence()) return Error(node, "expected a list");
+    for (const auto& item : node) ROBOLOOP_RETURN_IF_ERROR(ParseValue(item, list->add_values()));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseValue(const YAML::Node& node, Message* message) {
+    auto* value = static_cast<google::protobuf::Value*>(message);
+    if (node.IsNull()) {
+      value->set_null_value(google::protobuf::NULL_VALUE);
+    } else if (node.IsMap()) {
+      return ParseStruct(node, value->mutable_struct_value());
+    } else if (node.IsSequence()) {
+      return ParseList(node, value->mutable_list_value());
+    } else {
+      SetScalarValue(node, value);
+    }
+    return absl::OkStatus();
+  }
+
+  static void SetScalarValue(const YAML::Node& node, google::protobuf::Value* value) {
+    const std::string& text = node.Scalar();
+    double number;
+    bool flag;
+    // A quoted scalar stays a string; plain scalars become numbers or booleans when they read as one.
+    if (node.Tag() != "!" && absl::SimpleAtod(text, &number)) {
+      value->set_number_value(number);
+    } else if (node.Tag() != "!" && absl::SimpleAtob(absl::AsciiStrToLower(text), &flag) &&
+               !absl::SimpleAtod(text, &number)) {
+      value->set_bool_value(flag);
+    } else {
+      value->set_string_value(text);
+    }
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+absl::Status ParseYamlToProto(const std::string& text, const std::string& source,
+                              Message* message) {
+  message->Clear();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  try {
+    return YamlProtoParser(source).ParseMessage(root, message);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+}
+
+absl::Status LoadYamlFile(const std::string& path, Message* message) {
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus(errno, path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseYamlToProto(buffer.str(), path, message);
+}
+
+}  // namespace roboloop

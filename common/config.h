@@ -1,0 +1,24 @@
+// YAML configuration files parsed into proto messages (ARCHITECTURE §5: YAML on the surface,
+// a proto message as the schema). Every error names the file and line, and unknown keys and
+// type mismatches are errors.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
+
+namespace roboloop {
+
+// Parses YAML `text` into `message` (cleared first). `source` names the input in errors,
+// e.g. "configs/pipelines/quickstart.yaml". Keys match proto field names or their JSON names;
+// enums take their value names; google.protobuf.Struct/Value/ListValue take any YAML.
+// Errors: INVALID_ARGUMENT "<source>:<line>:<column>: <what>".
+absl::Status ParseYamlToProto(const std::string& text, const std::string& source,
+                              google::protobuf::Message* message);
+
+// Reads the file at `path` and parses it as with ParseYamlToProto. NOT_FOUND if unreadable.
+absl::Status LoadYamlFile(const std::string& path, google::protobuf::Message* message);
+
+}  // namespace roboloop

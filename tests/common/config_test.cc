@@ -1,0 +1,93 @@
+#include "common/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "testdata/config_test.pb.h"
+
+namespace roboloop {
+namespace {
+
+using testing::Pipeline;
+using ::testing::HasSubstr;
+
+TEST(ConfigTest, ParsesNestedMessagesEnumsMapsAndStructs) {
+  const char* yaml = R"(name: quick
+seed: 7
+variables:
+  steps: "500"
+stages:
+  - name: train
+    kind: TRAIN
+    retries: 2
+    timeoutS: 1.5
+    enabled: true
+    params: {lr: 0.001, tags: [a, b], nested: {on: true}}
+  - name: eval
+    kind: EVALUATE
+    needs: [train]
+)";
+  Pipeline p;
+  ASSERT_TRUE(ParseYamlToProto(yaml, "p.yaml", &p).ok());
+  EXPECT_EQ(p.name(), "quick");
+  EXPECT_EQ(p.seed(), 7);
+  EXPECT_EQ(p.variables().at("steps"), "500");
+  ASSERT_EQ(p.stages_size(), 2);
+  EXPECT_EQ(p.stages(0).kind(), testing::Stage::TRAIN);
+  EXPECT_EQ(p.stages(0).retries(), 2);
+  EXPECT_DOUBLE_EQ(p.stages(0).timeout_s(), 1.5);
+  EXPECT_TRUE(p.stages(0).enabled());
+  EXPECT_DOUBLE_EQ(p.stages(0).params().fields().at("lr").number_value(), 0.001);
+  EXPECT_EQ(p.stages(0).params().fields().at("tags").list_value().values(1).string_value(), "b");
+  EXPECT_TRUE(p.stages(0).params().fields().at("nested").struct_value().fields().at("on").bool_value());
+  EXPECT_EQ(p.stages(1).needs(0), "train");
+}
+
+TEST(ConfigTest, UnknownKeyNamesFileLineAndKnownKeys) {
+  Pipeline p;
+  absl::Status s = ParseYamlToProto("name: x\nstages:\n  - name: a\n    retires: 3\n", "bad.yaml", &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("bad.yaml:4:5: unknown key 'retires' in Stage"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("retries"));
+}
+
+TEST(ConfigTest, TypeErrorsNameFileAndLine) {
+  Pipeline p;
+  absl::Status s = ParseYamlToProto("seed: 12x\n", "t.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("t.yaml:1:7: field 'seed' expects a int64, got '12x'"));
+  s = ParseYamlToProto("stages:\n  - kind: DEPLOY\n", "t.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("t.yaml:2:11: field 'kind': 'DEPLOY' is not one of"));
+  s = ParseYamlToProto("stages: {a: 1}\n", "t.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("t.yaml:1:9: field 'stages' expects a list"));
+  s = ParseYamlToProto("stages:\n  - enabled: maybe\n", "t.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("expects true or false, got 'maybe'"));
+}
+
+TEST(ConfigTest, MalformedYamlReportsPosition) {
+  Pipeline p;
+  absl::Status s = ParseYamlToProto("name: [unclosed\n", "m.yaml", &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("m.yaml:"));
+}
+
+TEST(ConfigTest, MissingFileNamesThePath) {
+  Pipeline p;
+  absl::Status s = LoadYamlFile("/nonexistent/roboloop.yaml", &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/nonexistent/roboloop.yaml"));
+}
+
+TEST(ConfigTest, LoadsFromFile) {
+  std::string path = ::testing::TempDir() + "/config_test.yaml";
+  std::ofstream(path) << "name: from-file\n";
+  Pipeline p;
+  ASSERT_TRUE(LoadYamlFile(path, &p).ok());
+  EXPECT_EQ(p.name(), "from-file");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace roboloop

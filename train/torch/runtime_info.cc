@@ -1,0 +1,43 @@
+// Entry point of libroboloop_torch.so: the only translation unit of the torch boundary so far.
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "train/torch_api.h"
+
+namespace {
+
+size_t DescribeRuntime(char* buffer, size_t capacity) {
+  nlohmann::json info = {
+      {"libtorch_version", TORCH_VERSION},
+      {"intra_op_threads", at::get_num_threads()},
+      {"inter_op_threads", at::get_num_interop_threads()},
+      {"parallel_info", at::get_parallel_info()},
+      {"build_config", at::show_config()},
+      {"cuda_available", torch::cuda::is_available()},
+  };
+  std::string text = info.dump();
+  if (capacity > 0) {
+    size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+  }
+  return text.size();
+}
+
+const RoboloopTorchApi kApi = {
+    ROBOLOOP_TORCH_ABI_VERSION,
+    &DescribeRuntime,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const RoboloopTorchApi* roboloop_torch_api() {
+  return &kApi;
+}

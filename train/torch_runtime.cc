@@ -1,0 +1,87 @@
+#include "train/torch_runtime.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace roboloop::train {
+namespace {
+
+constexpr char kLibraryName[] = "libroboloop_torch.so";
+
+std::string ExecutableDir() {
+  char buffer[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0) return ".";
+  std::string path(buffer, static_cast<size_t>(n));
+  return path.substr(0, path.find_last_of('/'));
+}
+
+std::vector<std::string> CandidatePaths() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("ROBOLOOP_TORCH_LIBRARY"); env != nullptr && *env != '\0') {
+    paths.push_back(env);
+  }
+  std::string dir = ExecutableDir();
+  paths.push_back(absl::StrCat(dir, "/", kLibraryName));
+  paths.push_back(absl::StrCat(dir, "/../lib/", kLibraryName));
+  return paths;
+}
+
+}  // namespace
+
+absl::StatusOr<const TorchRuntime*> TorchRuntime::Load() {
+  static std::once_flag once;
+  static absl::StatusOr<const TorchRuntime*>* result = nullptr;
+  std::call_once(once, [] {
+    std::vector<std::string> errors;
+    for (const std::string& path : CandidatePaths()) {
+      if (access(path.c_str(), F_OK) != 0) {
+        errors.push_back(absl::StrCat(path, " (absent)"));
+        continue;
+      }
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        errors.push_back(absl::StrCat(path, " (", dlerror(), ")"));
+        continue;
+      }
+      auto entry = reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
+      if (entry == nullptr) {
+        errors.push_back(absl::StrCat(path, " (no symbol ", ROBOLOOP_TORCH_ENTRY_POINT, ")"));
+        continue;
+      }
+      const RoboloopTorchApi* api = entry();
+      if (api->abi_version != ROBOLOOP_TORCH_ABI_VERSION) {
+        result = new absl::StatusOr<const TorchRuntime*>(absl::FailedPreconditionError(
+            absl::StrCat(path, ": torch library ABI version ", api->abi_version,
+                         ", this program needs ", ROBOLOOP_TORCH_ABI_VERSION)));
+        return;
+      }
+      result = new absl::StatusOr<const TorchRuntime*>(new TorchRuntime(path, api));
+      return;
+    }
+    result = new absl::StatusOr<const TorchRuntime*>(absl::NotFoundError(
+        absl::StrCat("cannot load ", kLibraryName, "; tried: ", absl::StrJoin(errors, ", "))));
+  });
+  return *result;
+}
+
+std::string TorchRuntime::DescribeRuntime() const {
+  std::string buffer(1024, '\0');
+  size_t needed = api_->describe_runtime(buffer.data(), buffer.size());
+  if (needed >= buffer.size()) {
+    buffer.assign(needed + 1, '\0');
+    needed = api_->describe_runtime(buffer.data(), buffer.size());
+  }
+  buffer.resize(needed);
+  return buffer;
+}
+
+}  // namespace roboloop::train
