@@ -27,7 +27,7 @@ std::string ExecutableDir() {
 std::vector<std::string> CandidatePaths() {
   std::vector<std::string> paths;
   if (const char* env = std::getenv("ROBOLOOP_TORCH_LIBRARY"); env != nullptr && *env != '\0') {
-    paths.push_back(env);
+    return {env};
   }
   std::string dir = ExecutableDir();
   paths.push_back(absl::StrCat(dir, "/", kLibraryName));

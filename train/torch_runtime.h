@@ -13,8 +13,8 @@ namespace roboloop::train {
 // and returns the same instance; the instance is immutable and lives until process exit.
 class TorchRuntime {
  public:
-  // Loads the library on first call. It is looked up, in order, at $ROBOLOOP_TORCH_LIBRARY,
-  // next to the executable, and in ../lib relative to the executable's folder. Fails with
+  // Loads the library on first call: from $ROBOLOOP_TORCH_LIBRARY when set (only there),
+  // else next to the executable, else in ../lib relative to the executable's folder. Fails with
   // NOT_FOUND naming every path tried, or FAILED_PRECONDITION on an ABI version mismatch.
   static absl::StatusOr<const TorchRuntime*> Load();
 

@@ -1,0 +1,40 @@
+#include "pipeline/cli.h"
+
+#include <cstdio>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace roboloop::cli {
+namespace {
+constexpr char kUsagePrefix[] = "usage: ";
+}  // namespace
+
+void AddFormatOption(CLI::App* command, Format* format) {
+  static const std::map<std::string, Format> kFormats = {{"table", Format::kTable},
+                                                         {"json", Format::kJson}};
+  command->add_option("--format", *format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
+      ->default_str("table");
+}
+
+void CommandRunner::Bind(CLI::App* command, std::function<absl::Status()> action) {
+  command->callback([this, action = std::move(action)] { chosen_ = action; });
+}
+
+int CommandRunner::Run() const {
+  absl::Status status = chosen_();
+  if (status.ok()) return kExitOk;
+  std::string message(status.message());
+  bool usage = status.code() == absl::StatusCode::kInvalidArgument &&
+               absl::StartsWith(message, kUsagePrefix);
+  std::fprintf(stderr, "roboloop: %s\n", message.c_str());
+  return usage ? kExitUsage : kExitError;
+}
+
+absl::Status UsageError(const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat(kUsagePrefix, message));
+}
+
+}  // namespace roboloop::cli

@@ -1,0 +1,50 @@
+// Building blocks of the `roboloop` command line (CLI11). Each module's commands attach to the
+// root app through an Add*Commands function; their actions run after parsing and report
+// failures through CommandResult.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace roboloop::cli {
+
+// Process exit codes of every roboloop command.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,   // the command ran and failed (bad input file, unreachable service, ...)
+  kExitUsage = 2,   // the command line itself is wrong
+};
+
+// Output format of listing commands.
+enum class Format { kTable, kJson };
+
+// Adds `--format table|json` to `command`, storing the choice in `format`.
+void AddFormatOption(CLI::App* command, Format* format);
+
+// Holds the action chosen while parsing; main runs it once parsing succeeded.
+class CommandRunner {
+ public:
+  // Makes `command` run `action` when it is the chosen subcommand.
+  void Bind(CLI::App* command, std::function<absl::Status()> action);
+
+  // Runs the bound action of the parsed command: kExitOk on success, otherwise prints
+  // "roboloop: <message>" to stderr and returns kExitError (kExitUsage for INVALID_ARGUMENT
+  // raised before any work, signalled by the action returning an InvalidArgument status with
+  // the "usage: " prefix).
+  int Run() const;
+
+  // True when some bound command was chosen.
+  bool HasAction() const { return static_cast<bool>(chosen_); }
+
+ private:
+  std::function<absl::Status()> chosen_;
+};
+
+// A usage error: printed like any error, but exits with kExitUsage.
+absl::Status UsageError(const std::string& message);
+
+}  // namespace roboloop::cli

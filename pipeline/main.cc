@@ -1,0 +1,65 @@
+// The `roboloop` command line: global flags and one subcommand tree per module.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/logging.h"
+#include "pipeline/cli.h"
+#include "pipeline/cli_version.h"
+
+namespace {
+
+// When ROBOLOOP_MAPS_REPORT names a file, the process copies /proc/self/maps there at exit,
+// so tests can see which shared libraries a command mapped (the torch boundary test).
+void ReportMapsAtExitIfAsked() {
+  if (std::getenv("ROBOLOOP_MAPS_REPORT") == nullptr) return;
+  std::atexit([] {
+    std::ifstream maps("/proc/self/maps");
+    std::ofstream out(std::getenv("ROBOLOOP_MAPS_REPORT"));
+    out << maps.rdbuf();
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace roboloop::cli;
+  ReportMapsAtExitIfAsked();
+  roboloop::InitLogging();
+
+  CLI::App app{"roboloop: collect, train, simulate, evaluate and promote robot policies"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  bool verbose = false;
+  std::string log_level = "info";
+  app.add_flag("--version", version, "Print the version and exit");
+  app.add_flag("-v,--verbose", verbose, "With --version: also load LibTorch and report it");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+
+  CommandRunner runner;
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (absl::Status s = roboloop::SetLogLevel(log_level); !s.ok()) {
+    std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  if (version) {
+    absl::Status s = PrintVersion(verbose);
+    if (!s.ok()) std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
+    return s.ok() ? kExitOk : kExitError;
+  }
+  if (!runner.HasAction()) {
+    std::printf("%s", app.help().c_str());
+    return kExitUsage;
+  }
+  return runner.Run();
+}

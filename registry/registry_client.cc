@@ -1,0 +1,225 @@
+#include "registry/registry_client.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/sha256.h"
+#include "common/status.h"
+
+namespace roboloop::registry {
+namespace {
+
+absl::StatusOr<int64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, path);
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  return static_cast<int64_t>(st.st_size);
+}
+
+}  // namespace
+
+RegistryClient::RegistryClient(std::shared_ptr<grpc::Channel> channel, Options options)
+    : stub_(v1::RegistryService::NewStub(std::move(channel))), options_(std::move(options)) {
+  if (!options_.prepare_stream_context) options_.prepare_stream_context = options_.prepare_context;
+}
+
+template <typename Request, typename Response>
+absl::StatusOr<Response> RegistryClient::CallUnary(UnaryMethod<Request, Response> method,
+                                                   const Request& request, const char* name) {
+  grpc::ClientContext context;
+  if (options_.prepare_context) options_.prepare_context(&context);
+  Response response;
+  grpc::Status status = (stub_.get()->*method)(&context, request, &response);
+  if (!status.ok()) return Annotate(common::GrpcToAbsl(status), absl::StrCat("registry ", name));
+  return response;
+}
+
+absl::StatusOr<v1::BlobInfo> RegistryClient::UploadFile(const std::string& path,
+                                                        ProgressFn progress) {
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t size, FileSize(path));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(path));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::UploadStatusResponse held, UploadStatus(sha256));
+  if (held.complete()) {
+    v1::BlobInfo info;
+    info.set_sha256(sha256);
+    info.set_size(size);
+    info.set_already_present(true);
+    return info;
+  }
+  int64_t offset = held.bytes_held() <= size ? held.bytes_held() : 0;
+  return SendFrom(path, sha256, size, offset, progress);
+}
+
+absl::StatusOr<v1::BlobInfo> RegistryClient::SendFrom(const std::string& path,
+                                                      const std::string& sha256, int64_t size,
+                                                      int64_t offset, const ProgressFn& progress) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus(errno, path);
+  in.seekg(offset);
+  grpc::ClientContext context;
+  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
+  v1::BlobInfo info;
+  auto writer = stub_->UploadBlob(&context, &info);
+  v1::UploadChunk chunk;
+  chunk.mutable_header()->set_sha256(sha256);
+  chunk.mutable_header()->set_size(size);
+  chunk.mutable_header()->set_offset(offset);
+  std::string buffer(static_cast<size_t>(options_.chunk_bytes), '\0');
+  int64_t sent = offset;
+  bool stream_ok = true;
+  do {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    chunk.set_data(buffer.data(), static_cast<size_t>(in.gcount()));
+    stream_ok = writer->Write(chunk);
+    chunk.clear_header();
+    sent += in.gcount();
+    if (progress) progress(sent, size);
+  } while (stream_ok && in.gcount() > 0 && sent < size);
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) {
+    return Annotate(common::GrpcToAbsl(status), absl::StrCat("uploading ", path));
+  }
+  return info;
+}
+
+absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std::string& path,
+                                            int64_t offset, int64_t length, ProgressFn progress) {
+  std::string temp = absl::StrCat(path, ".partial-", getpid());
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  if (!out) return ErrnoStatus(errno, temp);
+  v1::DownloadRequest request;
+  request.set_sha256(sha256);
+  request.set_offset(offset);
+  request.set_length(length);
+  request.set_chunk_size(static_cast<int32_t>(options_.chunk_bytes));
+  grpc::ClientContext context;
+  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
+  auto reader = stub_->DownloadBlob(&context, request);
+  Sha256 hash;
+  v1::DownloadChunk chunk;
+  int64_t received = 0;
+  int64_t total = 0;
+  while (reader->Read(&chunk)) {
+    if (chunk.total_size() > 0) total = chunk.total_size();
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    hash.Update(chunk.data());
+    received += static_cast<int64_t>(chunk.data().size());
+    if (progress) progress(received, total);
+  }
+  grpc::Status status = reader->Finish();
+  out.close();
+  auto fail = [&](absl::Status s) {
+    std::remove(temp.c_str());
+    return s;
+  };
+  if (!status.ok()) {
+    return fail(Annotate(common::GrpcToAbsl(status), absl::StrCat("downloading ", sha256)));
+  }
+  if (!out) return fail(ErrnoStatus(errno, temp));
+  bool whole = offset == 0 && length == 0;
+  if (whole) {
+    std::string digest = hash.HexDigest();
+    if (digest != sha256) {
+      return fail(absl::DataLossError(absl::StrCat("download of ", sha256, " has sha256 ", digest)));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) return fail(ErrnoStatus(errno, path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RegistryClient::DownloadToString(const std::string& sha256) {
+  v1::DownloadRequest request;
+  request.set_sha256(sha256);
+  request.set_chunk_size(static_cast<int32_t>(options_.chunk_bytes));
+  grpc::ClientContext context;
+  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
+  auto reader = stub_->DownloadBlob(&context, request);
+  std::string data;
+  v1::DownloadChunk chunk;
+  while (reader->Read(&chunk)) data.append(chunk.data());
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    return Annotate(common::GrpcToAbsl(status), absl::StrCat("downloading ", sha256));
+  }
+  if (Sha256Hex(data) != sha256) {
+    return absl::DataLossError(absl::StrCat("download of ", sha256, " does not match its hash"));
+  }
+  return data;
+}
+
+absl::StatusOr<v1::Checkpoint> RegistryClient::RegisterCheckpoint(
+    const v1::RegisterCheckpointRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::RegisterCheckpoint, request, "register checkpoint");
+}
+
+absl::StatusOr<v1::Dataset> RegistryClient::RegisterDataset(const v1::RegisterDatasetRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::RegisterDataset, request, "register dataset");
+}
+
+absl::StatusOr<v1::Checkpoint> RegistryClient::GetCheckpoint(const std::string& ref) {
+  v1::GetRequest request;
+  request.set_ref(ref);
+  return CallUnary(&v1::RegistryService::Stub::GetCheckpoint, request, "get checkpoint");
+}
+
+absl::StatusOr<v1::Dataset> RegistryClient::GetDataset(const std::string& ref) {
+  v1::GetRequest request;
+  request.set_ref(ref);
+  return CallUnary(&v1::RegistryService::Stub::GetDataset, request, "get dataset");
+}
+
+absl::StatusOr<v1::ListCheckpointsResponse> RegistryClient::ListCheckpoints(
+    const v1::ListCheckpointsRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::ListCheckpoints, request, "list checkpoints");
+}
+
+absl::StatusOr<v1::ListDatasetsResponse> RegistryClient::ListDatasets(
+    const v1::ListDatasetsRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::ListDatasets, request, "list datasets");
+}
+
+absl::StatusOr<v1::AliasEvent> RegistryClient::SetAlias(const v1::SetAliasRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::SetAlias, request, "set alias");
+}
+
+absl::StatusOr<v1::AliasEvent> RegistryClient::Promote(const v1::PromoteRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::Promote, request, "promote");
+}
+
+absl::StatusOr<v1::AliasHistoryResponse> RegistryClient::AliasHistory(
+    const v1::AliasHistoryRequest& request) {
+  return CallUnary(&v1::RegistryService::Stub::AliasHistory, request, "alias history");
+}
+
+absl::StatusOr<v1::LineageResponse> RegistryClient::Lineage(const std::string& ref) {
+  v1::LineageRequest request;
+  request.set_ref(ref);
+  return CallUnary(&v1::RegistryService::Stub::Lineage, request, "lineage");
+}
+
+absl::StatusOr<v1::VerifyResponse> RegistryClient::Verify(const std::string& ref) {
+  v1::VerifyRequest request;
+  request.set_ref(ref);
+  return CallUnary(&v1::RegistryService::Stub::Verify, request, "verify");
+}
+
+absl::StatusOr<v1::GcResponse> RegistryClient::CollectGarbage(bool apply) {
+  v1::GcRequest request;
+  request.set_apply(apply);
+  return CallUnary(&v1::RegistryService::Stub::CollectGarbage, request, "gc");
+}
+
+absl::StatusOr<v1::UploadStatusResponse> RegistryClient::UploadStatus(const std::string& sha256) {
+  v1::UploadStatusRequest request;
+  request.set_sha256(sha256);
+  return CallUnary(&v1::RegistryService::Stub::UploadStatus, request, "upload status");
+}
+
+}  // namespace roboloop::registry

@@ -1,0 +1,77 @@
+// Client of RegistryService used by the CLI and by every later stage. Uploads are resumable
+// and verified; downloads are verified before they appear under their final name.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "roboloop/v1/registry.grpc.pb.h"
+
+namespace roboloop::registry {
+
+// Thread-safe: calls may run concurrently on one client (gRPC stubs are thread-safe).
+class RegistryClient {
+ public:
+  // Called with (bytes done, bytes total) while a transfer runs.
+  using ProgressFn = std::function<void(int64_t, int64_t)>;
+  // Prepares each call's context (deadline, bearer token); may be empty.
+  using ContextFn = std::function<void(grpc::ClientContext*)>;
+
+  struct Options {
+    int64_t chunk_bytes = 1 << 20;     // upload/download chunk size
+    ContextFn prepare_context;         // per-call context set-up (auth, deadline)
+    ContextFn prepare_stream_context;  // for long streams; defaults to prepare_context
+  };
+
+  RegistryClient(std::shared_ptr<grpc::Channel> channel, Options options);
+
+  // Uploads the file at `path` (hashing it first), resuming a partial upload the server
+  // holds. Returns the stored blob; `already_present` when the server had it.
+  absl::StatusOr<v1::BlobInfo> UploadFile(const std::string& path, ProgressFn progress = {});
+
+  // Downloads blob `sha256` into `path`, written to a temporary name, verified against its
+  // hash and then renamed. `offset`/`length` select a byte range (length 0 = to the end);
+  // a range is not hash-verified. Existing `path` is replaced only on success.
+  absl::Status DownloadToFile(const std::string& sha256, const std::string& path,
+                              int64_t offset = 0, int64_t length = 0, ProgressFn progress = {});
+
+  // Downloads the whole blob into memory, verified.
+  absl::StatusOr<std::string> DownloadToString(const std::string& sha256);
+
+  // Thin wrappers over the unary RPCs of registry.proto.
+  absl::StatusOr<v1::Checkpoint> RegisterCheckpoint(const v1::RegisterCheckpointRequest& request);
+  absl::StatusOr<v1::Dataset> RegisterDataset(const v1::RegisterDatasetRequest& request);
+  absl::StatusOr<v1::Checkpoint> GetCheckpoint(const std::string& ref);
+  absl::StatusOr<v1::Dataset> GetDataset(const std::string& ref);
+  absl::StatusOr<v1::ListCheckpointsResponse> ListCheckpoints(
+      const v1::ListCheckpointsRequest& request);
+  absl::StatusOr<v1::ListDatasetsResponse> ListDatasets(const v1::ListDatasetsRequest& request);
+  absl::StatusOr<v1::AliasEvent> SetAlias(const v1::SetAliasRequest& request);
+  absl::StatusOr<v1::AliasEvent> Promote(const v1::PromoteRequest& request);
+  absl::StatusOr<v1::AliasHistoryResponse> AliasHistory(const v1::AliasHistoryRequest& request);
+  absl::StatusOr<v1::LineageResponse> Lineage(const std::string& ref);
+  absl::StatusOr<v1::VerifyResponse> Verify(const std::string& ref);
+  absl::StatusOr<v1::GcResponse> CollectGarbage(bool apply);
+  absl::StatusOr<v1::UploadStatusResponse> UploadStatus(const std::string& sha256);
+
+ private:
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::Status (v1::RegistryService::Stub::*)(grpc::ClientContext*,
+                                                                  const Request&, Response*);
+
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> CallUnary(UnaryMethod<Request, Response> method, const Request& request,
+                                     const char* name);
+
+  absl::StatusOr<v1::BlobInfo> SendFrom(const std::string& path, const std::string& sha256,
+                                        int64_t size, int64_t offset, const ProgressFn& progress);
+
+  std::unique_ptr<v1::RegistryService::Stub> stub_;
+  Options options_;
+};
+
+}  // namespace roboloop::registry

@@ -1,0 +1,67 @@
+// The torch boundary (ARCHITECTURE §1): torch-free commands never map LibTorch; the verbose
+// version loads it on demand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/util/subprocess.h"
+
+namespace roboloop {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ReadWholeFile;
+using testing::RunProgram;
+
+// Runs roboloop with `args` and returns the /proc/self/maps it reported at exit.
+std::string MapsOf(const std::vector<std::string>& args, int* exit_code) {
+  std::string report = testing::MakeTempDir("maps") + "/maps.txt";
+  std::vector<std::string> argv = {testing::RoboloopBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  testing::ProgramResult r = RunProgram(argv, {"ROBOLOOP_MAPS_REPORT=" + report});
+  *exit_code = r.exit_code;
+  return ReadWholeFile(report);
+}
+
+TEST(TorchBoundaryTest, VersionDoesNotMapLibTorch) {
+  int code = -1;
+  std::string maps = MapsOf({"--version"}, &code);
+  EXPECT_EQ(code, 0);
+  ASSERT_THAT(maps, HasSubstr("roboloop"));  // the report is real
+  EXPECT_THAT(maps, Not(HasSubstr("libtorch")));
+  EXPECT_THAT(maps, Not(HasSubstr("libroboloop_torch")));
+}
+
+TEST(TorchBoundaryTest, VerboseVersionLoadsLibTorchOnDemand) {
+  int code = -1;
+  std::string maps = MapsOf({"--version", "--verbose"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(maps, HasSubstr("libroboloop_torch.so"));
+  EXPECT_THAT(maps, HasSubstr("libtorch_cpu"));
+  testing::ProgramResult r = RunProgram({testing::RoboloopBinary(), "--version", "--verbose"});
+  EXPECT_THAT(r.out, HasSubstr("libtorch 1."));
+  EXPECT_THAT(r.out, HasSubstr("intra-op threads"));
+}
+
+TEST(TorchBoundaryTest, MissingOrBrokenTorchLibraryIsAClearError) {
+  testing::ProgramResult missing =
+      RunProgram({testing::RoboloopBinary(), "--version", "--verbose"},
+                 {"ROBOLOOP_TORCH_LIBRARY=/nonexistent/libroboloop_torch.so"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/libroboloop_torch.so (absent)"));
+  std::string not_a_library = std::string(ROBOLOOP_SOURCE_DIR) + "/CMakeLists.txt";
+  testing::ProgramResult broken = RunProgram({testing::RoboloopBinary(), "--version", "--verbose"},
+                                             {"ROBOLOOP_TORCH_LIBRARY=" + not_a_library});
+  EXPECT_EQ(broken.exit_code, 1);
+  EXPECT_THAT(broken.err, HasSubstr(not_a_library));
+}
+
+TEST(TorchBoundaryTest, RoboloopBinaryDoesNotLinkLibTorch) {
+  testing::ProgramResult r = RunProgram({"/usr/bin/ldd", testing::RoboloopBinary()});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, Not(HasSubstr("libtorch")));
+  EXPECT_THAT(r.out, Not(HasSubstr("libc10")));
+}
+
+}  // namespace
+}  // namespace roboloop

@@ -1,0 +1,30 @@
+// Test helper: runs a program to completion and captures its exit code and output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace roboloop::testing {
+
+// Outcome of RunProgram.
+struct ProgramResult {
+  int exit_code = -1;   // exit status, or 128 + signal number when killed by a signal
+  std::string out;      // everything written to stdout
+  std::string err;      // everything written to stderr
+};
+
+// Runs `argv[0]` with `argv` and extra environment entries `env` ("NAME=value", added to the
+// current environment), waits for it, and returns its exit code and output.
+ProgramResult RunProgram(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env = {});
+
+// Path of the built `roboloop` binary.
+std::string RoboloopBinary();
+
+// A fresh empty directory under the test temp dir; removed by the OS's temp cleaning only.
+std::string MakeTempDir(const std::string& prefix);
+
+// Reads a whole file; empty string if it cannot be read.
+std::string ReadWholeFile(const std::string& path);
+
+}  // namespace roboloop::testing
