@@ -1,6 +1,6 @@
 #include "registry/registry_client.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,35 +8,31 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/fs.h"
 #include "common/sha256.h"
 #include "common/status.h"
 
 namespace roboloop::registry {
-namespace {
 
-absl::StatusOr<int64_t> FileSize(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, path);
-  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  return static_cast<int64_t>(st.st_size);
-}
+RegistryClient::RegistryClient(std::shared_ptr<const common::GrpcChannel> channel, Options options)
+    : channel_(std::move(channel)),
+      stub_(v1::RegistryService::NewStub(channel_->channel())),
+      options_(options) {}
 
-}  // namespace
-
-RegistryClient::RegistryClient(std::shared_ptr<grpc::Channel> channel, Options options)
-    : stub_(v1::RegistryService::NewStub(std::move(channel))), options_(std::move(options)) {
-  if (!options_.prepare_stream_context) options_.prepare_stream_context = options_.prepare_context;
+absl::StatusOr<std::unique_ptr<RegistryClient>> RegistryClient::Connect(
+    const common::GrpcChannelOptions& channel_options, Options options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::shared_ptr<const common::GrpcChannel> channel,
+                            common::GrpcChannel::Create(channel_options));
+  return std::make_unique<RegistryClient>(std::move(channel), options);
 }
 
 template <typename Request, typename Response>
 absl::StatusOr<Response> RegistryClient::CallUnary(UnaryMethod<Request, Response> method,
                                                    const Request& request, const char* name) {
-  grpc::ClientContext context;
-  if (options_.prepare_context) options_.prepare_context(&context);
+  std::unique_ptr<grpc::ClientContext> context = channel_->NewContext();
   Response response;
-  grpc::Status status = (stub_.get()->*method)(&context, request, &response);
-  if (!status.ok()) return Annotate(common::GrpcToAbsl(status), absl::StrCat("registry ", name));
+  grpc::Status status = (stub_.get()->*method)(context.get(), request, &response);
+  if (!status.ok()) return channel_->CallStatus(status, absl::StrCat("registry ", name));
   return response;
 }
 
@@ -62,10 +58,9 @@ absl::StatusOr<v1::BlobInfo> RegistryClient::SendFrom(const std::string& path,
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoStatus(errno, path);
   in.seekg(offset);
-  grpc::ClientContext context;
-  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
+  std::unique_ptr<grpc::ClientContext> context = channel_->NewContext(options_.transfer_deadline);
   v1::BlobInfo info;
-  auto writer = stub_->UploadBlob(&context, &info);
+  auto writer = stub_->UploadBlob(context.get(), &info);
   v1::UploadChunk chunk;
   chunk.mutable_header()->set_sha256(sha256);
   chunk.mutable_header()->set_size(size);
@@ -84,7 +79,7 @@ absl::StatusOr<v1::BlobInfo> RegistryClient::SendFrom(const std::string& path,
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return Annotate(common::GrpcToAbsl(status), absl::StrCat("uploading ", path));
+    return channel_->CallStatus(status, absl::StrCat("uploading ", path));
   }
   return info;
 }
@@ -92,37 +87,39 @@ absl::StatusOr<v1::BlobInfo> RegistryClient::SendFrom(const std::string& path,
 absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std::string& path,
                                             int64_t offset, int64_t length, ProgressFn progress) {
   std::string temp = absl::StrCat(path, ".partial-", getpid());
-  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-  if (!out) return ErrnoStatus(errno, temp);
+  UniqueFd out(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out.valid()) return ErrnoStatus(errno, temp);
   v1::DownloadRequest request;
   request.set_sha256(sha256);
   request.set_offset(offset);
   request.set_length(length);
   request.set_chunk_size(static_cast<int32_t>(options_.chunk_bytes));
-  grpc::ClientContext context;
-  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
-  auto reader = stub_->DownloadBlob(&context, request);
+  std::unique_ptr<grpc::ClientContext> context = channel_->NewContext(options_.transfer_deadline);
+  auto reader = stub_->DownloadBlob(context.get(), request);
   Sha256 hash;
   v1::DownloadChunk chunk;
   int64_t received = 0;
   int64_t total = 0;
-  while (reader->Read(&chunk)) {
+  absl::Status write_status;
+  while (write_status.ok() && reader->Read(&chunk)) {
     if (chunk.total_size() > 0) total = chunk.total_size();
-    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    write_status = WriteAll(out.get(), chunk.data(), temp);
     hash.Update(chunk.data());
     received += static_cast<int64_t>(chunk.data().size());
     if (progress) progress(received, total);
   }
+  if (!write_status.ok()) context->TryCancel();
   grpc::Status status = reader->Finish();
-  out.close();
+  if (write_status.ok()) write_status = FsyncFd(out.get(), temp);
+  out = UniqueFd();
   auto fail = [&](absl::Status s) {
     std::remove(temp.c_str());
     return s;
   };
+  if (!write_status.ok()) return fail(write_status);
   if (!status.ok()) {
-    return fail(Annotate(common::GrpcToAbsl(status), absl::StrCat("downloading ", sha256)));
+    return fail(channel_->CallStatus(status, absl::StrCat("downloading ", sha256)));
   }
-  if (!out) return fail(ErrnoStatus(errno, temp));
   bool whole = offset == 0 && length == 0;
   if (whole) {
     std::string digest = hash.HexDigest();
@@ -130,23 +127,21 @@ absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std
       return fail(absl::DataLossError(absl::StrCat("download of ", sha256, " has sha256 ", digest)));
     }
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) return fail(ErrnoStatus(errno, path));
-  return absl::OkStatus();
+  return RenameDurable(temp, path);
 }
 
 absl::StatusOr<std::string> RegistryClient::DownloadToString(const std::string& sha256) {
   v1::DownloadRequest request;
   request.set_sha256(sha256);
   request.set_chunk_size(static_cast<int32_t>(options_.chunk_bytes));
-  grpc::ClientContext context;
-  if (options_.prepare_stream_context) options_.prepare_stream_context(&context);
-  auto reader = stub_->DownloadBlob(&context, request);
+  std::unique_ptr<grpc::ClientContext> context = channel_->NewContext(options_.transfer_deadline);
+  auto reader = stub_->DownloadBlob(context.get(), request);
   std::string data;
   v1::DownloadChunk chunk;
   while (reader->Read(&chunk)) data.append(chunk.data());
   grpc::Status status = reader->Finish();
   if (!status.ok()) {
-    return Annotate(common::GrpcToAbsl(status), absl::StrCat("downloading ", sha256));
+    return channel_->CallStatus(status, absl::StrCat("downloading ", sha256));
   }
   if (Sha256Hex(data) != sha256) {
     return absl::DataLossError(absl::StrCat("download of ", sha256, " does not match its hash"));

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "roboloop/v1/registry.grpc.pb.h"
 
 namespace roboloop::registry {
@@ -18,16 +18,18 @@ class RegistryClient {
  public:
   // Called with (bytes done, bytes total) while a transfer runs.
   using ProgressFn = std::function<void(int64_t, int64_t)>;
-  // Prepares each call's context (deadline, bearer token); may be empty.
-  using ContextFn = std::function<void(grpc::ClientContext*)>;
 
   struct Options {
-    int64_t chunk_bytes = 1 << 20;     // upload/download chunk size
-    ContextFn prepare_context;         // per-call context set-up (auth, deadline)
-    ContextFn prepare_stream_context;  // for long streams; defaults to prepare_context
+    int64_t chunk_bytes = 1 << 20;                       // upload/download chunk size
+    absl::Duration transfer_deadline = absl::Hours(1);  // deadline of one upload or download
   };
 
-  RegistryClient(std::shared_ptr<grpc::Channel> channel, Options options);
+  // A client over `channel` (token, TLS and unary deadlines come from the channel).
+  RegistryClient(std::shared_ptr<const common::GrpcChannel> channel, Options options);
+
+  // Connects to the registry described by `channel_options`.
+  static absl::StatusOr<std::unique_ptr<RegistryClient>> Connect(
+      const common::GrpcChannelOptions& channel_options, Options options = {});
 
   // Uploads the file at `path` (hashing it first), resuming a partial upload the server
   // holds. Returns the stored blob; `already_present` when the server had it.
@@ -70,6 +72,7 @@ class RegistryClient {
   absl::StatusOr<v1::BlobInfo> SendFrom(const std::string& path, const std::string& sha256,
                                         int64_t size, int64_t offset, const ProgressFn& progress);
 
+  std::shared_ptr<const common::GrpcChannel> channel_;
   std::unique_ptr<v1::RegistryService::Stub> stub_;
   Options options_;
 };

@@ -1,0 +1,53 @@
+#include "bench/bench_stats.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace roboloop::bench {
+
+Summary Summarize(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  Summary s;
+  size_t n = values.size();
+  s.median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  s.min = values.front();
+  s.max = values.back();
+  return s;
+}
+
+double Quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::string MachineSettings() {
+  std::string cpu = "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (absl::StartsWith(line, "model name")) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::string text = absl::StrCat("cpu: ", cpu, "\nonline cores: ", sysconf(_SC_NPROCESSORS_ONLN), "\n");
+  std::string env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (absl::StartsWith(*e, "OMP_") || absl::StartsWith(*e, "OPENBLAS_") ||
+        absl::StartsWith(*e, "MKL_") || absl::StartsWith(*e, "GRPC_")) {
+      absl::StrAppend(&env, " ", *e);
+    }
+  }
+  absl::StrAppend(&text, "environment:", env.empty() ? " (no OMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
+  return text;
+}
+
+}  // namespace roboloop::bench
