@@ -8,6 +8,10 @@
 
 #include "common/logging.h"
 #include "pipeline/cli.h"
+#include "pipeline/cli_bench.h"
+#include "pipeline/cli_quickstart.h"
+#include "pipeline/cli_registry.h"
+#include "pipeline/cli_serve.h"
 #include "pipeline/cli_version.h"
 
 namespace {
@@ -41,6 +45,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   CommandRunner runner;
+  AddQuickstartCommand(app, runner);
+  AddRegistryCommands(app, runner);
+  AddServeCommands(app, runner);
+  AddBenchCommands(app, runner);
 
   try {
     app.parse(argc, argv);

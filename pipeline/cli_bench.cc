@@ -1,0 +1,24 @@
+#include "pipeline/cli_bench.h"
+
+#include <memory>
+
+#include "bench/registry_bench.h"
+
+namespace roboloop::cli {
+
+void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
+  CLI::App* bench = app.add_subcommand("bench", "Run a benchmark (figures in docs/BENCHMARKS.md)");
+  bench->require_subcommand(1);
+  auto options = std::make_shared<bench::RegistryBenchOptions>();
+  CLI::App* registry = bench->add_subcommand("registry", "Registry transfers and latency vs anchors");
+  registry->add_option("--file-mib", options->file_mib, "Size of the transferred file")->capture_default_str();
+  registry->add_option("--runs", options->runs, "Alternating runs per side")->capture_default_str();
+  registry->add_option("--catalog", options->catalog_size, "Checkpoints in the catalog")->capture_default_str();
+  registry->add_option("--clients", options->background_clients, "Concurrent registering clients")
+      ->capture_default_str();
+  registry->add_option("--samples", options->latency_samples, "Timed calls of each kind")->capture_default_str();
+  registry->add_option("--work-dir", options->work_dir, "Scratch folder");
+  runner.Bind(registry, [options] { return bench::RunRegistryBench(*options); });
+}
+
+}  // namespace roboloop::cli

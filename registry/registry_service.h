@@ -1,0 +1,60 @@
+// The gRPC adapter of the registry: translates RegistryService calls into Registry calls.
+// All logic (validation, storage, references) lives in registry/registry.h.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "registry/registry.h"
+#include "roboloop/v1/registry.grpc.pb.h"
+
+namespace roboloop::registry {
+
+// Thread-safe: gRPC calls handlers concurrently; Registry is thread-safe.
+class RegistryServiceImpl final : public v1::RegistryService::Service {
+ public:
+  struct Options {
+    int download_chunk_bytes = 1 << 20;      // chunk size when the client names none
+    int max_download_chunk_bytes = 4 << 20;  // upper bound on a requested chunk size
+  };
+
+  // Serves `registry` (not owned; must outlive the service).
+  RegistryServiceImpl(Registry* registry, Options options);
+
+  grpc::Status UploadBlob(grpc::ServerContext* context, grpc::ServerReader<v1::UploadChunk>* reader,
+                          v1::BlobInfo* response) override;
+  grpc::Status UploadStatus(grpc::ServerContext* context, const v1::UploadStatusRequest* request,
+                            v1::UploadStatusResponse* response) override;
+  grpc::Status DownloadBlob(grpc::ServerContext* context, const v1::DownloadRequest* request,
+                            grpc::ServerWriter<v1::DownloadChunk>* writer) override;
+  grpc::Status RegisterCheckpoint(grpc::ServerContext* context,
+                                  const v1::RegisterCheckpointRequest* request,
+                                  v1::Checkpoint* response) override;
+  grpc::Status RegisterDataset(grpc::ServerContext* context, const v1::RegisterDatasetRequest* request,
+                               v1::Dataset* response) override;
+  grpc::Status GetCheckpoint(grpc::ServerContext* context, const v1::GetRequest* request,
+                             v1::Checkpoint* response) override;
+  grpc::Status GetDataset(grpc::ServerContext* context, const v1::GetRequest* request,
+                          v1::Dataset* response) override;
+  grpc::Status ListCheckpoints(grpc::ServerContext* context, const v1::ListCheckpointsRequest* request,
+                               v1::ListCheckpointsResponse* response) override;
+  grpc::Status ListDatasets(grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
+                            v1::ListDatasetsResponse* response) override;
+  grpc::Status SetAlias(grpc::ServerContext* context, const v1::SetAliasRequest* request,
+                        v1::AliasEvent* response) override;
+  grpc::Status Promote(grpc::ServerContext* context, const v1::PromoteRequest* request,
+                       v1::AliasEvent* response) override;
+  grpc::Status AliasHistory(grpc::ServerContext* context, const v1::AliasHistoryRequest* request,
+                            v1::AliasHistoryResponse* response) override;
+  grpc::Status Lineage(grpc::ServerContext* context, const v1::LineageRequest* request,
+                       v1::LineageResponse* response) override;
+  grpc::Status Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
+                      v1::VerifyResponse* response) override;
+  grpc::Status CollectGarbage(grpc::ServerContext* context, const v1::GcRequest* request,
+                              v1::GcResponse* response) override;
+
+ private:
+  Registry* registry_;
+  Options options_;
+};
+
+}  // namespace roboloop::registry
