@@ -1,0 +1,182 @@
+#include "common/grpc_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_address.h"
+#include "common/grpc_auth.h"
+#include "common/grpc_tls.h"
+#include "common/status.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
+#include "grpcpp/impl/server_builder_plugin.h"
+#include "grpcpp/impl/server_initializer.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace roboloop::common {
+namespace {
+
+using ServiceNames = std::vector<std::string>;
+
+// Copies the server's service list once the server has started (the list is only exposed to
+// builder plugins), so health can be set per service without callers naming them.
+class ServiceListPlugin final : public grpc::ServerBuilderPlugin {
+ public:
+  explicit ServiceListPlugin(std::shared_ptr<ServiceNames> names) : names_(std::move(names)) {}
+  std::string name() override { return "roboloop_service_list"; }
+  void InitServer(grpc::ServerInitializer* /*si*/) override {}
+  void Finish(grpc::ServerInitializer* si) override { *names_ = *si->GetServiceList(); }
+  void ChangeArguments(const std::string& /*name*/, void* /*value*/) override {}
+
+ private:
+  std::shared_ptr<ServiceNames> names_;
+};
+
+class ServiceListOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ServiceListOption(std::shared_ptr<ServiceNames> names) : names_(std::move(names)) {}
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->push_back(std::make_unique<ServiceListPlugin>(names_));
+  }
+
+ private:
+  std::shared_ptr<ServiceNames> names_;
+};
+
+// Turns on the process-wide gRPC features every roboloop server uses (idempotent).
+void EnableProcessWideServerFeatures() {
+  static const bool enabled = [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    return true;
+  }();
+  (void)enabled;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const GrpcServerOptions& options, const ListenAddress& address) {
+  const bool has_cert = !options.tls_cert_file.empty();
+  const bool has_key = !options.tls_key_file.empty();
+  if (has_cert != has_key) {
+    return absl::InvalidArgumentError(
+        "TLS needs both a certificate file and a key file (tls_cert_file and tls_key_file)");
+  }
+  if (!has_cert) {
+    if (!address.IsLoopback() && !options.insecure) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing a plaintext listener on non-loopback address '", options.listen_address,
+          "': bearer tokens would travel in clear; give a TLS certificate and key, or pass "
+          "--insecure"));
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(TlsKeyPair pair,
+                            ReadTlsKeyPair(options.tls_cert_file, options.tls_key_file));
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({pair.private_key_pem, pair.cert_chain_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
+absl::StatusOr<std::string> ReadOptionalToken(const std::string& token_file) {
+  if (token_file.empty()) return std::string();
+  return ReadTokenFile(token_file);
+}
+
+// The address clients should dial for a server bound to `address` on `port`.
+std::string DialTarget(const ListenAddress& address, int port) {
+  if (address.kind == ListenAddress::Kind::kUnix) return address.ToGrpcAddress();
+  ListenAddress dial = address;
+  dial.port = port;
+  if (dial.host.empty() || dial.host == "0.0.0.0") dial.host = "127.0.0.1";
+  if (dial.host == "::") dial.host = "::1";
+  return dial.ToGrpcAddress();
+}
+
+absl::Status ValidateOptions(const GrpcServerOptions& options) {
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes must be positive, got ", options.max_message_bytes));
+  }
+  if (options.shutdown_deadline < absl::ZeroDuration() ||
+      options.drain_period < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("shutdown_deadline and drain_period must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
+    const GrpcServerOptions& options, const std::vector<grpc::Service*>& services) {
+  ROBOLOOP_RETURN_IF_ERROR(ValidateOptions(options));
+  ROBOLOOP_ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(options.listen_address));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto credentials, MakeServerCredentials(options, address));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string token, ReadOptionalToken(options.token_file));
+  if (address.kind == ListenAddress::Kind::kUnix) {
+    ROBOLOOP_RETURN_IF_ERROR(PrepareUnixSocketPath(address.socket_path));
+  }
+  EnableProcessWideServerFeatures();
+
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(address.ToGrpcAddress(), credentials, &bound_port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  auto names = std::make_shared<ServiceNames>();
+  builder.SetOption(std::make_unique<ServiceListOption>(names));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> auth;
+  auth.push_back(MakeBearerTokenInterceptorFactory(token));
+  builder.experimental().SetInterceptorCreators(std::move(auth));
+
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on '", options.listen_address,
+        "' (address in use, not local, or not permitted; see gRPC's log above)"));
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  ROBOLOOP_CHECK_MSG(health != nullptr, "default health check service is not enabled");
+  health->SetServingStatus(true);
+  for (const std::string& name : *names) health->SetServingStatus(name, true);
+  const int tcp_port = address.kind == ListenAddress::Kind::kTcp ? bound_port : 0;
+  return std::unique_ptr<GrpcServer>(new GrpcServer(options, std::move(server), tcp_port,
+                                                    DialTarget(address, tcp_port), *names));
+}
+
+GrpcServer::GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server,
+                       int port, std::string target, std::vector<std::string> service_names)
+    : options_(options),
+      server_(std::move(server)),
+      port_(port),
+      target_(std::move(target)),
+      service_names_(std::move(service_names)) {}
+
+GrpcServer::~GrpcServer() { Shutdown(); }
+
+void GrpcServer::SetServingStatus(const std::string& service, bool serving) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  server_->GetHealthCheckService()->SetServingStatus(service, serving);
+}
+
+void GrpcServer::Shutdown() { Shutdown(options_.shutdown_deadline); }
+
+void GrpcServer::Shutdown(absl::Duration deadline) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  // Health first, so watchers and probes see NOT_SERVING while calls still drain.
+  server_->GetHealthCheckService()->Shutdown();
+  absl::SleepFor(options_.drain_period);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+}
+
+void GrpcServer::Wait() { server_->Wait(); }
+
+}  // namespace roboloop::common

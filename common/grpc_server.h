@@ -1,0 +1,92 @@
+// The gRPC server every roboloop service runs in (ARCHITECTURE §3): binds loopback by default
+// (TCP or unix socket), serves grpc.health.v1 and reflection, checks bearer tokens (see
+// common/grpc_auth.h: handlers must call CheckCallAuthenticated first), optionally speaks TLS,
+// refuses a plaintext non-loopback listener unless told `insecure`, and shuts down gracefully.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "grpcpp/impl/service_type.h"
+
+namespace roboloop::common {
+
+// How to run a GrpcServer.
+struct GrpcServerOptions {
+  // HOST:PORT, [IPV6]:PORT, unix:/abs/path or unix:relative/path; port 0 picks a free port.
+  std::string listen_address = "127.0.0.1:0";
+  // File holding the bearer token clients must send; empty = no authentication.
+  std::string token_file;
+  // PEM certificate chain for TLS; set together with tls_key_file, empty = plaintext.
+  std::string tls_cert_file;
+  // PEM private key matching tls_cert_file.
+  std::string tls_key_file;
+  // Allow a plaintext listener on a non-loopback address (tokens would travel in clear).
+  bool insecure = false;
+  // Time in-flight calls get to finish in Shutdown() before they are cancelled.
+  absl::Duration shutdown_deadline = absl::Seconds(10);
+  // Time between health turning NOT_SERVING and the listener closing, so probes notice.
+  absl::Duration drain_period = absl::ZeroDuration();
+  // Largest message the server sends or accepts, in bytes.
+  int max_message_bytes = 64 << 20;
+};
+
+// A started gRPC server. Thread-safe: Shutdown, Wait and SetServingStatus may be called from
+// any thread, concurrently; Shutdown acts once.
+class GrpcServer {
+ public:
+  // Validates `options`, then builds and starts a server for `services` (not owned; they must
+  // outlive the server). Every service and the server as a whole ("") start SERVING. Errors
+  // name the option at fault: bad address, unreadable token or TLS file, plaintext
+  // non-loopback listener without `insecure`, or a failed bind.
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(
+      const GrpcServerOptions& options, const std::vector<grpc::Service*>& services);
+
+  // Shuts down with the configured deadline if still running.
+  ~GrpcServer();
+
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // The bound TCP port (the picked one for port 0); 0 for unix sockets.
+  int port() const { return port_; }
+  // A target clients can dial: `HOST:PORT` (0.0.0.0/[::] become loopback) or `unix:PATH`.
+  const std::string& target() const { return target_; }
+  // Fully-qualified names of the registered services (health and reflection included).
+  const std::vector<std::string>& service_names() const { return service_names_; }
+
+  // Sets the health state of one service ("" = the whole server). Ignored after Shutdown.
+  void SetServingStatus(const std::string& service, bool serving);
+
+  // Sets health NOT_SERVING for all services, waits the drain period, stops accepting calls,
+  // lets in-flight calls finish for up to `deadline`, then cancels the rest and returns.
+  void Shutdown(absl::Duration deadline);
+  // Shutdown with the configured shutdown deadline.
+  void Shutdown();
+
+  // Blocks until Shutdown has completed.
+  void Wait();
+
+  // The underlying grpc::Server, for framework code that needs it.
+  grpc::Server* grpc_server() { return server_.get(); }
+
+ private:
+  GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server, int port,
+             std::string target, std::vector<std::string> service_names);
+
+  const GrpcServerOptions options_;
+  const std::unique_ptr<grpc::Server> server_;
+  const int port_;
+  const std::string target_;
+  const std::vector<std::string> service_names_;
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace roboloop::common

@@ -1,0 +1,43 @@
+// Graceful shutdown of a GrpcServer on SIGINT/SIGTERM, without async-signal-unsafe handlers:
+// the signals are blocked in every thread and a waiting thread takes them with sigwait.
+#pragma once
+
+#include <csignal>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/grpc_server.h"
+
+namespace roboloop::common {
+
+// Holds SIGINT and SIGTERM blocked for the process so they queue for WaitForShutdownSignal.
+// Create it in main() before any thread starts (gRPC's included): threads inherit the signal
+// mask, and a thread that does not block the signals would take their default action (exit).
+// Not thread-safe; one instance per process.
+class ShutdownSignals {
+ public:
+  // Blocks SIGINT and SIGTERM in the calling thread; errors if the mask cannot be changed.
+  static absl::StatusOr<std::unique_ptr<ShutdownSignals>> Create();
+
+  // Restores the calling thread's previous signal mask.
+  ~ShutdownSignals();
+
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // Blocks until SIGINT or SIGTERM arrives and returns its number.
+  int Wait() const;
+
+ private:
+  ShutdownSignals(sigset_t waited, sigset_t previous) : waited_(waited), previous_(previous) {}
+
+  const sigset_t waited_;
+  const sigset_t previous_;
+};
+
+// Serves until SIGINT or SIGTERM arrives, then shuts `server` down gracefully (health
+// NOT_SERVING, in-flight calls drain until the server's shutdown deadline) and returns the
+// signal's number.
+int ServeUntilShutdownSignal(GrpcServer& server, const ShutdownSignals& signals);
+
+}  // namespace roboloop::common
