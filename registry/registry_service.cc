@@ -1,0 +1,173 @@
+#include "registry/registry_service.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_auth.h"
+#include "common/grpc_status.h"
+
+namespace roboloop::registry {
+namespace {
+
+using common::AbslToGrpc;
+
+// The caller as recorded in alias history: the process user of the server and the peer.
+Actor CallerOf(const grpc::ServerContext& context) {
+  Actor actor = Actor::Local();
+  actor.host = absl::StrCat(actor.host, " (peer ", context.peer(), ")");
+  return actor;
+}
+
+template <typename T>
+grpc::Status Fill(absl::StatusOr<T> result, T* response) {
+  if (!result.ok()) return AbslToGrpc(result.status());
+  *response = std::move(*result);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+RegistryServiceImpl::RegistryServiceImpl(Registry* registry, Options options)
+    : registry_(registry), options_(options) {}
+
+grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
+                                             grpc::ServerReader<v1::UploadChunk>* reader,
+                                             v1::BlobInfo* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  v1::UploadChunk chunk;
+  if (!reader->Read(&chunk)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "upload stream carried no message");
+  }
+  if (!chunk.has_header()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first upload message must carry the header (sha256, size, offset)");
+  }
+  const v1::UploadChunk::Header header = chunk.header();
+  int64_t offset = header.offset();
+  do {
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+    if (!chunk.data().empty()) {
+      absl::Status appended = registry_->AppendBlob(header.sha256(), header.size(), offset, chunk.data());
+      if (!appended.ok()) return AbslToGrpc(appended);
+      offset += static_cast<int64_t>(chunk.data().size());
+    }
+  } while (reader->Read(&chunk));
+  return Fill(registry_->FinishBlob(header.sha256(), header.size()), response);
+}
+
+grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext* context,
+                                               const v1::UploadStatusRequest* request,
+                                               v1::UploadStatusResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->UploadStatus(request->sha256()), response);
+}
+
+grpc::Status RegistryServiceImpl::DownloadBlob(grpc::ServerContext* context,
+                                               const v1::DownloadRequest* request,
+                                               grpc::ServerWriter<v1::DownloadChunk>* writer) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  if (request->chunk_size() < 0 || request->offset() < 0 || request->length() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "download offset, length and chunk_size must not be negative");
+  }
+  size_t chunk_bytes = request->chunk_size() == 0
+                           ? static_cast<size_t>(options_.download_chunk_bytes)
+                           : static_cast<size_t>(std::min(request->chunk_size(),
+                                                          options_.max_download_chunk_bytes));
+  auto reader = registry_->OpenBlob(request->sha256(), request->offset(), request->length());
+  if (!reader.ok()) return AbslToGrpc(reader.status());
+  v1::DownloadChunk chunk;
+  chunk.set_total_size((*reader)->blob_size());
+  while (true) {
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "download cancelled");
+    absl::StatusOr<std::string> data = (*reader)->Read(chunk_bytes);
+    if (!data.ok()) return AbslToGrpc(data.status());
+    if (data->empty()) break;
+    chunk.set_data(std::move(*data));
+    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    chunk.clear_total_size();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status RegistryServiceImpl::RegisterCheckpoint(grpc::ServerContext* context,
+                                                     const v1::RegisterCheckpointRequest* request,
+                                                     v1::Checkpoint* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->RegisterCheckpoint(*request, CallerOf(*context)), response);
+}
+
+grpc::Status RegistryServiceImpl::RegisterDataset(grpc::ServerContext* context,
+                                                  const v1::RegisterDatasetRequest* request,
+                                                  v1::Dataset* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->RegisterDataset(*request), response);
+}
+
+grpc::Status RegistryServiceImpl::GetCheckpoint(grpc::ServerContext* context,
+                                                const v1::GetRequest* request,
+                                                v1::Checkpoint* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->GetCheckpoint(request->ref()), response);
+}
+
+grpc::Status RegistryServiceImpl::GetDataset(grpc::ServerContext* context, const v1::GetRequest* request,
+                                             v1::Dataset* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->GetDataset(request->ref()), response);
+}
+
+grpc::Status RegistryServiceImpl::ListCheckpoints(grpc::ServerContext* context,
+                                                  const v1::ListCheckpointsRequest* request,
+                                                  v1::ListCheckpointsResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->ListCheckpoints(*request), response);
+}
+
+grpc::Status RegistryServiceImpl::ListDatasets(grpc::ServerContext* context,
+                                               const v1::ListDatasetsRequest* request,
+                                               v1::ListDatasetsResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->ListDatasets(*request), response);
+}
+
+grpc::Status RegistryServiceImpl::SetAlias(grpc::ServerContext* context,
+                                           const v1::SetAliasRequest* request,
+                                           v1::AliasEvent* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->SetAlias(*request, CallerOf(*context)), response);
+}
+
+grpc::Status RegistryServiceImpl::Promote(grpc::ServerContext* context, const v1::PromoteRequest* request,
+                                          v1::AliasEvent* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->Promote(*request, CallerOf(*context)), response);
+}
+
+grpc::Status RegistryServiceImpl::AliasHistory(grpc::ServerContext* context,
+                                               const v1::AliasHistoryRequest* request,
+                                               v1::AliasHistoryResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->AliasHistory(*request), response);
+}
+
+grpc::Status RegistryServiceImpl::Lineage(grpc::ServerContext* context, const v1::LineageRequest* request,
+                                          v1::LineageResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->Lineage(request->ref()), response);
+}
+
+grpc::Status RegistryServiceImpl::Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
+                                         v1::VerifyResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->Verify(request->ref()), response);
+}
+
+grpc::Status RegistryServiceImpl::CollectGarbage(grpc::ServerContext* context,
+                                                 const v1::GcRequest* request,
+                                                 v1::GcResponse* response) {
+  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
+  return Fill(registry_->CollectGarbage(request->apply()), response);
+}
+
+}  // namespace roboloop::registry
