@@ -11,10 +11,20 @@ namespace {
 
 using common::AbslToGrpc;
 
-// The caller as recorded in alias history: the process user of the server and the peer.
+std::string ClientMetadata(const grpc::ServerContext& context, const char* key) {
+  auto it = context.client_metadata().find(key);
+  if (it == context.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+// The caller as recorded in alias history: the user and host the client reports, else the
+// server's own user and the peer address.
 Actor CallerOf(const grpc::ServerContext& context) {
   Actor actor = Actor::Local();
-  actor.host = absl::StrCat(actor.host, " (peer ", context.peer(), ")");
+  std::string user = ClientMetadata(context, kUserMetadataKey);
+  std::string host = ClientMetadata(context, kHostMetadataKey);
+  actor.user = user.empty() ? actor.user : user;
+  actor.host = host.empty() ? context.peer() : host;
   return actor;
 }
 

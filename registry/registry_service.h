@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "registry/caller_metadata.h"
 #include "registry/registry.h"
 #include "roboloop/v1/registry.grpc.pb.h"
 
