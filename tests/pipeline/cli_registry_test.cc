@@ -1,0 +1,208 @@
+// `roboloop registry …`, `serve registry` and `quickstart` driven as a user would: the real
+// binary, a real store, exit codes and messages.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/util/subprocess.h"
+
+namespace roboloop {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ProgramResult;
+
+class CliRegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("cli");
+    root_ = dir_ + "/store";
+  }
+
+  ProgramResult Roboloop(std::vector<std::string> args, bool with_root = true) {
+    std::vector<std::string> argv = {testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (with_root) {
+      argv.push_back("--root");
+      argv.push_back(root_);
+    }
+    return testing::RunProgram(argv);
+  }
+
+  std::string WriteFile(const std::string& name, const std::string& data) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << data;
+    return path;
+  }
+
+  std::string Manifest() {
+    return WriteFile("manifest.json", R"({"format_version": 1, "model": "x",
+      "policy": {"kind": "mlp", "options": {}}, "obs_spec": [], "action_spec": [],
+      "normalization": {}, "action_chunk": 1, "dataset_id": "", "parent_id": "", "step": 10,
+      "metrics": {}, "blobs": {}, "provenance": {}})");
+  }
+
+  std::string dir_;
+  std::string root_;
+};
+
+TEST_F(CliRegistryTest, DatasetPutListGetShowVerify) {
+  std::string file = WriteFile("demo.hdf5", "pretend dataset bytes");
+  ProgramResult put = Roboloop({"registry", "put", file, "--dataset", "demos"});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  EXPECT_THAT(put.out, HasSubstr("registered dataset demos:v1"));
+
+  ProgramResult ls = Roboloop({"registry", "ls", "--datasets", "--format", "json"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  nlohmann::json listed = nlohmann::json::parse(ls.out);
+  ASSERT_EQ(listed["datasets"].size(), 1u);
+  EXPECT_EQ(listed["datasets"][0]["name"], "demos");
+
+  ProgramResult table = Roboloop({"registry", "ls", "--datasets"});
+  EXPECT_THAT(table.out, HasSubstr("NAME"));
+  EXPECT_THAT(table.out, HasSubstr("demos"));
+
+  std::string back = dir_ + "/back.hdf5";
+  ProgramResult get = Roboloop({"registry", "get", "demos:v1", "-o", back});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(testing::ReadWholeFile(back), "pretend dataset bytes");
+  ProgramResult range = Roboloop({"registry", "get", "demos@latest", "-o", back, "--range", "8:7"});
+  ASSERT_EQ(range.exit_code, 0) << range.err;
+  EXPECT_EQ(testing::ReadWholeFile(back), "dataset");
+
+  ProgramResult show = Roboloop({"registry", "show", "demos:v1"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("\"name\": \"demos\""));
+  ProgramResult verify = Roboloop({"registry", "verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("0 problems"));
+}
+
+TEST_F(CliRegistryTest, CheckpointAliasPromoteHistoryLineage) {
+  std::string policy = WriteFile("policy.bin", "weights-1");
+  ProgramResult first = Roboloop({"registry", "put", "--model", "cartpole-mlp", "--manifest",
+                                  Manifest(), "--blob", "policy=" + policy});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("registered checkpoint cartpole-mlp:v1"));
+  std::string policy2 = WriteFile("policy2.bin", "weights-2");
+  ProgramResult second = Roboloop({"registry", "put", "--model", "cartpole-mlp", "--manifest",
+                                   Manifest(), "--blob", "policy=" + policy2});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("cartpole-mlp:v2"));
+
+  ProgramResult refused = Roboloop({"registry", "alias", "cartpole-mlp", "champion", "cartpole-mlp:v1",
+                                    "--reason", "sneaky"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("champion"));
+  ProgramResult promote =
+      Roboloop({"registry", "promote", "cartpole-mlp", "cartpole-mlp:v1", "--reason", "best success"});
+  ASSERT_EQ(promote.exit_code, 0) << promote.err;
+  ProgramResult alias =
+      Roboloop({"registry", "alias", "cartpole-mlp", "staging", "cartpole-mlp:v2", "--reason", "try"});
+  ASSERT_EQ(alias.exit_code, 0) << alias.err;
+
+  ProgramResult history = Roboloop({"registry", "history", "cartpole-mlp", "--format", "json"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  nlohmann::json events = nlohmann::json::parse(history.out)["events"];
+  std::vector<std::string> aliases;
+  for (const auto& e : events) aliases.push_back(e["alias"]);
+  EXPECT_THAT(aliases, ::testing::IsSupersetOf({"latest", "champion", "staging"}));
+
+  std::string out = dir_ + "/ckpt";
+  ProgramResult get = Roboloop({"registry", "get", "cartpole-mlp@champion", "-o", out});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(testing::ReadWholeFile(out + "/policy"), "weights-1");
+  EXPECT_THAT(testing::ReadWholeFile(out + "/manifest.json"), HasSubstr("cartpole-mlp"));
+
+  ProgramResult ls = Roboloop({"registry", "ls", "--model", "cartpole-mlp", "--alias", "champion"});
+  EXPECT_THAT(ls.out, HasSubstr("champion"));
+  ProgramResult lineage = Roboloop({"registry", "lineage", "cartpole-mlp:v2"});
+  EXPECT_EQ(lineage.exit_code, 0) << lineage.err;
+}
+
+TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
+  ProgramResult unknown = Roboloop({"registry", "show", "cartpol-mlp@champion"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("roboloop: "));
+  EXPECT_THAT(unknown.err, HasSubstr("cartpol-mlp"));
+  ProgramResult usage = Roboloop({"registry", "get"});
+  EXPECT_EQ(usage.exit_code, 2);
+  ProgramResult both = Roboloop({"registry", "put", "x", "--dataset", "a", "--model", "b"});
+  EXPECT_EQ(both.exit_code, 2);
+  ProgramResult missing = Roboloop({"registry", "put", dir_ + "/nope.bin", "--dataset", "a"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("nope.bin"));
+  ProgramResult bad_name = Roboloop({"registry", "put", WriteFile("f", "x"), "--dataset", "../etc"});
+  EXPECT_EQ(bad_name.exit_code, 1);
+  EXPECT_THAT(bad_name.err, HasSubstr("../etc"));
+  ProgramResult bad_format = Roboloop({"registry", "ls", "--format", "xml"});
+  EXPECT_EQ(bad_format.exit_code, 2);
+  ProgramResult help = Roboloop({"registry", "put", "--help"}, /*with_root=*/false);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--dataset"));
+}
+
+TEST_F(CliRegistryTest, RegistryLsDoesNotMapLibTorch) {
+  std::string report = dir_ + "/maps.txt";
+  ProgramResult r = testing::RunProgram({testing::RoboloopBinary(), "registry", "ls", "--root", root_},
+                                        {"ROBOLOOP_MAPS_REPORT=" + report});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string maps = testing::ReadWholeFile(report);
+  ASSERT_THAT(maps, HasSubstr("libgrpc"));
+  EXPECT_THAT(maps, Not(HasSubstr("libtorch")));
+}
+
+TEST_F(CliRegistryTest, QuickstartRoundTrip) {
+  ProgramResult r = Roboloop({"quickstart"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("identical"));
+  EXPECT_THAT(r.out, HasSubstr("no problems"));
+  ProgramResult again = Roboloop({"quickstart"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("quickstart-sample:v2"));
+}
+
+TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
+  std::string socket = dir_ + "/serve.sock";
+  std::string token = WriteFile("token", "cli-token");
+  std::string binary = testing::RoboloopBinary();
+  std::vector<std::string> args = {binary,         "serve", "registry", "--listen", "unix:" + socket,
+                                   "--token-file", token,   "--root",   root_};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  for (int i = 0; i < 100 && access(socket.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string file = WriteFile("remote.bin", "remote bytes");
+  ProgramResult put = Roboloop({"registry", "put", file, "--dataset", "remote", "--registry",
+                                "unix:" + socket, "--token-file", token},
+                               /*with_root=*/false);
+  EXPECT_EQ(put.exit_code, 0) << put.err;
+  ProgramResult denied = Roboloop({"registry", "ls", "--registry", "unix:" + socket}, false);
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_THAT(denied.err, HasSubstr("UNAUTHENTICATED"));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // What the server stored is there for the embedded registry on the same root.
+  ProgramResult ls = Roboloop({"registry", "ls", "--datasets"});
+  EXPECT_THAT(ls.out, HasSubstr("remote"));
+}
+
+}  // namespace
+}  // namespace roboloop
