@@ -4,6 +4,9 @@
 
 #include "common/status.h"
 #include "sim/tasks/cartpole.h"
+#include "sim/tasks/humanoid_stand.h"
+#include "sim/tasks/pendulum.h"
+#include "sim/tasks/reacher.h"
 
 namespace roboloop::sim {
 
@@ -21,7 +24,18 @@ absl::Status RegisterBuiltins(TaskRegistry* registry, const BuiltinTaskOptions& 
   ROBOLOOP_RETURN_IF_ERROR(registry->Register(
       "cartpole-swingup", "swing the pole up from hanging and balance it (500 steps, 50 Hz)",
       [cartpole] { return MakeCartpoleTask(CartpoleMode::kSwingup, cartpole); }));
-  return absl::OkStatus();
+  const std::string pendulum = options.models_dir + "/pendulum.xml";
+  ROBOLOOP_RETURN_IF_ERROR(registry->Register(
+      "pendulum-swingup", "pump a torque-limited pendulum up and hold it (500 steps, 50 Hz)",
+      [pendulum] { return MakePendulumTask(pendulum); }));
+  const std::string reacher = options.models_dir + "/reacher.xml";
+  ROBOLOOP_RETURN_IF_ERROR(registry->Register(
+      "reacher", "bring a 2-link arm's fingertip to a sampled target (200 steps, 50 Hz)",
+      [reacher] { return MakeReacherTask(reacher); }));
+  const std::string humanoid = options.humanoid_model;
+  return registry->Register("humanoid-stand",
+                            "keep Debian's humanoid standing (500 steps, throughput task)",
+                            [humanoid] { return MakeHumanoidStandTask(humanoid); });
 }
 
 }  // namespace roboloop::sim

@@ -56,7 +56,8 @@ TEST_P(ExpertTest, DoingNothingFails) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, ExpertTest,
-                         ::testing::Values("cartpole-balance", "cartpole-swingup"));
+                         ::testing::Values("cartpole-balance", "cartpole-swingup",
+                                           "pendulum-swingup", "reacher"));
 
 }  // namespace
 }  // namespace roboloop::sim
