@@ -62,7 +62,8 @@ class Env {
   absl::Status Reset(uint64_t seed, int64_t episode_index, float* obs);
 
   // Applies `action` (`action_size` floats, clipped to the action bounds) for the task's
-  // control substeps, then writes the next observation to `obs`. Returns kNone while the
+  // control substeps, then writes the next observation to `obs`. On entry `obs` must hold
+  // the current observation (it is recorded when recording is on). Returns kNone while the
   // episode continues, else why it ended. Must not be called after the episode ended.
   EndReason Step(const float* action, int action_size, float* obs);
 

@@ -49,7 +49,7 @@ namespace internal {
 struct MujocoError {
   std::string message;
 };
-// Rethrows nothing; turns the pending MuJoCo error into a status for GuardMujoco.
+// The Internal status GuardMujoco returns for `error` raised while doing `what`.
 absl::Status MujocoErrorStatus(const std::string& what, const MujocoError& error);
 }  // namespace internal
 

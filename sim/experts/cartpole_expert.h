@@ -11,7 +11,7 @@
 namespace roboloop::sim {
 
 // An expert for a cartpole task (joints "slider" and "hinge", body "pole"); with
-// `swing_up` it first pumps the pole up. `task` must outlive nothing: specs are copied.
+// `swing_up` it first pumps the pole up. Specs are copied; the expert does not keep `task`.
 absl::StatusOr<std::unique_ptr<Policy>> MakeCartpoleExpert(const Task& task, bool swing_up);
 
 }  // namespace roboloop::sim
