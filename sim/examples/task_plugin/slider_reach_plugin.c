@@ -1,0 +1,71 @@
+/* Reference out-of-tree task plugin (docs/adding-a-task.md): "plugin-slider-reach", a mass
+ * on a rail driven by a force to a sampled target. Build it on its own:
+ *   cc -shared -fPIC -I<roboloop include dir> slider_reach_plugin.c -o libslider_reach.so
+ * and load it with --task-plugin libslider_reach.so or ROBOLOOP_TASK_PLUGINS. */
+#include <math.h>
+
+#include "sim/task_plugin_abi.h"
+
+static const char kMjcf[] =
+    "<mujoco model='slider_reach'>"
+    "  <option timestep='0.01'><flag contact='disable' gravity='disable'/></option>"
+    "  <worldbody>"
+    "    <body name='cart'>"
+    "      <joint name='rail' type='slide' axis='1 0 0' damping='0.5'/>"
+    "      <geom type='box' size='0.05 0.05 0.05' mass='1'/>"
+    "    </body>"
+    "    <body name='target' mocap='true'><site name='target' size='0.02'/></body>"
+    "  </worldbody>"
+    "  <actuator><motor joint='rail' gear='5' ctrllimited='true' ctrlrange='-1 1'/></actuator>"
+    "</mujoco>";
+
+static const RoboloopObsKey kObsKeys[] = {{"position", 1}, {"velocity", 1}, {"target", 1}};
+
+static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
+  (void)m;
+  d->mocap_pos[0] = rng->uniform(rng->state, -0.5, 0.5);
+}
+
+static void Observe(const mjModel* m, const mjData* d, float* obs) {
+  (void)m;
+  obs[0] = (float)d->qpos[0];
+  obs[1] = (float)d->qvel[0];
+  obs[2] = (float)d->mocap_pos[0];
+}
+
+static double Distance(const mjData* d) { return fabs(d->qpos[0] - d->mocap_pos[0]); }
+
+static double Reward(const mjModel* m, const mjData* d) {
+  (void)m;
+  return -Distance(d);
+}
+
+static int SuccessCondition(const mjModel* m, const mjData* d) {
+  (void)m;
+  return Distance(d) < 0.02;
+}
+
+static const RoboloopTaskV1 kTasks[] = {{
+    ROBOLOOP_TASK_PLUGIN_ABI_VERSION,
+    "plugin-slider-reach",
+    "Drive a mass on a rail to a target drawn uniformly in ±0.5 m; 100 steps at 50 Hz; "
+    "success = within 0.02 m of the target at each of the final 10 steps.",
+    kMjcf,
+    3,
+    kObsKeys,
+    2,
+    100,
+    ROBOLOOP_SUCCESS_FINAL_STEPS,
+    10,
+    &Reset,
+    &Observe,
+    &Reward,
+    &SuccessCondition,
+    NULL,
+}};
+
+int32_t roboloop_task_plugin(uint32_t host_abi_version, const RoboloopTaskV1** tasks) {
+  if (host_abi_version != ROBOLOOP_TASK_PLUGIN_ABI_VERSION) return -1;
+  *tasks = kTasks;
+  return 1;
+}

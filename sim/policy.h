@@ -1,0 +1,39 @@
+// The torch-free policy interface of the rollout engine: scripted experts, random policies
+// and (through the torch boundary, later) neural policies all implement it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "sim/spec.h"
+
+namespace roboloop::sim {
+
+// One batched policy call: `batch` observation rows of the task's ObsSpec layout.
+struct PolicyBatch {
+  const float* obs = nullptr;               // batch x obs_size floats, row-major
+  const int64_t* episode_index = nullptr;   // per row: the episode the row belongs to
+  const int32_t* step = nullptr;            // per row: steps already taken in that episode
+  int batch = 0;                            // number of rows
+};
+
+// Maps a batch of observations to a batch of actions. Each output row must depend only on
+// its own row's inputs (obs, episode index, step), so that results do not depend on how
+// episodes are batched (ARCHITECTURE §5). The engine calls Act from one thread at a time.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  // A short human-readable name ("cartpole-swingup-expert", "random", a checkpoint id).
+  virtual std::string name() const = 0;
+  // The observation layout the policy reads; checked against the task before stepping.
+  virtual const ObsSpec& obs_spec() const = 0;
+  // The action layout the policy writes; checked against the task before stepping.
+  virtual const ActionSpec& action_spec() const = 0;
+  // Writes batch.batch x action_spec().size() floats into `actions`. An error stops the
+  // rollout (it is a bug or an unusable policy, not a property of one episode).
+  virtual absl::Status Act(const PolicyBatch& batch, float* actions) = 0;
+};
+
+}  // namespace roboloop::sim

@@ -1,0 +1,105 @@
+// The env pool and rollout engine (issue 4, reqs 5 and 6): N envs stepped by K threads;
+// per env step the policy runs once for the whole batch of running envs, then the workers
+// step physics in parallel. Finished envs auto-reset to the next episode or drop out.
+// Episode i is determined by (task, options, base seed, i, policy) only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/env.h"
+#include "sim/policy.h"
+#include "sim/task.h"
+#include "sim/worker_pool.h"
+
+namespace roboloop::sim {
+
+// The outcome of one episode (ARCHITECTURE §2).
+struct EpisodeRecord {
+  std::string task;                // task name
+  uint64_t seed = 0;               // EpisodeSeed(base seed, episode index)
+  int64_t episode_index = 0;       // index within the rollout's seed range
+  double episode_return = 0.0;     // sum of rewards
+  int length = 0;                  // env steps taken
+  bool success = false;            // the task's success rule
+  EndReason end_reason = EndReason::kNone;  // why it ended
+  std::string end_detail;          // detail of invalid_action / unstable ends
+  double wall_time_s = 0.0;        // seconds from reset to end (not deterministic)
+  uint64_t state_hash_chain = 0;   // chain over the reset state and every step's state
+  uint64_t final_state_hash = 0;   // hash of the last state
+
+  // True when every deterministic field equals `other`'s (all but wall_time_s).
+  bool SameOutcome(const EpisodeRecord& other) const;
+};
+
+// Receives finished episodes, on the thread that called RolloutEngine::Run, in completion
+// order. The data writer (Collect) and the SimService stream implement it.
+class EpisodeSink {
+ public:
+  virtual ~EpisodeSink() = default;
+  // Called once per finished episode; `trajectory` is null unless recording is on. An
+  // error stops the rollout and is returned by Run.
+  virtual absl::Status OnEpisode(const EpisodeRecord& record, const Trajectory* trajectory) = 0;
+};
+
+// Options of one rollout.
+struct RolloutOptions {
+  uint64_t base_seed = 0;          // episode i uses EpisodeSeed(base_seed, i)
+  int64_t first_episode = 0;       // first episode index of the seed range
+  int64_t num_episodes = 1;        // episodes to run: [first_episode, first + num)
+  int num_envs = 1;                // envs stepped together (batch size of the policy)
+  int num_threads = 1;             // threads stepping physics (including the caller's)
+  int max_steps = 0;               // horizon override; 0 = the task's
+  bool record_trajectories = false;  // pass each episode's Trajectory to the sink
+  RobustnessOptions robustness;    // perturbations of every env
+  const std::atomic<bool>* cancel = nullptr;  // when it turns true, Run stops (Cancelled)
+};
+
+// Runs rollouts of one task. Not thread-safe: one Run at a time. Reusable for several Runs
+// with the same options (buffers are allocated once, in Create).
+class RolloutEngine {
+ public:
+  // Validates `options` and builds the envs and workers for `task` (which must outlive
+  // the engine).
+  static absl::StatusOr<std::unique_ptr<RolloutEngine>> Create(const Task* task,
+                                                               const RolloutOptions& options);
+
+  // Runs all episodes of the options' seed range with `policy` and passes each to `sink`.
+  // A policy whose specs do not match the task is refused before any stepping.
+  absl::Status Run(Policy& policy, EpisodeSink& sink);
+
+ private:
+  RolloutEngine(const Task* task, const RolloutOptions& options,
+                std::vector<std::unique_ptr<Env>> envs, std::unique_ptr<WorkerPool> pool);
+  absl::Status StartEpisode(int slot, int64_t episode_index);
+  absl::Status StartInitialEpisodes();
+  void GatherBatch();
+  void StepBatch();
+  absl::Status CollectFinished(EpisodeSink& sink);
+  EpisodeRecord MakeRecord(const Env& env) const;
+  bool Cancelled() const;
+
+  const Task* task_;
+  RolloutOptions options_;
+  std::vector<std::unique_ptr<Env>> envs_;
+  std::unique_ptr<WorkerPool> pool_;
+  int obs_size_;
+  int action_size_;
+  int64_t next_episode_ = 0;
+  std::vector<int> active_;            // slots with a running episode, in slot order
+  std::vector<float> slot_obs_;        // num_envs x obs_size: each slot's current obs
+  std::vector<float> batch_obs_;       // active x obs_size, the policy's input
+  std::vector<float> batch_actions_;   // active x action_size, the policy's output
+  std::vector<int64_t> batch_episode_;
+  std::vector<int32_t> batch_step_;
+};
+
+// Runs a rollout and returns its records sorted by episode index.
+absl::StatusOr<std::vector<EpisodeRecord>> RunRollout(const Task& task, Policy& policy,
+                                                      const RolloutOptions& options);
+
+}  // namespace roboloop::sim

@@ -1,0 +1,121 @@
+#include "sim/task_plugin.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+#include "sim/task_plugin_abi.h"
+
+namespace roboloop::sim {
+namespace {
+
+double UniformFromRng(void* state, double low, double high) {
+  return static_cast<Rng*>(state)->Uniform(low, high);
+}
+
+// A task whose behaviour is a plugin's C callbacks.
+class PluginTask : public Task {
+ public:
+  PluginTask(TaskDefinition def, const RoboloopTaskV1* plugin)
+      : Task(std::move(def)), plugin_(plugin) {}
+
+  void Reset(const mjModel* m, mjData* d, Rng& rng) const override {
+    RoboloopRng c_rng{&rng, &UniformFromRng};
+    plugin_->reset(m, d, &c_rng);
+  }
+  void Observe(const mjModel* m, const mjData* d, float* obs) const override {
+    plugin_->observe(m, d, obs);
+  }
+  double Reward(const mjModel* m, const mjData* d) const override { return plugin_->reward(m, d); }
+  bool SuccessCondition(const mjModel* m, const mjData* d) const override {
+    return plugin_->success_condition(m, d) != 0;
+  }
+  bool Terminated(const mjModel* m, const mjData* d) const override {
+    return plugin_->terminated != nullptr && plugin_->terminated(m, d) != 0;
+  }
+
+ private:
+  const RoboloopTaskV1* plugin_;
+};
+
+absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
+  if (t.abi_version != ROBOLOOP_TASK_PLUGIN_ABI_VERSION) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task built for plugin ABI version ", t.abi_version,
+                     ", this roboloop supports version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION));
+  }
+  if (t.name == nullptr || *t.name == '\0') return absl::InvalidArgumentError("task has no name");
+  if (t.mjcf_xml == nullptr) return absl::InvalidArgumentError(absl::StrCat("task ", t.name, " has no MJCF"));
+  if (t.reset == nullptr || t.observe == nullptr || t.reward == nullptr || t.success_condition == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("task ", t.name, " lacks a required callback"));
+  }
+  if (t.control_substeps < 1 || t.max_steps < 1 || t.num_obs_keys < 1 || t.obs_keys == nullptr ||
+      t.success_kind < ROBOLOOP_SUCCESS_EVERY_STEP || t.success_kind > ROBOLOOP_SUCCESS_HELD_FOR) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task ", t.name, ": substeps, max_steps and obs keys must be positive and success_kind valid"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t) {
+  TaskDefinition def;
+  def.name = t->name;
+  def.description = t->description != nullptr ? t->description : "";
+  ROBOLOOP_ASSIGN_OR_RETURN(def.model, LoadModelFromString(def.name, t->mjcf_xml));
+  for (int i = 0; i < t->num_obs_keys; ++i) {
+    def.obs_spec.keys.push_back({t->obs_keys[i].name, {t->obs_keys[i].size}});
+  }
+  def.action_spec = ActionSpecFromCtrlRange(def.model.get());
+  def.control_substeps = t->control_substeps;
+  def.max_steps = t->max_steps;
+  def.success = {static_cast<SuccessRule::Kind>(t->success_kind), t->success_steps};
+  return std::unique_ptr<Task>(new PluginTask(std::move(def), t));
+}
+
+absl::Status RegisterPluginTasks(void* library, TaskRegistry* registry) {
+  auto entry = reinterpret_cast<RoboloopTaskPluginEntry>(dlsym(library, ROBOLOOP_TASK_PLUGIN_ENTRY));
+  if (entry == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no entry point '", ROBOLOOP_TASK_PLUGIN_ENTRY, "'"));
+  }
+  const RoboloopTaskV1* tasks = nullptr;
+  const int32_t count = entry(ROBOLOOP_TASK_PLUGIN_ABI_VERSION, &tasks);
+  if (count < 0 || (count > 0 && tasks == nullptr)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the entry point refused ABI version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION));
+  }
+  for (int32_t i = 0; i < count; ++i) ROBOLOOP_RETURN_IF_ERROR(ValidatePluginTask(tasks[i]));
+  for (int32_t i = 0; i < count; ++i) {
+    const RoboloopTaskV1* task = &tasks[i];
+    ROBOLOOP_RETURN_IF_ERROR(registry->Register(
+        task->name, task->description != nullptr ? task->description : "",
+        [task] { return BuildPluginTask(task); }));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadTaskPlugin(const std::string& path, TaskRegistry* registry) {
+  // Plugins stay loaded: registered factories point into them.
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task plugin ", path, " failed to load: ", dlerror()));
+  }
+  return Annotate(RegisterPluginTasks(library, registry), absl::StrCat("task plugin ", path));
+}
+
+absl::Status LoadTaskPluginsFromEnvironment(TaskRegistry* registry) {
+  const char* list = std::getenv("ROBOLOOP_TASK_PLUGINS");
+  if (list == nullptr) return absl::OkStatus();
+  for (absl::string_view path : absl::StrSplit(list, ':', absl::SkipEmpty())) {
+    ROBOLOOP_RETURN_IF_ERROR(LoadTaskPlugin(std::string(path), registry));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roboloop::sim

@@ -1,0 +1,54 @@
+#include "sim/task_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace roboloop::sim {
+
+absl::Status TaskRegistry::Register(const std::string& name, const std::string& summary,
+                                    TaskFactory factory) {
+  if (name.empty()) return absl::InvalidArgumentError("task name must not be empty");
+  absl::MutexLock lock(&mu_);
+  if (entries_.count(name) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("task '", name, "' is already registered"));
+  }
+  entries_.emplace(name, Entry{summary, std::move(factory)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Task>> TaskRegistry::Create(const std::string& name) const {
+  TaskFactory factory;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      std::vector<std::string> known;
+      for (const auto& [known_name, entry] : entries_) known.push_back(known_name);
+      return absl::NotFoundError(absl::StrCat("unknown task '", name, "'; known tasks: ",
+                                              known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+    }
+    factory = it->second.factory;
+  }
+  return factory();
+}
+
+bool TaskRegistry::Contains(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  return entries_.count(name) != 0;
+}
+
+std::vector<std::string> TaskRegistry::Names() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<std::string> TaskRegistry::Summary(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return absl::NotFoundError(absl::StrCat("unknown task '", name, "'"));
+  return it->second.summary;
+}
+
+}  // namespace roboloop::sim

@@ -1,0 +1,71 @@
+#include "sim/worker_pool.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace roboloop::sim {
+
+absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const Options& options) {
+  if (options.num_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be >= 1, got ", options.num_threads));
+  }
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options.num_threads));
+}
+
+WorkerPool::WorkerPool(int num_threads) {
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void WorkerPool::DrainIndices() {
+  for (int i = next_index_.fetch_add(1); i < count_; i = next_index_.fetch_add(1)) {
+    body_(context_, i);
+  }
+}
+
+void WorkerPool::RunLoop(int n, Body body, void* context) {
+  if (workers_.empty() || n <= 1) {
+    for (int i = 0; i < n; ++i) body(context, i);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    body_ = body;
+    context_ = context;
+    count_ = n;
+    next_index_.store(0);
+    busy_workers_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  DrainIndices();
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* busy) { return *busy == 0; }, &busy_workers_));
+}
+
+void WorkerPool::WorkerMain() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this, &seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || generation_ != seen;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_) return;
+      seen = generation_;
+    }
+    DrainIndices();
+    absl::MutexLock lock(&mu_);
+    --busy_workers_;
+  }
+}
+
+}  // namespace roboloop::sim

@@ -1,0 +1,59 @@
+// A fixed set of worker threads that run one parallel loop at a time, without allocating
+// per loop (the env pool steps physics through it every env step).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace roboloop::sim {
+
+// Runs ParallelFor loops over `num_threads` threads (the caller's thread counts as one).
+// ParallelFor may be called from one thread at a time; the pool joins its workers on
+// destruction.
+class WorkerPool {
+ public:
+  // Options of a pool.
+  struct Options {
+    int num_threads = 1;  // threads running a loop, including the caller; >= 1
+  };
+
+  // Starts num_threads − 1 workers; InvalidArgument if num_threads < 1.
+  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(const Options& options);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Calls fn(i) for every i in [0, n), spread over the threads; returns when all are done.
+  template <typename Fn>
+  void ParallelFor(int n, Fn& fn) {
+    RunLoop(n, [](void* context, int i) { (*static_cast<Fn*>(context))(i); }, &fn);
+  }
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+ private:
+  using Body = void (*)(void* context, int index);
+  explicit WorkerPool(int num_threads);
+  void RunLoop(int n, Body body, void* context);
+  void WorkerMain();
+  void DrainIndices();
+
+  absl::Mutex mu_;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int busy_workers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The current loop; written under mu_ before generation_ advances, read by workers after.
+  Body body_ = nullptr;
+  void* context_ = nullptr;
+  int count_ = 0;
+  std::atomic<int> next_index_{0};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace roboloop::sim

@@ -1,0 +1,56 @@
+// The task registry (issue 4, req 1): builtins register, duplicates are rejected, an
+// unknown name lists the known ones, and every built-in builds with consistent specs.
+#include "gtest/gtest.h"
+#include "sim/builtin_tasks.h"
+#include "tests/sim/test_tasks.h"
+
+namespace roboloop::sim {
+namespace {
+
+TEST(TaskRegistryTest, RegistersTheBuiltinsAndRejectsDuplicates) {
+  TaskRegistry registry;
+  ASSERT_TRUE(RegisterBuiltins(&registry).ok());
+  EXPECT_EQ(registry.Names(), (std::vector<std::string>{"cartpole-balance", "cartpole-swingup",
+                                                       "humanoid-stand", "pendulum-swingup",
+                                                       "reacher"}));
+  EXPECT_EQ(RegisterBuiltins(&registry).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(TaskRegistryTest, UnknownNameListsKnownTasks) {
+  TaskRegistry registry;
+  ASSERT_TRUE(RegisterBuiltins(&registry).ok());
+  auto task = registry.Create("cartpole-juggle");
+  EXPECT_EQ(task.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(task.status().message().find("cartpole-juggle"), std::string::npos);
+  EXPECT_NE(task.status().message().find("pendulum-swingup"), std::string::npos);
+}
+
+TEST(TaskRegistryTest, MissingModelFileIsAClearError) {
+  TaskRegistry registry;
+  BuiltinTaskOptions options;
+  options.models_dir = "/nonexistent/models";
+  ASSERT_TRUE(RegisterBuiltins(&registry, options).ok());
+  auto task = registry.Create("reacher");
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("/nonexistent/models/reacher.xml"), std::string::npos)
+      << task.status();
+}
+
+class BuiltinSpecTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BuiltinSpecTest, SpecsMatchTheModel) {
+  auto task = testing::BuiltinTask(GetParam());
+  ASSERT_NE(task, nullptr);
+  EXPECT_EQ(task->name(), GetParam());
+  EXPECT_EQ(task->action_spec().size(), task->model()->nu);
+  EXPECT_GT(task->obs_spec().size(), 0);
+  EXPECT_NEAR(task->control_dt(), 0.02, 1e-12);
+  EXPECT_FALSE(task->description().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinSpecTest,
+                         ::testing::Values("cartpole-balance", "cartpole-swingup",
+                                           "pendulum-swingup", "reacher", "humanoid-stand"));
+
+}  // namespace
+}  // namespace roboloop::sim
