@@ -1,6 +1,5 @@
 #include "common/grpc_client.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"

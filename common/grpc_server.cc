@@ -1,10 +1,8 @@
 #include "common/grpc_server.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_tls.h"

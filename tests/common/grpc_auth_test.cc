@@ -25,13 +25,16 @@ using ::testing::HasSubstr;
 
 constexpr char kToken[] = "s3cr3t-t0ken";
 
-class AuthTest : public ::testing::Test {
+// Runs every case against the synchronous (false) and the callback (true) test service.
+class AuthTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     roboloop_test::WriteFile(dir_.File("token"), std::string(kToken) + "\n");
     GrpcServerOptions options;
     options.token_file = dir_.File("token");
-    auto server = GrpcServer::Create(options, {&service_});
+    grpc::Service* service = GetParam() ? static_cast<grpc::Service*>(&callback_service_)
+                                        : static_cast<grpc::Service*>(&sync_service_);
+    auto server = GrpcServer::Create(options, {service});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }
@@ -72,39 +75,50 @@ class AuthTest : public ::testing::Test {
     return reader->Finish();
   }
 
+  const roboloop_test::CallCounters& counters() const {
+    return GetParam() ? static_cast<const roboloop_test::CallCounters&>(callback_service_)
+                      : static_cast<const roboloop_test::CallCounters&>(sync_service_);
+  }
+
   TempDir dir_;
-  EchoService service_;
+  EchoService sync_service_;
+  roboloop_test::CallbackEchoService callback_service_;
   std::unique_ptr<GrpcServer> server_;
 };
 
-TEST_F(AuthTest, UnaryWithoutTokenIsUnauthenticatedAndNotExecuted) {
+INSTANTIATE_TEST_SUITE_P(SyncAndCallback, AuthTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Callback" : "Sync";
+                         });
+
+TEST_P(AuthTest, UnaryWithoutTokenIsUnauthenticatedAndNotExecuted) {
   grpc::Status status = Say("");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(status.error_message(), HasSubstr("missing bearer token"));
-  EXPECT_TRUE(service_.WaitForRefused(1));
-  EXPECT_EQ(service_.executed, 0);
+  EXPECT_TRUE(counters().WaitForRefused(1));
+  EXPECT_EQ(counters().executed, 0);
 }
 
-TEST_F(AuthTest, UnaryWithWrongTokenIsUnauthenticatedAndNotExecuted) {
+TEST_P(AuthTest, UnaryWithWrongTokenIsUnauthenticatedAndNotExecuted) {
   grpc::Status status = Say("s3cr3t-t0kem");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(status.error_message(), HasSubstr("invalid bearer token"));
-  EXPECT_TRUE(service_.WaitForRefused(1));
-  EXPECT_EQ(service_.executed, 0);
+  EXPECT_TRUE(counters().WaitForRefused(1));
+  EXPECT_EQ(counters().executed, 0);
 }
 
-TEST_F(AuthTest, UnaryWithTokenPrefixIsRejected) {
+TEST_P(AuthTest, UnaryWithTokenPrefixIsRejected) {
   EXPECT_EQ(Say("s3cr3t").error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
-TEST_F(AuthTest, UnaryWithRightTokenSucceeds) {
+TEST_P(AuthTest, UnaryWithRightTokenSucceeds) {
   grpc::Status status = Say(kToken);
   EXPECT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(service_.executed, 1);
-  EXPECT_EQ(service_.refused, 0);
+  EXPECT_EQ(counters().executed, 1);
+  EXPECT_EQ(counters().refused, 0);
 }
 
-TEST_F(AuthTest, StreamingWithoutOrWrongTokenIsUnauthenticated) {
+TEST_P(AuthTest, StreamingWithoutOrWrongTokenIsUnauthenticated) {
   int received = -1;
   grpc::Status missing = Count("", &received);
   EXPECT_EQ(missing.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -114,18 +128,18 @@ TEST_F(AuthTest, StreamingWithoutOrWrongTokenIsUnauthenticated) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(wrong.error_message(), HasSubstr("invalid bearer token"));
   EXPECT_EQ(received, 0);
-  EXPECT_TRUE(service_.WaitForRefused(2));
-  EXPECT_EQ(service_.executed, 0);
+  EXPECT_TRUE(counters().WaitForRefused(2));
+  EXPECT_EQ(counters().executed, 0);
 }
 
-TEST_F(AuthTest, StreamingWithRightTokenSucceeds) {
+TEST_P(AuthTest, StreamingWithRightTokenSucceeds) {
   int received = 0;
   grpc::Status status = Count(kToken, &received);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(received, 3);
 }
 
-TEST_F(AuthTest, MalformedAuthorizationIsRejected) {
+TEST_P(AuthTest, MalformedAuthorizationIsRejected) {
   auto channel = Channel("");
   auto stub = roboloop::testing::Echo::NewStub(channel->channel());
   auto context = channel->NewContext();
@@ -136,7 +150,7 @@ TEST_F(AuthTest, MalformedAuthorizationIsRejected) {
   EXPECT_THAT(status.error_message(), HasSubstr("Bearer <token>"));
 }
 
-TEST_F(AuthTest, ForgedVerdictMetadataDoesNotAdmit) {
+TEST_P(AuthTest, ForgedVerdictMetadataDoesNotAdmit) {
   auto channel = Channel("");
   auto stub = roboloop::testing::Echo::NewStub(channel->channel());
   auto context = channel->NewContext();
@@ -144,14 +158,24 @@ TEST_F(AuthTest, ForgedVerdictMetadataDoesNotAdmit) {
   roboloop::testing::EchoReply reply;
   grpc::Status status = stub->Say(context.get(), roboloop::testing::EchoRequest(), &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(service_.WaitForRefused(1));
-  EXPECT_EQ(service_.executed, 0);
+  EXPECT_TRUE(counters().WaitForRefused(1));
+  EXPECT_EQ(counters().executed, 0);
 }
 
-TEST_F(AuthTest, HealthIsOpenWithoutToken) {
+TEST_P(AuthTest, HealthIsOpenWithoutToken) {
   auto channel = Channel("");
   EXPECT_TRUE(channel->CheckServing("").ok());
   EXPECT_TRUE(channel->CheckServing("roboloop.testing.Echo").ok());
+}
+
+TEST_P(AuthTest, ReflectionNeedsTheToken) {
+  std::vector<std::string> names;
+  grpc::Status refused = roboloop_test::ListServicesByReflection(*Channel(""), &names);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(names.empty());
+  grpc::Status admitted = roboloop_test::ListServicesByReflection(*Channel(kToken), &names);
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  EXPECT_THAT(names, ::testing::Contains("roboloop.testing.Echo"));
 }
 
 TEST(TokenFileTest, ReadsAndTrimsToken) {

@@ -16,11 +16,7 @@
 
 #include "common/grpc_client.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/dynamic_message.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "grpcpp/impl/rpc_method.h"
-#include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "tests/common/grpc_test_support.h"
 
@@ -330,56 +326,13 @@ TEST(GrpcServerShutdownTest, InFlightCallFinishesAndOverlongOneIsCancelledAtDead
   EXPECT_EQ(Say(*channel, "after").error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-// Lists services through grpc.reflection.v1alpha using the message types libgrpc++_reflection
-// registers in the generated descriptor pool (Debian ships no header for them).
-std::vector<std::string> ListServicesByReflection(const GrpcChannel& channel) {
-  namespace pb = google::protobuf;
-  const pb::DescriptorPool* pool = pb::DescriptorPool::generated_pool();
-  const pb::Descriptor* request_type =
-      pool->FindMessageTypeByName("grpc.reflection.v1alpha.ServerReflectionRequest");
-  const pb::Descriptor* response_type =
-      pool->FindMessageTypeByName("grpc.reflection.v1alpha.ServerReflectionResponse");
-  EXPECT_NE(request_type, nullptr);
-  EXPECT_NE(response_type, nullptr);
-  if (request_type == nullptr || response_type == nullptr) return {};
-  pb::MessageFactory* factory = pb::MessageFactory::generated_factory();
-  std::unique_ptr<pb::Message> request(factory->GetPrototype(request_type)->New());
-  request->GetReflection()->SetString(request.get(),
-                                      request_type->FindFieldByName("list_services"), "*");
-  std::unique_ptr<pb::Message> response(factory->GetPrototype(response_type)->New());
-
-  const grpc::internal::RpcMethod method(
-      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      grpc::internal::RpcMethod::BIDI_STREAMING);
-  auto context = channel.NewContext();
-  std::unique_ptr<grpc::ClientReaderWriter<pb::Message, pb::Message>> stream(
-      grpc::internal::ClientReaderWriterFactory<pb::Message, pb::Message>::Create(
-          channel.channel().get(), method, context.get()));
-  EXPECT_TRUE(stream->Write(*request));
-  stream->WritesDone();
-  std::vector<std::string> names;
-  if (stream->Read(response.get())) {
-    const pb::Message& list = response->GetReflection()->GetMessage(
-        *response, response_type->FindFieldByName("list_services_response"));
-    const pb::FieldDescriptor* service_field = list.GetDescriptor()->FindFieldByName("service");
-    for (int i = 0; i < list.GetReflection()->FieldSize(list, service_field); ++i) {
-      const pb::Message& entry = list.GetReflection()->GetRepeatedMessage(list, service_field, i);
-      names.push_back(entry.GetReflection()->GetString(
-          entry, entry.GetDescriptor()->FindFieldByName("name")));
-    }
-  }
-  while (stream->Read(response.get())) {
-  }
-  grpc::Status status = stream->Finish();
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return names;
-}
-
 TEST(GrpcServerReflectionTest, ReflectionListsTheServices) {
   EchoService service;
   auto server = StartServer(GrpcServerOptions(), &service);
   ASSERT_NE(server, nullptr);
-  const std::vector<std::string> names = ListServicesByReflection(*Connect(server->target()));
+  std::vector<std::string> names;
+  grpc::Status status = roboloop_test::ListServicesByReflection(*Connect(server->target()), &names);
+  EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_THAT(names, Contains("roboloop.testing.Echo"));
   EXPECT_THAT(names, Contains("grpc.health.v1.Health"));
   EXPECT_THAT(names, Contains("grpc.reflection.v1alpha.ServerReflection"));
