@@ -168,6 +168,19 @@ TEST(GrpcServerTest, BusyPortIsAClearError) {
   EXPECT_THAT(second.status().message(), HasSubstr(first->target()));
 }
 
+TEST(GrpcServerTest, MessagesOverTheLimitAreRefused) {
+  GrpcServerOptions options;
+  options.max_message_bytes = 1024;
+  EchoService service;
+  auto server = StartServer(options, &service);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->target());
+  EXPECT_TRUE(Say(*channel, std::string(900, 'a')).ok());
+  grpc::Status status = Say(*channel, std::string(2048, 'a'));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(service.executed, 1);
+}
+
 TEST(GrpcServerTest, BadListenAddressIsAClearError) {
   for (const char* address : {"localhost", "127.0.0.1:99999", "::1:80", "unix:", ""}) {
     GrpcServerOptions options;
