@@ -1,6 +1,5 @@
 #include "common/grpc_client.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -80,8 +79,10 @@ grpc::ChannelArguments MakeChannelArguments(const GrpcChannelOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
-  args.SetServiceConfigJSON(RetryServiceConfigJson(options.retry));
+  // gRPC refuses a retryPolicy with maxAttempts 1, so "no retries" means no policy.
+  const bool retries = options.retry.max_attempts > 1;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, retries ? 1 : 0);
+  if (retries) args.SetServiceConfigJSON(RetryServiceConfigJson(options.retry));
   // Reconnect as fast as calls retry, so a retry can find a server that just came up.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.retry.initial_backoff)));

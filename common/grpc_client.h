@@ -86,7 +86,8 @@ class GrpcChannel {
   const std::shared_ptr<grpc::Channel> channel_;
 };
 
-// The service-config JSON that makes gRPC retry UNAVAILABLE for every method per `policy`.
+// The service-config JSON that makes gRPC retry UNAVAILABLE for every method per `policy`
+// (policy.max_attempts >= 2; with 1 the channel is created without a retry policy).
 std::string RetryServiceConfigJson(const GrpcRetryPolicy& policy);
 
 }  // namespace roboloop::common

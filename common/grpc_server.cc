@@ -1,10 +1,8 @@
 #include "common/grpc_server.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_tls.h"
@@ -125,6 +123,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(address.ToGrpcAddress(), credentials, &bound_port);
+  // Without this, gRPC's SO_REUSEPORT lets a second server silently share a busy port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
