@@ -208,7 +208,8 @@ absl::Status RunRegistryBench(const RegistryBenchOptions& options) {
               options.file_mib, options.runs, options.catalog_size, options.background_clients,
               MachineSettings().c_str());
   registry::RegistryHost::Options host_options;
-  host_options.root = dir + "/store";
+  host_options.registry.root = dir + "/store";
+  host_options.registry.gc_grace = absl::ZeroDuration();  // the bench deletes its blob between runs
   host_options.server.listen_address = "127.0.0.1:0";
   ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(host_options));
 

@@ -49,7 +49,7 @@ common::GrpcServerOptions ServerOptions(const ServeFlags& flags) {
 absl::Status ServeRegistry(const ServeFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
   registry::RegistryHost::Options options;
-  options.root = flags.root;
+  options.registry.root = flags.root;
   options.server = ServerOptions(flags);
   ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(options));
   std::printf("registry serving %s on %s\n", flags.root.c_str(), host->target().c_str());

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<RegistryConnection>> RegistryConnection::Open(
   if (target.address.empty()) {
     // Embedded: an in-process registry on a unix socket private to this process.
     registry::RegistryHost::Options host;
-    host.root = target.root;
+    host.registry.root = target.root;
     host.server.listen_address =
         absl::StrCat("unix:", JoinPath(target.root, absl::StrCat("run/registry-", getpid(), ".sock")));
     ROBOLOOP_ASSIGN_OR_RETURN(connection->host_, registry::RegistryHost::Create(host));

@@ -6,9 +6,7 @@ namespace roboloop::registry {
 
 absl::StatusOr<std::unique_ptr<RegistryHost>> RegistryHost::Create(const Options& options) {
   std::unique_ptr<RegistryHost> host(new RegistryHost());
-  Registry::Options registry_options;
-  registry_options.root = options.root;
-  ROBOLOOP_ASSIGN_OR_RETURN(host->registry_, Registry::Create(registry_options));
+  ROBOLOOP_ASSIGN_OR_RETURN(host->registry_, Registry::Create(options.registry));
   host->service_ = std::make_unique<RegistryServiceImpl>(host->registry_.get(), options.service);
   ROBOLOOP_ASSIGN_OR_RETURN(host->server_,
                             common::GrpcServer::Create(options.server, {host->service_.get()}));

@@ -16,12 +16,12 @@ namespace roboloop::registry {
 class RegistryHost {
  public:
   struct Options {
-    std::string root = ".roboloop";       // registry store (blobs + catalog)
+    Registry::Options registry;           // the store (root folder, GC grace, durability)
     common::GrpcServerOptions server;     // where and how to listen
     RegistryServiceImpl::Options service; // service tuning
   };
 
-  // Opens the registry at options.root and starts serving it.
+  // Opens the registry at options.registry.root and starts serving it.
   static absl::StatusOr<std::unique_ptr<RegistryHost>> Create(const Options& options);
 
   // Address clients dial (HOST:PORT or unix:PATH).

@@ -57,19 +57,19 @@ grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
   do {
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
     if (!chunk.data().empty()) {
-      absl::Status appended = registry_->AppendBlob(header.sha256(), header.size(), offset, chunk.data());
+      absl::Status appended = registry_->AppendUpload(header.sha256(), header.size(), offset, chunk.data());
       if (!appended.ok()) return AbslToGrpc(appended);
       offset += static_cast<int64_t>(chunk.data().size());
     }
   } while (reader->Read(&chunk));
-  return Fill(registry_->FinishBlob(header.sha256(), header.size()), response);
+  return Fill(registry_->FinishUpload(header.sha256(), header.size()), response);
 }
 
 grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext* context,
                                                const v1::UploadStatusRequest* request,
                                                v1::UploadStatusResponse* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->UploadStatus(request->sha256()), response);
+  return Fill(registry_->UploadStatus(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::DownloadBlob(grpc::ServerContext* context,
@@ -84,7 +84,7 @@ grpc::Status RegistryServiceImpl::DownloadBlob(grpc::ServerContext* context,
                            ? static_cast<size_t>(options_.download_chunk_bytes)
                            : static_cast<size_t>(std::min(request->chunk_size(),
                                                           options_.max_download_chunk_bytes));
-  auto reader = registry_->OpenBlob(request->sha256(), request->offset(), request->length());
+  auto reader = registry_->OpenBlob(*request);
   if (!reader.ok()) return AbslToGrpc(reader.status());
   v1::DownloadChunk chunk;
   chunk.set_total_size((*reader)->blob_size());
@@ -118,13 +118,13 @@ grpc::Status RegistryServiceImpl::GetCheckpoint(grpc::ServerContext* context,
                                                 const v1::GetRequest* request,
                                                 v1::Checkpoint* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->GetCheckpoint(request->ref()), response);
+  return Fill(registry_->GetCheckpoint(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::GetDataset(grpc::ServerContext* context, const v1::GetRequest* request,
                                              v1::Dataset* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->GetDataset(request->ref()), response);
+  return Fill(registry_->GetDataset(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::ListCheckpoints(grpc::ServerContext* context,
@@ -164,20 +164,20 @@ grpc::Status RegistryServiceImpl::AliasHistory(grpc::ServerContext* context,
 grpc::Status RegistryServiceImpl::Lineage(grpc::ServerContext* context, const v1::LineageRequest* request,
                                           v1::LineageResponse* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->Lineage(request->ref()), response);
+  return Fill(registry_->Lineage(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
                                          v1::VerifyResponse* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->Verify(request->ref()), response);
+  return Fill(registry_->Verify(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::CollectGarbage(grpc::ServerContext* context,
                                                  const v1::GcRequest* request,
                                                  v1::GcResponse* response) {
   if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
-  return Fill(registry_->CollectGarbage(request->apply()), response);
+  return Fill(registry_->CollectGarbage(*request), response);
 }
 
 }  // namespace roboloop::registry

@@ -31,7 +31,7 @@ class RegistryServiceTest : public ::testing::Test {
 
   std::unique_ptr<RegistryHost> StartHost(common::GrpcServerOptions server) {
     RegistryHost::Options options;
-    options.root = dir_ + "/store";
+    options.registry.root = dir_ + "/store";
     options.server = std::move(server);
     auto host = RegistryHost::Create(options);
     EXPECT_TRUE(host.ok()) << host.status();
@@ -230,7 +230,7 @@ TEST_F(RawUploadTest, RangeDownloadAndTamperedBlob) {
   EXPECT_EQ(roboloop::testing::ReadWholeFile(part), data.substr(1000, 2500));
   EXPECT_FALSE(client->DownloadToFile(blob->sha256(), part, 9000, 2000).ok());
 
-  std::string on_disk = host_->registry().blob_store().BlobPath(blob->sha256());
+  std::string on_disk = host_->registry().blobs().BlobPath(blob->sha256());
   {
     std::fstream f(on_disk, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(5000);
