@@ -1,0 +1,70 @@
+#include "common/ids.h"
+
+#include <openssl/rand.h>
+#include <pwd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace roboloop {
+
+std::string NewUuid() {
+  unsigned char bytes[16];
+  ROBOLOOP_CHECK_MSG(RAND_bytes(bytes, sizeof(bytes)) == 1, "OpenSSL RAND_bytes failed");
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // version 4
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    absl::StrAppendFormat(&out, "%02x", bytes[i]);
+  }
+  return out;
+}
+
+int64_t NowUnixMicros() {
+  struct timeval now;
+  ::gettimeofday(&now, nullptr);
+  return static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_usec;
+}
+
+std::string FormatTimeUtc(int64_t unix_micros) {
+  int64_t seconds = unix_micros / 1000000;
+  int64_t micros = unix_micros % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    seconds -= 1;
+  }
+  time_t as_time = static_cast<time_t>(seconds);
+  struct tm parts;
+  ::gmtime_r(&as_time, &parts);
+  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", parts.tm_year + 1900,
+                         parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
+                         parts.tm_sec, static_cast<int>(micros));
+}
+
+std::string CurrentUser() {
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(::geteuid(), &entry, buffer, sizeof(buffer), &found) == 0 &&
+      found != nullptr && found->pw_name != nullptr && found->pw_name[0] != '\0') {
+    return found->pw_name;
+  }
+  const char* from_env = std::getenv("USER");
+  if (from_env != nullptr && from_env[0] != '\0') return from_env;
+  return "unknown";
+}
+
+std::string HostName() {
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof(buffer) - 1) != 0 || buffer[0] == '\0') return "unknown";
+  return buffer;
+}
+
+}  // namespace roboloop

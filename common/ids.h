@@ -1,0 +1,25 @@
+// Identifier and time helpers: random UUIDs, wall-clock microseconds, ISO-8601 formatting and
+// the identity (user, host) of the calling process. All functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace roboloop {
+
+// Returns a random (version 4, RFC 4122) UUID in lowercase 8-4-4-4-12 form, from OpenSSL's RNG.
+std::string NewUuid();
+
+// Returns the current wall-clock time in microseconds since the Unix epoch.
+int64_t NowUnixMicros();
+
+// Formats `unix_micros` as ISO-8601 UTC with microseconds, e.g. "2024-05-01T12:00:00.000042Z".
+std::string FormatTimeUtc(int64_t unix_micros);
+
+// Returns the login name of the effective user ($USER as fallback, "unknown" as last resort).
+std::string CurrentUser();
+
+// Returns this machine's host name ("unknown" when it cannot be read).
+std::string HostName();
+
+}  // namespace roboloop

@@ -1,0 +1,539 @@
+#include "registry/catalog.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/ids.h"
+#include "common/status.h"
+#include "registry/catalog_schema.h"
+#include "registry/sqlite.h"
+
+namespace roboloop::registry {
+namespace {
+
+constexpr int kMaxLineageDepth = 100000;
+
+constexpr char kCheckpointColumns[] =
+    "c.id, c.model, c.version, c.step, c.run_id, c.dataset_id, c.parent_id, c.config_json, "
+    "c.metrics_json, c.created_us, c.manifest_json";
+
+constexpr char kDatasetColumns[] =
+    "d.id, d.name, d.version, d.blob_sha256, d.blob_size, d.metadata_json, d.created_us";
+
+SqlValue TextOrNull(const std::string& text) {
+  if (text.empty()) return nullptr;
+  return text;
+}
+
+v1::Checkpoint CheckpointFromRow(const SqliteStatement& row) {
+  v1::Checkpoint checkpoint;
+  checkpoint.set_id(row.Text(0));
+  checkpoint.set_model(row.Text(1));
+  checkpoint.set_version(static_cast<int32_t>(row.Int(2)));
+  checkpoint.set_step(row.Int(3));
+  checkpoint.set_run_id(row.Text(4));
+  checkpoint.set_dataset_id(row.Text(5));
+  checkpoint.set_parent_id(row.Text(6));
+  checkpoint.set_config_json(row.Text(7));
+  checkpoint.set_metrics_json(row.Text(8));
+  checkpoint.set_created_unix_us(row.Int(9));
+  checkpoint.set_manifest_json(row.Text(10));
+  return checkpoint;
+}
+
+v1::Dataset DatasetFromRow(const SqliteStatement& row) {
+  v1::Dataset dataset;
+  dataset.set_id(row.Text(0));
+  dataset.set_name(row.Text(1));
+  dataset.set_version(static_cast<int32_t>(row.Int(2)));
+  dataset.mutable_blob()->set_role("data");
+  dataset.mutable_blob()->set_sha256(row.Text(3));
+  dataset.mutable_blob()->set_size(row.Int(4));
+  dataset.set_metadata_json(row.Text(5));
+  dataset.set_created_unix_us(row.Int(6));
+  return dataset;
+}
+
+v1::AliasEvent AliasEventFromRow(const SqliteStatement& row) {
+  v1::AliasEvent event;
+  event.set_model(row.Text(0));
+  event.set_alias(row.Text(1));
+  event.set_checkpoint_id(row.Text(2));
+  event.set_previous_id(row.Text(3));
+  event.set_reason(row.Text(4));
+  event.set_user(row.Text(5));
+  event.set_host(row.Text(6));
+  event.set_time_unix_us(row.Int(7));
+  return event;
+}
+
+// Runs `sql` and collects the text of column 0 of every row.
+absl::StatusOr<std::vector<std::string>> Strings(SqliteDb& db, const std::string& sql,
+                                                 const std::vector<SqlValue>& params) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
+  std::vector<std::string> values;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) return values;
+    values.push_back(statement->Text(0));
+  }
+}
+
+absl::StatusOr<std::optional<std::string>> OptionalString(SqliteDb& db, const std::string& sql,
+                                                          const std::vector<SqlValue>& params) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> values, Strings(db, sql, params));
+  if (values.empty()) return std::nullopt;
+  return values.front();
+}
+
+absl::Status FillCheckpointDetails(SqliteDb& db, v1::Checkpoint* checkpoint) {
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::unique_ptr<SqliteStatement> blobs,
+      db.Prepare("SELECT role, sha256, size FROM checkpoint_blobs WHERE checkpoint_id = ?1 "
+                 "ORDER BY role",
+                 {checkpoint->id()}));
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, blobs->Step());
+    if (!row) break;
+    v1::BlobRef* blob = checkpoint->add_blobs();
+    blob->set_role(blobs->Text(0));
+    blob->set_sha256(blobs->Text(1));
+    blob->set_size(blobs->Int(2));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::vector<std::string> aliases,
+      Strings(db, "SELECT alias FROM aliases WHERE checkpoint_id = ?1 ORDER BY alias",
+              {checkpoint->id()}));
+  for (std::string& alias : aliases) checkpoint->add_aliases(std::move(alias));
+  return absl::OkStatus();
+}
+
+// Runs a query selecting kCheckpointColumns and returns the complete checkpoints.
+absl::StatusOr<std::vector<v1::Checkpoint>> QueryCheckpoints(SqliteDb& db, const std::string& sql,
+                                                             const std::vector<SqlValue>& params) {
+  std::vector<v1::Checkpoint> checkpoints;
+  {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
+    while (true) {
+      ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+      if (!row) break;
+      checkpoints.push_back(CheckpointFromRow(*statement));
+    }
+  }
+  for (v1::Checkpoint& checkpoint : checkpoints) {
+    ROBOLOOP_RETURN_IF_ERROR(FillCheckpointDetails(db, &checkpoint));
+  }
+  return checkpoints;
+}
+
+absl::StatusOr<std::vector<v1::Dataset>> QueryDatasets(SqliteDb& db, const std::string& sql,
+                                                       const std::vector<SqlValue>& params) {
+  std::vector<v1::Dataset> datasets;
+  {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
+    while (true) {
+      ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+      if (!row) break;
+      datasets.push_back(DatasetFromRow(*statement));
+    }
+  }
+  for (v1::Dataset& dataset : datasets) {
+    ROBOLOOP_ASSIGN_OR_RETURN(
+        std::vector<std::string> parents,
+        Strings(db, "SELECT parent_id FROM dataset_parents WHERE dataset_id = ?1 ORDER BY parent_id",
+                {dataset.id()}));
+    for (std::string& parent : parents) dataset.add_parent_ids(std::move(parent));
+  }
+  return datasets;
+}
+
+absl::StatusOr<std::optional<v1::Checkpoint>> FindCheckpoint(SqliteDb& db, const std::string& id) {
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::vector<v1::Checkpoint> found,
+      QueryCheckpoints(db, absl::StrCat("SELECT ", kCheckpointColumns,
+                                        " FROM checkpoints c WHERE c.id = ?1"),
+                       {id}));
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+absl::StatusOr<std::optional<v1::Dataset>> FindDataset(SqliteDb& db, const std::string& id) {
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::vector<v1::Dataset> found,
+      QueryDatasets(db, absl::StrCat("SELECT ", kDatasetColumns, " FROM datasets d WHERE d.id = ?1"),
+                    {id}));
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+absl::StatusOr<v1::AliasEvent> MoveAliasInTransaction(SqliteDb& db, const std::string& model,
+                                                      const std::string& alias,
+                                                      const std::string& checkpoint_id,
+                                                      const std::string& reason,
+                                                      const Actor& actor) {
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::optional<std::string> previous,
+      OptionalString(db, "SELECT checkpoint_id FROM aliases WHERE model = ?1 AND alias = ?2",
+                     {model, alias}));
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT INTO aliases(model, alias, checkpoint_id) VALUES(?1, ?2, ?3) "
+      "ON CONFLICT(model, alias) DO UPDATE SET checkpoint_id = excluded.checkpoint_id",
+      {model, alias, checkpoint_id}));
+  v1::AliasEvent event;
+  event.set_model(model);
+  event.set_alias(alias);
+  event.set_checkpoint_id(checkpoint_id);
+  event.set_previous_id(previous.value_or(""));
+  event.set_reason(reason);
+  event.set_user(actor.user);
+  event.set_host(actor.host);
+  event.set_time_unix_us(NowUnixMicros());
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT INTO alias_history(model, alias, checkpoint_id, previous_id, reason, user, host, "
+      "time_us) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+      {model, alias, checkpoint_id, event.previous_id(), reason, actor.user, actor.host,
+       event.time_unix_us()}));
+  return event;
+}
+
+}  // namespace
+
+Actor Actor::Local() { return Actor{CurrentUser(), HostName()}; }
+
+Catalog::Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+Catalog::~Catalog() = default;
+
+int Catalog::LatestSchemaVersion() { return LatestCatalogSchemaVersion(); }
+
+absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Create(const Options& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("catalog path is empty");
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                            SqliteDb::Open(options.path, options.busy_timeout_ms));
+  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+  ROBOLOOP_RETURN_IF_ERROR(
+      db->Exec(options.durable_commits ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
+  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+  ROBOLOOP_RETURN_IF_ERROR(MigrateCatalog(*db));
+  return std::unique_ptr<Catalog>(new Catalog(std::move(db)));
+}
+
+absl::StatusOr<int> Catalog::SchemaVersion() {
+  absl::MutexLock lock(&mu_);
+  return ReadCatalogSchemaVersion(*db_);
+}
+
+absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const CheckpointRecord& record,
+                                                                   const Actor& actor) {
+  absl::MutexLock lock(&mu_);
+  SqliteDb& db = *db_;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTransaction> transaction,
+                            SqliteTransaction::Begin(&db));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
+  if (existing) return Inserted<v1::Checkpoint>{*std::move(existing), false};
+  int64_t now = NowUnixMicros();
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT OR IGNORE INTO models(name, created_us) VALUES(?1, ?2)", {record.model, now}));
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      int64_t version,
+      db.QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {record.model}, 0));
+  ++version;
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT INTO checkpoints(id, model, version, step, run_id, dataset_id, parent_id, "
+      "config_json, metrics_json, created_us, manifest_json) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+      {record.id, record.model, version, record.step, record.run_id, TextOrNull(record.dataset_id),
+       TextOrNull(record.parent_id), record.config_json, record.metrics_json, now,
+       record.manifest_json}));
+  for (const v1::BlobRef& blob : record.blobs) {
+    ROBOLOOP_RETURN_IF_ERROR(db.Run(
+        "INSERT INTO checkpoint_blobs(checkpoint_id, role, sha256, size) VALUES(?1, ?2, ?3, ?4)",
+        {record.id, blob.role(), blob.sha256(), blob.size()}));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(MoveAliasInTransaction(db, record.model, "latest", record.id,
+                                                  absl::StrCat("registered version ", version),
+                                                  actor)
+                               .status());
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> stored, FindCheckpoint(db, record.id));
+  ROBOLOOP_RETURN_IF_ERROR(transaction->Commit());
+  return Inserted<v1::Checkpoint>{*std::move(stored), true};
+}
+
+absl::StatusOr<Inserted<v1::Dataset>> Catalog::InsertDataset(const DatasetRecord& record) {
+  absl::MutexLock lock(&mu_);
+  SqliteDb& db = *db_;
+  const std::string& id = record.blob.sha256();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTransaction> transaction,
+                            SqliteTransaction::Begin(&db));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Dataset> existing, FindDataset(db, id));
+  if (existing && existing->name() == record.name) {
+    return Inserted<v1::Dataset>{*std::move(existing), false};
+  }
+  if (existing) {
+    return absl::AlreadyExistsError(absl::StrCat("this content is already registered as dataset ",
+                                                 existing->name(), ":v", existing->version(),
+                                                 " (id ", id, ")"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      int64_t version,
+      db.QueryInt("SELECT MAX(version) FROM datasets WHERE name = ?1", {record.name}, 0));
+  ++version;
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT INTO datasets(id, name, version, blob_sha256, blob_size, metadata_json, created_us) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      {id, record.name, version, id, record.blob.size(), record.metadata_json, NowUnixMicros()}));
+  for (const std::string& parent : record.parent_ids) {
+    ROBOLOOP_RETURN_IF_ERROR(db.Run(
+        "INSERT OR IGNORE INTO dataset_parents(dataset_id, parent_id) VALUES(?1, ?2)", {id, parent}));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Dataset> stored, FindDataset(db, id));
+  ROBOLOOP_RETURN_IF_ERROR(transaction->Commit());
+  return Inserted<v1::Dataset>{*std::move(stored), true};
+}
+
+absl::StatusOr<v1::Checkpoint> Catalog::GetCheckpoint(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> found, FindCheckpoint(*db_, id));
+  if (!found) return absl::NotFoundError(absl::StrCat("no checkpoint has id ", id));
+  return *std::move(found);
+}
+
+absl::StatusOr<v1::Dataset> Catalog::GetDataset(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Dataset> found, FindDataset(*db_, id));
+  if (!found) return absl::NotFoundError(absl::StrCat("no dataset has id ", id));
+  return *std::move(found);
+}
+
+absl::StatusOr<std::optional<std::string>> Catalog::CheckpointIdByVersion(const std::string& model,
+                                                                          int64_t version) {
+  absl::MutexLock lock(&mu_);
+  return OptionalString(*db_, "SELECT id FROM checkpoints WHERE model = ?1 AND version = ?2",
+                        {model, version});
+}
+
+absl::StatusOr<std::optional<std::string>> Catalog::CheckpointIdByAlias(const std::string& model,
+                                                                        const std::string& alias) {
+  absl::MutexLock lock(&mu_);
+  return OptionalString(*db_, "SELECT checkpoint_id FROM aliases WHERE model = ?1 AND alias = ?2",
+                        {model, alias});
+}
+
+absl::StatusOr<std::optional<std::string>> Catalog::DatasetIdByVersion(const std::string& name,
+                                                                       int64_t version) {
+  absl::MutexLock lock(&mu_);
+  if (version == 0) {
+    return OptionalString(
+        *db_, "SELECT id FROM datasets WHERE name = ?1 ORDER BY version DESC LIMIT 1", {name});
+  }
+  return OptionalString(*db_, "SELECT id FROM datasets WHERE name = ?1 AND version = ?2",
+                        {name, version});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::CheckpointIdsWithPrefix(const std::string& prefix,
+                                                                          int limit) {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_,
+                 "SELECT id FROM checkpoints WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id "
+                 "LIMIT ?2",
+                 {prefix, int64_t{limit}});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::DatasetIdsWithPrefix(const std::string& prefix,
+                                                                       int limit) {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_,
+                 "SELECT id FROM datasets WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id "
+                 "LIMIT ?2",
+                 {prefix, int64_t{limit}});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::ModelNames() {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_, "SELECT name FROM models ORDER BY name", {});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::DatasetNames() {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_, "SELECT DISTINCT name FROM datasets ORDER BY name", {});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::AliasNames(const std::string& model) {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_, "SELECT alias FROM aliases WHERE model = ?1 ORDER BY alias", {model});
+}
+
+absl::StatusOr<int64_t> Catalog::MaxCheckpointVersion(const std::string& model) {
+  absl::MutexLock lock(&mu_);
+  return db_->QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {model}, 0);
+}
+
+absl::StatusOr<int64_t> Catalog::MaxDatasetVersion(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return db_->QueryInt("SELECT MAX(version) FROM datasets WHERE name = ?1", {name}, 0);
+}
+
+absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::ListCheckpoints(
+    const CheckpointFilter& filter) {
+  std::string sql = absl::StrCat("SELECT ", kCheckpointColumns, " FROM checkpoints c");
+  std::vector<SqlValue> params;
+  auto placeholder = [&params]() { return absl::StrCat("?", params.size()); };
+  if (!filter.alias.empty()) {
+    params.emplace_back(filter.alias);
+    absl::StrAppend(&sql, " JOIN aliases a ON a.checkpoint_id = c.id AND a.alias = ", placeholder());
+  }
+  params.emplace_back(filter.created_after_unix_us);
+  absl::StrAppend(&sql, " WHERE c.created_us > ", placeholder());
+  if (!filter.model.empty()) {
+    params.emplace_back(filter.model);
+    absl::StrAppend(&sql, " AND c.model = ", placeholder());
+  }
+  if (!filter.dataset_id.empty()) {
+    params.emplace_back(filter.dataset_id);
+    absl::StrAppend(&sql, " AND c.dataset_id = ", placeholder());
+  }
+  const char* direction = filter.newest_first ? "DESC" : "ASC";
+  params.emplace_back(int64_t{filter.limit});
+  absl::StrAppend(&sql, " ORDER BY c.created_us ", direction, ", c.rowid ", direction, " LIMIT ",
+                  placeholder());
+  absl::MutexLock lock(&mu_);
+  return QueryCheckpoints(*db_, sql, params);
+}
+
+absl::StatusOr<std::vector<v1::Dataset>> Catalog::ListDatasets(const DatasetFilter& filter) {
+  std::string sql = absl::StrCat("SELECT ", kDatasetColumns, " FROM datasets d WHERE d.created_us > ?1");
+  std::vector<SqlValue> params = {filter.created_after_unix_us};
+  if (!filter.name.empty()) {
+    params.push_back(filter.name);
+    absl::StrAppend(&sql, " AND d.name = ?", params.size());
+  }
+  const char* direction = filter.newest_first ? "DESC" : "ASC";
+  params.push_back(int64_t{filter.limit});
+  absl::StrAppend(&sql, " ORDER BY d.created_us ", direction, ", d.rowid ", direction, " LIMIT ?",
+                  params.size());
+  absl::MutexLock lock(&mu_);
+  return QueryDatasets(*db_, sql, params);
+}
+
+absl::StatusOr<v1::AliasEvent> Catalog::MoveAlias(const std::string& model,
+                                                  const std::string& alias,
+                                                  const std::string& checkpoint_id,
+                                                  const std::string& reason, const Actor& actor) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTransaction> transaction,
+                            SqliteTransaction::Begin(db_.get()));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::AliasEvent event, MoveAliasInTransaction(*db_, model, alias,
+                                                                         checkpoint_id, reason, actor));
+  ROBOLOOP_RETURN_IF_ERROR(transaction->Commit());
+  return event;
+}
+
+absl::StatusOr<std::vector<v1::AliasEvent>> Catalog::AliasHistory(const std::string& model,
+                                                                  const std::string& alias) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::unique_ptr<SqliteStatement> statement,
+      db_->Prepare("SELECT model, alias, checkpoint_id, previous_id, reason, user, host, time_us "
+                   "FROM alias_history WHERE model = ?1 AND (?2 = '' OR alias = ?2) ORDER BY seq",
+                   {model, alias}));
+  std::vector<v1::AliasEvent> events;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) return events;
+    events.push_back(AliasEventFromRow(*statement));
+  }
+}
+
+absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Ancestors(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return QueryCheckpoints(
+      *db_,
+      absl::StrCat("WITH RECURSIVE chain(id, depth) AS ("
+                   " SELECT parent_id, 1 FROM checkpoints WHERE id = ?1 AND parent_id IS NOT NULL"
+                   " UNION ALL SELECT p.parent_id, chain.depth + 1 FROM checkpoints p"
+                   " JOIN chain ON p.id = chain.id"
+                   " WHERE p.parent_id IS NOT NULL AND chain.depth < ?2)"
+                   " SELECT ", kCheckpointColumns,
+                   " FROM chain JOIN checkpoints c ON c.id = chain.id ORDER BY chain.depth"),
+      {id, int64_t{kMaxLineageDepth}});
+}
+
+absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Descendants(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return QueryCheckpoints(
+      *db_,
+      absl::StrCat("WITH RECURSIVE tree(id, depth) AS ("
+                   " SELECT id, 1 FROM checkpoints WHERE parent_id = ?1"
+                   " UNION SELECT k.id, tree.depth + 1 FROM checkpoints k"
+                   " JOIN tree ON k.parent_id = tree.id WHERE tree.depth < ?2),"
+                   " nearest(id, depth) AS (SELECT id, MIN(depth) FROM tree GROUP BY id)"
+                   " SELECT ", kCheckpointColumns,
+                   " FROM nearest JOIN checkpoints c ON c.id = nearest.id"
+                   " ORDER BY nearest.depth, c.created_us, c.rowid"),
+      {id, int64_t{kMaxLineageDepth}});
+}
+
+absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::CheckpointsTrainedOn(
+    const std::string& dataset_id) {
+  absl::MutexLock lock(&mu_);
+  return QueryCheckpoints(*db_,
+                          absl::StrCat("SELECT ", kCheckpointColumns,
+                                       " FROM checkpoints c WHERE c.dataset_id = ?1"
+                                       " ORDER BY c.created_us, c.rowid"),
+                          {dataset_id});
+}
+
+absl::StatusOr<std::vector<v1::Dataset>> Catalog::DatasetAncestry(const std::string& dataset_id) {
+  absl::MutexLock lock(&mu_);
+  return QueryDatasets(
+      *db_,
+      absl::StrCat("WITH RECURSIVE up(id, depth) AS (SELECT ?1, 0"
+                   " UNION SELECT p.parent_id, up.depth + 1 FROM dataset_parents p"
+                   " JOIN up ON p.dataset_id = up.id WHERE up.depth < ?2),"
+                   " nearest(id, depth) AS (SELECT id, MIN(depth) FROM up GROUP BY id)"
+                   " SELECT ", kDatasetColumns,
+                   " FROM nearest JOIN datasets d ON d.id = nearest.id"
+                   " ORDER BY nearest.depth, d.created_us, d.rowid"),
+      {dataset_id, int64_t{kMaxLineageDepth}});
+}
+
+absl::StatusOr<std::vector<v1::BlobRef>> Catalog::ReferencedBlobs() {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::unique_ptr<SqliteStatement> statement,
+      db_->Prepare("SELECT sha256, MAX(size) FROM ("
+                   " SELECT sha256, size FROM checkpoint_blobs"
+                   " UNION ALL SELECT blob_sha256, blob_size FROM datasets)"
+                   " GROUP BY sha256 ORDER BY sha256"));
+  std::vector<v1::BlobRef> blobs;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) return blobs;
+    v1::BlobRef blob;
+    blob.set_sha256(statement->Text(0));
+    blob.set_size(statement->Int(1));
+    blobs.push_back(std::move(blob));
+  }
+}
+
+absl::StatusOr<bool> Catalog::IsBlobReferenced(const std::string& sha256) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      int64_t count,
+      db_->QueryInt("SELECT (SELECT COUNT(*) FROM checkpoint_blobs WHERE sha256 = ?1) +"
+                    " (SELECT COUNT(*) FROM datasets WHERE blob_sha256 = ?1)",
+                    {sha256}, 0));
+  return count > 0;
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::AllCheckpointIds() {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_, "SELECT id FROM checkpoints ORDER BY rowid", {});
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::AllDatasetIds() {
+  absl::MutexLock lock(&mu_);
+  return Strings(*db_, "SELECT id FROM datasets ORDER BY rowid", {});
+}
+
+}  // namespace roboloop::registry

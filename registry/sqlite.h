@@ -1,0 +1,99 @@
+// A thin RAII layer over the SQLite C API, used only by the catalog (registry/catalog.cc).
+// Not thread-safe: the owner serializes all use of one SqliteDb and its statements.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace roboloop::registry {
+
+// A value bound to a statement parameter: NULL, an integer or text.
+using SqlValue = std::variant<std::nullptr_t, int64_t, std::string>;
+
+class SqliteDb;
+
+// A prepared statement borrowed from a SqliteDb's cache; reset and returned on destruction.
+class SqliteStatement {
+ public:
+  ~SqliteStatement();
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+
+  // Advances to the next row: true when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Runs the statement to completion, ignoring rows.
+  absl::Status Run();
+  // Column `i` of the current row as an integer (0 for NULL).
+  int64_t Int(int i) const;
+  // Column `i` of the current row as text ("" for NULL).
+  std::string Text(int i) const;
+  // True when column `i` of the current row is NULL.
+  bool IsNull(int i) const;
+
+ private:
+  friend class SqliteDb;
+  SqliteStatement(SqliteDb* db, std::string sql, sqlite3_stmt* stmt);
+
+  SqliteDb* db_;
+  std::string sql_;
+  sqlite3_stmt* stmt_;
+};
+
+// One SQLite connection with a statement cache.
+class SqliteDb {
+ public:
+  // Opens (creating) the database at `path` with the busy timeout set.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
+                                                        int busy_timeout_ms);
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // Runs one or more statements without parameters.
+  absl::Status Exec(const std::string& sql);
+  // Prepares `sql` (cached) and binds `params` to ?1, ?2, ...
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> Prepare(const std::string& sql,
+                                                           const std::vector<SqlValue>& params = {});
+  // Runs `sql` with `params`, ignoring rows.
+  absl::Status Run(const std::string& sql, const std::vector<SqlValue>& params = {});
+  // Runs a query expected to return one integer (or no row: `fallback`).
+  absl::StatusOr<int64_t> QueryInt(const std::string& sql, const std::vector<SqlValue>& params,
+                                   int64_t fallback);
+  // Converts the connection's last error (result code `rc`) into a Status naming `context`.
+  absl::Status Error(int rc, const std::string& context) const;
+
+ private:
+  friend class SqliteStatement;
+  SqliteDb(sqlite3* db, std::string path);
+  void Return(std::string sql, sqlite3_stmt* stmt);
+
+  sqlite3* db_;
+  std::string path_;
+  std::map<std::string, sqlite3_stmt*> cache_;
+};
+
+// Runs a BEGIN IMMEDIATE transaction; rolls back on destruction unless Commit() succeeded.
+class SqliteTransaction {
+ public:
+  // Begins the transaction (waits for the write lock up to the busy timeout).
+  static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Begin(SqliteDb* db);
+  ~SqliteTransaction();
+  // Commits; after an error the destructor rolls back.
+  absl::Status Commit();
+
+ private:
+  explicit SqliteTransaction(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;
+  bool done_ = false;
+};
+
+}  // namespace roboloop::registry
