@@ -13,23 +13,25 @@
 
 namespace roboloop::registry {
 
+// Tuning of a RegistryClient.
+struct RegistryClientOptions {
+  int64_t chunk_bytes = 1 << 20;                       // upload/download chunk size
+  absl::Duration transfer_deadline = absl::Hours(1);  // deadline of one upload or download
+};
+
 // Thread-safe: calls may run concurrently on one client (gRPC stubs are thread-safe).
 class RegistryClient {
  public:
   // Called with (bytes done, bytes total) while a transfer runs.
   using ProgressFn = std::function<void(int64_t, int64_t)>;
-
-  struct Options {
-    int64_t chunk_bytes = 1 << 20;                       // upload/download chunk size
-    absl::Duration transfer_deadline = absl::Hours(1);  // deadline of one upload or download
-  };
+  using Options = RegistryClientOptions;
 
   // A client over `channel` (token, TLS and unary deadlines come from the channel).
   RegistryClient(std::shared_ptr<const common::GrpcChannel> channel, Options options);
 
   // Connects to the registry described by `channel_options`.
   static absl::StatusOr<std::unique_ptr<RegistryClient>> Connect(
-      const common::GrpcChannelOptions& channel_options, Options options = {});
+      const common::GrpcChannelOptions& channel_options, Options options = Options());
 
   // Uploads the file at `path` (hashing it first), resuming a partial upload the server
   // holds. Returns the stored blob; `already_present` when the server had it.

@@ -47,9 +47,12 @@ class CliRegistryTest : public ::testing::Test {
 
   std::string Manifest() {
     return WriteFile("manifest.json", R"({"format_version": 1, "model": "x",
-      "policy": {"kind": "mlp", "options": {}}, "obs_spec": [], "action_spec": [],
-      "normalization": {}, "action_chunk": 1, "dataset_id": "", "parent_id": "", "step": 10,
-      "metrics": {}, "blobs": {}, "provenance": {}})");
+      "policy": {"kind": "mlp", "options": {}},
+      "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
+      "action_spec": {"names": ["force"], "shapes": [[1]]},
+      "normalization": {}, "action_chunk": {"horizon": 1, "execution": "receding"},
+      "dataset_id": "", "parent_id": "", "step": 10, "metrics": {}, "blobs": {},
+      "provenance": {}})");
   }
 
   std::string dir_;
