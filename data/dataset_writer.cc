@@ -194,9 +194,24 @@ absl::StatusOr<std::string> DatasetWriter::EndEpisode() {
   return demo;
 }
 
+absl::Status DatasetWriter::AbortEpisode() {
+  if (!episode_open_) {
+    return absl::FailedPreconditionError(absl::StrCat(options_.path, ": no open episode"));
+  }
+  open_datasets_.clear();
+  demo_group_.reset();
+  episode_open_ = false;
+  return h5::DeleteIfExists(file_->get(),
+                            absl::StrCat(kDataGroup, "/", DemoName(num_episodes_)));
+}
+
 absl::StatusOr<std::string> DatasetWriter::WriteEpisode(const Episode& episode) {
   ROBOLOOP_RETURN_IF_ERROR(BeginEpisode());
-  ROBOLOOP_RETURN_IF_ERROR(Append(episode));
+  absl::Status appended = Append(episode);
+  if (!appended.ok()) {
+    AbortEpisode().IgnoreError();
+    return appended;
+  }
   return EndEpisode();
 }
 

@@ -53,7 +53,10 @@ class DatasetWriter {
   // Closes the open episode and returns its demo name; an episode without steps is an error.
   absl::StatusOr<std::string> EndEpisode();
 
-  // BeginEpisode + Append(episode) + EndEpisode.
+  // Discards the open episode (its demo group is deleted); the next one reuses its name.
+  absl::Status AbortEpisode();
+
+  // BeginEpisode + Append(episode) + EndEpisode; on error the episode is aborted.
   absl::StatusOr<std::string> WriteEpisode(const Episode& episode);
 
   // Records split `split` (e.g. "train") as the given demo names, written by Close().
