@@ -85,11 +85,12 @@ absl::Status WriteMergedDemos(const std::vector<std::unique_ptr<DatasetReader>>&
 
 absl::Status WriteSplitMasks(const std::string& path, const SplitAssignment& assignment) {
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle file, h5::OpenFile(path, /*writable=*/true));
-  ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle group, h5::EnsureGroup(file.get(), kMaskGroup));
+  absl::StatusOr<h5::Handle> group = h5::EnsureGroup(file.get(), kMaskGroup);
+  if (!group.ok()) return Annotate(group.status(), path);
   for (const auto& [split, demos] :
        {std::make_pair("train", &assignment.train), std::make_pair("valid", &assignment.valid)}) {
-    ROBOLOOP_RETURN_IF_ERROR(h5::DeleteIfExists(group.get(), split));
-    ROBOLOOP_RETURN_IF_ERROR(h5::WriteStringArray(group.get(), split, *demos));
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::DeleteIfExists(group->get(), split), path));
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::WriteStringArray(group->get(), split, *demos), path));
   }
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return h5::ErrorFromStack(path, "cannot flush");
   return absl::OkStatus();
@@ -153,7 +154,7 @@ absl::StatusOr<SplitAssignment> SplitDataset(const std::string& path, double val
   }
   absl::StatusOr<SplitAssignment> assignment = AssignSplit(demos, valid_fraction, seed);
   if (!assignment.ok()) return Annotate(assignment.status(), path);
-  ROBOLOOP_RETURN_IF_ERROR(Annotate(WriteSplitMasks(path, *assignment), path));
+  ROBOLOOP_RETURN_IF_ERROR(WriteSplitMasks(path, *assignment));
   return assignment;
 }
 
