@@ -20,8 +20,14 @@ void Quiet() {
   }
 }
 
-herr_t KeepInnermost(unsigned n, const H5E_error2_t* error, void* client) {
-  if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(client) = error->desc;
+// Keeps the innermost message, skipping the plugin loader's frames (a missing filter such
+// as lzf reports "can't open directory <plugins>" below "required filter 'lzf' is not
+// registered").
+herr_t KeepInnermost(unsigned, const H5E_error2_t* error, void* client) {
+  std::string* kept = static_cast<std::string*>(client);
+  const bool plugin_search = error->func_name != nullptr &&
+                             std::strncmp(error->func_name, "H5PL", 4) == 0;
+  if (kept->empty() && error->desc != nullptr && !plugin_search) *kept = error->desc;
   return 0;
 }
 
