@@ -1,10 +1,6 @@
 #include "data/dtype.h"
 
 #include <array>
-#include <utility>
-
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 
 namespace roboloop::data {
 namespace {
@@ -37,15 +33,5 @@ const char* DTypeName(DType dtype) { return EntryOf(dtype).name; }
 int64_t DTypeSize(DType dtype) { return EntryOf(dtype).size; }
 
 bool IsFloating(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
-
-absl::StatusOr<DType> ParseDType(const std::string& name) {
-  std::string known;
-  for (const DTypeEntry& entry : kDTypes) {
-    if (name == entry.name) return entry.dtype;
-    absl::StrAppend(&known, known.empty() ? "" : ", ", entry.name);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name, "' (known: ", known, ")"));
-}
 
 }  // namespace roboloop::data

@@ -2,9 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
-#include "absl/status/statusor.h"
 
 namespace roboloop::data {
 
@@ -24,9 +21,6 @@ enum class DType {
 
 // Returns the numpy-style name of `dtype`, e.g. "float32".
 const char* DTypeName(DType dtype);
-
-// Parses a numpy-style name; an unknown name is InvalidArgument listing the known ones.
-absl::StatusOr<DType> ParseDType(const std::string& name);
 
 // Returns the size of one element of `dtype` in bytes.
 int64_t DTypeSize(DType dtype);

@@ -79,8 +79,8 @@ struct DatasetShape {
 // Describes dataset `dataset`; unsupported element types are errors naming `display`.
 absl::StatusOr<DatasetShape> Describe(hid_t dataset, const std::string& display);
 
-// Reads rows [first, first + count) of `dataset` (dtype `dtype`, `row_elements` elements a
-// row) into `out`, which must hold count * row_elements elements.
+// Reads rows [first, first + count) of `dataset` as `dtype` into `out`, which must hold
+// `count` full rows.
 absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
                       const std::string& display);
 
