@@ -1,6 +1,7 @@
 #include "data/dtype.h"
 
 #include <array>
+#include <cstddef>
 
 namespace roboloop::data {
 namespace {
