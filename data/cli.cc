@@ -1,0 +1,202 @@
+#include "data/cli.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "data/aloha_import.h"
+#include "data/tools.h"
+
+namespace roboloop::data {
+namespace {
+
+// Options of all data commands; owned by the app through a shared_ptr in the callbacks.
+struct CliOptions {
+  std::string file;
+  std::string format = "table";
+  bool strict = false;
+  std::vector<std::string> inputs;
+  std::string output;
+  bool overwrite = false;
+  double valid_fraction = 0.1;
+  uint64_t seed = 0;
+  std::string env_args = R"({"env_name": "aloha", "env_kwargs": {}})";
+};
+
+void AddFormat(CLI::App* command, CliOptions* options) {
+  command->add_option("--format", options->format, "output format")
+      ->check(CLI::IsMember({"table", "json"}));
+}
+
+// Runs `body`; a failed status is printed as one line and becomes exit code 1.
+void Run(CliContext* context, const std::string& command, const std::function<absl::Status()>& body) {
+  const absl::Status status = body();
+  if (status.ok()) {
+    context->exit_code = 0;
+    return;
+  }
+  *context->err << "roboloop data " << command << ": " << status.message() << "\n";
+  context->exit_code = 1;
+}
+
+absl::Status Info(const CliOptions& options, std::ostream& out) {
+  absl::StatusOr<DatasetInfo> info = GetInfo(options.file);
+  if (!info.ok()) return info.status();
+  out << (options.format == "json" ? InfoToJson(*info).dump(2) + "\n" : InfoToTable(*info));
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const CliOptions& options, std::ostream& out) {
+  ValidationOptions validation;
+  validation.nan_policy = options.strict ? NanPolicy::kStrict : NanPolicy::kLenient;
+  absl::StatusOr<ValidationResult> result = ValidateFile(options.file, validation);
+  if (!result.ok()) return result.status();
+  if (options.format == "json") {
+    nlohmann::json warnings = nlohmann::json::array();
+    for (const ValidationIssue& issue : result->warnings) warnings.push_back(issue.ToString());
+    out << nlohmann::json{{"path", options.file}, {"valid", true}, {"warnings", warnings}}.dump(2)
+        << "\n";
+    return absl::OkStatus();
+  }
+  out << absl::StrFormat("%s: valid (%d demos, %d steps)\n", options.file,
+                         result->layout.demos.size(), result->layout.total_steps);
+  for (const ValidationIssue& issue : result->warnings) out << "warning: " << issue.ToString() << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Stats(const CliOptions& options, std::ostream& out) {
+  absl::StatusOr<DatasetStats> stats = ComputeAndStoreStats(options.file, StatsOptions());
+  if (!stats.ok()) return stats.status();
+  if (options.format == "json") {
+    out << StatsToJson(*stats).dump(2) << "\n";
+    return absl::OkStatus();
+  }
+  out << absl::StrFormat("%-20s %6s %12s %12s %12s %12s\n", "feature", "dims", "mean[0]",
+                         "std[0]", "min[0]", "max[0]");
+  for (const FeatureStats& feature : *stats) {
+    out << absl::StrFormat("%-20s %6d %12.5g %12.5g %12.5g %12.5g\n", feature.name,
+                           feature.mean.size(), feature.mean[0], feature.std[0], feature.min[0],
+                           feature.max[0]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Merge(const CliOptions& options, std::ostream& out) {
+  MergeOptions merge;
+  merge.inputs = options.inputs;
+  merge.output = options.output;
+  merge.overwrite = options.overwrite;
+  absl::StatusOr<DatasetLayout> layout = MergeDatasets(merge);
+  if (!layout.ok()) return layout.status();
+  out << absl::StrFormat("%s: merged %d files, %d demos, %d steps\n", options.output,
+                         options.inputs.size(), layout->demos.size(), layout->total_steps);
+  return absl::OkStatus();
+}
+
+absl::Status Split(const CliOptions& options, std::ostream& out) {
+  absl::StatusOr<SplitAssignment> split =
+      SplitDataset(options.file, options.valid_fraction, options.seed);
+  if (!split.ok()) return split.status();
+  out << absl::StrFormat("%s: mask/train %d demos, mask/valid %d demos\n", options.file,
+                         split->train.size(), split->valid.size());
+  return absl::OkStatus();
+}
+
+absl::Status Import(const CliOptions& options, std::ostream& out) {
+  AlohaImportOptions import;
+  import.input_dir = options.file;
+  import.output_path = options.output;
+  import.overwrite = options.overwrite;
+  import.env_args_json = options.env_args;
+  absl::StatusOr<AlohaImportResult> result = ImportAloha(import);
+  if (!result.ok()) return result.status();
+  out << absl::StrFormat("%s: imported %d episodes, %d steps from %s\n", options.output,
+                         result->num_episodes, result->total_steps, options.file);
+  return absl::OkStatus();
+}
+
+using Handler = absl::Status (*)(const CliOptions&, std::ostream&);
+
+void SetHandler(CLI::App* command, const std::string& name, Handler handler,
+                std::shared_ptr<CliOptions> options, CliContext* context) {
+  command->callback([=] { Run(context, name, [&] { return handler(*options, *context->out); }); });
+}
+
+void AddMerge(CLI::App* data, const std::shared_ptr<CliOptions>& options, CliContext* context) {
+  CLI::App* merge = data->add_subcommand("merge", "merge datasets of the same spec");
+  merge->add_option("inputs", options->inputs, "input files (two or more)")->required();
+  merge->add_option("-o,--output", options->output, "merged file")->required();
+  merge->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  merge->callback([options, context] {
+    if (options->inputs.size() < 2) {
+      throw CLI::ValidationError("inputs", "merge needs at least two input files");
+    }
+    Run(context, "merge", [&] { return Merge(*options, *context->out); });
+  });
+}
+
+void AddImport(CLI::App* data, const std::shared_ptr<CliOptions>& options, CliContext* context) {
+  CLI::App* import = data->add_subcommand("import", "import episodes from another format");
+  import->require_subcommand(1);
+  CLI::App* aloha = import->add_subcommand("aloha", "a folder of ALOHA/ACT episode_<i>.hdf5");
+  aloha->add_option("dir", options->file, "folder of episodes")->required();
+  aloha->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
+  aloha->add_option("--env-args", options->env_args, "env_args JSON of the output");
+  aloha->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  SetHandler(aloha, "import aloha", Import, options, context);
+}
+
+}  // namespace
+
+CLI::App* AddDataCommands(CLI::App& app, CliContext* context) {
+  auto options = std::make_shared<CliOptions>();
+  CLI::App* data = app.add_subcommand("data", "episode datasets (robomimic-layout HDF5)");
+  data->require_subcommand(1);
+
+  CLI::App* info = data->add_subcommand("info", "demos, lengths, features, stats, splits, lineage");
+  info->add_option("file", options->file, "dataset file")->required();
+  AddFormat(info, options.get());
+  SetHandler(info, "info", Info, options, context);
+
+  CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
+  validate->add_option("file", options->file, "dataset file")->required();
+  validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
+  AddFormat(validate, options.get());
+  SetHandler(validate, "validate", Validate, options, context);
+
+  CLI::App* stats = data->add_subcommand("stats", "compute and store normalization statistics");
+  stats->add_option("file", options->file, "dataset file")->required();
+  AddFormat(stats, options.get());
+  SetHandler(stats, "stats", Stats, options, context);
+
+  AddMerge(data, options, context);
+
+  CLI::App* split = data->add_subcommand("split", "write mask/train and mask/valid");
+  split->add_option("file", options->file, "dataset file")->required();
+  split->add_option("--valid", options->valid_fraction, "fraction of demos held out")
+      ->check(CLI::Range(0.0, 1.0));
+  split->add_option("--seed", options->seed, "shuffle seed");
+  SetHandler(split, "split", Split, options, context);
+
+  AddImport(data, options, context);
+  return data;
+}
+
+int RunDataCommandLine(const std::vector<std::string>& args, std::ostream& out,
+                       std::ostream& err) {
+  CLI::App app("roboloop", "roboloop");
+  app.require_subcommand(1);
+  CliContext context{&out, &err, 0};
+  AddDataCommands(app, &context);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error, out, err) == 0 ? 0 : 2;
+  }
+  return context.exit_code;
+}
+
+}  // namespace roboloop::data

@@ -1,0 +1,128 @@
+#include "data/episode_store.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace roboloop::data {
+namespace {
+
+int64_t HalfOfPhysicalMemory() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 2;
+}
+
+int64_t RowBytes(const FeatureSpec& feature) {
+  int64_t bytes = DTypeSize(feature.dtype);
+  for (int64_t dim : feature.step_shape) bytes *= dim;
+  return bytes;
+}
+
+absl::StatusOr<std::vector<const DemoLayout*>> SelectDemos(const DatasetLayout& layout,
+                                                           const EpisodeStore::Options& options) {
+  std::vector<const DemoLayout*> demos;
+  if (options.split.empty()) {
+    for (const DemoLayout& demo : layout.demos) demos.push_back(&demo);
+    return demos;
+  }
+  auto mask = layout.masks.find(options.split);
+  if (mask == layout.masks.end()) {
+    std::vector<std::string> known;
+    for (const auto& [name, unused] : layout.masks) known.push_back(name);
+    return absl::NotFoundError(absl::StrCat(options.path, ": no split '", options.split,
+                                            "' (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+  for (const std::string& name : mask->second) demos.push_back(layout.FindDemo(name));
+  return demos;
+}
+
+absl::StatusOr<std::vector<FeatureSpec>> SelectFeatures(const DatasetLayout& layout,
+                                                        const EpisodeStore::Options& options) {
+  if (options.features.empty()) return layout.spec;
+  std::vector<FeatureSpec> features;
+  for (const std::string& name : options.features) {
+    const FeatureSpec* feature = FindFeature(layout.spec, name);
+    if (feature == nullptr) {
+      std::vector<std::string> known;
+      for (const FeatureSpec& spec : layout.spec) known.push_back(spec.name);
+      return absl::NotFoundError(absl::StrCat(options.path, ": no feature '", name,
+                                              "' (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+    features.push_back(*feature);
+  }
+  return features;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> EpisodeStore::EstimateBytes(const DatasetLayout& layout,
+                                                    const Options& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<const DemoLayout*> demos, SelectDemos(layout, options));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<FeatureSpec> features, SelectFeatures(layout, options));
+  int64_t steps = 0;
+  for (const DemoLayout* demo : demos) steps += demo->num_samples;
+  int64_t bytes = 0;
+  for (const FeatureSpec& feature : features) bytes += steps * RowBytes(feature);
+  return bytes;
+}
+
+absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& options) {
+  DatasetReader::Options reader_options;
+  reader_options.path = options.path;
+  reader_options.validation = options.validation;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
+                            DatasetReader::Open(reader_options));
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t needed, EstimateBytes(reader->layout(), options));
+  const int64_t limit =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : HalfOfPhysicalMemory();
+  if (needed > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        options.path, ": loading needs ", needed, " bytes, over the memory limit of ", limit,
+        " bytes (EpisodeStore::Options::memory_limit_bytes)"));
+  }
+  std::unique_ptr<EpisodeStore> store(new EpisodeStore());
+  ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(*reader, options));
+  return store;
+}
+
+absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<const DemoLayout*> demos,
+                            SelectDemos(reader.layout(), options));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<FeatureSpec> features,
+                            SelectFeatures(reader.layout(), options));
+  for (const DemoLayout* demo : demos) {
+    demos_.push_back(demo->name);
+    offsets_.push_back(total_steps_);
+    lengths_.push_back(demo->num_samples);
+    total_steps_ += demo->num_samples;
+  }
+  for (const FeatureSpec& spec : features) {
+    Feature& feature = features_[spec.name];
+    feature.spec = spec;
+    feature.row_bytes = RowBytes(spec);
+    feature.bytes.resize(total_steps_ * feature.row_bytes);
+    for (size_t i = 0; i < demos_.size(); ++i) {
+      ROBOLOOP_RETURN_IF_ERROR(reader.ReadFeatureInto(
+          demos_[i], spec.name, feature.bytes.data() + offsets_[i] * feature.row_bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const EpisodeStore::Feature*> EpisodeStore::feature(const std::string& name) const {
+  auto found = features_.find(name);
+  if (found != features_.end()) return &found->second;
+  std::vector<std::string> known;
+  for (const auto& [loaded, unused] : features_) known.push_back(loaded);
+  return absl::NotFoundError(absl::StrCat("feature '", name, "' is not loaded (loaded: ",
+                                          absl::StrJoin(known, ", "), ")"));
+}
+
+int64_t EpisodeStore::memory_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& [name, feature] : features_) bytes += static_cast<int64_t>(feature.bytes.size());
+  return bytes;
+}
+
+}  // namespace roboloop::data

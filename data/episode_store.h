@@ -1,0 +1,79 @@
+// In-memory episode store: selected features of all demos (or of one split) loaded into one
+// contiguous buffer per feature, episodes back to back, for training and relabelling.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "data/dataset_reader.h"
+#include "data/spec.h"
+
+namespace roboloop::data {
+
+// Loaded once by one thread (HDF5 1.10 serialises reads under one lock, so reading from many
+// threads buys nothing); immutable afterwards, so any number of threads may read it.
+class EpisodeStore {
+ public:
+  struct Options {
+    std::string path;                   // the HDF5 file
+    std::vector<std::string> features;  // features to load, e.g. {"actions", "obs/qpos"}; empty = all
+    std::string split;                  // mask name (e.g. "train"); empty = every demo
+    int64_t memory_limit_bytes = 0;     // refuse to load more; 0 = half of physical memory
+    ValidationOptions validation;       // checks run when the file is opened
+  };
+
+  // One loaded feature: rows of all selected episodes, concatenated in episode order.
+  struct Feature {
+    FeatureSpec spec;            // name, dtype, per-step shape
+    int64_t row_bytes = 0;       // bytes of one step
+    std::vector<uint8_t> bytes;  // total_steps() * row_bytes bytes
+
+    // Typed view of all rows; the dtype must be DTypeOf<T>() (checked).
+    template <typename T>
+    absl::Span<const T> Values() const {
+      ROBOLOOP_CHECK_MSG(spec.dtype == DTypeOf<T>(), spec.name, " is ", DTypeName(spec.dtype));
+      return absl::Span<const T>(reinterpret_cast<const T*>(bytes.data()),
+                                 bytes.size() / sizeof(T));
+    }
+  };
+
+  // Bytes Load would allocate for `options` (checks the features and split exist).
+  static absl::StatusOr<int64_t> EstimateBytes(const DatasetLayout& layout,
+                                               const Options& options);
+
+  // Opens, validates and loads the file; fails before allocating when the estimate exceeds
+  // the memory limit.
+  static absl::StatusOr<std::unique_ptr<EpisodeStore>> Load(const Options& options);
+
+  // Number of loaded episodes.
+  int64_t num_episodes() const { return static_cast<int64_t>(demos_.size()); }
+  // Steps over all loaded episodes.
+  int64_t total_steps() const { return total_steps_; }
+  // Demo name of episode `episode` (0-based, in file order).
+  const std::string& demo_name(int64_t episode) const { return demos_[episode]; }
+  // Row of the first step of `episode` in every feature buffer.
+  int64_t episode_offset(int64_t episode) const { return offsets_[episode]; }
+  // Steps of `episode`.
+  int64_t episode_length(int64_t episode) const { return lengths_[episode]; }
+  // The loaded feature `name`, or NotFound listing the loaded ones.
+  absl::StatusOr<const Feature*> feature(const std::string& name) const;
+  // Bytes held by all feature buffers.
+  int64_t memory_bytes() const;
+
+ private:
+  EpisodeStore() = default;
+  absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
+
+  std::vector<std::string> demos_;
+  std::vector<int64_t> offsets_;
+  std::vector<int64_t> lengths_;
+  int64_t total_steps_ = 0;
+  std::map<std::string, Feature> features_;
+};
+
+}  // namespace roboloop::data

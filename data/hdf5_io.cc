@@ -1,0 +1,468 @@
+#include "data/hdf5_io.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace roboloop::data::h5 {
+namespace {
+
+// HDF5 prints its error stack to stderr by default; the setting is per thread in the
+// thread-safe build, so every entry point turns it off for the calling thread.
+void Quiet() {
+  thread_local bool quiet = false;
+  if (!quiet) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    quiet = true;
+  }
+}
+
+// Keeps the innermost message, skipping the plugin loader's frames (a missing filter such
+// as lzf reports "can't open directory <plugins>" below "required filter 'lzf' is not
+// registered").
+herr_t KeepInnermost(unsigned, const H5E_error2_t* error, void* client) {
+  std::string* kept = static_cast<std::string*>(client);
+  const bool plugin_search = error->func_name != nullptr &&
+                             std::strncmp(error->func_name, "H5PL", 4) == 0;
+  if (kept->empty() && error->desc != nullptr && !plugin_search) *kept = error->desc;
+  return 0;
+}
+
+herr_t CollectName(hid_t, const char* name, const H5L_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+Handle StringType(bool variable, size_t size, H5T_cset_t cset) {
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), variable ? H5T_VARIABLE : std::max<size_t>(size, 1));
+  H5Tset_cset(type.get(), cset);
+  if (!variable) H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  return type;
+}
+
+absl::Status CheckSingleValue(hid_t attr, const std::string& display) {
+  Handle space(H5Aget_space(attr));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": expected a single value"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<hsize_t> ToHsize(const std::vector<int64_t>& dims) {
+  return std::vector<hsize_t>(dims.begin(), dims.end());
+}
+
+int64_t ChunkRows(int64_t row_bytes, const StorageOptions& storage) {
+  const int64_t by_size = storage.max_chunk_bytes / std::max<int64_t>(row_bytes, 1);
+  return std::clamp<int64_t>(by_size, 1, std::max<int64_t>(storage.chunk_steps, 1));
+}
+
+}  // namespace
+
+Handle::~Handle() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+}
+
+Handle& Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    Handle discard(id_);
+    id_ = other.id_;
+    other.id_ = -1;
+  }
+  return *this;
+}
+
+absl::Status ErrorFromStack(const std::string& what, const std::string& fallback) {
+  std::string innermost;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &innermost);
+  H5Eclear2(H5E_DEFAULT);
+  return absl::InternalError(absl::StrCat(what, ": ", fallback,
+                                          innermost.empty() ? "" : " (HDF5: " + innermost + ")"));
+}
+
+absl::StatusOr<Handle> OpenFile(const std::string& path, bool writable) {
+  Quiet();
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an HDF5 file"));
+  }
+  Handle file(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (file.get() < 0) return ErrorFromStack(path, "cannot open HDF5 file");
+  return file;
+}
+
+absl::StatusOr<Handle> CreateFile(const std::string& path) {
+  Quiet();
+  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (file.get() < 0) return ErrorFromStack(path, "cannot create HDF5 file");
+  return file;
+}
+
+ObjectKind KindOf(hid_t loc, const std::string& path) {
+  Quiet();
+  std::string prefix;
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    absl::StrAppend(&prefix, prefix.empty() ? "" : "/", part);
+    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return ObjectKind::kMissing;
+    }
+  }
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(loc, path.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return ObjectKind::kMissing;
+  }
+  if (info.type == H5O_TYPE_GROUP) return ObjectKind::kGroup;
+  if (info.type == H5O_TYPE_DATASET) return ObjectKind::kDataset;
+  return ObjectKind::kOther;
+}
+
+absl::StatusOr<Handle> OpenGroup(hid_t loc, const std::string& path,
+                                 const std::string& display) {
+  const ObjectKind kind = KindOf(loc, path);
+  if (kind == ObjectKind::kMissing) {
+    return absl::NotFoundError(absl::StrCat(display, ": missing group"));
+  }
+  if (kind != ObjectKind::kGroup) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": expected a group"));
+  }
+  Handle group(H5Gopen2(loc, path.c_str(), H5P_DEFAULT));
+  if (group.get() < 0) return ErrorFromStack(display, "cannot open group");
+  return group;
+}
+
+absl::StatusOr<Handle> OpenDataset(hid_t loc, const std::string& path,
+                                   const std::string& display) {
+  const ObjectKind kind = KindOf(loc, path);
+  if (kind == ObjectKind::kMissing) {
+    return absl::NotFoundError(absl::StrCat(display, ": missing dataset"));
+  }
+  if (kind != ObjectKind::kDataset) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": expected a dataset, found a group"));
+  }
+  Handle dataset(H5Dopen2(loc, path.c_str(), H5P_DEFAULT));
+  if (dataset.get() < 0) return ErrorFromStack(display, "cannot open dataset");
+  return dataset;
+}
+
+absl::StatusOr<Handle> EnsureGroup(hid_t loc, const std::string& path) {
+  Quiet();
+  if (KindOf(loc, path) == ObjectKind::kGroup) return OpenGroup(loc, path, path);
+  Handle link_options(H5Pcreate(H5P_LINK_CREATE));
+  H5Pset_create_intermediate_group(link_options.get(), 1);
+  Handle group_options(H5Pcreate(H5P_GROUP_CREATE));
+  H5Pset_obj_track_times(group_options.get(), 0);
+  Handle group(
+      H5Gcreate2(loc, path.c_str(), link_options.get(), group_options.get(), H5P_DEFAULT));
+  if (group.get() < 0) return ErrorFromStack(path, "cannot create group");
+  return group;
+}
+
+absl::StatusOr<std::vector<std::string>> ListChildren(hid_t group, const std::string& display) {
+  Quiet();
+  std::vector<std::string> names;
+  if (H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, CollectName, &names) < 0) {
+    return ErrorFromStack(display, "cannot list group");
+  }
+  return names;
+}
+
+absl::Status DeleteIfExists(hid_t loc, const std::string& path) {
+  if (KindOf(loc, path) == ObjectKind::kMissing) return absl::OkStatus();
+  if (H5Ldelete(loc, path.c_str(), H5P_DEFAULT) < 0) return ErrorFromStack(path, "cannot delete");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatasetShape> Describe(hid_t dataset, const std::string& display) {
+  Quiet();
+  Handle type(H5Dget_type(dataset));
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  DatasetShape shape;
+  if (type_class == H5T_FLOAT && (size == 4 || size == 8)) {
+    shape.dtype = size == 4 ? DType::kFloat32 : DType::kFloat64;
+  } else if (type_class == H5T_INTEGER && (size == 1 || size == 2 || size == 4 || size == 8)) {
+    const bool is_signed = H5Tget_sign(type.get()) == H5T_SGN_2;
+    constexpr DType kSigned[] = {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64};
+    constexpr DType kUnsigned[] = {DType::kUint8, DType::kUint16, DType::kUint32, DType::kUint64};
+    const int index = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
+    shape.dtype = is_signed ? kSigned[index] : kUnsigned[index];
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        display, ": unsupported element type (HDF5 class ", static_cast<int>(type_class),
+        ", ", size, " bytes; expected float32/float64 or an integer type)"));
+  }
+  Handle space(H5Dget_space(dataset));
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(std::max(rank, 0));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  shape.dims.assign(dims.begin(), dims.end());
+  return shape;
+}
+
+absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
+                      const std::string& display) {
+  Quiet();
+  if (count == 0) return absl::OkStatus();
+  Handle file_space(H5Dget_space(dataset));
+  const int rank = H5Sget_simple_extent_ndims(file_space.get());
+  std::vector<hsize_t> dims(rank);
+  H5Sget_simple_extent_dims(file_space.get(), dims.data(), nullptr);
+  std::vector<hsize_t> start(rank, 0);
+  start[0] = first;
+  dims[0] = count;
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, dims.data(),
+                      nullptr);
+  Handle memory_space(H5Screate_simple(rank, dims.data(), nullptr));
+  if (H5Dread(dataset, NativeType(dtype), memory_space.get(), file_space.get(), H5P_DEFAULT,
+              out) < 0) {
+    return ErrorFromStack(display, "cannot read");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display) {
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetShape shape, Describe(dataset, display));
+  Array array = Array::Zeros(shape.dtype, shape.dims);
+  if (array.NumElements() == 0) return array;
+  if (H5Dread(dataset, NativeType(shape.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+              array.bytes.data()) < 0) {
+    return ErrorFromStack(display, "cannot read");
+  }
+  return array;
+}
+
+absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
+                                        const std::vector<int64_t>& step_shape,
+                                        const StorageOptions& storage) {
+  Quiet();
+  std::vector<hsize_t> dims = {0};
+  std::vector<hsize_t> max_dims = {H5S_UNLIMITED};
+  int64_t row_bytes = DTypeSize(dtype);
+  for (int64_t dim : step_shape) {
+    dims.push_back(dim);
+    max_dims.push_back(dim);
+    row_bytes *= dim;
+  }
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = ChunkRows(row_bytes, storage);
+  Handle space(H5Screate_simple(dims.size(), dims.data(), max_dims.data()));
+  Handle create_options(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(create_options.get(), 0);
+  H5Pset_chunk(create_options.get(), chunk.size(), chunk.data());
+  if (storage.gzip_level > 0) {
+    H5Pset_shuffle(create_options.get());
+    H5Pset_deflate(create_options.get(), storage.gzip_level);
+  }
+  Handle dataset(H5Dcreate2(loc, name.c_str(), NativeType(dtype), space.get(), H5P_DEFAULT,
+                            create_options.get(), H5P_DEFAULT));
+  if (dataset.get() < 0) return ErrorFromStack(name, "cannot create dataset");
+  return dataset;
+}
+
+absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display) {
+  Quiet();
+  const int64_t rows = block.Steps();
+  if (rows == 0) return absl::OkStatus();
+  Handle old_space(H5Dget_space(dataset));
+  const int rank = H5Sget_simple_extent_ndims(old_space.get());
+  std::vector<hsize_t> dims(rank);
+  H5Sget_simple_extent_dims(old_space.get(), dims.data(), nullptr);
+  const hsize_t old_rows = dims[0];
+  dims[0] += rows;
+  if (H5Dset_extent(dataset, dims.data()) < 0) return ErrorFromStack(display, "cannot extend");
+  Handle file_space(H5Dget_space(dataset));
+  std::vector<hsize_t> start(rank, 0);
+  start[0] = old_rows;
+  std::vector<hsize_t> count = ToHsize(block.shape);
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                      nullptr);
+  Handle memory_space(H5Screate_simple(rank, count.data(), nullptr));
+  if (H5Dwrite(dataset, NativeType(block.dtype), memory_space.get(), file_space.get(),
+               H5P_DEFAULT, block.bytes.data()) < 0) {
+    return ErrorFromStack(display, "cannot write");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteArray(hid_t loc, const std::string& name, const Array& array,
+                        const StorageOptions& storage) {
+  if (array.shape.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": rank-0 arrays are not written"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      Handle dataset, CreateExtensible(loc, name, array.dtype, array.StepShape(), storage));
+  return AppendRows(dataset.get(), array, name);
+}
+
+absl::Status WriteStringArray(hid_t loc, const std::string& name,
+                              const std::vector<std::string>& values) {
+  Quiet();
+  size_t width = 1;
+  for (const std::string& value : values) width = std::max(width, value.size());
+  std::vector<char> buffer(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::memcpy(buffer.data() + i * width, values[i].data(), values[i].size());
+  }
+  Handle type = StringType(false, width, H5T_CSET_ASCII);
+  const hsize_t count = values.size();
+  Handle space(H5Screate_simple(1, &count, nullptr));
+  Handle create_options(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(create_options.get(), 0);
+  Handle dataset(H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                            create_options.get(), H5P_DEFAULT));
+  if (dataset.get() < 0) return ErrorFromStack(name, "cannot create string dataset");
+  if (!values.empty() &&
+      H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0) {
+    return ErrorFromStack(name, "cannot write string dataset");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ReadStringArray(hid_t dataset,
+                                                         const std::string& display) {
+  Quiet();
+  Handle file_type(H5Dget_type(dataset));
+  if (H5Tget_class(file_type.get()) != H5T_STRING) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": expected an array of strings"));
+  }
+  Handle space(H5Dget_space(dataset));
+  if (H5Sget_simple_extent_ndims(space.get()) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(display, ": expected a 1-D array of strings"));
+  }
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  std::vector<std::string> values;
+  if (count == 0) return values;
+  const H5T_cset_t cset = H5Tget_cset(file_type.get());
+  if (H5Tis_variable_str(file_type.get()) > 0) {
+    Handle type = StringType(true, 0, cset);
+    std::vector<char*> pointers(count, nullptr);
+    if (H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0) {
+      return ErrorFromStack(display, "cannot read strings");
+    }
+    for (char* pointer : pointers) values.emplace_back(pointer != nullptr ? pointer : "");
+    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, pointers.data());
+    return values;
+  }
+  const size_t width = H5Tget_size(file_type.get());
+  Handle type = StringType(false, width, cset);
+  std::vector<char> buffer(count * width);
+  if (H5Dread(dataset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()) < 0) {
+    return ErrorFromStack(display, "cannot read strings");
+  }
+  for (hssize_t i = 0; i < count; ++i) {
+    const char* start = buffer.data() + i * width;
+    values.emplace_back(start, strnlen(start, width));
+  }
+  return values;
+}
+
+absl::Status WriteStringAttr(hid_t object, const std::string& name, const std::string& value) {
+  Quiet();
+  if (H5Aexists(object, name.c_str()) > 0) H5Adelete(object, name.c_str());
+  Handle type = StringType(true, 0, H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR));
+  Handle attr(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                         H5P_DEFAULT));
+  const char* text = value.c_str();
+  if (attr.get() < 0 || H5Awrite(attr.get(), type.get(), &text) < 0) {
+    return ErrorFromStack(name, "cannot write attribute");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteInt64Attr(hid_t object, const std::string& name, int64_t value) {
+  Quiet();
+  if (H5Aexists(object, name.c_str()) > 0) H5Adelete(object, name.c_str());
+  Handle space(H5Screate(H5S_SCALAR));
+  Handle attr(H5Acreate2(object, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT,
+                         H5P_DEFAULT));
+  if (attr.get() < 0 || H5Awrite(attr.get(), H5T_NATIVE_INT64, &value) < 0) {
+    return ErrorFromStack(name, "cannot write attribute");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> ReadStringAttr(hid_t object, const std::string& name,
+                                                          const std::string& display) {
+  Quiet();
+  if (H5Aexists(object, name.c_str()) <= 0) return std::optional<std::string>();
+  const std::string where = absl::StrCat(display, ": attribute ", name);
+  Handle attr(H5Aopen(object, name.c_str(), H5P_DEFAULT));
+  Handle file_type(H5Aget_type(attr.get()));
+  if (H5Tget_class(file_type.get()) != H5T_STRING) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " is not a string"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckSingleValue(attr.get(), where));
+  const H5T_cset_t cset = H5Tget_cset(file_type.get());
+  if (H5Tis_variable_str(file_type.get()) > 0) {
+    Handle type = StringType(true, 0, cset);
+    char* text = nullptr;
+    if (H5Aread(attr.get(), type.get(), &text) < 0) return ErrorFromStack(where, "cannot read");
+    std::string value = text != nullptr ? text : "";
+    H5free_memory(text);
+    return std::optional<std::string>(std::move(value));
+  }
+  const size_t width = H5Tget_size(file_type.get());
+  Handle type = StringType(false, width, cset);
+  std::vector<char> buffer(width);
+  if (H5Aread(attr.get(), type.get(), buffer.data()) < 0) {
+    return ErrorFromStack(where, "cannot read");
+  }
+  return std::optional<std::string>(std::string(buffer.data(), strnlen(buffer.data(), width)));
+}
+
+absl::StatusOr<std::optional<int64_t>> ReadInt64Attr(hid_t object, const std::string& name,
+                                                     const std::string& display) {
+  Quiet();
+  if (H5Aexists(object, name.c_str()) <= 0) return std::optional<int64_t>();
+  const std::string where = absl::StrCat(display, ": attribute ", name);
+  Handle attr(H5Aopen(object, name.c_str(), H5P_DEFAULT));
+  Handle file_type(H5Aget_type(attr.get()));
+  if (H5Tget_class(file_type.get()) != H5T_INTEGER) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " is not an integer"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckSingleValue(attr.get(), where));
+  int64_t value = 0;
+  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &value) < 0) {
+    return ErrorFromStack(where, "cannot read");
+  }
+  return std::optional<int64_t>(value);
+}
+
+hid_t NativeType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return H5T_NATIVE_FLOAT;
+    case DType::kFloat64: return H5T_NATIVE_DOUBLE;
+    case DType::kInt8: return H5T_NATIVE_INT8;
+    case DType::kUint8: return H5T_NATIVE_UINT8;
+    case DType::kInt16: return H5T_NATIVE_INT16;
+    case DType::kUint16: return H5T_NATIVE_UINT16;
+    case DType::kInt32: return H5T_NATIVE_INT32;
+    case DType::kUint32: return H5T_NATIVE_UINT32;
+    case DType::kInt64: return H5T_NATIVE_INT64;
+    case DType::kUint64: return H5T_NATIVE_UINT64;
+  }
+  return H5T_NATIVE_FLOAT;
+}
+
+}  // namespace roboloop::data::h5

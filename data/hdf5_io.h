@@ -1,0 +1,127 @@
+// Thin, Status-returning wrappers over the HDF5 C API used by the data module (module
+// internal; tests may use it to build broken files). HDF5 1.10 here is the thread-safe build
+// with one global lock: calls are safe from any thread but never run in parallel.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "data/array.h"
+#include "data/dtype.h"
+#include "data/storage_options.h"
+#include "hdf5.h"
+
+namespace roboloop::data::h5 {
+
+// Owns one HDF5 identifier (file, group, dataset, dataspace, datatype, attribute or property
+// list) and closes it with the matching H5*close. Move-only.
+class Handle {
+ public:
+  Handle() = default;
+  // Takes ownership of `id` (negative ids are held as invalid).
+  explicit Handle(hid_t id) : id_(id) {}
+  ~Handle();
+  Handle(Handle&& other) noexcept : id_(other.id_) { other.id_ = -1; }
+  Handle& operator=(Handle&& other) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  // The raw identifier.
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_ = -1;
+};
+
+// What a path inside a file names.
+enum class ObjectKind { kMissing, kGroup, kDataset, kOther };
+
+// Returns an error `what: <HDF5's innermost message>` built from this thread's HDF5 error
+// stack (or `what: <fallback>` when the stack is empty).
+absl::Status ErrorFromStack(const std::string& what, const std::string& fallback);
+
+// Opens an existing HDF5 file read-only or read-write; a missing or non-HDF5 file is an error
+// naming `path`.
+absl::StatusOr<Handle> OpenFile(const std::string& path, bool writable);
+
+// Creates (truncating) an HDF5 file at `path`.
+absl::StatusOr<Handle> CreateFile(const std::string& path);
+
+// Kind of object at `path` relative to `loc` (intermediate groups may be missing).
+ObjectKind KindOf(hid_t loc, const std::string& path);
+
+// Opens the group at `path`; `display` names it in errors.
+absl::StatusOr<Handle> OpenGroup(hid_t loc, const std::string& path, const std::string& display);
+
+// Opens the dataset at `path`; `display` names it in errors.
+absl::StatusOr<Handle> OpenDataset(hid_t loc, const std::string& path,
+                                   const std::string& display);
+
+// Opens the group at `path`, creating it and any missing parents.
+absl::StatusOr<Handle> EnsureGroup(hid_t loc, const std::string& path);
+
+// Names of the direct children of the group `group`, in HDF5's name order.
+absl::StatusOr<std::vector<std::string>> ListChildren(hid_t group, const std::string& display);
+
+// Deletes the link `path` under `loc` when it exists.
+absl::Status DeleteIfExists(hid_t loc, const std::string& path);
+
+// Dtype and full shape of a dataset.
+struct DatasetShape {
+  DType dtype = DType::kFloat32;  // element type as stored
+  std::vector<int64_t> dims;      // full shape
+};
+
+// Describes dataset `dataset`; unsupported element types are errors naming `display`.
+absl::StatusOr<DatasetShape> Describe(hid_t dataset, const std::string& display);
+
+// Reads rows [first, first + count) of `dataset` as `dtype` into `out`, which must hold
+// `count` full rows.
+absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
+                      const std::string& display);
+
+// Reads a whole dataset into an Array of its stored dtype.
+absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
+
+// Creates a chunked dataset [0, step_shape...] with an unlimited first dimension.
+absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
+                                        const std::vector<int64_t>& step_shape,
+                                        const StorageOptions& storage);
+
+// Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end.
+absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display);
+
+// Writes `array` as a new fixed-size dataset `name` (chunked and compressed when non-empty).
+absl::Status WriteArray(hid_t loc, const std::string& name, const Array& array,
+                        const StorageOptions& storage);
+
+// Writes `values` as a 1-D fixed-length string dataset (like numpy's 'S' arrays).
+absl::Status WriteStringArray(hid_t loc, const std::string& name,
+                              const std::vector<std::string>& values);
+
+// Reads a 1-D string dataset (fixed or variable length).
+absl::StatusOr<std::vector<std::string>> ReadStringArray(hid_t dataset,
+                                                         const std::string& display);
+
+// Writes (replacing) a variable-length UTF-8 string attribute.
+absl::Status WriteStringAttr(hid_t object, const std::string& name, const std::string& value);
+
+// Writes (replacing) a scalar int64 attribute.
+absl::Status WriteInt64Attr(hid_t object, const std::string& name, int64_t value);
+
+// Reads a string attribute (fixed or variable length); nullopt when absent.
+absl::StatusOr<std::optional<std::string>> ReadStringAttr(hid_t object, const std::string& name,
+                                                          const std::string& display);
+
+// Reads a scalar integer attribute as int64; nullopt when absent.
+absl::StatusOr<std::optional<int64_t>> ReadInt64Attr(hid_t object, const std::string& name,
+                                                     const std::string& display);
+
+// The native HDF5 memory type of `dtype` (owned by the library; do not close).
+hid_t NativeType(DType dtype);
+
+}  // namespace roboloop::data::h5

@@ -1,0 +1,53 @@
+#include "data/spec.h"
+
+#include <cctype>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace roboloop::data {
+
+std::string DemoName(int64_t index) { return absl::StrCat("demo_", index); }
+
+std::optional<int64_t> ParseDemoIndex(const std::string& name) {
+  constexpr char kPrefix[] = "demo_";
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string digits = name.substr(sizeof(kPrefix) - 1);
+  if (digits.empty()) return std::nullopt;
+  for (char c : digits) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  int64_t index = 0;
+  if (!absl::SimpleAtoi(digits, &index)) return std::nullopt;
+  return index;
+}
+
+std::string FeaturePath(const std::string& demo, const std::string& feature) {
+  return absl::StrCat(kDataGroup, "/", demo, "/", feature);
+}
+
+const FeatureSpec* FindFeature(const DatasetSpec& spec, const std::string& name) {
+  for (const FeatureSpec& feature : spec) {
+    if (feature.name == name) return &feature;
+  }
+  return nullptr;
+}
+
+std::string DescribeFeature(const FeatureSpec& feature) {
+  std::string shape = "[T";
+  for (int64_t dim : feature.step_shape) absl::StrAppend(&shape, ", ", dim);
+  return absl::StrCat(DTypeName(feature.dtype), " ", shape, "]");
+}
+
+nlohmann::json SpecToJson(const DatasetSpec& spec) {
+  nlohmann::json features = nlohmann::json::array();
+  for (const FeatureSpec& feature : spec) {
+    features.push_back({{"name", feature.name},
+                        {"dtype", DTypeName(feature.dtype)},
+                        {"shape", feature.step_shape}});
+  }
+  return features;
+}
+
+}  // namespace roboloop::data

@@ -1,0 +1,59 @@
+// Feature specs: what a dataset holds per step (name, dtype, per-step shape), and the
+// robomimic layout's names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "data/dtype.h"
+
+namespace roboloop::data {
+
+// Group holding the demos; attributes `total` and `env_args`.
+inline constexpr char kDataGroup[] = "data";
+// Group holding split name -> array of demo names.
+inline constexpr char kMaskGroup[] = "mask";
+// Group holding normalization statistics: stats/<feature>/{mean,std,min,max,q01,q99}.
+inline constexpr char kStatsGroup[] = "stats";
+// Root attribute holding the lineage JSON (see lineage.h).
+inline constexpr char kLineageAttr[] = "roboloop_lineage";
+// Required per-demo feature, whose length defines the demo's number of steps.
+inline constexpr char kActions[] = "actions";
+
+// One per-step feature of a dataset.
+struct FeatureSpec {
+  std::string name;                 // path inside a demo group, e.g. "obs/qpos"
+  DType dtype = DType::kFloat32;    // element type as stored
+  std::vector<int64_t> step_shape;  // shape of one step (the dataset is [T, step_shape...])
+
+  bool operator==(const FeatureSpec& other) const {
+    return name == other.name && dtype == other.dtype && step_shape == other.step_shape;
+  }
+  bool operator!=(const FeatureSpec& other) const { return !(*this == other); }
+};
+
+// All features of a dataset, sorted by name.
+using DatasetSpec = std::vector<FeatureSpec>;
+
+// Returns "demo_<index>".
+std::string DemoName(int64_t index);
+
+// Parses "demo_<index>" into index; nullopt for any other name.
+std::optional<int64_t> ParseDemoIndex(const std::string& name);
+
+// Returns "data/<demo>/<feature>", the path of a feature inside the file.
+std::string FeaturePath(const std::string& demo, const std::string& feature);
+
+// Returns the spec in `spec` named `name`, or nullptr.
+const FeatureSpec* FindFeature(const DatasetSpec& spec, const std::string& name);
+
+// Describes a spec as "float32 [T, 32]".
+std::string DescribeFeature(const FeatureSpec& feature);
+
+// JSON array of {name, dtype, shape} objects (shape is the per-step shape).
+nlohmann::json SpecToJson(const DatasetSpec& spec);
+
+}  // namespace roboloop::data

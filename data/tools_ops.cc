@@ -1,0 +1,185 @@
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "data/dataset_reader.h"
+#include "data/dataset_writer.h"
+#include "data/file_digest.h"
+#include "data/hdf5_io.h"
+#include "data/tools.h"
+
+namespace roboloop::data {
+namespace {
+
+absl::StatusOr<std::unique_ptr<DatasetReader>> OpenStrict(const std::string& path) {
+  DatasetReader::Options options;
+  options.path = path;
+  return DatasetReader::Open(options);
+}
+
+absl::Status CheckSameSpec(const DatasetReader& first, const DatasetReader& other) {
+  const DatasetSpec& expected = first.layout().spec;
+  const DatasetSpec& found = other.layout().spec;
+  for (const FeatureSpec& feature : expected) {
+    const FeatureSpec* match = FindFeature(found, feature.name);
+    if (match == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(other.path(), ": has no feature ",
+                                                     feature.name, " (", first.path(),
+                                                     " has it)"));
+    }
+    if (*match != feature) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          other.path(), ": ", feature.name, " is ", DescribeFeature(*match), ", expected ",
+          DescribeFeature(feature), " (as in ", first.path(), ")"));
+    }
+  }
+  if (found.size() != expected.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(other.path(), ": has features ", first.path(),
+                                                   " lacks"));
+  }
+  return absl::OkStatus();
+}
+
+std::set<std::string> SplitNames(const DatasetLayout& layout) {
+  std::set<std::string> names;
+  for (const auto& [name, demos] : layout.masks) names.insert(name);
+  return names;
+}
+
+bool SameSplitNames(const std::vector<std::unique_ptr<DatasetReader>>& readers) {
+  for (const auto& reader : readers) {
+    if (SplitNames(reader->layout()) != SplitNames(readers.front()->layout())) return false;
+  }
+  return true;
+}
+
+// Copies every demo of `reader` and returns old name -> new name.
+absl::StatusOr<std::map<std::string, std::string>> CopyDemos(const DatasetReader& reader,
+                                                             DatasetWriter* writer) {
+  std::map<std::string, std::string> renamed;
+  for (const DemoLayout& demo : reader.layout().demos) {
+    ROBOLOOP_ASSIGN_OR_RETURN(Episode episode, reader.ReadEpisode(demo.name));
+    ROBOLOOP_ASSIGN_OR_RETURN(renamed[demo.name], writer->WriteEpisode(episode));
+  }
+  return renamed;
+}
+
+absl::Status WriteMergedDemos(const std::vector<std::unique_ptr<DatasetReader>>& readers,
+                              DatasetWriter* writer) {
+  const bool carry_masks = SameSplitNames(readers);
+  std::map<std::string, std::vector<std::string>> masks;
+  for (const auto& reader : readers) {
+    ROBOLOOP_ASSIGN_OR_RETURN(auto renamed, CopyDemos(*reader, writer));
+    if (!carry_masks) continue;
+    for (const auto& [split, demos] : reader->layout().masks) {
+      for (const std::string& demo : demos) masks[split].push_back(renamed.at(demo));
+    }
+  }
+  for (const auto& [split, demos] : masks) ROBOLOOP_RETURN_IF_ERROR(writer->SetMask(split, demos));
+  return absl::OkStatus();
+}
+
+absl::Status WriteSplitMasks(const std::string& path, const SplitAssignment& assignment) {
+  ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle file, h5::OpenFile(path, /*writable=*/true));
+  absl::StatusOr<h5::Handle> group = h5::EnsureGroup(file.get(), kMaskGroup);
+  if (!group.ok()) return Annotate(group.status(), path);
+  for (const auto& [split, demos] :
+       {std::make_pair("train", &assignment.train), std::make_pair("valid", &assignment.valid)}) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::DeleteIfExists(group->get(), split), path));
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::WriteStringArray(group->get(), split, *demos), path));
+  }
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return h5::ErrorFromStack(path, "cannot flush");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
+  if (options.inputs.empty()) return absl::InvalidArgumentError("merge: no input files");
+  std::vector<std::unique_ptr<DatasetReader>> readers;
+  DatasetWriter::Options writer_options;
+  writer_options.lineage.operation = "merge";
+  for (const std::string& input : options.inputs) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, OpenStrict(input));
+    readers.push_back(std::move(reader));
+    ROBOLOOP_RETURN_IF_ERROR(CheckSameSpec(*readers.front(), *readers.back()));
+    ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(input));
+    writer_options.lineage.parents.push_back({"dataset", input, sha256});
+  }
+  writer_options.path = options.output;
+  writer_options.env_args_json = readers.front()->layout().env_args_json;
+  writer_options.storage = options.storage;
+  writer_options.overwrite = options.overwrite;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
+                            DatasetWriter::Create(writer_options));
+  ROBOLOOP_RETURN_IF_ERROR(WriteMergedDemos(readers, writer.get()));
+  ROBOLOOP_RETURN_IF_ERROR(writer->Close());
+  if (options.compute_stats) {
+    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(options.output, StatsOptions()).status());
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> merged, OpenStrict(options.output));
+  return merged->layout();
+}
+
+absl::StatusOr<SplitAssignment> AssignSplit(const std::vector<std::string>& demos,
+                                            double valid_fraction, uint64_t seed) {
+  if (!(valid_fraction >= 0 && valid_fraction < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("valid fraction ", valid_fraction, " is not in [0, 1)"));
+  }
+  std::vector<size_t> order(demos.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 random(seed);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+  const size_t num_valid = static_cast<size_t>(std::llround(valid_fraction * demos.size()));
+  std::vector<bool> is_valid(demos.size(), false);
+  for (size_t i = 0; i < num_valid; ++i) is_valid[order[i]] = true;
+  SplitAssignment assignment;
+  for (size_t i = 0; i < demos.size(); ++i) {
+    (is_valid[i] ? assignment.valid : assignment.train).push_back(demos[i]);
+  }
+  return assignment;
+}
+
+absl::StatusOr<SplitAssignment> SplitDataset(const std::string& path, double valid_fraction,
+                                             uint64_t seed) {
+  std::vector<std::string> demos;
+  {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, OpenStrict(path));
+    for (const DemoLayout& demo : reader->layout().demos) demos.push_back(demo.name);
+  }
+  absl::StatusOr<SplitAssignment> assignment = AssignSplit(demos, valid_fraction, seed);
+  if (!assignment.ok()) return Annotate(assignment.status(), path);
+  ROBOLOOP_RETURN_IF_ERROR(WriteSplitMasks(path, *assignment));
+  return assignment;
+}
+
+absl::StatusOr<RegistrationMetadata> PrepareRegistration(const std::string& path,
+                                                         const StatsOptions& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(ValidationResult validation, ValidateFile(path, ValidationOptions()));
+  if (!validation.layout.has_stats) {
+    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(path, options).status());
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetInfo info, GetInfo(path));
+  nlohmann::json splits = nlohmann::json::object();
+  for (const auto& [split, demos] : info.layout.masks) splits[split] = demos.size();
+  const nlohmann::json full = InfoToJson(info);
+  RegistrationMetadata result;
+  result.metadata = {{"format", "robomimic_hdf5"},
+                     {"format_version", 1},
+                     {"num_demos", info.layout.demos.size()},
+                     {"total_steps", info.layout.total_steps},
+                     {"env_args", full["env_args"]},
+                     {"features", full["features"]},
+                     {"stats", full["stats"]},
+                     {"splits", splits},
+                     {"lineage", full["lineage"]}};
+  result.parent_ids = ParentDatasetIds(info.layout.lineage);
+  return result;
+}
+
+}  // namespace roboloop::data

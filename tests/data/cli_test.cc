@@ -1,0 +1,100 @@
+// The `roboloop data ...` commands run in-process: output, exit codes 0 / 1 / 2.
+#include <sstream>
+
+#include "data/cli.h"
+#include "data/dataset_reader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/data/test_util.h"
+
+namespace roboloop::data {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::TempDir;
+using testing::WriteDataset;
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun RunCli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = RunDataCommandLine(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(DataCliTest, InfoPrintsTableAndJson) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {3, 4});
+  const CliRun table = RunCli({"data", "info", path});
+  EXPECT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("demos      2 (7 steps"));
+  const CliRun json = RunCli({"data", "info", path, "--format", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["total_steps"], 7);
+}
+
+TEST(DataCliTest, ErrorsAreOneLineNamingTheInput) {
+  TempDir dir;
+  const CliRun missing = RunCli({"data", "info", dir.File("nope.hdf5")});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err, "roboloop data info: " + dir.File("nope.hdf5") + ": no such file\n");
+  EXPECT_TRUE(missing.out.empty());
+}
+
+TEST(DataCliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunCli({"data"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "info"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "info", "f", "--format", "yaml"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "merge", "only_one.hdf5", "-o", "x.hdf5"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "frobnicate"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "split", "f", "--valid", "abc"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "--help"}).code, 0);
+}
+
+TEST(DataCliTest, ValidateIsLenientUnlessStrict) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {3});
+  const CliRun ok = RunCli({"data", "validate", path});
+  EXPECT_EQ(ok.code, 0);
+  EXPECT_THAT(ok.out, HasSubstr("valid (1 demos, 3 steps)"));
+  const CliRun strict = RunCli({"data", "validate", path, "--strict", "--format", "json"});
+  EXPECT_EQ(strict.code, 0) << strict.err;
+  EXPECT_EQ(nlohmann::json::parse(strict.out)["valid"], true);
+}
+
+TEST(DataCliTest, StatsMergeSplitAndImport) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {3, 4});
+  WriteDataset(dir.File("b.hdf5"), {5});
+  const CliRun stats = RunCli({"data", "stats", dir.File("a.hdf5"), "--format", "json"});
+  ASSERT_EQ(stats.code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["actions"]["count"], 7);
+
+  const CliRun merge =
+      RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
+  ASSERT_EQ(merge.code, 0) << merge.err;
+  EXPECT_THAT(merge.out, HasSubstr("merged 2 files, 3 demos, 12 steps"));
+  const CliRun again =
+      RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already exists"));
+
+  const CliRun split = RunCli({"data", "split", dir.File("m.hdf5"), "--valid", "0.34", "--seed", "5"});
+  ASSERT_EQ(split.code, 0) << split.err;
+  EXPECT_THAT(split.out, HasSubstr("mask/train 2 demos, mask/valid 1 demos"));
+
+  const CliRun import = RunCli({"data", "import", "aloha", dir.File("none"), "-o", dir.File("i.hdf5")});
+  EXPECT_EQ(import.code, 1);
+  EXPECT_THAT(import.err, StartsWith("roboloop data import aloha: " + dir.File("none")));
+}
+
+}  // namespace
+}  // namespace roboloop::data

@@ -1,0 +1,199 @@
+// Round trips through DatasetWriter / DatasetReader and the writer's own checks.
+#include <filesystem>
+
+#include "data/dataset_reader.h"
+#include "data/dataset_writer.h"
+#include "data/file_digest.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/data/test_util.h"
+
+namespace roboloop::data {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeEpisode;
+using testing::TempDir;
+using testing::WriteDataset;
+
+std::unique_ptr<DatasetReader> OpenOrDie(const std::string& path) {
+  DatasetReader::Options options;
+  options.path = path;
+  auto reader = DatasetReader::Open(options);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  return std::move(reader).value();
+}
+
+TEST(DatasetIoTest, RoundTripIsBitwise) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  const std::vector<Episode> written = WriteDataset(path, {7, 130, 1});
+  auto reader = OpenOrDie(path);
+  ASSERT_EQ(reader->layout().demos.size(), 3u);
+  EXPECT_EQ(reader->layout().total_steps, 138);
+  EXPECT_EQ(reader->layout().env_args_json, R"({"env_name": "Lift"})");
+  for (size_t i = 0; i < written.size(); ++i) {
+    const std::string demo = DemoName(i);
+    EXPECT_EQ(reader->layout().FindDemo(demo)->num_samples, written[i].at("actions").Steps());
+    auto episode = reader->ReadEpisode(demo);
+    ASSERT_TRUE(episode.ok()) << episode.status();
+    ASSERT_EQ(episode->size(), written[i].size());
+    for (const auto& [name, array] : written[i]) {
+      const Array& read = episode->at(name);
+      EXPECT_EQ(read.dtype, array.dtype) << name;
+      EXPECT_EQ(read.shape, array.shape) << name;
+      EXPECT_EQ(read.bytes, array.bytes) << demo << "/" << name;
+    }
+  }
+}
+
+TEST(DatasetIoTest, SpecRecordsStoredTypesAndShapes) {
+  TempDir dir;
+  WriteDataset(dir.File("d.hdf5"), {3});
+  auto reader = OpenOrDie(dir.File("d.hdf5"));
+  const FeatureSpec* qvel = FindFeature(reader->layout().spec, "obs/qvel");
+  ASSERT_NE(qvel, nullptr);
+  EXPECT_EQ(qvel->dtype, DType::kFloat64);
+  EXPECT_EQ(qvel->step_shape, std::vector<int64_t>({2}));
+  const FeatureSpec* count = FindFeature(reader->layout().spec, "obs/count");
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(count->dtype, DType::kInt32);
+  EXPECT_TRUE(count->step_shape.empty());
+  EXPECT_EQ(reader->layout().spec.size(), 8u);
+}
+
+TEST(DatasetIoTest, StreamedBlocksEqualOneWrite) {
+  TempDir dir;
+  const Episode episode = MakeEpisode(50, 4);
+  DatasetWriter::Options options;
+  options.path = dir.File("streamed.hdf5");
+  options.storage.chunk_steps = 8;
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->BeginEpisode().ok());
+  for (int first = 0; first < 50; first += 15) {
+    const int rows = std::min(15, 50 - first);
+    Episode block;
+    for (const auto& [name, array] : episode) {
+      Array part = array;
+      part.shape[0] = rows;
+      const size_t row_bytes = array.bytes.size() / 50;
+      part.bytes.assign(array.bytes.begin() + first * row_bytes,
+                        array.bytes.begin() + (first + rows) * row_bytes);
+      block[name] = part;
+    }
+    ASSERT_TRUE((*writer)->Append(block).ok());
+  }
+  ASSERT_TRUE((*writer)->EndEpisode().ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto reader = OpenOrDie(options.path);
+  auto read = reader->ReadEpisode("demo_0");
+  ASSERT_TRUE(read.ok());
+  for (const auto& [name, array] : episode) EXPECT_EQ(read->at(name).bytes, array.bytes) << name;
+}
+
+TEST(DatasetIoTest, SameContentGivesIdenticalFileBytes) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {5, 9});
+  WriteDataset(dir.File("b.hdf5"), {5, 9});
+  EXPECT_EQ(*Sha256File(dir.File("a.hdf5")), *Sha256File(dir.File("b.hdf5")));
+}
+
+TEST(DatasetIoTest, MasksAndLineageRoundTrip) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("m.hdf5");
+  options.lineage = {"merge", {{"dataset", "x.hdf5", std::string(64, 'a')}}};
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(4, i)).ok());
+  ASSERT_TRUE((*writer)->SetMask("train", {"demo_0", "demo_2"}).ok());
+  ASSERT_TRUE((*writer)->SetMask("valid", {"demo_1"}).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto reader = OpenOrDie(options.path);
+  EXPECT_EQ(reader->layout().masks.at("train"), std::vector<std::string>({"demo_0", "demo_2"}));
+  EXPECT_EQ(reader->layout().masks.at("valid"), std::vector<std::string>({"demo_1"}));
+  EXPECT_EQ(reader->layout().lineage, options.lineage);
+}
+
+TEST(DatasetIoTest, WriterRejectsMismatchedEpisodes) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("w.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(4, 0)).ok());
+
+  Episode other_dtype = MakeEpisode(4, 1);
+  other_dtype["obs/qpos"] = Array::From<double>({4, 3}, std::vector<double>(12, 0.0));
+  EXPECT_THAT((*writer)->WriteEpisode(other_dtype).status().message(),
+              HasSubstr("demo_1/obs/qpos: float64 [T, 3], expected float32 [T, 3]"));
+
+  Episode ragged = MakeEpisode(4, 1);
+  ragged["obs/qpos"] = Array::From<float>({3, 3}, std::vector<float>(9, 0.f));
+  ASSERT_TRUE((*writer)->BeginEpisode().ok());
+  EXPECT_THAT((*writer)->Append(ragged).message(),
+              HasSubstr("demo_1/obs/qpos: length 3, expected 4 (actions)"));
+  Episode missing = MakeEpisode(4, 1);
+  missing.erase("states");
+  EXPECT_THAT((*writer)->Append(missing).message(), HasSubstr("demo_1/states: missing"));
+  Episode unknown = MakeEpisode(4, 1);
+  unknown["extras"] = Array::From<float>({4}, std::vector<float>(4, 0.f));
+  EXPECT_THAT((*writer)->Append(unknown).message(), HasSubstr("not part of the robomimic layout"));
+  EXPECT_THAT((*writer)->EndEpisode().status().message(), HasSubstr("empty episode"));
+  ASSERT_TRUE((*writer)->AbortEpisode().ok());
+  ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(5, 1)).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(OpenOrDie(options.path)->layout().total_steps, 9);
+}
+
+TEST(DatasetIoTest, UnclosedWriterLeavesNoFile) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("gone.hdf5");
+  {
+    auto writer = DatasetWriter::Create(options);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(4, 0)).ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(options.path));
+  EXPECT_FALSE(std::filesystem::exists(options.path + ".partial"));
+}
+
+TEST(DatasetIoTest, ExistingFileIsNotOverwrittenUnlessAsked) {
+  TempDir dir;
+  const std::string path = dir.File("keep.hdf5");
+  WriteDataset(path, {3});
+  const std::string before = *Sha256File(path);
+  DatasetWriter::Options options;
+  options.path = path;
+  auto refused = DatasetWriter::Create(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*Sha256File(path), before);
+  options.overwrite = true;
+  EXPECT_TRUE(DatasetWriter::Create(options).ok());
+}
+
+TEST(DatasetIoTest, BadEnvArgsAndEmptyDatasetAreRejected) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("e.hdf5");
+  options.env_args_json = "not json";
+  EXPECT_THAT(DatasetWriter::Create(options).status().message(), HasSubstr("env_args"));
+  options.env_args_json = "{}";
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok());
+  EXPECT_THAT((*writer)->Close().message(), HasSubstr("no episodes written"));
+}
+
+TEST(DatasetIoTest, ReaderNamesUnknownDemoAndFeature) {
+  TempDir dir;
+  WriteDataset(dir.File("d.hdf5"), {3});
+  auto reader = OpenOrDie(dir.File("d.hdf5"));
+  EXPECT_THAT(reader->ReadFeature("demo_9", "actions").status().message(), HasSubstr("demo_9"));
+  EXPECT_THAT(reader->ReadFeature("demo_0", "obs/nope").status().message(),
+              HasSubstr("data/demo_0/obs/nope: no such feature"));
+}
+
+}  // namespace
+}  // namespace roboloop::data

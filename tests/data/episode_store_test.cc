@@ -1,0 +1,89 @@
+// The in-memory episode store: contiguous buffers, offsets, splits and the memory check.
+#include <cstring>
+
+#include "data/dataset_writer.h"
+#include "data/episode_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/data/test_util.h"
+
+namespace roboloop::data {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeEpisode;
+using testing::TempDir;
+using testing::WriteDataset;
+
+TEST(EpisodeStoreTest, LoadsSelectedFeaturesContiguously) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  const std::vector<Episode> episodes = WriteDataset(path, {5, 12, 3});
+  EpisodeStore::Options options;
+  options.path = path;
+  options.features = {"actions", "obs/qvel"};
+  auto store = EpisodeStore::Load(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_EQ((*store)->num_episodes(), 3);
+  EXPECT_EQ((*store)->total_steps(), 20);
+  EXPECT_EQ((*store)->episode_offset(1), 5);
+  EXPECT_EQ((*store)->episode_length(1), 12);
+  EXPECT_EQ((*store)->episode_offset(2), 17);
+  EXPECT_EQ((*store)->demo_name(2), "demo_2");
+  EXPECT_EQ((*store)->memory_bytes(), 20 * 4 * 4 + 20 * 2 * 8);
+  auto qvel = (*store)->feature("obs/qvel");
+  ASSERT_TRUE(qvel.ok());
+  const absl::Span<const double> values = (*qvel)->Values<double>();
+  for (int e = 0; e < 3; ++e) {
+    const absl::Span<const double> expected = episodes[e].at("obs/qvel").Values<double>();
+    const int64_t offset = (*store)->episode_offset(e) * 2;
+    for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(values[offset + i], expected[i]);
+  }
+  EXPECT_THAT((*store)->feature("obs/qpos").status().message(), HasSubstr("not loaded"));
+}
+
+TEST(EpisodeStoreTest, LoadsOneSplit) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("s.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(3 + i, i)).ok());
+  ASSERT_TRUE((*writer)->SetMask("valid", {"demo_3", "demo_1"}).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EpisodeStore::Options store_options;
+  store_options.path = options.path;
+  store_options.split = "valid";
+  store_options.features = {"actions"};
+  auto store = EpisodeStore::Load(store_options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_EQ((*store)->num_episodes(), 2);
+  EXPECT_EQ((*store)->demo_name(0), "demo_3");
+  EXPECT_EQ((*store)->episode_length(0), 6);
+  EXPECT_EQ((*store)->episode_length(1), 4);
+  EXPECT_EQ((*store)->total_steps(), 10);
+  const auto actions = (*(*store)->feature("actions"))->Values<float>();
+  EXPECT_EQ(actions[0], MakeEpisode(6, 3).at("actions").Values<float>()[0]);
+  store_options.split = "train";
+  EXPECT_THAT(EpisodeStore::Load(store_options).status().message(),
+              HasSubstr("no split 'train' (known: valid)"));
+}
+
+TEST(EpisodeStoreTest, RefusesToLoadOverTheMemoryLimit) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {10, 10});
+  EpisodeStore::Options options;
+  options.path = path;
+  options.features = {"obs/qpos"};
+  options.memory_limit_bytes = 20 * 3 * 4 - 1;
+  auto refused = EpisodeStore::Load(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("needs 240 bytes, over the memory limit of 239"));
+  options.memory_limit_bytes = 240;
+  EXPECT_TRUE(EpisodeStore::Load(options).ok());
+  options.features = {"obs/missing"};
+  EXPECT_THAT(EpisodeStore::Load(options).status().message(), HasSubstr("no feature 'obs/missing'"));
+}
+
+}  // namespace
+}  // namespace roboloop::data

@@ -1,0 +1,162 @@
+// Interoperability with h5py (robomimic's writer and reader): files written by h5py read back
+// with the same values, and files written here read with h5py. Skipped without python3-h5py.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "data/dataset_reader.h"
+#include "data/dataset_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/data/test_util.h"
+
+namespace roboloop::data {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::WriteDataset;
+
+constexpr char kWriteScript[] = R"PY(
+import json, sys
+import h5py
+import numpy as np
+path, compression = sys.argv[1], sys.argv[2]
+# lzf is an optional filter: h5py stores chunks it cannot shrink unfiltered, so the lzf case
+# uses a long, compressible first demo.
+lengths = [5, 3] if compression == "gzip" else [4000, 3]
+with h5py.File(path, "w") as f:
+    data = f.create_group("data")
+    for i, T in enumerate(lengths):
+        g = data.create_group("demo_%d" % i)
+        g.attrs["num_samples"] = T
+        actions = (np.arange(T * 2).reshape(T, 2) * 0.25 + i).astype(np.float32)
+        g.create_dataset("actions", data=actions, compression=compression)
+        g.create_dataset("obs/qpos", data=np.arange(T * 3).reshape(T, 3) * 0.5 - i)
+        g.create_dataset("rewards", data=np.arange(T) * 1.0)
+        g.create_dataset("dones", data=(np.arange(T) == T - 1).astype(np.int64))
+        g.create_dataset("states", data=np.ones((T, 4)) * i)
+    data.attrs["total"] = sum(lengths)
+    data.attrs["env_args"] = json.dumps({"env_name": "Lift", "type": 1, "env_kwargs": {}})
+    f.create_dataset("mask/train", data=np.array(["demo_0"], dtype="S"))
+    f.create_dataset("mask/valid", data=np.array(["demo_1"], dtype="S"))
+)PY";
+
+constexpr char kReadScript[] = R"PY(
+import json, sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    data = f["data"]
+    out = {
+        "total": int(data.attrs["total"]),
+        "env_args": json.loads(data.attrs["env_args"]),
+        "demos": sorted(data.keys()),
+        "num_samples": [int(data[d].attrs["num_samples"]) for d in sorted(data.keys())],
+        "actions_sum": float(sum(data[d]["actions"][()].astype("float64").sum() for d in data)),
+        "qpos_dtype": str(data["demo_0"]["obs/qpos"].dtype),
+        "valid": [n.decode() for n in f["mask/valid"][()]],
+    }
+print(json.dumps(out))
+)PY";
+
+// The first interpreter that imports h5py (Debian's python3-h5py lives in /usr/bin/python3,
+// which a pyenv python3 on PATH does not see); empty when none does.
+std::string FindPythonWithH5py() {
+  for (const std::string python : {"/usr/bin/python3", "python3"}) {
+    if (std::system((python + " -c 'import h5py' >/dev/null 2>&1").c_str()) == 0) return python;
+  }
+  return "";
+}
+
+const std::string& PythonWithH5py() {
+  static const std::string python = FindPythonWithH5py();
+  return python;
+}
+
+bool HaveH5py() { return !PythonWithH5py().empty(); }
+
+// Runs `script` with `args`, returning stdout (empty on failure).
+std::string RunPython(const TempDir& dir, const std::string& script, const std::string& args) {
+  const std::string script_path = dir.File("script.py");
+  std::ofstream(script_path) << script;
+  const std::string out_path = dir.File("stdout.txt");
+  if (std::system((PythonWithH5py() + " " + script_path + " " + args + " > " + out_path).c_str()) != 0) return "";
+  std::stringstream out;
+  out << std::ifstream(out_path).rdbuf();
+  return out.str();
+}
+
+TEST(H5pyInteropTest, ReadsRobomimicFileWrittenByH5py) {
+  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
+  TempDir dir;
+  const std::string path = dir.File("robomimic.hdf5");
+  RunPython(dir, kWriteScript, path + " gzip");
+  DatasetReader::Options options;
+  options.path = path;
+  auto reader = DatasetReader::Open(options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const DatasetLayout& layout = (*reader)->layout();
+  EXPECT_EQ(layout.total_steps, 8);
+  EXPECT_EQ(nlohmann::json::parse(layout.env_args_json)["env_name"], "Lift");
+  EXPECT_EQ(layout.masks.at("valid"), std::vector<std::string>({"demo_1"}));
+  EXPECT_EQ(FindFeature(layout.spec, "obs/qpos")->dtype, DType::kFloat64);
+  EXPECT_EQ(FindFeature(layout.spec, "dones")->dtype, DType::kInt64);
+  for (int demo = 0; demo < 2; ++demo) {
+    const int steps = demo == 0 ? 5 : 3;
+    std::vector<float> actions;
+    std::vector<double> qpos;
+    for (int i = 0; i < steps * 2; ++i) actions.push_back(static_cast<float>(i * 0.25 + demo));
+    for (int i = 0; i < steps * 3; ++i) qpos.push_back(i * 0.5 - demo);
+    auto read_actions = (*reader)->ReadFeature(DemoName(demo), "actions");
+    auto read_qpos = (*reader)->ReadFeature(DemoName(demo), "obs/qpos");
+    ASSERT_TRUE(read_actions.ok() && read_qpos.ok());
+    EXPECT_EQ(read_actions->bytes, Array::From<float>({steps, 2}, actions).bytes);
+    EXPECT_EQ(read_qpos->bytes, Array::From<double>({steps, 3}, qpos).bytes);
+  }
+}
+
+TEST(H5pyInteropTest, LzfCompressedFileGivesAClearError) {
+  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
+  TempDir dir;
+  const std::string path = dir.File("lzf.hdf5");
+  RunPython(dir, kWriteScript, path + " lzf");
+  DatasetReader::Options options;
+  options.path = path;
+  auto reader = DatasetReader::Open(options);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_THAT(reader.status().message(), HasSubstr(path + ": data/demo_0/actions: cannot read"));
+  EXPECT_THAT(std::string(reader.status().message()),
+              HasSubstr("required filter 'lzf' is not registered"));
+}
+
+TEST(H5pyInteropTest, H5pyReadsFileWrittenHere) {
+  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
+  TempDir dir;
+  const std::string path = dir.File("ours.hdf5");
+  DatasetWriter::Options options;
+  options.path = path;
+  options.env_args_json = R"({"env_name": "PickCube", "type": 1, "env_kwargs": {}})";
+  auto writer = DatasetWriter::Create(options);
+  double actions_sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Episode episode = testing::MakeEpisode(4 + i, i);
+    for (float value : episode.at("actions").Values<float>()) actions_sum += value;
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->SetMask("valid", {"demo_2"}).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  const std::string out = RunPython(dir, kReadScript, path);
+  ASSERT_FALSE(out.empty());
+  const nlohmann::json json = nlohmann::json::parse(out);
+  EXPECT_EQ(json["total"], 15);
+  EXPECT_EQ(json["env_args"]["env_name"], "PickCube");
+  EXPECT_EQ(json["demos"], nlohmann::json::array({"demo_0", "demo_1", "demo_2"}));
+  EXPECT_EQ(json["num_samples"], nlohmann::json::array({4, 5, 6}));
+  EXPECT_NEAR(json["actions_sum"].get<double>(), actions_sum, 1e-9);
+  EXPECT_EQ(json["qpos_dtype"], "float32");
+  EXPECT_EQ(json["valid"], nlohmann::json::array({"demo_2"}));
+}
+
+}  // namespace
+}  // namespace roboloop::data

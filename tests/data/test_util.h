@@ -1,0 +1,94 @@
+// Helpers shared by the data tests: temporary folders and deterministic episodes.
+#pragma once
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/array.h"
+#include "data/dataset_writer.h"
+#include "gtest/gtest.h"
+
+namespace roboloop::data::testing {
+
+// A fresh directory under /tmp, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "roboloop_data_XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code error;
+    std::filesystem::remove_all(path_, error);
+  }
+  // Path of `name` inside the directory.
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A deterministic, non-trivial value for (seed, step, element).
+inline double Wave(int seed, int step, int element) {
+  return std::sin(0.37 * step + 1.3 * element + 0.11 * seed) * (1 + element) + 0.01 * seed;
+}
+
+// Episode with every kind of feature: float32 actions [T,4], float32 obs/qpos [T,3],
+// float64 obs/qvel [T,2], int32 obs/count [T], float32 next_obs/qpos [T,3],
+// float64 rewards [T], int64 dones [T], float64 states [T,5].
+inline Episode MakeEpisode(int steps, int seed) {
+  auto floats = [&](int width, int offset) {
+    std::vector<float> values;
+    for (int t = 0; t < steps; ++t)
+      for (int e = 0; e < width; ++e) values.push_back(static_cast<float>(Wave(seed, t, e + offset)));
+    return values;
+  };
+  auto doubles = [&](int width, int offset) {
+    std::vector<double> values;
+    for (int t = 0; t < steps; ++t)
+      for (int e = 0; e < width; ++e) values.push_back(Wave(seed, t, e + offset));
+    return values;
+  };
+  std::vector<int32_t> count;
+  std::vector<int64_t> dones;
+  for (int t = 0; t < steps; ++t) {
+    count.push_back(seed * 1000 + t);
+    dones.push_back(t + 1 == steps ? 1 : 0);
+  }
+  Episode episode;
+  episode["actions"] = Array::From<float>({steps, 4}, floats(4, 0));
+  episode["obs/qpos"] = Array::From<float>({steps, 3}, floats(3, 10));
+  episode["obs/qvel"] = Array::From<double>({steps, 2}, doubles(2, 20));
+  episode["obs/count"] = Array::From<int32_t>({steps}, count);
+  episode["next_obs/qpos"] = Array::From<float>({steps, 3}, floats(3, 11));
+  episode["rewards"] = Array::From<double>({steps}, doubles(1, 30));
+  episode["dones"] = Array::From<int64_t>({steps}, dones);
+  episode["states"] = Array::From<double>({steps, 5}, doubles(5, 40));
+  return episode;
+}
+
+// Writes a dataset with one MakeEpisode(lengths[i], i) per entry and returns the episodes.
+inline std::vector<Episode> WriteDataset(const std::string& path, const std::vector<int>& lengths,
+                                         const std::string& env_args = R"({"env_name": "Lift"})") {
+  DatasetWriter::Options options;
+  options.path = path;
+  options.env_args_json = env_args;
+  auto writer = DatasetWriter::Create(options);
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  std::vector<Episode> episodes;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    episodes.push_back(MakeEpisode(lengths[i], static_cast<int>(i)));
+    auto demo = (*writer)->WriteEpisode(episodes.back());
+    EXPECT_TRUE(demo.ok()) << demo.status();
+  }
+  const absl::Status closed = (*writer)->Close();
+  EXPECT_TRUE(closed.ok()) << closed;
+  return episodes;
+}
+
+}  // namespace roboloop::data::testing
