@@ -272,7 +272,8 @@ TEST(VarlenAttentionTest, BadInputsAreRejectedWithClearMessages) {
       {"cu order",
        [](PackedCase* c, auto*) { c->cu_seqlens[1] = c->cu_seqlens[2].item<int32_t>() + 1; },
        "non-decreasing"},
-      {"cu end", [](PackedCase* c, auto*) { c->cu_seqlens[-1] = 1; },
+      {"cu end",
+       [](PackedCase* c, auto*) { c->cu_seqlens[-1] = c->cu_seqlens[-1].item<int32_t>() + 5; },
        "must end at total_tokens"},
       {"prefix count",
        [](PackedCase* c, auto* o) {
