@@ -15,4 +15,7 @@ find_package(HDF5 REQUIRED COMPONENTS C)
 if(ROBOLOOP_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()
-# LibTorch is found lazily by train/ only: it is linked into the on-demand shared library.
+# LibTorch: found once here so kernels/ and train/ see it, but linked only into the on-demand
+# shared library roboloop_torch (and into test/bench binaries of those modules), never into
+# torch-free targets.
+find_package(Torch REQUIRED)

@@ -1,0 +1,4 @@
+// The attention kernels compiled for AVX-512 (this file alone gets -mavx512f -mfma).
+#define ROBOLOOP_KERNELS_ISA avx512
+#define ROBOLOOP_KERNELS_ISA_NAME "avx512"
+#include "kernels/attention_core_impl.h"

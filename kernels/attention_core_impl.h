@@ -1,0 +1,332 @@
+// Implementation of the attention kernels, compiled once per ISA: a TU defines
+// ROBOLOOP_KERNELS_ISA (a namespace name) and its -m flags, then includes this file, which
+// defines roboloop::kernels::ROBOLOOP_KERNELS_ISA::kAttentionKernels.
+//
+// Algorithm (FlashAttention-2 style, CPU tiles): a work item owns kRowTile rows of one
+// (sequence, head) and sweeps the other side in tiles of kColumnTile, keeping only tile-sized
+// buffers, so memory is linear in sequence length. The forward keeps an online softmax
+// (running max m, running sum l, unnormalised output). Backward recomputes probabilities from
+// the saved log-sum-exp in two passes: over query tiles for dq and over key tiles for dk, dv,
+// so every output row has exactly one writer and no cross-thread reduction is needed.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/attention_core.h"
+#include "kernels/simd.h"
+
+#ifndef ROBOLOOP_KERNELS_ISA
+#error "define ROBOLOOP_KERNELS_ISA before including attention_core_impl.h"
+#endif
+
+namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA {
+namespace {
+
+// The tile of one item, with its sequence's geometry.
+struct TileView {
+  int64_t start;   // first token of the sequence in the packed tensors
+  int64_t length;  // tokens of the sequence
+  int64_t prefix;  // prefix length (kPrefixLm only)
+  int64_t head;
+  int64_t first_row;
+  int64_t rows;  // rows of this tile actually present (<= kRowTile)
+};
+
+TileView ViewOf(const AttentionShape& shape, const TileItem& item) {
+  TileView view;
+  view.start = shape.cu_seqlens[item.sequence];
+  view.length = shape.cu_seqlens[item.sequence + 1] - view.start;
+  view.prefix = shape.mask == MaskKind::kPrefixLm ? shape.prefix_lengths[item.sequence] : 0;
+  view.head = item.head;
+  view.first_row = item.first_row;
+  view.rows = std::min(kRowTile, view.length - item.first_row);
+  return view;
+}
+
+// Keys [0, limit) are visible to query `i`; the limit never decreases with i.
+int64_t KeyLimit(MaskKind mask, const TileView& view, int64_t i) {
+  switch (mask) {
+    case MaskKind::kCausal: return i + 1;
+    case MaskKind::kPrefixLm: return std::max(view.prefix, i + 1);
+    case MaskKind::kBidirectional: break;
+  }
+  return view.length;
+}
+
+// Queries [first, length) see key `j`; the first never decreases with j.
+int64_t FirstQuery(MaskKind mask, const TileView& view, int64_t j) {
+  switch (mask) {
+    case MaskKind::kCausal: return j;
+    case MaskKind::kPrefixLm: return j < view.prefix ? 0 : j;
+    case MaskKind::kBidirectional: break;
+  }
+  return 0;
+}
+
+// Copies `rows` rows of `d` floats (row stride `stride`) into dst[padded_rows][dp], zero-padded.
+void GatherRows(const float* src, int64_t stride, int64_t rows, int64_t d, int64_t dp,
+                int64_t padded_rows, float* dst) {
+  for (int64_t r = 0; r < padded_rows; ++r) {
+    float* row = dst + r * dp;
+    int64_t copied = r < rows ? d : 0;
+    if (copied > 0) std::copy(src + r * stride, src + r * stride + d, row);
+    std::fill(row + copied, row + dp, 0.0f);
+  }
+}
+
+// Copies the transpose of `rows` rows of `d` floats into dst[dp][padded_rows], zero-padded.
+void GatherTransposed(const float* src, int64_t stride, int64_t rows, int64_t d, int64_t dp,
+                      int64_t padded_rows, float* dst) {
+  std::fill(dst, dst + dp * padded_rows, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = src + r * stride;
+    for (int64_t c = 0; c < d; ++c) dst[c * padded_rows + r] = row[c];
+  }
+}
+
+// Copies `rows` per-row statistics (stride `stride`) into dst[padded_rows], zero-padded.
+void GatherStats(const float* src, int64_t stride, int64_t rows, int64_t padded_rows,
+                 float* dst) {
+  for (int64_t r = 0; r < padded_rows; ++r) dst[r] = r < rows ? src[r * stride] : 0.0f;
+}
+
+// Scratch layout shared by all passes: named slices of one caller-owned buffer.
+struct Scratch {
+  float* a;      // [tile][dp] row operand
+  float* b;      // [tile][dp] row operand
+  float* c;      // [tile][dp] row operand
+  float* d;      // [tile][dp] row operand
+  float* acc0;   // [tile][dp] accumulator
+  float* acc1;   // [tile][dp] accumulator
+  float* t0;     // [dp][tile] transposed operand
+  float* t1;     // [dp][tile] transposed operand
+  float* s0;     // [kRowTile][kColumnTile] scores / probabilities
+  float* s1;     // [kRowTile][kColumnTile] score gradients
+  float* stat0;  // [tile] per-row statistic
+  float* stat1;  // [tile] per-row statistic
+};
+
+constexpr int64_t kMaxTile = kRowTile > kColumnTile ? kRowTile : kColumnTile;
+
+size_t ScratchFloats(int64_t head_dim) {
+  int64_t dp = RoundUpToLanes(head_dim);
+  return static_cast<size_t>(8 * kMaxTile * dp + 2 * kRowTile * kColumnTile + 2 * kMaxTile);
+}
+
+Scratch SliceScratch(float* base, int64_t dp) {
+  Scratch s;
+  float** slices[] = {&s.a, &s.b, &s.c, &s.d, &s.acc0, &s.acc1, &s.t0, &s.t1};
+  for (float** slice : slices) {
+    *slice = base;
+    base += kMaxTile * dp;
+  }
+  s.s0 = base;
+  base += kRowTile * kColumnTile;
+  s.s1 = base;
+  base += kRowTile * kColumnTile;
+  s.stat0 = base;
+  s.stat1 = base + kMaxTile;
+  return s;
+}
+
+// One query row's online-softmax step over a score tile: keys [0, visible) of the tile count.
+// Replaces the scores by unnormalised probabilities (zero where masked), rescales the row's
+// output accumulator when the running max grows, and updates the running max and sum.
+void OnlineSoftmaxRow(float* scores, int64_t visible, float scale, float* running_max,
+                      float* running_sum, float* out_row, int64_t dp) {
+  if (visible <= 0) {
+    std::fill(scores, scores + kColumnTile, 0.0f);
+    return;
+  }
+  V16 best = Splat(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+    V16 s = Load(scores + j) * scale;
+    V16 masked = KeepRange(s, j, 0, visible, -std::numeric_limits<float>::infinity());
+    best = masked > best ? masked : best;
+    Store(scores + j, s);
+  }
+  float new_max = std::max(*running_max, MaxLanes(best));
+  V16 sum = V16{};
+  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+    V16 p = KeepRange(Exp(Load(scores + j) - new_max), j, 0, visible);
+    sum += p;
+    Store(scores + j, p);
+  }
+  float alpha = *running_max == -std::numeric_limits<float>::infinity()
+                    ? 0.0f
+                    : std::exp(*running_max - new_max);
+  if (alpha != 1.0f) {
+    for (int64_t c = 0; c < dp; c += kLanes) Store(out_row + c, Load(out_row + c) * alpha);
+  }
+  *running_sum = *running_sum * alpha + SumLanes(sum);
+  *running_max = new_max;
+}
+
+void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s) {
+  const AttentionShape& shape = args.shape;
+  const TileView view = ViewOf(shape, item);
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t stride = shape.heads * d;
+  const int64_t base = (view.start + view.first_row) * stride + view.head * d;
+  float* running_max = s.stat0;
+  float* running_sum = s.stat1;
+  GatherRows(args.q + base, stride, view.rows, d, dp, kRowTile, s.a);
+  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
+  std::fill(running_max, running_max + kRowTile, -std::numeric_limits<float>::infinity());
+  std::fill(running_sum, running_sum + kRowTile, 0.0f);
+  const int64_t key_end = KeyLimit(shape.mask, view, view.first_row + view.rows - 1);
+  for (int64_t k0 = 0; k0 < key_end; k0 += kColumnTile) {
+    const int64_t keys = std::min(kColumnTile, view.length - k0);
+    const int64_t key_base = (view.start + k0) * stride + view.head * d;
+    GatherTransposed(args.k + key_base, stride, keys, d, dp, kColumnTile, s.t0);
+    GatherRows(args.v + key_base, stride, keys, d, dp, kColumnTile, s.b);
+    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
+    for (int64_t r = 0; r < kRowTile; ++r) {
+      int64_t visible =
+          r < view.rows
+              ? std::min(KeyLimit(shape.mask, view, view.first_row + r) - k0, keys)
+              : 0;
+      OnlineSoftmaxRow(s.s0 + r * kColumnTile, visible, shape.scale, running_max + r,
+                       running_sum + r, s.acc0 + r * dp, dp);
+    }
+    Gemm(kRowTile, dp, kColumnTile, s.s0, kColumnTile, s.b, dp, s.acc0, dp, true);
+  }
+  for (int64_t r = 0; r < view.rows; ++r) {
+    float* out_row = args.out + base + r * stride;
+    const float* acc_row = s.acc0 + r * dp;
+    for (int64_t c = 0; c < d; ++c) out_row[c] = acc_row[c] / running_sum[r];
+    int64_t token = view.start + view.first_row + r;
+    args.lse[token * shape.heads + view.head] = running_max[r] + std::log(running_sum[r]);
+  }
+}
+
+// Probabilities and score gradients of one tile row: p = exp(s*scale - lse) for lanes
+// [lo, hi), zero elsewhere; ds = p * (dp - rowdot). `lse` and `rowdot` are per lane when
+// `per_lane` (key pass: columns are queries), else scalars at index 0 (query pass).
+void ProbabilityAndGradRow(float* scores, float* grads, const float* lse, const float* rowdot,
+                           bool per_lane, float scale, int64_t lo, int64_t hi) {
+  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+    V16 row_lse = per_lane ? Load(lse + j) : Splat(lse[0]);
+    V16 row_dot = per_lane ? Load(rowdot + j) : Splat(rowdot[0]);
+    V16 p = KeepRange(Exp(Load(scores + j) * scale - row_lse), j, lo, hi);
+    Store(scores + j, p);
+    Store(grads + j, p * (Load(grads + j) - row_dot));
+  }
+}
+
+void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {
+  const AttentionShape& shape = args.shape;
+  const TileView view = ViewOf(shape, item);
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t stride = shape.heads * d;
+  const int64_t base = (view.start + view.first_row) * stride + view.head * d;
+  const int64_t stat_base = (view.start + view.first_row) * shape.heads + view.head;
+  GatherRows(args.q + base, stride, view.rows, d, dp, kRowTile, s.a);
+  GatherRows(args.dout + base, stride, view.rows, d, dp, kRowTile, s.b);
+  GatherStats(args.lse + stat_base, shape.heads, view.rows, kRowTile, s.stat0);
+  GatherStats(args.row_dots + stat_base, shape.heads, view.rows, kRowTile, s.stat1);
+  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
+  const int64_t key_end = KeyLimit(shape.mask, view, view.first_row + view.rows - 1);
+  for (int64_t k0 = 0; k0 < key_end; k0 += kColumnTile) {
+    const int64_t keys = std::min(kColumnTile, view.length - k0);
+    const int64_t key_base = (view.start + k0) * stride + view.head * d;
+    GatherTransposed(args.k + key_base, stride, keys, d, dp, kColumnTile, s.t0);
+    GatherTransposed(args.v + key_base, stride, keys, d, dp, kColumnTile, s.t1);
+    GatherRows(args.k + key_base, stride, keys, d, dp, kColumnTile, s.c);
+    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
+    Gemm(kRowTile, kColumnTile, dp, s.b, dp, s.t1, kColumnTile, s.s1, kColumnTile, false);
+    for (int64_t r = 0; r < kRowTile; ++r) {
+      int64_t visible =
+          r < view.rows
+              ? std::min(KeyLimit(shape.mask, view, view.first_row + r) - k0, keys)
+              : 0;
+      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, s.stat0 + r,
+                            s.stat1 + r, false, shape.scale, 0, visible);
+    }
+    Gemm(kRowTile, dp, kColumnTile, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+  }
+  for (int64_t r = 0; r < view.rows; ++r) {
+    float* dq_row = args.dq + base + r * stride;
+    const float* acc_row = s.acc0 + r * dp;
+    for (int64_t c = 0; c < d; ++c) dq_row[c] = acc_row[c] * shape.scale;
+  }
+}
+
+void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {
+  const AttentionShape& shape = args.shape;
+  const TileView view = ViewOf(shape, item);
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t stride = shape.heads * d;
+  const int64_t base = (view.start + view.first_row) * stride + view.head * d;
+  GatherRows(args.k + base, stride, view.rows, d, dp, kRowTile, s.a);
+  GatherRows(args.v + base, stride, view.rows, d, dp, kRowTile, s.b);
+  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
+  std::fill(s.acc1, s.acc1 + kRowTile * dp, 0.0f);
+  for (int64_t q0 = FirstQuery(shape.mask, view, view.first_row); q0 < view.length;
+       q0 += kColumnTile) {
+    const int64_t queries = std::min(kColumnTile, view.length - q0);
+    const int64_t query_base = (view.start + q0) * stride + view.head * d;
+    const int64_t stat_base = (view.start + q0) * shape.heads + view.head;
+    GatherTransposed(args.q + query_base, stride, queries, d, dp, kColumnTile, s.t0);
+    GatherTransposed(args.dout + query_base, stride, queries, d, dp, kColumnTile, s.t1);
+    GatherRows(args.q + query_base, stride, queries, d, dp, kColumnTile, s.c);
+    GatherRows(args.dout + query_base, stride, queries, d, dp, kColumnTile, s.d);
+    GatherStats(args.lse + stat_base, shape.heads, queries, kColumnTile, s.stat0);
+    GatherStats(args.row_dots + stat_base, shape.heads, queries, kColumnTile, s.stat1);
+    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
+    Gemm(kRowTile, kColumnTile, dp, s.b, dp, s.t1, kColumnTile, s.s1, kColumnTile, false);
+    for (int64_t r = 0; r < kRowTile; ++r) {
+      int64_t lo = r < view.rows ? FirstQuery(shape.mask, view, view.first_row + r) - q0 : 0;
+      int64_t hi = r < view.rows ? queries : 0;
+      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, s.stat0, s.stat1,
+                            true, shape.scale, lo, hi);
+    }
+    Gemm(kRowTile, dp, kColumnTile, s.s0, kColumnTile, s.d, dp, s.acc1, dp, true);
+    Gemm(kRowTile, dp, kColumnTile, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+  }
+  for (int64_t r = 0; r < view.rows; ++r) {
+    float* dk_row = args.dk + base + r * stride;
+    float* dv_row = args.dv + base + r * stride;
+    for (int64_t c = 0; c < d; ++c) {
+      dk_row[c] = s.acc0[r * dp + c] * shape.scale;
+      dv_row[c] = s.acc1[r * dp + c];
+    }
+  }
+}
+
+void Forward(const ForwardArgs& args, const TileItem* items, int64_t begin, int64_t end,
+             float* scratch) {
+  Scratch s = SliceScratch(scratch, RoundUpToLanes(args.shape.head_dim));
+  for (int64_t i = begin; i < end; ++i) ForwardTile(args, items[i], s);
+}
+
+void BackwardQueries(const BackwardArgs& args, const TileItem* items, int64_t begin,
+                     int64_t end, float* scratch) {
+  Scratch s = SliceScratch(scratch, RoundUpToLanes(args.shape.head_dim));
+  for (int64_t i = begin; i < end; ++i) BackwardQueryTile(args, items[i], s);
+}
+
+void BackwardKeys(const BackwardArgs& args, const TileItem* items, int64_t begin, int64_t end,
+                  float* scratch) {
+  Scratch s = SliceScratch(scratch, RoundUpToLanes(args.shape.head_dim));
+  for (int64_t i = begin; i < end; ++i) BackwardKeyTile(args, items[i], s);
+}
+
+void RowDots(const float* a, const float* b, int64_t d, int64_t begin, int64_t end,
+             float* row_dots) {
+  for (int64_t r = begin; r < end; ++r) {
+    float sum = 0.0f;
+    for (int64_t c = 0; c < d; ++c) sum += a[r * d + c] * b[r * d + c];
+    row_dots[r] = sum;
+  }
+}
+
+}  // namespace
+
+extern const AttentionKernels kAttentionKernels;
+const AttentionKernels kAttentionKernels = {
+    ROBOLOOP_KERNELS_ISA_NAME, &ScratchFloats, &Forward, &BackwardQueries, &BackwardKeys, &RowDots,
+};
+
+}  // namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA

@@ -1,0 +1,39 @@
+// Torch-free row-wise kernels of the batch-invariant inference ops (issue 5, req 4).
+// Every output row is computed from its input row alone, with a reduction order fixed by the
+// row length: the same row gives the same bits whatever the batch size, the row's position,
+// or how rows are split over threads. One implementation per ISA, chosen at run time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace roboloop::kernels {
+
+// Row-wise kernels of one ISA. All matrices are row-major and contiguous.
+struct RowwiseKernels {
+  const char* isa;  // "avx512" or "portable"
+  // y[rows][n] = x[rows][k] . w^T + bias, where `wt` is w transposed to [k][padded_n] with
+  // zero columns up to padded_n = LinearPaddedColumns(n); `bias` may be null. `scratch` holds
+  // LinearScratchFloats(k, n) floats owned by the calling thread.
+  void (*linear)(const float* x, int64_t rows, int64_t k, const float* wt, int64_t n,
+                 const float* bias, float* y, float* scratch);
+  // y = (x - mean) / sqrt(var + eps) * gamma + beta per row of n; gamma/beta may be null.
+  void (*layer_norm)(const float* x, int64_t rows, int64_t n, const float* gamma,
+                     const float* beta, float eps, float* y);
+  // y = exp(x - max) / sum(exp(x - max)) per row of n.
+  void (*softmax)(const float* x, int64_t rows, int64_t n, float* y);
+};
+
+// Columns of the zero-padded transposed weight the linear kernel expects.
+int64_t LinearPaddedColumns(int64_t n);
+
+// Scratch floats the linear kernel needs for inner size k and n outputs.
+size_t LinearScratchFloats(int64_t k, int64_t n);
+
+// Rows the linear kernel processes together (callers split work at multiples of it).
+inline constexpr int64_t kLinearRowBlock = 4;
+
+// The AVX-512 kernels when the CPU (and the build) supports them, else the portable ones.
+const RowwiseKernels& SelectedRowwiseKernels();
+
+}  // namespace roboloop::kernels

@@ -1,0 +1,105 @@
+// Implementation of the row-wise kernels, compiled once per ISA: a TU defines
+// ROBOLOOP_KERNELS_ISA (a namespace name) and ROBOLOOP_KERNELS_ISA_NAME, then includes this
+// file, which defines roboloop::kernels::ROBOLOOP_KERNELS_ISA::kRowwiseKernels.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/rowwise_core.h"
+#include "kernels/simd.h"
+
+#ifndef ROBOLOOP_KERNELS_ISA
+#error "define ROBOLOOP_KERNELS_ISA before including rowwise_core_impl.h"
+#endif
+
+namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA {
+namespace {
+
+// Loads lanes [j, min(j+16, n)) of `row`, the rest `fill`, without reading past n.
+V16 LoadTail(const float* row, int64_t j, int64_t n, float fill) {
+  float lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = j + l < n ? row[j + l] : fill;
+  return Load(lanes);
+}
+
+// Sum of f(x) over a row: 16 lane-wise partial sums over the row in order, then the lanes.
+template <typename F>
+float BlockedSum(const float* row, int64_t n, const F& f) {
+  V16 acc = V16{};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) acc += f(Load(row + j));
+  if (j < n) acc += KeepRange(f(LoadTail(row, j, n, 0.0f)), j, 0, n);
+  return SumLanes(acc);
+}
+
+void Linear(const float* x, int64_t rows, int64_t k, const float* wt, int64_t n,
+            const float* bias, float* y, float* scratch) {
+  const int64_t padded_n = LinearPaddedColumns(n);
+  float* x_block = scratch;
+  float* y_block = scratch + kLinearRowBlock * k;
+  for (int64_t r0 = 0; r0 < rows; r0 += kLinearRowBlock) {
+    const int64_t block = std::min(kLinearRowBlock, rows - r0);
+    std::copy(x + r0 * k, x + (r0 + block) * k, x_block);
+    std::fill(x_block + block * k, x_block + kLinearRowBlock * k, 0.0f);
+    Gemm(kLinearRowBlock, padded_n, k, x_block, k, wt, padded_n, y_block, padded_n, false);
+    for (int64_t r = 0; r < block; ++r) {
+      float* out = y + (r0 + r) * n;
+      const float* acc = y_block + r * padded_n;
+      for (int64_t c = 0; c < n; ++c) out[c] = bias ? acc[c] + bias[c] : acc[c];
+    }
+  }
+}
+
+void LayerNorm(const float* x, int64_t rows, int64_t n, const float* gamma, const float* beta,
+               float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    const float mean = BlockedSum(row, n, [](V16 v) { return v; }) / static_cast<float>(n);
+    const float var =
+        BlockedSum(row, n, [mean](V16 v) { return (v - mean) * (v - mean); }) /
+        static_cast<float>(n);
+    const float rstd = 1.0f / std::sqrt(var + eps);
+    float* out = y + r * n;
+    for (int64_t c = 0; c < n; ++c) {
+      float normalized = (row[c] - mean) * rstd;
+      if (gamma) normalized *= gamma[c];
+      out[c] = beta ? normalized + beta[c] : normalized;
+    }
+  }
+}
+
+void Softmax(const float* x, int64_t rows, int64_t n, float* y) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    float* out = y + r * n;
+    V16 best = Splat(lowest);
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {
+      V16 v = Load(row + j);
+      best = v > best ? v : best;
+    }
+    if (j < n) {
+      V16 v = LoadTail(row, j, n, lowest);
+      best = v > best ? v : best;
+    }
+    const float row_max = MaxLanes(best);
+    for (j = 0; j + kLanes <= n; j += kLanes) Store(out + j, Exp(Load(row + j) - row_max));
+    if (j < n) {
+      float lanes[kLanes];
+      Store(lanes, Exp(LoadTail(row, j, n, row_max) - row_max));
+      std::copy(lanes, lanes + (n - j), out + j);
+    }
+    const float sum = BlockedSum(out, n, [](V16 v) { return v; });
+    for (int64_t c = 0; c < n; ++c) out[c] /= sum;
+  }
+}
+
+}  // namespace
+
+extern const RowwiseKernels kRowwiseKernels;
+const RowwiseKernels kRowwiseKernels = {ROBOLOOP_KERNELS_ISA_NAME, &Linear, &LayerNorm,
+                                        &Softmax};
+
+}  // namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA

@@ -1,0 +1,4 @@
+// The row-wise kernels compiled for the baseline ISA of the build (no extra -m flags).
+#define ROBOLOOP_KERNELS_ISA portable
+#define ROBOLOOP_KERNELS_ISA_NAME "portable"
+#include "kernels/rowwise_core_impl.h"

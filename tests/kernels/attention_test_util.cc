@@ -1,0 +1,99 @@
+#include "tests/kernels/attention_test_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace roboloop::kernels::testing {
+
+uint64_t RunSeed() {
+  static const uint64_t seed = [] {
+    const char* fixed = std::getenv("ROBOLOOP_TEST_SEED");
+    uint64_t s = fixed ? std::stoull(fixed) : (static_cast<uint64_t>(std::random_device{}()) << 32 |
+                                               std::random_device{}());
+    std::printf("attention test seed: %llu (replay with ROBOLOOP_TEST_SEED)\n",
+                static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+void FillRandom(PackedCase* c, std::mt19937_64* rng) {
+  std::vector<int32_t> offsets = {0};
+  for (int32_t length : c->lengths) offsets.push_back(offsets.back() + length);
+  const int64_t total = offsets.back();
+  torch::Generator gen = at::detail::createCPUGenerator((*rng)());
+  auto random = [&] {
+    return at::normal(0.0, 1.0, {total, c->heads, c->head_dim}, gen).to(torch::kFloat);
+  };
+  c->q = random();
+  c->k = random();
+  c->v = random();
+  c->dout = random();
+  c->cu_seqlens = torch::tensor(offsets, torch::kInt);
+  c->prefix_lengths = torch::tensor(c->prefixes, torch::kInt);
+}
+
+PackedCase RandomCase(std::mt19937_64* rng, int64_t batch, int32_t max_length, int64_t heads,
+                      int64_t head_dim, MaskKind mask) {
+  PackedCase c;
+  c.heads = heads;
+  c.head_dim = head_dim;
+  c.mask = mask;
+  for (int64_t b = 0; b < batch; ++b) {
+    int32_t length = std::uniform_int_distribution<int32_t>(1, max_length)(*rng);
+    c.lengths.push_back(length);
+    c.prefixes.push_back(std::uniform_int_distribution<int32_t>(0, length)(*rng));
+  }
+  FillRandom(&c, rng);
+  return c;
+}
+
+torch::Tensor MaskMatrix(MaskKind mask, int64_t length, int64_t prefix) {
+  torch::Tensor i = torch::arange(length, torch::kLong).unsqueeze(1);
+  torch::Tensor j = torch::arange(length, torch::kLong).unsqueeze(0);
+  switch (mask) {
+    case MaskKind::kCausal: return j <= i;
+    case MaskKind::kPrefixLm: return (j <= i) | (j < prefix);
+    case MaskKind::kBidirectional: break;
+  }
+  return torch::ones({length, length}, torch::kBool);
+}
+
+Reference ComputeReference(const PackedCase& c, double scale) {
+  torch::Tensor q = c.q.to(torch::kDouble).requires_grad_();
+  torch::Tensor k = c.k.to(torch::kDouble).requires_grad_();
+  torch::Tensor v = c.v.to(torch::kDouble).requires_grad_();
+  std::vector<torch::Tensor> outs, lses;
+  int64_t start = 0;
+  for (size_t b = 0; b < c.lengths.size(); ++b) {
+    const int64_t length = c.lengths[b];
+    auto slice = [&](const torch::Tensor& t) {
+      return t.narrow(0, start, length).transpose(0, 1);  // [heads, length, dim]
+    };
+    torch::Tensor scores = torch::matmul(slice(q), slice(k).transpose(1, 2)) * scale;
+    torch::Tensor visible = MaskMatrix(c.mask, length, c.prefixes[b]);
+    scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<double>::infinity());
+    lses.push_back(torch::logsumexp(scores, -1).transpose(0, 1));
+    outs.push_back(torch::matmul(torch::softmax(scores, -1), slice(v)).transpose(0, 1));
+    start += length;
+  }
+  Reference r;
+  r.out = torch::cat(outs, 0);
+  r.lse = torch::cat(lses, 0).detach();
+  (r.out * c.dout.to(torch::kDouble)).sum().backward();
+  r.out = r.out.detach();
+  r.dq = q.grad();
+  r.dk = k.grad();
+  r.dv = v.grad();
+  return r;
+}
+
+double RelativeError(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
+  double denominator = b64.norm().item<double>();
+  double numerator = (a64 - b64).norm().item<double>();
+  return denominator > 0 ? numerator / denominator : numerator;
+}
+
+}  // namespace roboloop::kernels::testing

@@ -1,0 +1,52 @@
+// Shared helpers of the attention tests: random packed inputs and the float64 reference.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/attention_core.h"
+
+namespace roboloop::kernels::testing {
+
+// A packed batch and the options to run it with.
+struct PackedCase {
+  std::vector<int32_t> lengths;
+  std::vector<int32_t> prefixes;  // per sequence, used with kPrefixLm
+  int64_t heads = 1;
+  int64_t head_dim = 16;
+  MaskKind mask = MaskKind::kBidirectional;
+  torch::Tensor q, k, v, dout;  // float32 [total, heads, head_dim]
+  torch::Tensor cu_seqlens;     // int32 [batch + 1]
+  torch::Tensor prefix_lengths;  // int32 [batch]
+};
+
+// Seed of this test run: fresh each run, printed so a failure can be replayed; set
+// ROBOLOOP_TEST_SEED to replay one.
+uint64_t RunSeed();
+
+// Fills q, k, v, dout with standard normal values and builds cu_seqlens / prefix_lengths from
+// the lengths and prefixes already set.
+void FillRandom(PackedCase* c, std::mt19937_64* rng);
+
+// A case with `batch` random lengths in [1, max_length], random prefixes, heads and head_dim
+// as given.
+PackedCase RandomCase(std::mt19937_64* rng, int64_t batch, int32_t max_length, int64_t heads,
+                      int64_t head_dim, MaskKind mask);
+
+// Float64 reference: per sequence plain matmul + mask + softmax + matmul, with autograd for
+// the gradients of sum(out * dout).
+struct Reference {
+  torch::Tensor out, lse, dq, dk, dv;  // float64
+};
+Reference ComputeReference(const PackedCase& c, double scale);
+
+// The mask of one sequence as a [length, length] bool matrix (true = visible).
+torch::Tensor MaskMatrix(MaskKind mask, int64_t length, int64_t prefix);
+
+// ||a - b|| / ||b|| in float64.
+double RelativeError(const torch::Tensor& a, const torch::Tensor& b);
+
+}  // namespace roboloop::kernels::testing

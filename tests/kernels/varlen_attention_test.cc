@@ -1,0 +1,328 @@
+// Varlen attention against a float64 reference, padded attention, thread counts, the portable
+// path, bf16 inputs and bad inputs (issue 5, req 1-3 and 5).
+#include "kernels/varlen_attention.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/kernels/attention_test_util.h"
+
+namespace roboloop::kernels {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ComputeReference;
+using testing::PackedCase;
+using testing::RandomCase;
+using testing::RelativeError;
+
+constexpr double kTolerance = 1e-5;
+
+double DefaultScale(const PackedCase& c) { return 1.0 / std::sqrt(static_cast<double>(c.head_dim)); }
+
+VarlenAttentionOptions OptionsOf(const PackedCase& c) {
+  VarlenAttentionOptions options;
+  options.mask = c.mask;
+  return options;
+}
+
+// Our op through autograd: out and the gradients of sum(out * dout).
+struct OpResult {
+  torch::Tensor out, dq, dk, dv;
+};
+
+OpResult RunOp(const PackedCase& c) {
+  torch::Tensor q = c.q.clone().requires_grad_();
+  torch::Tensor k = c.k.clone().requires_grad_();
+  torch::Tensor v = c.v.clone().requires_grad_();
+  absl::StatusOr<torch::Tensor> out =
+      VarlenAttention(q, k, v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  out->backward(c.dout);
+  return {out->detach(), q.grad(), k.grad(), v.grad()};
+}
+
+std::string Describe(const PackedCase& c) {
+  std::string text = "mask " + std::to_string(static_cast<int>(c.mask)) + " heads " +
+                     std::to_string(c.heads) + " dim " + std::to_string(c.head_dim) + " lengths";
+  for (size_t b = 0; b < c.lengths.size(); ++b) {
+    text += " " + std::to_string(c.lengths[b]) + "/p" + std::to_string(c.prefixes[b]);
+  }
+  return text;
+}
+
+void ExpectMatchesReference(const PackedCase& c) {
+  SCOPED_TRACE(Describe(c));
+  testing::Reference ref = ComputeReference(c, DefaultScale(c));
+  OpResult ours = RunOp(c);
+  ASSERT_TRUE(ours.out.defined());
+  EXPECT_LE(RelativeError(ours.out, ref.out), kTolerance);
+  EXPECT_LE(RelativeError(ours.dq, ref.dq), kTolerance);
+  EXPECT_LE(RelativeError(ours.dk, ref.dk), kTolerance);
+  EXPECT_LE(RelativeError(ours.dv, ref.dv), kTolerance);
+  absl::StatusOr<VarlenAttentionOutput> forward =
+      VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  EXPECT_LE(RelativeError(forward->lse, ref.lse), kTolerance);
+  EXPECT_TRUE(torch::equal(forward->out, ours.out));
+}
+
+class ReferenceTest : public ::testing::TestWithParam<MaskKind> {};
+
+// The grid's corners: lengths 1 and 300, heads 1 and 8, head dims 16 and 128.
+TEST_P(ReferenceTest, GridCornersMatchFloat64) {
+  std::mt19937_64 rng(testing::RunSeed());
+  const int64_t corners[][2] = {{1, 16}, {8, 128}, {3, 17}, {2, 64}};
+  for (const auto& corner : corners) {
+    PackedCase c;
+    c.heads = corner[0];
+    c.head_dim = corner[1];
+    c.mask = GetParam();
+    c.lengths = {1, 300, 64, 65, 2};
+    c.prefixes = {1, 150, 0, 65, 1};
+    testing::FillRandom(&c, &rng);
+    ExpectMatchesReference(c);
+  }
+}
+
+// Random samples of the grid lengths 1..300, heads 1..8, head dims 16..128.
+TEST_P(ReferenceTest, RandomGridSamplesMatchFloat64) {
+  std::mt19937_64 rng(testing::RunSeed() + 1 + static_cast<int>(GetParam()));
+  for (int trial = 0; trial < 6; ++trial) {
+    int64_t heads = std::uniform_int_distribution<int64_t>(1, 8)(rng);
+    int64_t head_dim = std::uniform_int_distribution<int64_t>(16, 128)(rng);
+    int64_t batch = std::uniform_int_distribution<int64_t>(1, 4)(rng);
+    ExpectMatchesReference(RandomCase(&rng, batch, 300, heads, head_dim, GetParam()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMasks, ReferenceTest,
+                         ::testing::Values(MaskKind::kBidirectional, MaskKind::kCausal,
+                                           MaskKind::kPrefixLm));
+
+// Padded batch [batch, heads, max_len, dim] with plain fp32 ops and a key-padding mask.
+torch::Tensor PaddedAttention(const PackedCase& c, const torch::Tensor& q,
+                              const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t batch = static_cast<int64_t>(c.lengths.size());
+  const int64_t max_length = *std::max_element(c.lengths.begin(), c.lengths.end());
+  auto pad = [&](const torch::Tensor& t) {
+    std::vector<torch::Tensor> rows;
+    int64_t start = 0;
+    for (int32_t length : c.lengths) {
+      torch::Tensor s = t.narrow(0, start, length);
+      rows.push_back(torch::constant_pad_nd(s, {0, 0, 0, 0, 0, max_length - length}));
+      start += length;
+    }
+    return torch::stack(rows).transpose(1, 2);  // [batch, heads, max_len, dim]
+  };
+  torch::Tensor visible = torch::zeros({batch, 1, max_length, max_length}, torch::kBool);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = c.lengths[b];
+    visible[b][0].narrow(0, 0, length).narrow(1, 0, length).copy_(
+        testing::MaskMatrix(c.mask, length, c.prefixes[b]));
+  }
+  torch::Tensor scores = torch::matmul(pad(q), pad(k).transpose(2, 3)) * DefaultScale(c);
+  scores = scores.masked_fill(visible.logical_not(), -1e30);
+  torch::Tensor out = torch::matmul(torch::softmax(scores, -1), pad(v)).transpose(1, 2);
+  std::vector<torch::Tensor> rows;
+  for (int64_t b = 0; b < batch; ++b) rows.push_back(out[b].narrow(0, 0, c.lengths[b]));
+  return torch::cat(rows, 0);
+}
+
+TEST(VarlenAttentionTest, PackedMatchesPaddedPlainOps) {
+  std::mt19937_64 rng(testing::RunSeed() + 10);
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+    PackedCase c = RandomCase(&rng, 5, 200, 4, 64, mask);
+    SCOPED_TRACE(Describe(c));
+    torch::Tensor q = c.q.clone().requires_grad_();
+    torch::Tensor k = c.k.clone().requires_grad_();
+    torch::Tensor v = c.v.clone().requires_grad_();
+    torch::Tensor padded = PaddedAttention(c, q, k, v);
+    padded.backward(c.dout);
+    OpResult ours = RunOp(c);
+    EXPECT_LE(RelativeError(ours.out, padded.detach()), kTolerance);
+    EXPECT_LE(RelativeError(ours.dq, q.grad()), kTolerance);
+    EXPECT_LE(RelativeError(ours.dk, k.grad()), kTolerance);
+    EXPECT_LE(RelativeError(ours.dv, v.grad()), kTolerance);
+  }
+}
+
+// Restores torch's intra-op thread count on scope exit.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int threads) : previous_(at::get_num_threads()) {
+    at::set_num_threads(threads);
+  }
+  ~ThreadCountScope() { at::set_num_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+TEST(VarlenAttentionTest, OneAndTwoThreadsAreBitwiseEqual) {
+  std::mt19937_64 rng(testing::RunSeed() + 20);
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+    PackedCase c = RandomCase(&rng, 6, 300, 3, 48, mask);
+    OpResult one, two;
+    {
+      ThreadCountScope threads(1);
+      one = RunOp(c);
+    }
+    {
+      ThreadCountScope threads(2);
+      ASSERT_EQ(at::get_num_threads(), 2);
+      two = RunOp(c);
+    }
+    EXPECT_TRUE(torch::equal(one.out, two.out));
+    EXPECT_TRUE(torch::equal(one.dq, two.dq));
+    EXPECT_TRUE(torch::equal(one.dk, two.dk));
+    EXPECT_TRUE(torch::equal(one.dv, two.dv));
+  }
+}
+
+// A sequence's output does not depend on the sequences packed around it.
+TEST(VarlenAttentionTest, SequenceAloneEqualsSequenceInBatchBitwise) {
+  std::mt19937_64 rng(testing::RunSeed() + 30);
+  PackedCase batch = RandomCase(&rng, 4, 150, 2, 32, MaskKind::kPrefixLm);
+  absl::StatusOr<VarlenAttentionOutput> packed = VarlenAttentionForward(
+      batch.q, batch.k, batch.v, batch.cu_seqlens, batch.prefix_lengths, OptionsOf(batch));
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const int64_t start = batch.lengths[0] + batch.lengths[1];
+  const int64_t length = batch.lengths[2];
+  auto slice = [&](const torch::Tensor& t) { return t.narrow(0, start, length).contiguous(); };
+  absl::StatusOr<VarlenAttentionOutput> alone = VarlenAttentionForward(
+      slice(batch.q), slice(batch.k), slice(batch.v),
+      torch::tensor({0, static_cast<int32_t>(length)}, torch::kInt),
+      torch::tensor({batch.prefixes[2]}, torch::kInt), OptionsOf(batch));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_TRUE(torch::equal(alone->out, slice(packed->out)));
+}
+
+TEST(VarlenAttentionTest, PortableKernelsMatchSelectedKernels) {
+  std::mt19937_64 rng(testing::RunSeed() + 40);
+  PackedCase c = RandomCase(&rng, 3, 200, 2, 40, MaskKind::kCausal);
+  absl::StatusOr<VarlenAttentionOutput> selected =
+      VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  AttentionShape shape;
+  shape.cu_seqlens = c.cu_seqlens.data_ptr<int32_t>();
+  shape.prefix_lengths = c.prefix_lengths.data_ptr<int32_t>();
+  shape.batch = static_cast<int64_t>(c.lengths.size());
+  shape.heads = c.heads;
+  shape.head_dim = c.head_dim;
+  shape.mask = c.mask;
+  shape.scale = static_cast<float>(DefaultScale(c));
+  torch::Tensor out = torch::empty_like(c.q);
+  torch::Tensor lse = torch::empty({c.q.size(0), c.heads}, torch::kFloat);
+  ForwardArgs args{shape, c.q.data_ptr<float>(), c.k.data_ptr<float>(), c.v.data_ptr<float>(),
+                   out.data_ptr<float>(), lse.data_ptr<float>()};
+  const AttentionKernels& portable = PortableAttentionKernels();
+  std::vector<TileItem> items = EnumerateTiles(shape);
+  std::vector<float> scratch(portable.scratch_floats(c.head_dim));
+  portable.forward(args, items.data(), 0, static_cast<int64_t>(items.size()), scratch.data());
+  EXPECT_LE(RelativeError(out, selected->out), kTolerance);
+  EXPECT_LE(RelativeError(lse, selected->lse), kTolerance);
+}
+
+TEST(VarlenAttentionTest, Bfloat16InputsAreComputedInFloat32) {
+  std::mt19937_64 rng(testing::RunSeed() + 50);
+  PackedCase c = RandomCase(&rng, 3, 120, 2, 32, MaskKind::kBidirectional);
+  for (torch::Tensor* t : {&c.q, &c.k, &c.v}) *t = t->to(torch::kBFloat16);
+  testing::Reference ref = ComputeReference(c, DefaultScale(c));
+  OpResult ours = RunOp(c);
+  ASSERT_EQ(ours.out.scalar_type(), torch::kBFloat16);
+  ASSERT_EQ(ours.dq.scalar_type(), torch::kBFloat16);
+  // Only the final rounding to bf16 (relative step 2^-8) separates us from the reference.
+  EXPECT_LE(RelativeError(ours.out, ref.out), 1e-2);
+  EXPECT_LE(RelativeError(ours.dq, ref.dq), 1e-2);
+  EXPECT_LE(RelativeError(ours.dk, ref.dk), 1e-2);
+  EXPECT_LE(RelativeError(ours.dv, ref.dv), 1e-2);
+}
+
+// One bad input and the words its error must contain.
+struct BadInput {
+  std::string name;
+  std::function<void(PackedCase*, VarlenAttentionOptions*)> spoil;
+  std::string message;
+};
+
+TEST(VarlenAttentionTest, BadInputsAreRejectedWithClearMessages) {
+  std::mt19937_64 rng(testing::RunSeed() + 60);
+  const std::vector<BadInput> cases = {
+      {"double q", [](PackedCase* c, auto*) { c->q = c->q.to(torch::kDouble); },
+       "q must be float32 or bfloat16"},
+      {"2-D k", [](PackedCase* c, auto*) { c->k = c->k.flatten(1); },
+       "k must be [total_tokens, heads, head_dim]"},
+      {"v shape", [](PackedCase* c, auto*) { c->v = c->v.narrow(2, 0, 8).contiguous(); },
+       "v has shape"},
+      {"mixed dtype", [](PackedCase* c, auto*) { c->k = c->k.to(torch::kBFloat16); },
+       "k has dtype"},
+      {"int64 cu", [](PackedCase* c, auto*) { c->cu_seqlens = c->cu_seqlens.to(torch::kLong); },
+       "cu_seqlens must be int32"},
+      {"cu start", [](PackedCase* c, auto*) { c->cu_seqlens[0] = 1; },
+       "cu_seqlens must start at 0"},
+      {"cu order",
+       [](PackedCase* c, auto*) { c->cu_seqlens[1] = c->cu_seqlens[2].item<int32_t>() + 1; },
+       "non-decreasing"},
+      {"cu end",
+       [](PackedCase* c, auto*) { c->cu_seqlens[-1] = c->cu_seqlens[-1].item<int32_t>() + 5; },
+       "must end at total_tokens"},
+      {"prefix count",
+       [](PackedCase* c, auto* o) {
+         o->mask = MaskKind::kPrefixLm;
+         c->prefix_lengths = c->prefix_lengths.narrow(0, 0, 1).clone();
+       },
+       "prefix_lengths must have 3 entries"},
+      {"prefix range",
+       [](PackedCase* c, auto* o) {
+         o->mask = MaskKind::kPrefixLm;
+         c->prefix_lengths[1] = 1000;
+       },
+       "outside [0,"},
+      {"scale", [](PackedCase*, auto* o) { o->softmax_scale = -1; }, "softmax_scale"},
+      {"mask", [](PackedCase*, auto* o) { o->mask = static_cast<MaskKind>(7); },
+       "options.mask is unknown"},
+  };
+  for (const BadInput& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    PackedCase c = RandomCase(&rng, 3, 20, 2, 16, MaskKind::kBidirectional);
+    VarlenAttentionOptions options;
+    bad.spoil(&c, &options);
+    absl::StatusOr<torch::Tensor> out =
+        VarlenAttention(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, options);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(out.status().message()), HasSubstr(bad.message));
+    absl::StatusOr<VarlenAttentionOutput> forward =
+        VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, options);
+    EXPECT_FALSE(forward.ok());
+  }
+}
+
+TEST(VarlenAttentionTest, BackwardRejectsMisshapedOutputs) {
+  std::mt19937_64 rng(testing::RunSeed() + 70);
+  PackedCase c = RandomCase(&rng, 2, 20, 2, 16, MaskKind::kCausal);
+  absl::StatusOr<VarlenAttentionOutput> fwd =
+      VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
+  ASSERT_TRUE(fwd.ok());
+  absl::StatusOr<VarlenAttentionGrads> grads = VarlenAttentionBackward(
+      c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, fwd->out, fwd->lse.t(), c.dout,
+      OptionsOf(c));
+  ASSERT_FALSE(grads.ok());
+  EXPECT_THAT(std::string(grads.status().message()), HasSubstr("lse must be"));
+  grads = VarlenAttentionBackward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, fwd->out,
+                                  fwd->lse, c.dout.narrow(0, 0, 1), OptionsOf(c));
+  ASSERT_FALSE(grads.ok());
+  EXPECT_THAT(std::string(grads.status().message()), HasSubstr("dout has shape"));
+}
+
+}  // namespace
+}  // namespace roboloop::kernels
