@@ -1,0 +1,43 @@
+#include "sim/sim_client.h"
+
+#include "common/status.h"
+
+namespace roboloop::sim {
+
+absl::StatusOr<std::unique_ptr<SimClient>> SimClient::Connect(
+    const common::GrpcChannelOptions& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto channel, common::GrpcChannel::Create(options));
+  return std::unique_ptr<SimClient>(new SimClient(std::move(channel)));
+}
+
+SimClient::SimClient(std::unique_ptr<common::GrpcChannel> channel)
+    : channel_(std::move(channel)), stub_(v1::SimService::NewStub(channel_->channel())) {}
+
+absl::StatusOr<v1::ListTasksResponse> SimClient::ListTasks() const {
+  auto context = channel_->NewContext();
+  v1::ListTasksResponse response;
+  ROBOLOOP_RETURN_IF_ERROR(
+      channel_->CallStatus(stub_->ListTasks(context.get(), v1::ListTasksRequest(), &response),
+                           "ListTasks"));
+  return response;
+}
+
+absl::Status SimClient::Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
+                                absl::Duration deadline) const {
+  auto context = channel_->NewContext(deadline);
+  auto reader = stub_->Rollout(context.get(), request);
+  v1::EpisodeRecord record;
+  absl::Status callback_status;
+  while (reader->Read(&record)) {
+    callback_status = on_episode(record);
+    if (!callback_status.ok()) {
+      context->TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!callback_status.ok()) return callback_status;
+  return channel_->CallStatus(status, "Rollout");
+}
+
+}  // namespace roboloop::sim

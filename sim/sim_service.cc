@@ -1,0 +1,200 @@
+#include "sim/sim_service.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "sim/random_policy.h"
+
+namespace roboloop::sim {
+namespace {
+
+// Decrements the active-rollout counter when a rollout ends, however it ends.
+class ActiveRolloutScope {
+ public:
+  explicit ActiveRolloutScope(std::atomic<int>* counter) : counter_(counter) { ++*counter_; }
+  ~ActiveRolloutScope() { --*counter_; }
+
+ private:
+  std::atomic<int>* counter_;
+};
+
+// Forwards engine episodes to the caller's callback in wire form.
+class CallbackSink : public EpisodeSink {
+ public:
+  explicit CallbackSink(const EpisodeCallback& callback) : callback_(callback) {}
+  absl::Status OnEpisode(const EpisodeRecord& record, const Trajectory* trajectory) override {
+    return callback_(EpisodeRecordToProto(record, trajectory));
+  }
+
+ private:
+  const EpisodeCallback& callback_;
+};
+
+ScaleRange ScaleFromProto(const v1::ScaleRange& proto) {
+  if (proto.low() == 0 && proto.high() == 0) return ScaleRange();
+  return ScaleRange{proto.low(), proto.high()};
+}
+
+absl::Status ValidateRange(const v1::RolloutRequest& r, const SimServiceHandler::Options& o) {
+  if (r.num_episodes() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_episodes must be >= 1, got ", r.num_episodes()));
+  }
+  if (r.first_episode() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("first_episode must be >= 0, got ", r.first_episode()));
+  }
+  if (r.envs() < 0 || r.envs() > o.max_envs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("envs must be within [0, ", o.max_envs, "], got ", r.envs()));
+  }
+  if (r.threads() < 0 || r.threads() > o.max_threads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be within [0, ", o.max_threads, "], got ", r.threads()));
+  }
+  if (r.max_steps() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("max_steps must be >= 0, got ", r.max_steps()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const v1::RolloutRequest& r, const Task& task) {
+  if (r.policy() == "expert") return task.MakeExpert();
+  if (r.policy() == "random") return std::unique_ptr<Policy>(new RandomPolicy(task, r.policy_seed()));
+  if (r.policy().empty()) {
+    return absl::InvalidArgumentError(
+        "policy must be set: \"expert\", \"random\" or a policy reference");
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "policy reference '", r.policy(),
+      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
+      "policies land"));
+}
+
+v1::TaskInfo DescribeTask(const Task& task, const std::string& summary) {
+  v1::TaskInfo info;
+  info.set_name(task.name());
+  info.set_summary(summary);
+  info.set_description(task.description());
+  for (const ArraySpec& key : task.obs_spec().keys) {
+    v1::ObsKey* out = info.add_obs_keys();
+    out->set_name(key.name);
+    for (int dim : key.shape) out->add_shape(dim);
+  }
+  for (float low : task.action_spec().low) info.add_action_low(low);
+  for (float high : task.action_spec().high) info.add_action_high(high);
+  info.set_max_steps(task.max_steps());
+  info.set_control_dt(task.control_dt());
+  info.set_has_expert(task.MakeExpert().ok());
+  return info;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SimServiceHandler>> SimServiceHandler::Create(const Options& options) {
+  if (options.registry == nullptr) return absl::InvalidArgumentError("SimServiceHandler needs a task registry");
+  if (options.max_envs < 1 || options.max_threads < 1) {
+    return absl::InvalidArgumentError("SimServiceHandler: max_envs and max_threads must be >= 1");
+  }
+  return std::unique_ptr<SimServiceHandler>(new SimServiceHandler(options));
+}
+
+absl::StatusOr<v1::ListTasksResponse> SimServiceHandler::ListTasks() const {
+  v1::ListTasksResponse response;
+  for (const std::string& name : options_.registry->Names()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(name));
+    ROBOLOOP_ASSIGN_OR_RETURN(std::string summary, options_.registry->Summary(name));
+    *response.add_tasks() = DescribeTask(*task, summary);
+  }
+  return response;
+}
+
+absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
+                                        const EpisodeCallback& on_episode,
+                                        const std::atomic<bool>* cancel) const {
+  ActiveRolloutScope scope(&active_rollouts_);
+  ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
+  RolloutOptions options;
+  options.base_seed = request.base_seed();
+  options.first_episode = request.first_episode();
+  options.num_episodes = request.num_episodes();
+  options.num_envs = std::max(1, request.envs());
+  options.num_threads = std::max(1, request.threads());
+  options.max_steps = request.max_steps();
+  options.record_trajectories = request.record_trajectories();
+  options.robustness = RobustnessFromProto(request.robustness());
+  options.cancel = cancel;
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(ValidateRobustness(options.robustness, task->obs_spec()),
+                                    absl::StrCat("task ", task->name())));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(request, *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto engine, RolloutEngine::Create(task.get(), options));
+  CallbackSink sink(on_episode);
+  return engine->Run(*policy, sink);
+}
+
+RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto) {
+  RobustnessOptions options;
+  for (const auto& [key, std] : proto.obs_noise_std()) options.obs_noise_std[key] = std;
+  options.action_noise_std = proto.action_noise_std();
+  options.action_delay = proto.action_delay();
+  options.body_mass = ScaleFromProto(proto.body_mass());
+  options.geom_friction = ScaleFromProto(proto.geom_friction());
+  options.actuator_gain = ScaleFromProto(proto.actuator_gain());
+  return options;
+}
+
+v1::EpisodeRecord EpisodeRecordToProto(const EpisodeRecord& r, const Trajectory* trajectory) {
+  v1::EpisodeRecord out;
+  out.set_task(r.task);
+  out.set_seed(r.seed);
+  out.set_episode_index(r.episode_index);
+  out.set_episode_return(r.episode_return);
+  out.set_length(r.length);
+  out.set_success(r.success);
+  out.set_end_reason(EndReasonName(r.end_reason));
+  out.set_end_detail(r.end_detail);
+  out.set_wall_time_s(r.wall_time_s);
+  out.set_state_hash_chain(r.state_hash_chain);
+  out.set_final_state_hash(r.final_state_hash);
+  if (trajectory != nullptr) {
+    v1::Trajectory* t = out.mutable_trajectory();
+    t->mutable_obs()->Add(trajectory->obs.begin(), trajectory->obs.end());
+    t->mutable_actions()->Add(trajectory->actions.begin(), trajectory->actions.end());
+    t->mutable_rewards()->Add(trajectory->rewards.begin(), trajectory->rewards.end());
+    t->mutable_states()->Add(trajectory->states.begin(), trajectory->states.end());
+    t->mutable_final_obs()->Add(trajectory->final_obs.begin(), trajectory->final_obs.end());
+  }
+  return out;
+}
+
+absl::StatusOr<EpisodeRecord> EpisodeRecordFromProto(const v1::EpisodeRecord& p) {
+  EpisodeRecord r;
+  r.task = p.task();
+  r.seed = p.seed();
+  r.episode_index = p.episode_index();
+  r.episode_return = p.episode_return();
+  r.length = p.length();
+  r.success = p.success();
+  bool known = false;
+  for (EndReason reason : {EndReason::kNone, EndReason::kTruncated, EndReason::kTerminated,
+                           EndReason::kInvalidAction, EndReason::kUnstable}) {
+    if (p.end_reason() == EndReasonName(reason)) {
+      r.end_reason = reason;
+      known = true;
+    }
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("episode record: unknown end_reason '", p.end_reason(), "'"));
+  }
+  r.end_detail = p.end_detail();
+  r.wall_time_s = p.wall_time_s();
+  r.state_hash_chain = p.state_hash_chain();
+  r.final_state_hash = p.final_state_hash();
+  return r;
+}
+
+}  // namespace roboloop::sim

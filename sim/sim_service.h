@@ -1,0 +1,67 @@
+// The transport-free logic of SimService (issue 4, req 9; ARCHITECTURE §3): lists tasks and
+// runs rollouts, passing each finished episode to a callback. The gRPC adapter
+// (sim/sim_grpc_service.h) and the CLI both drive it.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "roboloop/v1/sim.pb.h"
+#include "sim/robustness.h"
+#include "sim/rollout.h"
+#include "sim/task_registry.h"
+
+namespace roboloop::sim {
+
+// Receives one finished episode; an error stops the rollout and is returned by Rollout.
+using EpisodeCallback = std::function<absl::Status(const v1::EpisodeRecord& record)>;
+
+// Thread-safe: ListTasks and Rollout may run concurrently (each rollout builds its own task
+// and envs; the registry is thread-safe).
+class SimServiceHandler {
+ public:
+  // Options of the handler.
+  struct Options {
+    const TaskRegistry* registry = nullptr;  // tasks served (not owned; must outlive the handler)
+    int max_envs = 4096;                     // largest `envs` a request may ask for
+    int max_threads = 64;                    // largest `threads` a request may ask for
+  };
+
+  // InvalidArgument when the registry is missing or a limit is below 1.
+  static absl::StatusOr<std::unique_ptr<SimServiceHandler>> Create(const Options& options);
+
+  // Every registered task, sorted by name. An error names a task that fails to build.
+  absl::StatusOr<v1::ListTasksResponse> ListTasks() const;
+
+  // Validates `request` (task name, policy, seed range, envs, threads, robustness) before any
+  // stepping, then runs it and calls `on_episode` for each finished episode in completion
+  // order, on the calling thread. When `cancel` (may be null) turns true, the rollout stops
+  // within one env step and Rollout returns Cancelled. A policy reference other than
+  // "expert" or "random" is Unimplemented, naming the reference.
+  absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
+                       const std::atomic<bool>* cancel) const;
+
+  // Rollouts running right now (for monitoring and for tests of cancellation).
+  int active_rollouts() const { return active_rollouts_.load(); }
+
+ private:
+  explicit SimServiceHandler(const Options& options) : options_(options) {}
+
+  Options options_;
+  mutable std::atomic<int> active_rollouts_{0};
+};
+
+// Converts a request's robustness message; an unset range (0, 0) means unchanged.
+RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto);
+
+// The wire form of a record, with `trajectory` attached when not null.
+v1::EpisodeRecord EpisodeRecordToProto(const EpisodeRecord& record, const Trajectory* trajectory);
+
+// A record back from the wire form; InvalidArgument for an unknown end reason.
+absl::StatusOr<EpisodeRecord> EpisodeRecordFromProto(const v1::EpisodeRecord& proto);
+
+}  // namespace roboloop::sim
