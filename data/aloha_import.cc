@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "data/dataset_writer.h"
-#include "data/file_digest.h"
+#include "common/sha256.h"
 #include "data/hdf5_io.h"
 
 namespace roboloop::data {

@@ -8,7 +8,7 @@
 #include "common/status.h"
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
-#include "data/file_digest.h"
+#include "common/sha256.h"
 #include "data/hdf5_io.h"
 #include "data/tools.h"
 

@@ -4,7 +4,7 @@
 
 #include "data/aloha_import.h"
 #include "data/dataset_reader.h"
-#include "data/file_digest.h"
+#include "common/sha256.h"
 #include "data/hdf5_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

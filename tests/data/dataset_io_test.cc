@@ -3,7 +3,7 @@
 
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
-#include "data/file_digest.h"
+#include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/data/test_util.h"

@@ -4,7 +4,7 @@
 
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
-#include "data/file_digest.h"
+#include "common/sha256.h"
 #include "data/tools.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
