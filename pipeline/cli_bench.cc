@@ -2,7 +2,9 @@
 
 #include <memory>
 
+#include "bench/data_bench.h"
 #include "bench/registry_bench.h"
+#include "bench/sim_bench.h"
 
 namespace roboloop::cli {
 
@@ -19,6 +21,17 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   registry->add_option("--samples", options->latency_samples, "Timed calls of each kind")->capture_default_str();
   registry->add_option("--work-dir", options->work_dir, "Scratch folder");
   runner.Bind(registry, [options] { return bench::RunRegistryBench(*options); });
+
+  auto sim_options = std::make_shared<bench::SimBenchOptions>();
+  CLI::App* sim = bench->add_subcommand("sim", "Env pool vs mujoco-testspeed on the humanoid");
+  sim->add_option("--runs", sim_options->runs, "Alternating runs per side")->capture_default_str();
+  runner.Bind(sim, [sim_options] { return bench::RunSimBench(*sim_options); });
+
+  auto data_options = std::make_shared<bench::DataBenchOptions>();
+  CLI::App* data = bench->add_subcommand("data", "HDF5 dataset write/load vs cp + sha256sum");
+  data->add_option("--episodes", data_options->episodes, "Episodes")->capture_default_str();
+  data->add_option("--runs", data_options->runs, "Alternating runs per side")->capture_default_str();
+  runner.Bind(data, [data_options] { return bench::RunDataBench(*data_options); });
 }
 
 }  // namespace roboloop::cli

@@ -61,7 +61,7 @@ absl::Status ServeRegistry(const ServeFlags& flags) {
 
 }  // namespace
 
-void AddServeCommands(CLI::App& app, CommandRunner& runner) {
+CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* serve = app.add_subcommand("serve", "Run a roboloop service");
   serve->require_subcommand(1);
@@ -69,6 +69,7 @@ void AddServeCommands(CLI::App& app, CommandRunner& runner) {
   AddServerOptions(registry, flags.get());
   registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
   runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
+  return serve;
 }
 
 }  // namespace roboloop::cli

@@ -7,7 +7,7 @@
 
 namespace roboloop::cli {
 
-// Adds the `serve` command tree to `app`.
-void AddServeCommands(CLI::App& app, CommandRunner& runner);
+// Adds the `serve` command tree to `app` (with `serve registry`); returns `serve`.
+CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner);
 
 }  // namespace roboloop::cli

@@ -9,9 +9,11 @@
 #include "common/logging.h"
 #include "pipeline/cli.h"
 #include "pipeline/cli_bench.h"
+#include "pipeline/cli_data.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_serve.h"
+#include "pipeline/cli_sim.h"
 #include "pipeline/cli_version.h"
 
 namespace {
@@ -47,7 +49,10 @@ int main(int argc, char** argv) {
   CommandRunner runner;
   AddQuickstartCommand(app, runner);
   AddRegistryCommands(app, runner);
-  AddServeCommands(app, runner);
+  roboloop::data::CliContext data_context;
+  CLI::App* data_command = AddDataCommands(app, runner, &data_context);
+  AddSimCommands(app, runner);
+  AddServeSimCommand(AddServeCommands(app, runner), runner);
   AddBenchCommands(app, runner);
 
   try {
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
     if (!s.ok()) std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
     return s.ok() ? kExitOk : kExitError;
   }
+  // The dataset tools of data/ run while parsing and leave their exit code in data_context.
+  if (!runner.HasAction() && data_command->parsed()) return data_context.exit_code;
   if (!runner.HasAction()) {
     std::printf("%s", app.help().c_str());
     return kExitUsage;

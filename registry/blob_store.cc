@@ -260,7 +260,8 @@ absl::Status BlobStore::Append(absl::string_view sha256, int64_t declared_size, 
   return PwriteAll(fd.get(), data, offset, path);
 }
 
-absl::StatusOr<PutResult> BlobStore::Finish(absl::string_view sha256, int64_t declared_size) {
+absl::StatusOr<PutResult> BlobStore::Finish(absl::string_view sha256, int64_t declared_size,
+                                            absl::string_view streamed_digest) {
   ROBOLOOP_RETURN_IF_ERROR(CheckSha256(sha256));
   std::string path = PartialPath(sha256);
   std::string sha(sha256);
@@ -271,7 +272,7 @@ absl::StatusOr<PutResult> BlobStore::Finish(absl::string_view sha256, int64_t de
   }
   absl::StatusOr<UniqueFd> fd = OpenLocked(path, O_RDWR, true);
   if (absl::IsNotFound(fd.status())) {
-    if (Contains(sha256)) return Finish(sha256, declared_size);
+    if (Contains(sha256)) return Finish(sha256, declared_size, streamed_digest);
     return absl::FailedPreconditionError(
         absl::StrCat("upload of ", sha, " is truncated: 0 of ", declared_size, " bytes received"));
   }
@@ -286,7 +287,10 @@ absl::StatusOr<PutResult> BlobStore::Finish(absl::string_view sha256, int64_t de
                                               " bytes, ", declared_size,
                                               " declared; abort and restart it"));
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string actual, HashFd(fd->get(), path));
+  std::string actual(streamed_digest);
+  if (actual.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(actual, HashFd(fd->get(), path));
+  }
   if (actual != sha) {
     ::unlink(path.c_str());
     return absl::DataLossError(absl::StrCat("upload of ", sha, " hashes to ", actual,

@@ -105,8 +105,11 @@ class BlobStore {
   // Makes the partial upload visible as a blob after checking its size equals `declared_size`
   // (fewer bytes: FailedPrecondition "truncated", the partial is kept for resuming) and its
   // hash equals `sha256` (DataLoss; the partial is discarded). If the blob is already stored,
-  // any partial is dropped and already_present is set.
-  absl::StatusOr<PutResult> Finish(absl::string_view sha256, int64_t declared_size);
+  // any partial is dropped and already_present is set. `streamed_digest`, when not empty, is
+  // the sha256 the caller computed over every byte it appended from offset 0 in one session;
+  // it replaces re-reading the partial file to hash it.
+  absl::StatusOr<PutResult> Finish(absl::string_view sha256, int64_t declared_size,
+                                   absl::string_view streamed_digest = "");
   // Discards the partial upload of `sha256`; OK when there is none.
   absl::Status Abort(absl::string_view sha256);
   // Lists partial uploads in progress.

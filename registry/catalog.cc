@@ -200,7 +200,8 @@ absl::StatusOr<v1::AliasEvent> MoveAliasInTransaction(SqliteDb& db, const std::s
 
 Actor Actor::Local() { return Actor{CurrentUser(), HostName()}; }
 
-Catalog::Catalog(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+Catalog::Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader)
+    : db_(std::move(writer)), reader_(std::move(reader)) {}
 
 Catalog::~Catalog() = default;
 
@@ -215,12 +216,16 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Create(const Options& options)
       db->Exec(options.durable_commits ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
   ROBOLOOP_RETURN_IF_ERROR(MigrateCatalog(*db));
-  return std::unique_ptr<Catalog>(new Catalog(std::move(db)));
+  // A second connection for queries: in WAL mode it reads while the writer commits.
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> reader,
+                            SqliteDb::Open(options.path, options.busy_timeout_ms));
+  ROBOLOOP_RETURN_IF_ERROR(reader->Exec("PRAGMA foreign_keys = ON"));
+  return std::unique_ptr<Catalog>(new Catalog(std::move(db), std::move(reader)));
 }
 
 absl::StatusOr<int> Catalog::SchemaVersion() {
-  absl::MutexLock lock(&mu_);
-  return ReadCatalogSchemaVersion(*db_);
+  absl::MutexLock lock(&read_mu_);
+  return ReadCatalogSchemaVersion(*reader_);
 }
 
 absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const CheckpointRecord& record,
@@ -292,48 +297,48 @@ absl::StatusOr<Inserted<v1::Dataset>> Catalog::InsertDataset(const DatasetRecord
 }
 
 absl::StatusOr<v1::Checkpoint> Catalog::GetCheckpoint(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> found, FindCheckpoint(*db_, id));
+  absl::MutexLock lock(&read_mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> found, FindCheckpoint(*reader_, id));
   if (!found) return absl::NotFoundError(absl::StrCat("no checkpoint has id ", id));
   return *std::move(found);
 }
 
 absl::StatusOr<v1::Dataset> Catalog::GetDataset(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Dataset> found, FindDataset(*db_, id));
+  absl::MutexLock lock(&read_mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Dataset> found, FindDataset(*reader_, id));
   if (!found) return absl::NotFoundError(absl::StrCat("no dataset has id ", id));
   return *std::move(found);
 }
 
 absl::StatusOr<std::optional<std::string>> Catalog::CheckpointIdByVersion(const std::string& model,
                                                                           int64_t version) {
-  absl::MutexLock lock(&mu_);
-  return OptionalString(*db_, "SELECT id FROM checkpoints WHERE model = ?1 AND version = ?2",
+  absl::MutexLock lock(&read_mu_);
+  return OptionalString(*reader_, "SELECT id FROM checkpoints WHERE model = ?1 AND version = ?2",
                         {model, version});
 }
 
 absl::StatusOr<std::optional<std::string>> Catalog::CheckpointIdByAlias(const std::string& model,
                                                                         const std::string& alias) {
-  absl::MutexLock lock(&mu_);
-  return OptionalString(*db_, "SELECT checkpoint_id FROM aliases WHERE model = ?1 AND alias = ?2",
+  absl::MutexLock lock(&read_mu_);
+  return OptionalString(*reader_, "SELECT checkpoint_id FROM aliases WHERE model = ?1 AND alias = ?2",
                         {model, alias});
 }
 
 absl::StatusOr<std::optional<std::string>> Catalog::DatasetIdByVersion(const std::string& name,
                                                                        int64_t version) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   if (version == 0) {
     return OptionalString(
-        *db_, "SELECT id FROM datasets WHERE name = ?1 ORDER BY version DESC LIMIT 1", {name});
+        *reader_, "SELECT id FROM datasets WHERE name = ?1 ORDER BY version DESC LIMIT 1", {name});
   }
-  return OptionalString(*db_, "SELECT id FROM datasets WHERE name = ?1 AND version = ?2",
+  return OptionalString(*reader_, "SELECT id FROM datasets WHERE name = ?1 AND version = ?2",
                         {name, version});
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::CheckpointIdsWithPrefix(const std::string& prefix,
                                                                           int limit) {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_,
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_,
                  "SELECT id FROM checkpoints WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id "
                  "LIMIT ?2",
                  {prefix, int64_t{limit}});
@@ -341,36 +346,36 @@ absl::StatusOr<std::vector<std::string>> Catalog::CheckpointIdsWithPrefix(const 
 
 absl::StatusOr<std::vector<std::string>> Catalog::DatasetIdsWithPrefix(const std::string& prefix,
                                                                        int limit) {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_,
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_,
                  "SELECT id FROM datasets WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id "
                  "LIMIT ?2",
                  {prefix, int64_t{limit}});
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::ModelNames() {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_, "SELECT name FROM models ORDER BY name", {});
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_, "SELECT name FROM models ORDER BY name", {});
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::DatasetNames() {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_, "SELECT DISTINCT name FROM datasets ORDER BY name", {});
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_, "SELECT DISTINCT name FROM datasets ORDER BY name", {});
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::AliasNames(const std::string& model) {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_, "SELECT alias FROM aliases WHERE model = ?1 ORDER BY alias", {model});
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_, "SELECT alias FROM aliases WHERE model = ?1 ORDER BY alias", {model});
 }
 
 absl::StatusOr<int64_t> Catalog::MaxCheckpointVersion(const std::string& model) {
-  absl::MutexLock lock(&mu_);
-  return db_->QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {model}, 0);
+  absl::MutexLock lock(&read_mu_);
+  return reader_->QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {model}, 0);
 }
 
 absl::StatusOr<int64_t> Catalog::MaxDatasetVersion(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  return db_->QueryInt("SELECT MAX(version) FROM datasets WHERE name = ?1", {name}, 0);
+  absl::MutexLock lock(&read_mu_);
+  return reader_->QueryInt("SELECT MAX(version) FROM datasets WHERE name = ?1", {name}, 0);
 }
 
 absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::ListCheckpoints(
@@ -396,8 +401,8 @@ absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::ListCheckpoints(
   params.emplace_back(int64_t{filter.limit});
   absl::StrAppend(&sql, " ORDER BY c.created_us ", direction, ", c.rowid ", direction, " LIMIT ",
                   placeholder());
-  absl::MutexLock lock(&mu_);
-  return QueryCheckpoints(*db_, sql, params);
+  absl::MutexLock lock(&read_mu_);
+  return QueryCheckpoints(*reader_, sql, params);
 }
 
 absl::StatusOr<std::vector<v1::Dataset>> Catalog::ListDatasets(const DatasetFilter& filter) {
@@ -411,8 +416,8 @@ absl::StatusOr<std::vector<v1::Dataset>> Catalog::ListDatasets(const DatasetFilt
   params.push_back(int64_t{filter.limit});
   absl::StrAppend(&sql, " ORDER BY d.created_us ", direction, ", d.rowid ", direction, " LIMIT ?",
                   params.size());
-  absl::MutexLock lock(&mu_);
-  return QueryDatasets(*db_, sql, params);
+  absl::MutexLock lock(&read_mu_);
+  return QueryDatasets(*reader_, sql, params);
 }
 
 absl::StatusOr<v1::AliasEvent> Catalog::MoveAlias(const std::string& model,
@@ -430,10 +435,10 @@ absl::StatusOr<v1::AliasEvent> Catalog::MoveAlias(const std::string& model,
 
 absl::StatusOr<std::vector<v1::AliasEvent>> Catalog::AliasHistory(const std::string& model,
                                                                   const std::string& alias) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(
       std::unique_ptr<SqliteStatement> statement,
-      db_->Prepare("SELECT model, alias, checkpoint_id, previous_id, reason, user, host, time_us "
+      reader_->Prepare("SELECT model, alias, checkpoint_id, previous_id, reason, user, host, time_us "
                    "FROM alias_history WHERE model = ?1 AND (?2 = '' OR alias = ?2) ORDER BY seq",
                    {model, alias}));
   std::vector<v1::AliasEvent> events;
@@ -445,9 +450,9 @@ absl::StatusOr<std::vector<v1::AliasEvent>> Catalog::AliasHistory(const std::str
 }
 
 absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Ancestors(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   return QueryCheckpoints(
-      *db_,
+      *reader_,
       absl::StrCat("WITH RECURSIVE chain(id, depth) AS ("
                    " SELECT parent_id, 1 FROM checkpoints WHERE id = ?1 AND parent_id IS NOT NULL"
                    " UNION ALL SELECT p.parent_id, chain.depth + 1 FROM checkpoints p"
@@ -459,9 +464,9 @@ absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Ancestors(const std::string
 }
 
 absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Descendants(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   return QueryCheckpoints(
-      *db_,
+      *reader_,
       absl::StrCat("WITH RECURSIVE tree(id, depth) AS ("
                    " SELECT id, 1 FROM checkpoints WHERE parent_id = ?1"
                    " UNION SELECT k.id, tree.depth + 1 FROM checkpoints k"
@@ -475,8 +480,8 @@ absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::Descendants(const std::stri
 
 absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::CheckpointsTrainedOn(
     const std::string& dataset_id) {
-  absl::MutexLock lock(&mu_);
-  return QueryCheckpoints(*db_,
+  absl::MutexLock lock(&read_mu_);
+  return QueryCheckpoints(*reader_,
                           absl::StrCat("SELECT ", kCheckpointColumns,
                                        " FROM checkpoints c WHERE c.dataset_id = ?1"
                                        " ORDER BY c.created_us, c.rowid"),
@@ -484,9 +489,9 @@ absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::CheckpointsTrainedOn(
 }
 
 absl::StatusOr<std::vector<v1::Dataset>> Catalog::DatasetAncestry(const std::string& dataset_id) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   return QueryDatasets(
-      *db_,
+      *reader_,
       absl::StrCat("WITH RECURSIVE up(id, depth) AS (SELECT ?1, 0"
                    " UNION SELECT p.parent_id, up.depth + 1 FROM dataset_parents p"
                    " JOIN up ON p.dataset_id = up.id WHERE up.depth < ?2),"
@@ -498,10 +503,10 @@ absl::StatusOr<std::vector<v1::Dataset>> Catalog::DatasetAncestry(const std::str
 }
 
 absl::StatusOr<std::vector<v1::BlobRef>> Catalog::ReferencedBlobs() {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(
       std::unique_ptr<SqliteStatement> statement,
-      db_->Prepare("SELECT sha256, MAX(size) FROM ("
+      reader_->Prepare("SELECT sha256, MAX(size) FROM ("
                    " SELECT sha256, size FROM checkpoint_blobs"
                    " UNION ALL SELECT blob_sha256, blob_size FROM datasets)"
                    " GROUP BY sha256 ORDER BY sha256"));
@@ -517,23 +522,23 @@ absl::StatusOr<std::vector<v1::BlobRef>> Catalog::ReferencedBlobs() {
 }
 
 absl::StatusOr<bool> Catalog::IsBlobReferenced(const std::string& sha256) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(
       int64_t count,
-      db_->QueryInt("SELECT (SELECT COUNT(*) FROM checkpoint_blobs WHERE sha256 = ?1) +"
+      reader_->QueryInt("SELECT (SELECT COUNT(*) FROM checkpoint_blobs WHERE sha256 = ?1) +"
                     " (SELECT COUNT(*) FROM datasets WHERE blob_sha256 = ?1)",
                     {sha256}, 0));
   return count > 0;
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::AllCheckpointIds() {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_, "SELECT id FROM checkpoints ORDER BY rowid", {});
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_, "SELECT id FROM checkpoints ORDER BY rowid", {});
 }
 
 absl::StatusOr<std::vector<std::string>> Catalog::AllDatasetIds() {
-  absl::MutexLock lock(&mu_);
-  return Strings(*db_, "SELECT id FROM datasets ORDER BY rowid", {});
+  absl::MutexLock lock(&read_mu_);
+  return Strings(*reader_, "SELECT id FROM datasets ORDER BY rowid", {});
 }
 
 }  // namespace roboloop::registry

@@ -2,8 +2,9 @@
 // parents, aliases and their history. WAL journal, busy timeout, foreign keys on, and a
 // schema_version table with ordered migrations applied at open.
 //
-// Thread-safety: every method may be called from any thread; one mutex serializes use of the
-// connection. Several processes may open the same file: writes run in BEGIN IMMEDIATE
+// Thread-safety: every method may be called from any thread. Writes go through one connection
+// (one mutex), queries through a second (its own mutex), so a query does not wait for a
+// commit in progress: WAL lets it read the last committed state. Several processes may open the same file: writes run in BEGIN IMMEDIATE
 // transactions, so per-model version numbers never repeat or skip.
 //
 // The catalog trusts its callers' input (Registry validates names, ids and JSON at the
@@ -169,10 +170,12 @@ class Catalog {
   absl::StatusOr<std::vector<std::string>> AllDatasetIds();
 
  private:
-  explicit Catalog(std::unique_ptr<SqliteDb> db);
+  Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader);
 
   absl::Mutex mu_;
-  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);  // writes (transactions)
+  absl::Mutex read_mu_;
+  std::unique_ptr<SqliteDb> reader_ ABSL_GUARDED_BY(read_mu_);  // queries
 };
 
 }  // namespace roboloop::registry

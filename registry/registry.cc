@@ -103,8 +103,10 @@ absl::Status Registry::AppendUpload(absl::string_view sha256, int64_t declared_s
 }
 
 absl::StatusOr<v1::BlobInfo> Registry::FinishUpload(absl::string_view sha256,
-                                                    int64_t declared_size) {
-  ROBOLOOP_ASSIGN_OR_RETURN(PutResult result, blobs_->Finish(sha256, declared_size));
+                                                    int64_t declared_size,
+                                                    absl::string_view streamed_digest) {
+  ROBOLOOP_ASSIGN_OR_RETURN(PutResult result,
+                            blobs_->Finish(sha256, declared_size, streamed_digest));
   if (result.size != declared_size) {
     return absl::FailedPreconditionError(absl::StrCat("blob ", sha256, " is stored with ",
                                                       result.size, " bytes, not the declared ",

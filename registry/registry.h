@@ -60,7 +60,9 @@ class Registry {
                             absl::string_view data);
   // Checks size (truncated: FailedPrecondition, kept for resuming) and hash (DataLoss,
   // discarded) and makes the blob visible. Completing an already stored blob is OK.
-  absl::StatusOr<v1::BlobInfo> FinishUpload(absl::string_view sha256, int64_t declared_size);
+  // `streamed_digest`: see BlobStore::Finish.
+  absl::StatusOr<v1::BlobInfo> FinishUpload(absl::string_view sha256, int64_t declared_size,
+                                            absl::string_view streamed_digest = "");
   // Discards a partial upload; OK when there is none.
   absl::Status AbortUpload(absl::string_view sha256);
   // Stores `data` in one call (embedded use).

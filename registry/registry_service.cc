@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_status.h"
+#include "common/sha256.h"
 
 namespace roboloop::registry {
 namespace {
@@ -54,15 +55,24 @@ grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
   }
   const v1::UploadChunk::Header header = chunk.header();
   int64_t offset = header.offset();
+  // A stream that starts at byte 0 hashes what it appends, so finishing needs no re-read.
+  const bool whole_stream = offset == 0;
+  Sha256 streamed;
   do {
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
     if (!chunk.data().empty()) {
-      absl::Status appended = registry_->AppendUpload(header.sha256(), header.size(), offset, chunk.data());
+      absl::Status appended =
+          registry_->AppendUpload(header.sha256(), header.size(), offset, chunk.data());
+      // Content stored meanwhile (or before): the upload is complete, the rest is not needed.
+      if (absl::IsAlreadyExists(appended)) break;
       if (!appended.ok()) return AbslToGrpc(appended);
+      if (whole_stream) streamed.Update(chunk.data());
       offset += static_cast<int64_t>(chunk.data().size());
     }
   } while (reader->Read(&chunk));
-  return Fill(registry_->FinishUpload(header.sha256(), header.size()), response);
+  std::string digest = whole_stream ? streamed.HexDigest() : "";
+  if (offset != header.size()) digest.clear();
+  return Fill(registry_->FinishUpload(header.sha256(), header.size(), digest), response);
 }
 
 grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext* context,

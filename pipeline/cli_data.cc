@@ -1,0 +1,71 @@
+#include "pipeline/cli_data.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "common/status.h"
+#include "data/stats.h"
+#include "data/tools.h"
+#include "pipeline/registry_connection.h"
+
+namespace roboloop::cli {
+namespace {
+
+// Flags of `data register`.
+struct RegisterFlags {
+  RegistryTarget target;
+  std::string file;
+  std::string name;
+};
+
+// Parents recorded in the file's lineage that the registry knows; the rest stay only in the
+// metadata's lineage (e.g. parents that were never registered).
+std::vector<std::string> RegisteredParents(registry::RegistryClient& client,
+                                           const std::vector<std::string>& parent_ids) {
+  std::vector<std::string> known;
+  for (const std::string& id : parent_ids) {
+    if (client.GetDataset(id).ok()) {
+      known.push_back(id);
+    } else {
+      spdlog::warn("parent dataset {} is not in the registry; kept in the lineage metadata only", id);
+    }
+  }
+  return known;
+}
+
+absl::Status Register(const RegisterFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
+                            data::PrepareRegistration(flags.file, data::StatsOptions()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(flags.target));
+  registry::RegistryClient& client = connection->client();
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(flags.file));
+  v1::RegisterDatasetRequest request;
+  request.set_name(flags.name);
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(metadata.metadata.dump());
+  for (const std::string& parent : RegisteredParents(client, metadata.parent_ids)) {
+    request.add_parent_refs(parent);
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
+  std::printf("registered dataset %s:v%d %s (%d parents)\n", dataset.name().c_str(), dataset.version(),
+              dataset.id().c_str(), dataset.parent_ids_size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context) {
+  CLI::App* data_command = data::AddDataCommands(app, context);
+  auto flags = std::make_shared<RegisterFlags>();
+  CLI::App* reg = data_command->add_subcommand(
+      "register", "Validate FILE, store its statistics and register it in the registry");
+  reg->add_option("FILE", flags->file, "robomimic-layout HDF5 file")->required();
+  reg->add_option("--name", flags->name, "Dataset name")->required();
+  AddRegistryTargetOptions(reg, &flags->target);
+  runner.Bind(reg, [flags] { return Register(*flags); });
+  return data_command;
+}
+
+}  // namespace roboloop::cli

@@ -1,0 +1,128 @@
+// `roboloop data …` (with `data register` into the registry) and `roboloop sim …`, driven
+// through the real binary.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "data/dataset_writer.h"
+#include "tests/util/subprocess.h"
+
+namespace roboloop {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ProgramResult;
+
+ProgramResult Roboloop(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {testing::RoboloopBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProgram(argv);
+}
+
+// Writes a small robomimic file of `demos` demos whose values depend on `seed`.
+void WriteDataset(const std::string& path, int demos, float seed) {
+  data::DatasetWriter::Options options;
+  options.path = path;
+  options.env_args_json = R"({"env_name":"cartpole-balance"})";
+  auto writer = data::DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int d = 0; d < demos; ++d) {
+    std::vector<float> obs, actions;
+    for (int t = 0; t < 10; ++t) {
+      for (int k = 0; k < 4; ++k) obs.push_back(seed + 0.1f * d + 0.01f * t + k);
+      actions.push_back(seed - 0.05f * t);
+    }
+    data::Episode episode;
+    episode["obs/qpos"] = data::Array::From<float>({10, 4}, obs);
+    episode["actions"] = data::Array::From<float>({10, 1}, actions);
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+TEST(CliDataTest, RegisterRecordsStatsAndRegisteredParents) {
+  std::string dir = testing::MakeTempDir("clidata");
+  std::string root = dir + "/store";
+  WriteDataset(dir + "/a.hdf5", 3, 1.0f);
+  WriteDataset(dir + "/b.hdf5", 2, 2.0f);
+  ProgramResult a = Roboloop({"data", "register", dir + "/a.hdf5", "--name", "demos", "--root", root});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_THAT(a.out, HasSubstr("registered dataset demos:v1"));
+
+  ProgramResult merged = Roboloop({"data", "merge", dir + "/a.hdf5", dir + "/b.hdf5", "-o", dir + "/ab.hdf5"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  ProgramResult ab = Roboloop({"data", "register", dir + "/ab.hdf5", "--name", "demos", "--root", root});
+  ASSERT_EQ(ab.exit_code, 0) << ab.err;
+  EXPECT_THAT(ab.out, HasSubstr("demos:v2"));
+  EXPECT_THAT(ab.out, HasSubstr("(1 parents)"));  // a is registered, b is not
+
+  ProgramResult show = Roboloop({"registry", "show", "demos:v2", "--root", root});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  nlohmann::json dataset = nlohmann::json::parse(show.out);
+  nlohmann::json metadata = nlohmann::json::parse(dataset["metadata_json"].get<std::string>());
+  EXPECT_TRUE(metadata.dump().find("q99") != std::string::npos) << metadata.dump();
+  ProgramResult lineage = Roboloop({"registry", "lineage", "demos:v2", "--root", root});
+  EXPECT_THAT(lineage.out, HasSubstr("demos:v1"));
+}
+
+TEST(CliDataTest, ToolsRunFromTheMainBinaryWithExitCodes) {
+  std::string dir = testing::MakeTempDir("clidata");
+  WriteDataset(dir + "/a.hdf5", 2, 0.5f);
+  ProgramResult info = Roboloop({"data", "info", dir + "/a.hdf5", "--format", "json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_THAT(info.out, HasSubstr("obs/qpos"));
+  ProgramResult missing = Roboloop({"data", "validate", dir + "/missing.hdf5"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("missing.hdf5"));
+  ProgramResult usage = Roboloop({"data", "merge", dir + "/a.hdf5"});
+  EXPECT_EQ(usage.exit_code, 2);
+  ProgramResult bad_register = Roboloop({"data", "register", dir + "/missing.hdf5", "--name", "x",
+                                         "--root", dir + "/store"});
+  EXPECT_EQ(bad_register.exit_code, 1);
+  EXPECT_THAT(bad_register.err, HasSubstr("missing.hdf5"));
+}
+
+TEST(CliSimTest, TasksAndDeterministicRollouts) {
+  ProgramResult tasks = Roboloop({"sim", "tasks", "--format", "json"});
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  EXPECT_THAT(tasks.out, HasSubstr("cartpole-swingup"));
+  EXPECT_THAT(tasks.out, HasSubstr("reacher"));
+
+  auto hashes = [](const std::string& jsonl) {
+    std::vector<std::string> out;
+    std::istringstream lines(jsonl);
+    for (std::string line; std::getline(lines, line);) {
+      nlohmann::json record = nlohmann::json::parse(line);
+      out.push_back(record["final_state_hash"].dump() + record["episode_index"].dump());
+    }
+    return out;
+  };
+  ProgramResult one = Roboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
+                                "4", "--seed", "7", "--format", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ProgramResult many = Roboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
+                                 "4", "--seed", "7", "--envs", "3", "--threads", "2", "--format", "json"});
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  std::vector<std::string> a = hashes(one.out), b = hashes(many.out);
+  ASSERT_EQ(a.size(), 4u);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+
+  ProgramResult table = Roboloop({"sim", "rollout", "--task", "cartpole-balance", "--policy", "expert",
+                                  "--episodes", "2"});
+  EXPECT_THAT(table.out, HasSubstr("success 2/2"));
+  ProgramResult unknown = Roboloop({"sim", "rollout", "--task", "cartpole", "--policy", "expert",
+                                    "--episodes", "1"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("known tasks: cartpole-balance"));
+  ProgramResult bad_plugin = Roboloop({"sim", "tasks", "--task-plugin", "/nonexistent/libtask.so"});
+  EXPECT_EQ(bad_plugin.exit_code, 1);
+  EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
+}
+
+}  // namespace
+}  // namespace roboloop
