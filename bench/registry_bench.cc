@@ -163,7 +163,16 @@ absl::Status MeasureLatencies(const RegistryBenchOptions& options, const std::st
   for (int c = 0; c < options.background_clients; ++c) {
     background.emplace_back([&] {
       std::unique_ptr<registry::RegistryClient> other = MakeClient(target);
-      while (!stop) (void)RegisterOne(*other, step++, blob);
+      auto next = Clock::now();
+      const auto period = options.background_rate > 0
+                              ? std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(1.0 / options.background_rate))
+                              : Clock::duration::zero();
+      while (!stop) {
+        (void)RegisterOne(*other, step++, blob);
+        next += period;
+        std::this_thread::sleep_until(next);
+      }
     });
   }
   std::vector<double> register_ms, list_ms;
@@ -204,12 +213,17 @@ absl::Status RunRegistryBench(const RegistryBenchOptions& options) {
     dir = templ;
   }
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
-  std::printf("registry benchmark: %d MiB file, %d alternating runs, catalog %d, %d background clients\n%s",
-              options.file_mib, options.runs, options.catalog_size, options.background_clients,
-              MachineSettings().c_str());
+  std::printf(
+      "registry benchmark: %d MiB file, %d alternating runs, catalog %d, %d background clients "
+      "at %s, catalog commits %s\n%s",
+      options.file_mib, options.runs, options.catalog_size, options.background_clients,
+      options.background_rate > 0 ? absl::StrCat(options.background_rate, " registrations/s each").c_str()
+                                  : "full speed",
+      options.durable_commits ? "synchronous=FULL" : "synchronous=NORMAL", MachineSettings().c_str());
   registry::RegistryHost::Options host_options;
   host_options.registry.root = dir + "/store";
   host_options.registry.gc_grace = absl::ZeroDuration();  // the bench deletes its blob between runs
+  host_options.registry.durable_commits = options.durable_commits;
   host_options.server.listen_address = "127.0.0.1:0";
   ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(host_options));
 

@@ -14,7 +14,9 @@ struct RegistryBenchOptions {
   int runs = 5;                  // alternating runs of each side
   int catalog_size = 100000;     // checkpoints registered before latencies are measured
   int background_clients = 4;    // clients registering while latencies are measured
+  double background_rate = 0;    // registrations/s of each background client; 0 = flat out
   int latency_samples = 2000;    // timed register calls and list calls each
+  bool durable_commits = true;   // catalog synchronous=FULL (the default) or NORMAL
   std::string work_dir;          // scratch folder (default: a new one under /tmp)
 };
 

@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--samples", options.latency_samples, "Timed calls of each kind")->capture_default_str();
   app.add_option("--work-dir", options.work_dir, "Scratch folder");
+  app.add_option("--client-rate", options.background_rate,
+                 "Registrations/s of each background client (0 = full speed)")->capture_default_str();
+  app.add_flag("!--no-durable-commits", options.durable_commits,
+               "Catalog commits with synchronous=NORMAL instead of FULL");
   CLI11_PARSE(app, argc, argv);
   absl::Status status = roboloop::bench::RunRegistryBench(options);
   if (!status.ok()) {

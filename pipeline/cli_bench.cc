@@ -20,6 +20,10 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
       ->capture_default_str();
   registry->add_option("--samples", options->latency_samples, "Timed calls of each kind")->capture_default_str();
   registry->add_option("--work-dir", options->work_dir, "Scratch folder");
+  registry->add_option("--client-rate", options->background_rate,
+                       "Registrations/s of each background client (0 = full speed)")->capture_default_str();
+  registry->add_flag("!--no-durable-commits", options->durable_commits,
+                     "Catalog commits with synchronous=NORMAL instead of FULL");
   runner.Bind(registry, [options] { return bench::RunRegistryBench(*options); });
 
   auto sim_options = std::make_shared<bench::SimBenchOptions>();
