@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/str_cat.h"
+#include "common/fs.h"
 #include "common/status.h"
 #include "data/stats.h"
 #include "data/tools.h"
@@ -35,6 +37,44 @@ std::vector<std::string> RegisteredParents(registry::RegistryClient& client,
   return known;
 }
 
+// Turns a registry reference into a local copy of the dataset under ROOT/cache/datasets/
+// (downloaded once, verified); an existing file is returned unchanged.
+absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
+                                               const RegistryTarget& target) {
+  if (PathExists(file_or_ref)) return file_or_ref;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(target));
+  absl::StatusOr<v1::Dataset> dataset = connection->client().GetDataset(file_or_ref);
+  if (!dataset.ok()) {
+    return absl::NotFoundError(absl::StrCat("'", file_or_ref, "' is neither a file nor a dataset in the registry (",
+                                            dataset.status().message(), ")"));
+  }
+  const std::string cache = JoinPath(target.root, "cache/datasets");
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache));
+  const std::string path = JoinPath(cache, dataset->id() + ".hdf5");
+  if (!PathExists(path)) {
+    ROBOLOOP_RETURN_IF_ERROR(connection->client().DownloadToFile(dataset->blob().sha256(), path));
+  }
+  return path;
+}
+
+// Lets `data info` take a registry reference (FILE|REF) on the default local registry.
+void AcceptRegistryReferences(CLI::App* data_command) {
+  CLI::Option* file = data_command->get_subcommand("info")->get_option("file");
+  file->description("dataset file, or a registry reference (name:vN, name@latest, id)");
+  file->transform(CLI::Validator(
+      [](std::string& value) -> std::string {
+        absl::StatusOr<std::string> path = ResolveDatasetFile(value, RegistryTarget());
+        // Unresolved: the tool itself then reports the missing file (exit 1).
+        if (!path.ok()) {
+          spdlog::warn("{}", std::string(path.status().message()));
+          return "";
+        }
+        value = *path;
+        return "";
+      },
+      "FILE|REF"));
+}
+
 absl::Status Register(const RegisterFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
                             data::PrepareRegistration(flags.file, data::StatsOptions()));
@@ -58,6 +98,7 @@ absl::Status Register(const RegisterFlags& flags) {
 
 CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context) {
   CLI::App* data_command = data::AddDataCommands(app, context);
+  AcceptRegistryReferences(data_command);
   auto flags = std::make_shared<RegisterFlags>();
   CLI::App* reg = data_command->add_subcommand(
       "register", "Validate FILE, store its statistics and register it in the registry");

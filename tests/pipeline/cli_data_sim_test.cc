@@ -68,6 +68,23 @@ TEST(CliDataTest, RegisterRecordsStatsAndRegisteredParents) {
   EXPECT_THAT(lineage.out, HasSubstr("demos:v1"));
 }
 
+TEST(CliDataTest, InfoTakesARegistryReference) {
+  std::string dir = testing::MakeTempDir("clidataref");
+  WriteDataset(dir + "/a.hdf5", 3, 1.5f);
+  ProgramResult put = testing::RunProgram({testing::RoboloopBinary(), "data", "register", dir + "/a.hdf5",
+                                           "--name", "refdemo"},
+                                          {}, dir);
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  ProgramResult info = testing::RunProgram(
+      {testing::RoboloopBinary(), "data", "info", "refdemo@latest", "--format", "json"}, {}, dir);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_THAT(info.out, HasSubstr("obs/qpos"));
+  ProgramResult unknown = testing::RunProgram(
+      {testing::RoboloopBinary(), "data", "info", "nodemo@latest"}, {}, dir);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("nodemo@latest"));
+}
+
 TEST(CliDataTest, ToolsRunFromTheMainBinaryWithExitCodes) {
   std::string dir = testing::MakeTempDir("clidata");
   WriteDataset(dir + "/a.hdf5", 2, 0.5f);

@@ -25,7 +25,8 @@ std::string TempFilePath(const std::string& stem) {
 
 }  // namespace
 
-ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& cwd) {
   std::string out_path = TempFilePath("stdout");
   std::string err_path = TempFilePath("stderr");
   posix_spawn_file_actions_t actions;
@@ -33,6 +34,7 @@ ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
 
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -14,9 +14,10 @@ struct ProgramResult {
 };
 
 // Runs `argv[0]` with `argv` and extra environment entries `env` ("NAME=value", added to the
-// current environment), waits for it, and returns its exit code and output.
+// current environment) in folder `cwd` (empty = the current one), waits for it, and returns
+// its exit code and output.
 ProgramResult RunProgram(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env = {});
+                         const std::vector<std::string>& env = {}, const std::string& cwd = "");
 
 // Path of the built `roboloop` binary.
 std::string RoboloopBinary();
