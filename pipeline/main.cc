@@ -34,6 +34,8 @@ void ReportMapsAtExitIfAsked() {
 int main(int argc, char** argv) {
   using namespace roboloop::cli;
   ReportMapsAtExitIfAsked();
+  // Line-buffered stdout, so progress and benchmark lines show up as they happen in pipes too.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   roboloop::InitLogging();
 
   CLI::App app{"roboloop: collect, train, simulate, evaluate and promote robot policies"};
