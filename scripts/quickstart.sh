@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 BUILD_DIR="${ROBOLOOP_BUILD_DIR:-build}"
 bash scripts/install-deps.sh
 bash scripts/build.sh
-exec "$BUILD_DIR/bin/roboloop" demo "$@"
+exec "$BUILD_DIR/bin/roboloop" quickstart "$@"
