@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs.h"
 
 extern char** environ;
 
@@ -27,6 +30,30 @@ double Quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
   return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::StatusOr<std::string> MakeScratchDir(const std::string& requested, const std::string& prefix) {
+  if (!requested.empty()) {
+    absl::Status made = MakeDirs(requested);
+    if (!made.ok()) return made;
+    return requested;
+  }
+  std::string templ = absl::StrCat("/tmp/", prefix, "-XXXXXX");
+  if (mkdtemp(templ.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a scratch folder ", templ));
+  }
+  return templ;
+}
+
+void RemoveScratchDir(const std::string& dir, const std::string& requested) {
+  if (!requested.empty()) return;
+  std::error_code error;
+  std::filesystem::remove_all(dir, error);
+  if (error) std::fprintf(stderr, "could not remove %s: %s\n", dir.c_str(), error.message().c_str());
 }
 
 std::string MachineSettings() {

@@ -1,8 +1,11 @@
 // Shared arithmetic and reporting for benchmarks that run our code and an anchor side by side.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace roboloop::bench {
 
@@ -18,6 +21,16 @@ Summary Summarize(std::vector<double> values);
 
 // The q-quantile (0..1) of `values` by nearest rank (must be non-empty).
 double Quantile(std::vector<double> values, double q);
+
+// Seconds of steady-clock time since `start`.
+double SecondsSince(std::chrono::steady_clock::time_point start);
+
+// The scratch folder of a benchmark run: `requested` (created if missing) or, when empty, a
+// new folder /tmp/<prefix>-XXXXXX.
+absl::StatusOr<std::string> MakeScratchDir(const std::string& requested, const std::string& prefix);
+
+// Removes `dir` and everything in it when the benchmark created it (`requested` was empty).
+void RemoveScratchDir(const std::string& dir, const std::string& requested);
 
 // Lines describing what moves the numbers: CPU model, cores, OMP_*/OPENBLAS_*/MKL_* variables.
 std::string MachineSettings();

@@ -21,10 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // The floats of one episode: obs then actions, drawn from a fixed seed.
 struct EpisodeValues {
   std::vector<float> obs;
@@ -101,13 +97,7 @@ void PrintSide(const char* what, const std::vector<double>& mb_s, const std::vec
 }  // namespace
 
 absl::Status RunDataBench(const DataBenchOptions& o) {
-  std::string dir = o.work_dir;
-  if (dir.empty()) {
-    char templ[] = "/tmp/roboloop-data-bench-XXXXXX";
-    if (mkdtemp(templ) == nullptr) return absl::InternalError("cannot create a scratch folder");
-    dir = templ;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string dir, MakeScratchDir(o.work_dir, "roboloop-data-bench"));
   const double mb = static_cast<double>(o.episodes) * o.steps * (o.obs_dim + o.action_dim) * 4 / 1e6;
   std::printf("data benchmark: %d episodes x %d steps x (obs %d + action %d) float32 = %.1f MB, %d runs\n%s",
               o.episodes, o.steps, o.obs_dim, o.action_dim, mb, o.runs, MachineSettings().c_str());
@@ -141,10 +131,7 @@ absl::Status RunDataBench(const DataBenchOptions& o) {
   PrintSide("write (DatasetWriter, gzip level default, chunked)", write_mb_s, write_ratio);
   PrintSide("load (EpisodeStore, validation on)", load_mb_s, load_ratio);
   std::printf("goal: load >= 0.5x the anchor\n");
-  if (o.work_dir.empty()) {
-    std::string cleanup = absl::StrCat("rm -rf '", dir, "'");
-    if (std::system(cleanup.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  }
+  RemoveScratchDir(dir, o.work_dir);
   return absl::OkStatus();
 }
 

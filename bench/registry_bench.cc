@@ -28,10 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 absl::Status WriteRandomFile(const std::string& path, int mib) {
   std::ofstream out(path, std::ios::binary);
   std::mt19937_64 rng(42);
@@ -206,13 +202,7 @@ void PrintRatio(const char* what, const std::vector<double>& ratios, const std::
 }  // namespace
 
 absl::Status RunRegistryBench(const RegistryBenchOptions& options) {
-  std::string dir = options.work_dir;
-  if (dir.empty()) {
-    char templ[] = "/tmp/roboloop-registry-bench-XXXXXX";
-    if (mkdtemp(templ) == nullptr) return absl::InternalError("cannot create a scratch folder");
-    dir = templ;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string dir, MakeScratchDir(options.work_dir, "roboloop-registry-bench"));
   std::printf(
       "registry benchmark: %d MiB file, %d alternating runs, catalog %d, %d background clients "
       "at %s, catalog commits %s\n%s",
@@ -235,10 +225,7 @@ absl::Status RunRegistryBench(const RegistryBenchOptions& options) {
   PrintRatio("download", figures.download_ratio, figures.download_mib_s);
   ROBOLOOP_RETURN_IF_ERROR(MeasureLatencies(options, dir, host->target()));
   host->Shutdown();
-  std::string cleanup = absl::StrCat("rm -rf '", dir, "'");
-  if (options.work_dir.empty() && std::system(cleanup.c_str()) != 0) {
-    std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  }
+  RemoveScratchDir(dir, options.work_dir);
   return absl::OkStatus();
 }
 

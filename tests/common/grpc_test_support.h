@@ -22,6 +22,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "roboloop/testing/echo.grpc.pb.h"
+#include "tests/util/tls_files.h"
 
 namespace roboloop_test {
 
@@ -48,7 +49,7 @@ inline void WriteFile(const std::string& path, const std::string& content) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-// A self-signed EC certificate for CN=localhost (SANs localhost and 127.0.0.1).
+// A self-signed certificate for CN=localhost (SANs localhost and 127.0.0.1).
 struct TestCertificate {
   std::string cert_file;
   std::string key_file;
@@ -56,13 +57,9 @@ struct TestCertificate {
 
 // Creates a fresh self-signed certificate in `dir` under file names starting with `stem`.
 inline TestCertificate MakeSelfSignedCertificate(const TempDir& dir, const std::string& stem) {
-  TestCertificate cert{dir.File(stem + ".crt"), dir.File(stem + ".key")};
-  const std::string command =
-      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-      "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout '" +
-      cert.key_file + "' -out '" + cert.cert_file + "' >/dev/null 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
-  return cert;
+  const std::string folder = std::filesystem::path(dir.File(stem)).parent_path().string();
+  roboloop::testing::TlsFiles files = roboloop::testing::MakeSelfSignedCert(folder, stem);
+  return TestCertificate{files.cert, files.key};
 }
 
 // Waits `ms` milliseconds unless the call is cancelled first; returns true if the wait ran out.

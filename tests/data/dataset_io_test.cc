@@ -13,16 +13,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::MakeEpisode;
+using testing::OpenOrDie;
 using testing::TempDir;
 using testing::WriteDataset;
-
-std::unique_ptr<DatasetReader> OpenOrDie(const std::string& path) {
-  DatasetReader::Options options;
-  options.path = path;
-  auto reader = DatasetReader::Open(options);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  return std::move(reader).value();
-}
 
 TEST(DatasetIoTest, RoundTripIsBitwise) {
   TempDir dir;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/array.h"
+#include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "gtest/gtest.h"
 
@@ -89,6 +90,15 @@ inline std::vector<Episode> WriteDataset(const std::string& path, const std::vec
   const absl::Status closed = (*writer)->Close();
   EXPECT_TRUE(closed.ok()) << closed;
   return episodes;
+}
+
+// Opens `path` with default validation; a failure fails the test.
+inline std::unique_ptr<DatasetReader> OpenOrDie(const std::string& path) {
+  DatasetReader::Options options;
+  options.path = path;
+  auto reader = DatasetReader::Open(options);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  return std::move(reader).value();
 }
 
 }  // namespace roboloop::data::testing

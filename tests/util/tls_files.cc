@@ -6,8 +6,8 @@
 
 namespace roboloop::testing {
 
-TlsFiles MakeSelfSignedCert(const std::string& dir) {
-  TlsFiles files{dir + "/cert.pem", dir + "/key.pem"};
+TlsFiles MakeSelfSignedCert(const std::string& dir, const std::string& stem) {
+  TlsFiles files{dir + "/" + stem + ".pem", dir + "/" + stem + ".key"};
   ProgramResult r = RunProgram({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
                                 "-keyout", files.key, "-out", files.cert, "-days", "2", "-subj",
                                 "/CN=localhost", "-addext",

@@ -13,7 +13,7 @@ struct TlsFiles {
 };
 
 // Writes a fresh RSA-2048 self-signed certificate valid for DNS:localhost and IP:127.0.0.1
-// into `dir`. Fails the current test if openssl fails.
-TlsFiles MakeSelfSignedCert(const std::string& dir);
+// into `dir` as <stem>.pem and <stem>.key. Fails the current test if openssl fails.
+TlsFiles MakeSelfSignedCert(const std::string& dir, const std::string& stem = "cert");
 
 }  // namespace roboloop::testing
