@@ -73,7 +73,7 @@ TEST(NeuralPolicyTest, APolicyWhoseDimsDoNotFitTheTaskIsRefusedNamingTheFile) {
   const std::string path = roboloop::testing::MakeTempDir("neural") + "/reacher.safetensors";
   const NeuralPolicyOptions options = WriteMlpFor(*reacher, path, 1);
   auto policy = LoadNeuralPolicy(path, options, task->obs_spec(), task->action_spec());
-  EXPECT_THAT(policy.status().message(),
+  EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(path), HasSubstr("does not fit the task"), HasSubstr("obs_dim")));
 }
 
@@ -82,7 +82,7 @@ TEST(NeuralPolicyTest, AMissingFileIsRefusedNamingIt) {
   const std::string path = roboloop::testing::MakeTempDir("neural") + "/absent.pt";
   auto policy = LoadNeuralPolicy(path, NeuralPolicyOptions(), task->obs_spec(),
                                  task->action_spec());
-  EXPECT_THAT(policy.status().message(), AllOf(HasSubstr(path), HasSubstr("no such")));
+  EXPECT_THAT(policy.status().ToString(), AllOf(HasSubstr(path), HasSubstr("no such")));
 }
 
 TEST(NeuralPolicyTest, ATorchScriptPolicyOfOtherDimsIsRefusedBeforeStepping) {
@@ -94,11 +94,11 @@ TEST(NeuralPolicyTest, ATorchScriptPolicyOfOtherDimsIsRefusedBeforeStepping) {
   auto task = testing::BuiltinTask("cartpole-balance");
   auto policy = LoadNeuralPolicy(dir + "/traced.pt", NeuralPolicyOptions(), task->obs_spec(),
                                  task->action_spec());
-  EXPECT_THAT(policy.status().message(),
+  EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(dir + "/traced.pt"), HasSubstr("does not fit the task")));
   auto missing_op = LoadNeuralPolicy(dir + "/missing_op.pt", NeuralPolicyOptions(),
                                      task->obs_spec(), task->action_spec());
-  EXPECT_THAT(missing_op.status().message(),
+  EXPECT_THAT(missing_op.status().ToString(),
               AllOf(HasSubstr(dir + "/missing_op.pt"),
                     HasSubstr("aten::scaled_dot_product_attention")));
 }

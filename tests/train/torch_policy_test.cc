@@ -92,14 +92,14 @@ TEST(TorchPolicyTest, MlpWeightsThatDisagreeWithTheOptionsAreRefused) {
   const std::string path = roboloop::testing::MakeTempDir("mlp") + "/policy.safetensors";
   testing::WriteMlp(path, {4, 8, 2}, 1);
   auto wrong_hidden = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 9, 2}, "relu"));
-  EXPECT_THAT(wrong_hidden.status().message(),
+  EXPECT_THAT(wrong_hidden.status().ToString(),
               AllOf(HasSubstr(path), HasSubstr("layers.0.weight"), HasSubstr("[9, 4]")));
   auto too_few_layers = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 2}, "relu"));
-  EXPECT_THAT(too_few_layers.status().message(), AllOf(HasSubstr(path), HasSubstr("layers.0")));
+  EXPECT_THAT(too_few_layers.status().ToString(), AllOf(HasSubstr(path), HasSubstr("layers.0")));
   auto bad_activation = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "swish"));
-  EXPECT_THAT(bad_activation.status().message(), AllOf(HasSubstr(path), HasSubstr("swish")));
+  EXPECT_THAT(bad_activation.status().ToString(), AllOf(HasSubstr(path), HasSubstr("swish")));
   auto no_dims = Runtime().LoadPolicy(path, "mlp", "{\"hidden\": [8]}");
-  EXPECT_THAT(no_dims.status().message(), AllOf(HasSubstr(path), HasSubstr("obs_dim")));
+  EXPECT_THAT(no_dims.status().ToString(), AllOf(HasSubstr(path), HasSubstr("obs_dim")));
 }
 
 TEST(TorchPolicyTest, WrongCallDimsAreAnErrorNamingTheFile) {
@@ -108,30 +108,30 @@ TEST(TorchPolicyTest, WrongCallDimsAreAnErrorNamingTheFile) {
   auto policy = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "relu"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> obs(10), actions(6);
-  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).message(),
+  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
               AllOf(HasSubstr(path), HasSubstr("obs_dim 4, got 5")));
-  EXPECT_THAT((*policy)->Act(obs.data(), 2, 4, actions.data(), 3, true).message(),
+  EXPECT_THAT((*policy)->Act(obs.data(), 2, 4, actions.data(), 3, true).ToString(),
               AllOf(HasSubstr(path), HasSubstr("expected [2, 3]")));
 }
 
 TEST(TorchPolicyTest, MissingCorruptAndUnknownKindAreClearErrors) {
   const std::string dir = roboloop::testing::MakeTempDir("bad");
   auto missing = Runtime().LoadPolicy(dir + "/absent.pt", "torchscript", "{}");
-  EXPECT_THAT(missing.status().message(),
+  EXPECT_THAT(missing.status().ToString(),
               AllOf(HasSubstr(dir + "/absent.pt"), HasSubstr("no such policy file")));
   const std::string truncated = dir + "/truncated.safetensors";
   testing::WriteMlp(truncated, {4, 64, 2}, 1);
   const std::string bytes = roboloop::testing::ReadWholeFile(truncated);
   std::ofstream(truncated, std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
   auto corrupt = Runtime().LoadPolicy(truncated, "mlp", testing::MlpOptionsJson({4, 64, 2}, "relu"));
-  EXPECT_THAT(corrupt.status().message(), AllOf(HasSubstr(truncated), HasSubstr("do not fit")));
+  EXPECT_THAT(corrupt.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("do not fit")));
   auto not_script = Runtime().LoadPolicy(truncated, "torchscript", "{}");
-  EXPECT_THAT(not_script.status().message(),
+  EXPECT_THAT(not_script.status().ToString(),
               AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file")));
   auto kind = Runtime().LoadPolicy(truncated, "onnx", "{}");
-  EXPECT_THAT(kind.status().message(), AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
+  EXPECT_THAT(kind.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
   auto bad_json = Runtime().LoadPolicy(truncated, "mlp", "{obs_dim");
-  EXPECT_THAT(bad_json.status().message(), AllOf(HasSubstr(truncated), HasSubstr("parse")));
+  EXPECT_THAT(bad_json.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("parse")));
 }
 
 // TorchScript files exported once per test binary by python3-torch.
@@ -186,7 +186,7 @@ TEST_F(TorchScriptPolicyTest, BatchInvariantTorchScriptRowIsBitwiseEqualAloneAnd
 
 TEST_F(TorchScriptPolicyTest, AFileUsingAnOpLibTorch113LacksIsRefusedNamingTheOp) {
   auto policy = Runtime().LoadPolicy(File("missing_op.pt"), "torchscript", "{}");
-  EXPECT_THAT(policy.status().message(),
+  EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(File("missing_op.pt")),
                     HasSubstr("uses op aten::scaled_dot_product_attention"), HasSubstr("lacks")));
 }
@@ -196,7 +196,7 @@ TEST_F(TorchScriptPolicyTest, ATruncatedZipIsRefusedNamingTheFile) {
   const std::string truncated = File("truncated.pt");
   std::ofstream(truncated) << bytes.substr(0, bytes.size() / 2);
   auto policy = Runtime().LoadPolicy(truncated, "torchscript", "{}");
-  EXPECT_THAT(policy.status().message(),
+  EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"),
                     HasSubstr("zip")));
 }
@@ -205,10 +205,10 @@ TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
   auto policy = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> obs(2 * 5), actions(2 * 2);
-  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).message(),
+  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
               HasSubstr(File("scripted.pt")));
   std::vector<float> good_obs(2 * 6);
-  EXPECT_THAT((*policy)->Act(good_obs.data(), 2, 6, actions.data(), 3, false).message(),
+  EXPECT_THAT((*policy)->Act(good_obs.data(), 2, 6, actions.data(), 3, false).ToString(),
               AllOf(HasSubstr(File("scripted.pt")), HasSubstr("expected [2, 3]")));
 }
 

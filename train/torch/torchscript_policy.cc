@@ -1,6 +1,8 @@
 // TorchScript policies: torch::jit::load plus a row-at-a-time batch-invariant mode.
 #include <torch/script.h>
 
+#include <torch/version.h>
+
 #include <regex>
 
 #include "train/torch/inference_policy.h"
@@ -41,17 +43,24 @@ std::string UnknownOpIn(const std::string& message) {
   return std::regex_search(message, match, kUnknownOp) ? match[1].str() : "";
 }
 
+// Throws the error of a failed torch::jit::load with LibTorch's `message`.
+[[noreturn]] void ThrowLoadError(const std::string& message) {
+  const std::string op = UnknownOpIn(message);
+  TORCH_CHECK(op.empty(), "TorchScript file uses op ", op, ", which LibTorch ", TORCH_VERSION,
+              " lacks (saved by a newer PyTorch?)");
+  TORCH_CHECK(false, "not a loadable TorchScript file: ", message);
+}
+
 }  // namespace
 
 std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path) {
   try {
     return std::make_unique<TorchScriptPolicy>(torch::jit::load(path));
   } catch (const c10::Error& e) {
-    const std::string message = e.what_without_backtrace();
-    const std::string op = UnknownOpIn(message);
-    TORCH_CHECK(op.empty(), "TorchScript file uses op ", op, ", which LibTorch ", TORCH_VERSION,
-                " lacks (saved by a newer PyTorch?)");
-    TORCH_CHECK(false, "not a loadable TorchScript file: ", message);
+    ThrowLoadError(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    // The TorchScript compiler reports unknown ops as torch::jit::ErrorReport, not c10::Error.
+    ThrowLoadError(e.what());
   }
 }
 
