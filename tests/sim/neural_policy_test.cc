@@ -85,23 +85,5 @@ TEST(NeuralPolicyTest, AMissingFileIsRefusedNamingIt) {
   EXPECT_THAT(policy.status().ToString(), AllOf(HasSubstr(path), HasSubstr("no such")));
 }
 
-TEST(NeuralPolicyTest, ATorchScriptPolicyOfOtherDimsIsRefusedBeforeStepping) {
-  if (!train::testing::PythonTorchAvailable()) {
-    GTEST_SKIP() << train::testing::kTorchPython << " cannot import torch";
-  }
-  const std::string dir = roboloop::testing::MakeTempDir("neural");
-  train::testing::ExportPythonPolicies(dir);
-  auto task = testing::BuiltinTask("cartpole-balance");
-  auto policy = LoadNeuralPolicy(dir + "/traced.pt", NeuralPolicyOptions(), task->obs_spec(),
-                                 task->action_spec());
-  EXPECT_THAT(policy.status().ToString(),
-              AllOf(HasSubstr(dir + "/traced.pt"), HasSubstr("does not fit the task")));
-  auto missing_op = LoadNeuralPolicy(dir + "/missing_op.pt", NeuralPolicyOptions(),
-                                     task->obs_spec(), task->action_spec());
-  EXPECT_THAT(missing_op.status().ToString(),
-              AllOf(HasSubstr(dir + "/missing_op.pt"),
-                    HasSubstr("aten::scaled_dot_product_attention")));
-}
-
 }  // namespace
 }  // namespace roboloop::sim

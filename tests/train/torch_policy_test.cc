@@ -1,5 +1,6 @@
-// The ABI-2 policy handle of the torch boundary (issue 4, req 7): MLP checkpoints, TorchScript
-// files exported by python3-torch, batch-invariant inference and clear errors on bad files.
+// The ABI-2 policy handle of the torch boundary (issue 4, req 7): MLP checkpoints,
+// batch-invariant inference and clear errors on bad files (TorchScript files:
+// torchscript_policy_test.cc).
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -132,84 +133,6 @@ TEST(TorchPolicyTest, MissingCorruptAndUnknownKindAreClearErrors) {
   EXPECT_THAT(kind.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
   auto bad_json = Runtime().LoadPolicy(truncated, "mlp", "{obs_dim");
   EXPECT_THAT(bad_json.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("parse")));
-}
-
-// TorchScript files exported once per test binary by python3-torch.
-class TorchScriptPolicyTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!testing::PythonTorchAvailable()) return;
-    dir_ = new std::string(roboloop::testing::MakeTempDir("torchscript"));
-    testing::ExportPythonPolicies(*dir_);
-  }
-
-  void SetUp() override {
-    if (dir_ == nullptr) GTEST_SKIP() << testing::kTorchPython << " cannot import torch";
-  }
-
-  static std::string File(const std::string& name) { return *dir_ + "/" + name; }
-
-  static std::string* dir_;
-};
-
-std::string* TorchScriptPolicyTest::dir_ = nullptr;
-
-TEST_F(TorchScriptPolicyTest, ScriptedAndTracedTransformerPoliciesMatchPython) {
-  const testing::PythonOutputs expected = testing::ReadPythonOutputs(File("expected.txt"));
-  const std::pair<const char*, const std::vector<float>*> files[] = {
-      {"scripted.pt", &expected.scripted}, {"traced.pt", &expected.traced}};
-  for (const auto& [name, reference] : files) {
-    auto policy = Runtime().LoadPolicy(File(name), "torchscript", "{}");
-    ASSERT_TRUE(policy.ok()) << policy.status();
-    for (bool invariant : {false, true}) {
-      std::vector<float> actions(reference->size());
-      ASSERT_TRUE((*policy)->Act(expected.obs.data(), expected.batch, expected.obs_dim,
-                                 actions.data(), expected.action_dim, invariant)
-                      .ok());
-      EXPECT_LE(testing::MaxRelativeError(actions, *reference), 1e-5)
-          << name << " invariant " << invariant;
-    }
-  }
-}
-
-TEST_F(TorchScriptPolicyTest, BatchInvariantTorchScriptRowIsBitwiseEqualAloneAndInABatch) {
-  auto policy = Runtime().LoadPolicy(File("traced.pt"), "torchscript", "{}");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  const std::vector<float> obs = RandomRows(64, 6, 9);
-  std::vector<float> batched(64 * 2), alone(2);
-  ASSERT_TRUE((*policy)->Act(obs.data(), 64, 6, batched.data(), 2, true).ok());
-  for (int row = 0; row < 64; row += 7) {
-    ASSERT_TRUE((*policy)->Act(obs.data() + row * 6, 1, 6, alone.data(), 2, true).ok());
-    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + row * 2, sizeof(float) * 2), 0);
-  }
-}
-
-TEST_F(TorchScriptPolicyTest, AFileUsingAnOpLibTorch113LacksIsRefusedNamingTheOp) {
-  auto policy = Runtime().LoadPolicy(File("missing_op.pt"), "torchscript", "{}");
-  EXPECT_THAT(policy.status().ToString(),
-              AllOf(HasSubstr(File("missing_op.pt")),
-                    HasSubstr("uses op aten::scaled_dot_product_attention"), HasSubstr("lacks")));
-}
-
-TEST_F(TorchScriptPolicyTest, ATruncatedZipIsRefusedNamingTheFile) {
-  const std::string bytes = roboloop::testing::ReadWholeFile(File("scripted.pt"));
-  const std::string truncated = File("truncated.pt");
-  std::ofstream(truncated) << bytes.substr(0, bytes.size() / 2);
-  auto policy = Runtime().LoadPolicy(truncated, "torchscript", "{}");
-  EXPECT_THAT(policy.status().ToString(),
-              AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"),
-                    HasSubstr("zip")));
-}
-
-TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
-  auto policy = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  std::vector<float> obs(2 * 5), actions(2 * 2);
-  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
-              HasSubstr(File("scripted.pt")));
-  std::vector<float> good_obs(2 * 6);
-  EXPECT_THAT((*policy)->Act(good_obs.data(), 2, 6, actions.data(), 3, false).ToString(),
-              AllOf(HasSubstr(File("scripted.pt")), HasSubstr("expected [2, 3]")));
 }
 
 }  // namespace
