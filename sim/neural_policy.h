@@ -14,9 +14,13 @@ namespace roboloop::sim {
 
 // How a neural policy is loaded and run.
 struct NeuralPolicyOptions {
-  std::string kind = "torchscript";  // "torchscript" (torch.jit.save file) or "mlp" (safetensors)
-  std::string model_options_json = "{}";  // kind options, e.g. mlp {obs_dim, action_dim, hidden, activation}
-  bool batch_invariant = true;  // each row's action independent of its batch (ARCHITECTURE §5)
+  // "torchscript" (a torch.jit.save file) or "mlp" (a safetensors file).
+  std::string kind = "torchscript";
+  // JSON options of the kind (train/torch_api.h), e.g. mlp {obs_dim, action_dim, hidden,
+  // activation}.
+  std::string model_options_json = "{}";
+  // Each row's action independent of the batch it is in (ARCHITECTURE §5); slower for TorchScript.
+  bool batch_invariant = true;
 };
 
 // Loads the policy file `path` and checks it against the task's specs by running it once on

@@ -1,7 +1,6 @@
 #include "train/safetensors.h"
 
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -41,9 +40,8 @@ absl::StatusOr<FloatTensor> DecodeTensor(const std::string& name, const nlohmann
                                          const char* data, uint64_t data_size) {
   if (!entry.is_object() || entry.value("dtype", "") != "F32" || !entry.contains("shape") ||
       !entry.contains("data_offsets")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", name, "' must be {dtype: F32, shape, data_offsets}, got ",
-                     entry.dump()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, "' must be {dtype: F32, shape, data_offsets}, got ", entry.dump()));
   }
   FloatTensor tensor;
   tensor.shape = entry["shape"].get<std::vector<int64_t>>();
@@ -51,9 +49,10 @@ absl::StatusOr<FloatTensor> DecodeTensor(const std::string& name, const nlohmann
   const int64_t count = ElementCount(tensor.shape);
   if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size || count < 0 ||
       offsets[1] - offsets[0] != static_cast<uint64_t>(count) * sizeof(float)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor '", name, "' has data_offsets ", entry["data_offsets"].dump(),
-        " that do not fit its shape ", entry["shape"].dump(), " within ", data_size, " data bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "' has data_offsets ", entry["data_offsets"].dump(),
+                     " that do not fit its shape ", entry["shape"].dump(), " within ", data_size,
+                     " data bytes"));
   }
   tensor.values.resize(static_cast<size_t>(count));
   std::memcpy(tensor.values.data(), data + offsets[0], offsets[1] - offsets[0]);
@@ -67,12 +66,12 @@ absl::StatusOr<TensorMap> DecodeFile(const std::string& bytes) {
   }
   const uint64_t header_length = DecodeHeaderLength(bytes);
   if (header_length > bytes.size() - kHeaderLengthBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("header length ", header_length,
-                                                   " exceeds the file size ", bytes.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header length ", header_length, " exceeds the file size ", bytes.size()));
   }
-  nlohmann::json header = nlohmann::json::parse(
-      bytes.begin() + kHeaderLengthBytes, bytes.begin() + kHeaderLengthBytes + header_length,
-      nullptr, /*allow_exceptions=*/false);
+  nlohmann::json header = nlohmann::json::parse(bytes.begin() + kHeaderLengthBytes,
+                                                bytes.begin() + kHeaderLengthBytes + header_length,
+                                                nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return absl::InvalidArgumentError("header is not a JSON object");
   const char* data = bytes.data() + kHeaderLengthBytes + header_length;
   const uint64_t data_size = bytes.size() - kHeaderLengthBytes - header_length;
@@ -91,15 +90,15 @@ absl::Status WriteSafetensors(const std::string& path, const TensorMap& tensors)
   std::string data;
   for (const auto& [name, tensor] : tensors) {
     if (ElementCount(tensor.shape) != static_cast<int64_t>(tensor.values.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": tensor '", name, "' has ",
-                                                     tensor.values.size(),
-                                                     " values, its shape needs ",
-                                                     ElementCount(tensor.shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor '", name, "' has ", tensor.values.size(),
+                       " values, its shape needs ", ElementCount(tensor.shape)));
     }
     const size_t begin = data.size();
     data.append(reinterpret_cast<const char*>(tensor.values.data()),
                 tensor.values.size() * sizeof(float));
-    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {begin, data.size()}}};
   }
   const std::string header_text = header.dump();
   return WriteFileAtomic(path,
@@ -113,7 +112,8 @@ absl::StatusOr<TensorMap> ReadSafetensors(const std::string& path) {
     if (!tensors.ok()) return Annotate(tensors.status(), path);
     return tensors;
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": malformed safetensors header: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": malformed safetensors header: ", e.what()));
   }
 }
 

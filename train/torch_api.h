@@ -33,9 +33,10 @@ typedef struct RoboloopTorchApi {
 
   // Loads a policy from `path`. `kind` is "torchscript" (a file saved by torch.jit.save; its
   // forward maps obs [batch, obs_dim] to actions [batch, action_dim]) or "mlp" (a safetensors
-  // file with `layers.<i>.weight` [out, in] and `layers.<i>.bias` [out], i = 0..n). `options_json`
-  // is a JSON object: for "mlp" {obs_dim, action_dim, hidden: [int], activation: relu|gelu|silu|
-  // tanh} (the activation follows every layer but the last); for "torchscript" {} or NULL.
+  // file with `layers.<i>.weight` [out, in] and `layers.<i>.bias` [out], i = 0..n).
+  // `options_json` is a JSON object: for "mlp" {obs_dim, action_dim, hidden: [int], activation:
+  // relu (default)|gelu|silu|tanh} (the activation follows every layer but the last); for
+  // "torchscript" {} or NULL.
   // Returns NULL on error. A TorchScript file using an op this LibTorch lacks is refused with
   // the op's name.
   RoboloopTorchPolicy* (*load_policy)(const char* path, const char* kind, const char* options_json,

@@ -55,7 +55,8 @@ absl::StatusOr<const TorchRuntime*> TorchRuntime::Load() {
         errors.push_back(absl::StrCat(path, " (", dlerror(), ")"));
         continue;
       }
-      auto entry = reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
+      auto entry =
+          reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
       if (entry == nullptr) {
         errors.push_back(absl::StrCat(path, " (no symbol ", ROBOLOOP_TORCH_ENTRY_POINT, ")"));
         continue;
@@ -90,8 +91,8 @@ std::string TorchRuntime::DescribeRuntime() const {
 absl::StatusOr<std::unique_ptr<TorchPolicy>> TorchRuntime::LoadPolicy(
     const std::string& path, const std::string& kind, const std::string& options_json) const {
   std::string error(kErrorCapacity, '\0');
-  RoboloopTorchPolicy* handle =
-      api_->load_policy(path.c_str(), kind.c_str(), options_json.c_str(), error.data(), error.size());
+  RoboloopTorchPolicy* handle = api_->load_policy(path.c_str(), kind.c_str(), options_json.c_str(),
+                                                  error.data(), error.size());
   if (handle == nullptr) return absl::InvalidArgumentError(error.c_str());
   return std::unique_ptr<TorchPolicy>(new TorchPolicy(path, api_, handle));
 }

@@ -29,7 +29,8 @@ inline TensorMap RandomMlpTensors(const std::vector<int64_t>& widths, uint32_t s
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     const float scale = 1.0f / std::sqrt(static_cast<float>(widths[i]));
     FloatTensor weight{{widths[i + 1], widths[i]}, {}}, bias{{widths[i + 1]}, {}};
-    for (int64_t k = 0; k < widths[i + 1] * widths[i]; ++k) weight.values.push_back(scale * uniform(rng));
+    for (int64_t k = 0; k < widths[i + 1] * widths[i]; ++k)
+      weight.values.push_back(scale * uniform(rng));
     for (int64_t k = 0; k < widths[i + 1]; ++k) bias.values.push_back(0.1f * uniform(rng));
     tensors["layers." + std::to_string(i) + ".weight"] = weight;
     tensors["layers." + std::to_string(i) + ".bias"] = bias;

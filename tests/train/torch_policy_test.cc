@@ -97,7 +97,8 @@ TEST(TorchPolicyTest, MlpWeightsThatDisagreeWithTheOptionsAreRefused) {
               AllOf(HasSubstr(path), HasSubstr("layers.0.weight"), HasSubstr("[9, 4]")));
   auto too_few_layers = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 2}, "relu"));
   EXPECT_THAT(too_few_layers.status().ToString(), AllOf(HasSubstr(path), HasSubstr("layers.0")));
-  auto bad_activation = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "swish"));
+  auto bad_activation =
+      Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "swish"));
   EXPECT_THAT(bad_activation.status().ToString(), AllOf(HasSubstr(path), HasSubstr("swish")));
   auto no_dims = Runtime().LoadPolicy(path, "mlp", "{\"hidden\": [8]}");
   EXPECT_THAT(no_dims.status().ToString(), AllOf(HasSubstr(path), HasSubstr("obs_dim")));
@@ -124,13 +125,15 @@ TEST(TorchPolicyTest, MissingCorruptAndUnknownKindAreClearErrors) {
   testing::WriteMlp(truncated, {4, 64, 2}, 1);
   const std::string bytes = roboloop::testing::ReadWholeFile(truncated);
   std::ofstream(truncated, std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
-  auto corrupt = Runtime().LoadPolicy(truncated, "mlp", testing::MlpOptionsJson({4, 64, 2}, "relu"));
+  auto corrupt =
+      Runtime().LoadPolicy(truncated, "mlp", testing::MlpOptionsJson({4, 64, 2}, "relu"));
   EXPECT_THAT(corrupt.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("do not fit")));
   auto not_script = Runtime().LoadPolicy(truncated, "torchscript", "{}");
   EXPECT_THAT(not_script.status().ToString(),
               AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file")));
   auto kind = Runtime().LoadPolicy(truncated, "onnx", "{}");
-  EXPECT_THAT(kind.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
+  EXPECT_THAT(kind.status().ToString(),
+              AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
   auto bad_json = Runtime().LoadPolicy(truncated, "mlp", "{obs_dim");
   EXPECT_THAT(bad_json.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("parse")));
 }

@@ -64,8 +64,9 @@ TEST_F(TorchScriptPolicyTest, ScriptedAndTracedTransformerPoliciesMatchPython) {
     ASSERT_TRUE(policy.ok()) << policy.status();
     for (bool invariant : {false, true}) {
       std::vector<float> actions(reference->size());
-      ASSERT_TRUE((*policy)->Act(expected.obs.data(), expected.batch, expected.obs_dim,
-                                 actions.data(), expected.action_dim, invariant)
+      ASSERT_TRUE((*policy)
+                      ->Act(expected.obs.data(), expected.batch, expected.obs_dim, actions.data(),
+                            expected.action_dim, invariant)
                       .ok());
       EXPECT_LE(testing::MaxRelativeError(actions, *reference), 1e-5)
           << name << " invariant " << invariant;
@@ -97,9 +98,9 @@ TEST_F(TorchScriptPolicyTest, ATruncatedZipIsRefusedNamingTheFile) {
   const std::string truncated = File("truncated.pt");
   std::ofstream(truncated) << bytes.substr(0, bytes.size() / 2);
   auto policy = Runtime().LoadPolicy(truncated, "torchscript", "{}");
-  EXPECT_THAT(policy.status().ToString(),
-              AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"),
-                    HasSubstr("zip")));
+  EXPECT_THAT(
+      policy.status().ToString(),
+      AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"), HasSubstr("zip")));
 }
 
 TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
@@ -116,15 +117,15 @@ TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
 TEST_F(TorchScriptPolicyTest, ANeuralPolicyOfOtherDimsThanTheTaskIsRefusedBeforeStepping) {
   const std::string dir = *dir_;
   auto task = sim::testing::BuiltinTask("cartpole-balance");
-  auto policy = sim::LoadNeuralPolicy(dir + "/traced.pt", sim::NeuralPolicyOptions(), task->obs_spec(),
-                                 task->action_spec());
+  auto policy = sim::LoadNeuralPolicy(dir + "/traced.pt", sim::NeuralPolicyOptions(),
+                                      task->obs_spec(), task->action_spec());
   EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(dir + "/traced.pt"), HasSubstr("does not fit the task")));
   auto missing_op = sim::LoadNeuralPolicy(dir + "/missing_op.pt", sim::NeuralPolicyOptions(),
-                                     task->obs_spec(), task->action_spec());
-  EXPECT_THAT(missing_op.status().ToString(),
-              AllOf(HasSubstr(dir + "/missing_op.pt"),
-                    HasSubstr("aten::scaled_dot_product_attention")));
+                                          task->obs_spec(), task->action_spec());
+  EXPECT_THAT(
+      missing_op.status().ToString(),
+      AllOf(HasSubstr(dir + "/missing_op.pt"), HasSubstr("aten::scaled_dot_product_attention")));
 }
 
 }  // namespace

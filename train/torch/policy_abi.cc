@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -72,6 +73,8 @@ RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const c
     WriteError(WithPath(file, e.what_without_backtrace()), error_buf, error_cap);
   } catch (const std::exception& e) {
     WriteError(WithPath(file, e.what()), error_buf, error_cap);
+  } catch (...) {
+    WriteError(WithPath(file, "load_policy: unknown exception"), error_buf, error_cap);
   }
   return nullptr;
 }
@@ -90,6 +93,8 @@ int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int
     WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
   } catch (const std::exception& e) {
     WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
+  } catch (...) {
+    WriteError(WithPath(policy->path, "policy_act: unknown exception"), error_buf, error_cap);
   }
   return -1;
 }
