@@ -5,6 +5,7 @@ Usage: export_policies.py OUT_DIR
 Writes into OUT_DIR:
   scripted.pt    torch.jit.script of a TransformerEncoder policy (obs [B, 6] -> actions [B, 2])
   traced.pt      torch.jit.trace of the same architecture with other weights
+  cartpole.pt    a scripted TransformerEncoder policy for cartpole-balance (obs 5 -> action 1)
   missing_op.pt  a scripted policy whose code was rewritten to call
                  aten::scaled_dot_product_attention, an op PyTorch added in 2.0
   expected.txt   "batch obs_dim action_dim", then the obs rows, then the scripted and the
@@ -21,19 +22,21 @@ OBS_DIM, ACTION_DIM, BATCH = 6, 2, 7
 
 
 class TransformerPolicy(nn.Module):
-    """Splits the observation into 3 tokens of 2 features, encodes them, pools and maps to
-    actions."""
+    """Splits the observation into `tokens` tokens of `features` features, encodes them, pools
+    and maps to `action_dim` actions."""
 
-    def __init__(self):
+    def __init__(self, tokens=3, features=2, action_dim=ACTION_DIM):
         super().__init__()
-        self.embed = nn.Linear(2, 16)
+        self.tokens = tokens
+        self.features = features
+        self.embed = nn.Linear(features, 16)
         layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
                                            dropout=0.0, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, num_layers=2)
-        self.head = nn.Linear(16, ACTION_DIM)
+        self.head = nn.Linear(16, action_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        tokens = self.embed(obs.reshape(obs.shape[0], 3, 2))
+        tokens = self.embed(obs.reshape(obs.shape[0], self.tokens, self.features))
         return torch.tanh(self.head(self.encoder(tokens).mean(dim=1)))
 
 
@@ -74,6 +77,8 @@ def main(out_dir):
         traced = torch.jit.trace(traced_model, torch.randn(4, OBS_DIM), check_trace=False)
     scripted.save(os.path.join(out_dir, "scripted.pt"))
     traced.save(os.path.join(out_dir, "traced.pt"))
+    cartpole = TransformerPolicy(tokens=5, features=1, action_dim=1).eval()
+    torch.jit.script(cartpole).save(os.path.join(out_dir, "cartpole.pt"))
     template = os.path.join(out_dir, "softmax.pt")
     torch.jit.script(SoftmaxPolicy()).save(template)
     rewrite_code(template, os.path.join(out_dir, "missing_op.pt"), b"torch.softmax(obs, -1)",

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/neural_policy.h"
+#include "sim/rollout.h"
 #include "tests/sim/test_tasks.h"
 #include "tests/train/policy_test_files.h"
 #include "tests/util/subprocess.h"
@@ -126,6 +127,34 @@ TEST_F(TorchScriptPolicyTest, ANeuralPolicyOfOtherDimsThanTheTaskIsRefusedBefore
   EXPECT_THAT(
       missing_op.status().ToString(),
       AllOf(HasSubstr(dir + "/missing_op.pt"), HasSubstr("aten::scaled_dot_product_attention")));
+}
+
+std::vector<sim::EpisodeRecord> Roll(const sim::Task& task, sim::Policy& policy, int envs,
+                                     int threads) {
+  sim::RolloutOptions options;
+  options.base_seed = 4;
+  options.num_episodes = 4;
+  options.num_envs = envs;
+  options.num_threads = threads;
+  options.max_steps = 60;
+  auto records = sim::RunRollout(task, policy, options);
+  EXPECT_TRUE(records.ok()) << records.status();
+  return records.ok() ? *records : std::vector<sim::EpisodeRecord>();
+}
+
+TEST_F(TorchScriptPolicyTest, ATransformerRolloutIsIdenticalFor1And2ThreadsAnd2And4Envs) {
+  auto task = sim::testing::BuiltinTask("cartpole-balance");
+  auto policy = sim::LoadNeuralPolicy(File("cartpole.pt"), sim::NeuralPolicyOptions(),
+                                      task->obs_spec(), task->action_spec());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::vector<sim::EpisodeRecord> reference = Roll(*task, **policy, 2, 1);
+  ASSERT_EQ(reference.size(), 4u);
+  for (const auto& other : {Roll(*task, **policy, 2, 2), Roll(*task, **policy, 4, 1)}) {
+    ASSERT_EQ(other.size(), reference.size());
+    for (size_t i = 0; i < reference.size(); ++i) {
+      EXPECT_TRUE(reference[i].SameOutcome(other[i])) << "episode " << i;
+    }
+  }
 }
 
 }  // namespace
