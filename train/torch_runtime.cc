@@ -16,6 +16,9 @@ namespace {
 
 constexpr char kLibraryName[] = "libroboloop_torch.so";
 
+// Room for the library's error messages (they are truncated beyond it).
+constexpr size_t kErrorCapacity = 4096;
+
 std::string ExecutableDir() {
   char buffer[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
@@ -52,7 +55,8 @@ absl::StatusOr<const TorchRuntime*> TorchRuntime::Load() {
         errors.push_back(absl::StrCat(path, " (", dlerror(), ")"));
         continue;
       }
-      auto entry = reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
+      auto entry =
+          reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
       if (entry == nullptr) {
         errors.push_back(absl::StrCat(path, " (no symbol ", ROBOLOOP_TORCH_ENTRY_POINT, ")"));
         continue;
@@ -82,6 +86,27 @@ std::string TorchRuntime::DescribeRuntime() const {
   }
   buffer.resize(needed);
   return buffer;
+}
+
+absl::StatusOr<std::unique_ptr<TorchPolicy>> TorchRuntime::LoadPolicy(
+    const std::string& path, const std::string& kind, const std::string& options_json) const {
+  std::string error(kErrorCapacity, '\0');
+  RoboloopTorchPolicy* handle = api_->load_policy(path.c_str(), kind.c_str(), options_json.c_str(),
+                                                  error.data(), error.size());
+  if (handle == nullptr) return absl::InvalidArgumentError(error.c_str());
+  return std::unique_ptr<TorchPolicy>(new TorchPolicy(path, api_, handle));
+}
+
+TorchPolicy::~TorchPolicy() { api_->free_policy(handle_); }
+
+absl::Status TorchPolicy::Act(const float* obs, int batch, int obs_dim, float* actions,
+                              int action_dim, bool batch_invariant) {
+  char error[kErrorCapacity];
+  if (api_->policy_act(handle_, obs, batch, obs_dim, actions, action_dim, batch_invariant ? 1 : 0,
+                       error, sizeof(error)) != 0) {
+    return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace roboloop::train

@@ -2,12 +2,40 @@
 // LibTorch; calling TorchRuntime::Load() maps it into the process (once).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "train/torch_api.h"
 
 namespace roboloop::train {
+
+// An inference policy living in libroboloop_torch.so (ABI 2 handle). Not thread-safe: one
+// Act at a time; distinct instances may be used concurrently.
+class TorchPolicy {
+ public:
+  ~TorchPolicy();
+  TorchPolicy(const TorchPolicy&) = delete;
+  TorchPolicy& operator=(const TorchPolicy&) = delete;
+
+  // Writes batch x action_dim floats into `actions` from batch x obs_dim floats of `obs`.
+  // With `batch_invariant` each row's result is independent of the batch (bit for bit).
+  // InvalidArgument naming the policy's file on wrong dims or a LibTorch error.
+  absl::Status Act(const float* obs, int batch, int obs_dim, float* actions, int action_dim,
+                   bool batch_invariant);
+
+  // The file the policy was loaded from.
+  const std::string& path() const { return path_; }
+
+ private:
+  friend class TorchRuntime;
+  TorchPolicy(std::string path, const RoboloopTorchApi* api, RoboloopTorchPolicy* handle)
+      : path_(std::move(path)), api_(api), handle_(handle) {}
+
+  std::string path_;
+  const RoboloopTorchApi* api_;
+  RoboloopTorchPolicy* handle_;
+};
 
 // Handle to the loaded libroboloop_torch.so. Thread-safe: Load() may be called concurrently
 // and returns the same instance; the instance is immutable and lives until process exit.
@@ -24,6 +52,13 @@ class TorchRuntime {
   // JSON object with LibTorch's version, intra/inter-op threads, parallel backend, BLAS
   // configuration and CUDA availability.
   std::string DescribeRuntime() const;
+
+  // Loads the policy in `path` of `kind` ("torchscript" or "mlp") with `options_json` (see
+  // RoboloopTorchApi::load_policy). InvalidArgument naming the file and what is wrong: absent,
+  // corrupt, an op this LibTorch lacks, weights that disagree with the options.
+  absl::StatusOr<std::unique_ptr<TorchPolicy>> LoadPolicy(const std::string& path,
+                                                          const std::string& kind,
+                                                          const std::string& options_json) const;
 
  private:
   TorchRuntime(std::string path, const RoboloopTorchApi* api) : path_(std::move(path)), api_(api) {}

@@ -1,4 +1,4 @@
-// Entry point of libroboloop_torch.so: the only translation unit of the torch boundary so far.
+// Entry point of libroboloop_torch.so: the runtime description and the ABI table.
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <torch/cuda.h>
@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/torch/policy_abi.h"
 #include "train/torch_api.h"
 
 namespace {
@@ -34,6 +35,9 @@ size_t DescribeRuntime(char* buffer, size_t capacity) {
 const RoboloopTorchApi kApi = {
     ROBOLOOP_TORCH_ABI_VERSION,
     &DescribeRuntime,
+    &roboloop::train::LoadPolicyEntry,
+    &roboloop::train::PolicyActEntry,
+    &roboloop::train::FreePolicyEntry,
 };
 
 }  // namespace

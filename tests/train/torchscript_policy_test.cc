@@ -1,0 +1,161 @@
+// TorchScript policies exported at test time by python3-torch (issue 4, req 7): scripted and
+// traced TransformerEncoder policies against Python's outputs, batch-invariant mode, and
+// files LibTorch 1.13 cannot load. Skipped when /usr/bin/python3 cannot import torch.
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/neural_policy.h"
+#include "sim/rollout.h"
+#include "tests/sim/test_tasks.h"
+#include "tests/train/policy_test_files.h"
+#include "tests/util/subprocess.h"
+#include "train/torch_runtime.h"
+
+namespace roboloop::train {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const TorchRuntime& Runtime() {
+  auto runtime = TorchRuntime::Load();
+  EXPECT_TRUE(runtime.ok()) << runtime.status();
+  return **runtime;
+}
+
+std::vector<float> RandomRows(int rows, int cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
+// TorchScript files exported once per test binary by python3-torch.
+class TorchScriptPolicyTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::PythonTorchAvailable()) return;
+    dir_ = new std::string(roboloop::testing::MakeTempDir("torchscript"));
+    testing::ExportPythonPolicies(*dir_);
+  }
+
+  void SetUp() override {
+    if (dir_ == nullptr) GTEST_SKIP() << testing::kTorchPython << " cannot import torch";
+  }
+
+  static std::string File(const std::string& name) { return *dir_ + "/" + name; }
+
+  static std::string* dir_;
+};
+
+std::string* TorchScriptPolicyTest::dir_ = nullptr;
+
+TEST_F(TorchScriptPolicyTest, ScriptedAndTracedTransformerPoliciesMatchPython) {
+  const testing::PythonOutputs expected = testing::ReadPythonOutputs(File("expected.txt"));
+  const std::pair<const char*, const std::vector<float>*> files[] = {
+      {"scripted.pt", &expected.scripted}, {"traced.pt", &expected.traced}};
+  for (const auto& [name, reference] : files) {
+    auto policy = Runtime().LoadPolicy(File(name), "torchscript", "{}");
+    ASSERT_TRUE(policy.ok()) << policy.status();
+    for (bool invariant : {false, true}) {
+      std::vector<float> actions(reference->size());
+      ASSERT_TRUE((*policy)
+                      ->Act(expected.obs.data(), expected.batch, expected.obs_dim, actions.data(),
+                            expected.action_dim, invariant)
+                      .ok());
+      EXPECT_LE(testing::MaxRelativeError(actions, *reference), 1e-5)
+          << name << " invariant " << invariant;
+    }
+  }
+}
+
+TEST_F(TorchScriptPolicyTest, BatchInvariantTorchScriptRowIsBitwiseEqualAloneAndInABatch) {
+  auto policy = Runtime().LoadPolicy(File("traced.pt"), "torchscript", "{}");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::vector<float> obs = RandomRows(64, 6, 9);
+  std::vector<float> batched(64 * 2), alone(2);
+  ASSERT_TRUE((*policy)->Act(obs.data(), 64, 6, batched.data(), 2, true).ok());
+  for (int row = 0; row < 64; row += 7) {
+    ASSERT_TRUE((*policy)->Act(obs.data() + row * 6, 1, 6, alone.data(), 2, true).ok());
+    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + row * 2, sizeof(float) * 2), 0);
+  }
+}
+
+TEST_F(TorchScriptPolicyTest, AFileUsingAnOpLibTorch113LacksIsRefusedNamingTheOp) {
+  auto policy = Runtime().LoadPolicy(File("missing_op.pt"), "torchscript", "{}");
+  EXPECT_THAT(policy.status().ToString(),
+              AllOf(HasSubstr(File("missing_op.pt")),
+                    HasSubstr("uses op aten::scaled_dot_product_attention"), HasSubstr("lacks")));
+}
+
+TEST_F(TorchScriptPolicyTest, ATruncatedZipIsRefusedNamingTheFile) {
+  const std::string bytes = roboloop::testing::ReadWholeFile(File("scripted.pt"));
+  const std::string truncated = File("truncated.pt");
+  std::ofstream(truncated) << bytes.substr(0, bytes.size() / 2);
+  auto policy = Runtime().LoadPolicy(truncated, "torchscript", "{}");
+  EXPECT_THAT(
+      policy.status().ToString(),
+      AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"), HasSubstr("zip")));
+}
+
+TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
+  auto policy = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  std::vector<float> obs(2 * 5), actions(2 * 2);
+  EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
+              HasSubstr(File("scripted.pt")));
+  std::vector<float> good_obs(2 * 6);
+  EXPECT_THAT((*policy)->Act(good_obs.data(), 2, 6, actions.data(), 3, false).ToString(),
+              AllOf(HasSubstr(File("scripted.pt")), HasSubstr("expected [2, 3]")));
+}
+
+TEST_F(TorchScriptPolicyTest, ANeuralPolicyOfOtherDimsThanTheTaskIsRefusedBeforeStepping) {
+  const std::string dir = *dir_;
+  auto task = sim::testing::BuiltinTask("cartpole-balance");
+  auto policy = sim::LoadNeuralPolicy(dir + "/traced.pt", sim::NeuralPolicyOptions(),
+                                      task->obs_spec(), task->action_spec());
+  EXPECT_THAT(policy.status().ToString(),
+              AllOf(HasSubstr(dir + "/traced.pt"), HasSubstr("does not fit the task")));
+  auto missing_op = sim::LoadNeuralPolicy(dir + "/missing_op.pt", sim::NeuralPolicyOptions(),
+                                          task->obs_spec(), task->action_spec());
+  EXPECT_THAT(
+      missing_op.status().ToString(),
+      AllOf(HasSubstr(dir + "/missing_op.pt"), HasSubstr("aten::scaled_dot_product_attention")));
+}
+
+std::vector<sim::EpisodeRecord> Roll(const sim::Task& task, sim::Policy& policy, int envs,
+                                     int threads) {
+  sim::RolloutOptions options;
+  options.base_seed = 4;
+  options.num_episodes = 4;
+  options.num_envs = envs;
+  options.num_threads = threads;
+  options.max_steps = 60;
+  auto records = sim::RunRollout(task, policy, options);
+  EXPECT_TRUE(records.ok()) << records.status();
+  return records.ok() ? *records : std::vector<sim::EpisodeRecord>();
+}
+
+TEST_F(TorchScriptPolicyTest, ATransformerRolloutIsIdenticalFor1And2ThreadsAnd2And4Envs) {
+  auto task = sim::testing::BuiltinTask("cartpole-balance");
+  auto policy = sim::LoadNeuralPolicy(File("cartpole.pt"), sim::NeuralPolicyOptions(),
+                                      task->obs_spec(), task->action_spec());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::vector<sim::EpisodeRecord> reference = Roll(*task, **policy, 2, 1);
+  ASSERT_EQ(reference.size(), 4u);
+  for (const auto& other : {Roll(*task, **policy, 2, 2), Roll(*task, **policy, 4, 1)}) {
+    ASSERT_EQ(other.size(), reference.size());
+    for (size_t i = 0; i < reference.size(); ++i) {
+      EXPECT_TRUE(reference[i].SameOutcome(other[i])) << "episode " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace roboloop::train

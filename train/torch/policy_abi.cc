@@ -1,0 +1,104 @@
+// The C edge of the policy handle: every exception stops here and becomes a message that
+// names the policy's file.
+#include "train/torch/policy_abi.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "train/torch/inference_policy.h"
+
+struct RoboloopTorchPolicy {
+  std::string path;                                         // file the policy came from
+  std::unique_ptr<roboloop::train::InferencePolicy> model;  // the loaded model
+};
+
+namespace roboloop::train {
+namespace {
+
+void WriteError(const std::string& message, char* error_buf, size_t error_cap) {
+  if (error_buf == nullptr || error_cap == 0) return;
+  const size_t n = std::min(message.size(), error_cap - 1);
+  std::memcpy(error_buf, message.data(), n);
+  error_buf[n] = '\0';
+}
+
+std::string WithPath(const std::string& path, const std::string& message) {
+  if (message.compare(0, path.size(), path) == 0) return message;
+  return path + ": " + message;
+}
+
+std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::string& kind,
+                                           const char* options_json) {
+  struct stat info;
+  TORCH_CHECK(stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode),
+              "no such policy file (or not a regular file)");
+  const nlohmann::json options =
+      options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
+                                                       : nlohmann::json::parse(options_json);
+  if (kind == "torchscript") return LoadTorchScriptPolicy(path);
+  if (kind == "mlp") return LoadMlpPolicy(path, options);
+  TORCH_CHECK(false, "unknown policy kind '", kind, "' (known: torchscript, mlp)");
+}
+
+void Act(RoboloopTorchPolicy& policy, const float* obs, int batch, int obs_dim, float* actions,
+         int action_dim, bool batch_invariant) {
+  TORCH_CHECK(batch >= 0 && obs_dim > 0 && action_dim > 0, "bad call: batch ", batch,
+              ", obs_dim ", obs_dim, ", action_dim ", action_dim);
+  if (batch == 0) return;
+  const torch::Tensor input =
+      torch::from_blob(const_cast<float*>(obs), {batch, obs_dim}, torch::kFloat);
+  const torch::Tensor output = policy.model->Forward(input, batch_invariant);
+  TORCH_CHECK(output.dim() == 2 && output.size(0) == batch && output.size(1) == action_dim,
+              "policy output has shape ", output.sizes(), ", expected [", batch, ", ", action_dim,
+              "]");
+  const torch::Tensor result = output.to(torch::kFloat).contiguous();
+  std::memcpy(actions, result.data_ptr<float>(), sizeof(float) * batch * action_dim);
+}
+
+}  // namespace
+
+RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const char* options_json,
+                                     char* error_buf, size_t error_cap) {
+  const std::string file = path == nullptr ? "" : path;
+  try {
+    auto policy = std::make_unique<RoboloopTorchPolicy>();
+    policy->path = file;
+    policy->model = LoadModel(file, kind == nullptr ? "" : kind, options_json);
+    return policy.release();
+  } catch (const c10::Error& e) {
+    WriteError(WithPath(file, e.what_without_backtrace()), error_buf, error_cap);
+  } catch (const std::exception& e) {
+    WriteError(WithPath(file, e.what()), error_buf, error_cap);
+  } catch (...) {
+    WriteError(WithPath(file, "load_policy: unknown exception"), error_buf, error_cap);
+  }
+  return nullptr;
+}
+
+int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int obs_dim,
+                   float* actions, int action_dim, int batch_invariant, char* error_buf,
+                   size_t error_cap) {
+  if (policy == nullptr) {
+    WriteError("policy_act: null policy handle", error_buf, error_cap);
+    return -1;
+  }
+  try {
+    Act(*policy, obs, batch, obs_dim, actions, action_dim, batch_invariant != 0);
+    return 0;
+  } catch (const c10::Error& e) {
+    WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
+  } catch (const std::exception& e) {
+    WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
+  } catch (...) {
+    WriteError(WithPath(policy->path, "policy_act: unknown exception"), error_buf, error_cap);
+  }
+  return -1;
+}
+
+void FreePolicyEntry(RoboloopTorchPolicy* policy) { delete policy; }
+
+}  // namespace roboloop::train

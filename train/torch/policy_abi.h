@@ -1,0 +1,19 @@
+// The ABI-2 policy entries of libroboloop_torch.so (declared in train/torch_api.h); the
+// table in runtime_info.cc points at them.
+#pragma once
+
+#include "train/torch_api.h"
+
+namespace roboloop::train {
+
+// See RoboloopTorchApi::load_policy.
+RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const char* options_json,
+                                     char* error_buf, size_t error_cap);
+// See RoboloopTorchApi::policy_act.
+int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int obs_dim,
+                   float* actions, int action_dim, int batch_invariant, char* error_buf,
+                   size_t error_cap);
+// See RoboloopTorchApi::free_policy.
+void FreePolicyEntry(RoboloopTorchPolicy* policy);
+
+}  // namespace roboloop::train
