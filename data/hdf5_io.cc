@@ -56,9 +56,12 @@ std::vector<hsize_t> ToHsize(const std::vector<int64_t>& dims) {
   return std::vector<hsize_t>(dims.begin(), dims.end());
 }
 
-int64_t ChunkRows(int64_t row_bytes, const StorageOptions& storage) {
+// Rows per chunk: at least chunk_steps, or the first block whole when it is longer (a whole
+// episode then lands in one chunk), but never over max_chunk_bytes (and at least one row).
+int64_t ChunkRows(int64_t row_bytes, int64_t first_rows, const StorageOptions& storage) {
   const int64_t by_size = storage.max_chunk_bytes / std::max<int64_t>(row_bytes, 1);
-  return std::clamp<int64_t>(by_size, 1, std::max<int64_t>(storage.chunk_steps, 1));
+  const int64_t wanted = std::max<int64_t>({storage.chunk_steps, first_rows, 1});
+  return std::clamp<int64_t>(by_size, 1, wanted);
 }
 
 }  // namespace
@@ -253,7 +256,7 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display) {
 
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
-                                        const StorageOptions& storage) {
+                                        int64_t first_rows, const StorageOptions& storage) {
   Quiet();
   std::vector<hsize_t> dims = {0};
   std::vector<hsize_t> max_dims = {H5S_UNLIMITED};
@@ -264,7 +267,7 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
     row_bytes *= dim;
   }
   std::vector<hsize_t> chunk = dims;
-  chunk[0] = ChunkRows(row_bytes, storage);
+  chunk[0] = ChunkRows(row_bytes, first_rows, storage);
   Handle space(H5Screate_simple(dims.size(), dims.data(), max_dims.data()));
   Handle create_options(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(create_options.get(), 0);
@@ -310,7 +313,8 @@ absl::Status WriteArray(hid_t loc, const std::string& name, const Array& array,
     return absl::InvalidArgumentError(absl::StrCat(name, ": rank-0 arrays are not written"));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(
-      Handle dataset, CreateExtensible(loc, name, array.dtype, array.StepShape(), storage));
+      Handle dataset,
+      CreateExtensible(loc, name, array.dtype, array.StepShape(), array.Steps(), storage));
   return AppendRows(dataset.get(), array, name);
 }
 
