@@ -80,13 +80,15 @@ absl::StatusOr<DemoScan> ScanDemo(hid_t data_group, const std::string& demo, int
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> names, FeatureNames(group.get(), demo));
   DemoScan scan;
   scan.demo = {demo, index, 0};
-  ROBOLOOP_ASSIGN_OR_RETURN(FeatureSpec actions,
-                            ScanFeature(group.get(), demo, kActions, &scan.demo.num_samples));
-  if (scan.demo.num_samples == 0) return Invalid(DemoPath(demo), "empty demo (actions has 0 steps)");
+  // `names` is sorted, so actions (present, checked by FeatureNames) comes first and fixes
+  // the length the others are compared with.
   for (const std::string& name : names) {
     int64_t length = 0;
     ROBOLOOP_ASSIGN_OR_RETURN(FeatureSpec feature, ScanFeature(group.get(), demo, name, &length));
-    if (length != scan.demo.num_samples) {
+    if (name == kActions) {
+      scan.demo.num_samples = length;
+      if (length == 0) return Invalid(DemoPath(demo), "empty demo (actions has 0 steps)");
+    } else if (length != scan.demo.num_samples) {
       return Invalid(FeaturePath(demo, name), absl::StrCat("length ", length, ", expected ",
                                                            scan.demo.num_samples, " (actions)"));
     }
@@ -234,8 +236,15 @@ absl::StatusOr<std::optional<ValidationIssue>> ScanFeatureValues(hid_t file,
 }  // namespace
 
 const DemoLayout* DatasetLayout::FindDemo(const std::string& name) const {
-  for (const DemoLayout& demo : demos) {
-    if (demo.name == name) return &demo;
+  // demos are sorted by index: binary search, then a scan for names sharing one index
+  // ("demo_7" and "demo_07").
+  const std::optional<int64_t> index = ParseDemoIndex(name);
+  if (!index.has_value()) return nullptr;
+  auto demo = std::lower_bound(
+      demos.begin(), demos.end(), *index,
+      [](const DemoLayout& candidate, int64_t wanted) { return candidate.index < wanted; });
+  for (; demo != demos.end() && demo->index == *index; ++demo) {
+    if (demo->name == name) return &*demo;
   }
   return nullptr;
 }
