@@ -98,7 +98,6 @@ absl::Status DatasetWriter::BeginEpisode() {
   demo_group_ = std::make_unique<h5::Handle>(std::move(group));
   episode_open_ = true;
   episode_steps_ = 0;
-  if (!spec_.empty()) return CreateEpisodeDatasets();
   return absl::OkStatus();
 }
 
@@ -142,7 +141,8 @@ absl::Status DatasetWriter::CheckBlock(const Episode& block, int64_t* rows) cons
   return absl::OkStatus();
 }
 
-absl::Status DatasetWriter::CreateEpisodeDatasets() {
+absl::Status DatasetWriter::CreateEpisodeDatasets(int64_t first_rows) {
+  std::map<std::string, std::unique_ptr<h5::Handle>> datasets;
   for (const FeatureSpec& feature : spec_) {
     const std::string parent = feature.name.substr(0, feature.name.rfind('/') + 1);
     if (!parent.empty()) {
@@ -152,9 +152,10 @@ absl::Status DatasetWriter::CreateEpisodeDatasets() {
     ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset,
                               h5::CreateExtensible(demo_group_->get(), feature.name,
                                                    feature.dtype, feature.step_shape,
-                                                   options_.storage));
-    open_datasets_[feature.name] = std::make_unique<h5::Handle>(std::move(dataset));
+                                                   first_rows, options_.storage));
+    datasets[feature.name] = std::make_unique<h5::Handle>(std::move(dataset));
   }
+  open_datasets_ = std::move(datasets);
   return absl::OkStatus();
 }
 
@@ -164,10 +165,8 @@ absl::Status DatasetWriter::Append(const Episode& block) {
   }
   int64_t rows = 0;
   ROBOLOOP_RETURN_IF_ERROR(CheckBlock(block, &rows));
-  if (spec_.empty()) {
-    spec_ = SpecOf(block);
-    ROBOLOOP_RETURN_IF_ERROR(CreateEpisodeDatasets());
-  }
+  if (spec_.empty()) spec_ = SpecOf(block);
+  if (open_datasets_.empty()) ROBOLOOP_RETURN_IF_ERROR(CreateEpisodeDatasets(rows));
   for (const auto& [name, array] : block) {
     ROBOLOOP_RETURN_IF_ERROR(h5::AppendRows(open_datasets_.at(name)->get(), array,
                                             FeaturePath(DemoName(num_episodes_), name)));

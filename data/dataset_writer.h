@@ -23,7 +23,9 @@ class Handle;
 // Writes `data/demo_<i>` groups (attribute `num_samples`) holding `actions`, `obs/<key>`,
 // optional `next_obs/<key>`, `rewards`, `dones`, `states`, then `data` attributes `total` and
 // `env_args`, `mask/<split>` and the lineage attribute. Only the steps of the current Append
-// are held in memory. The first episode fixes the spec; later episodes must match it.
+// are held in memory. The first episode fixes the spec; later episodes must match it. An
+// episode's datasets are created by its first Append, chunked to hold that block whole
+// (StorageOptions bounds), so WriteEpisode stores each feature of an episode in one chunk.
 // The file is written as `<path>.partial` and renamed to `path` by Close(); a writer
 // destroyed without Close() removes the partial file. Not thread-safe: one thread at a time.
 class DatasetWriter {
@@ -75,7 +77,8 @@ class DatasetWriter {
  private:
   explicit DatasetWriter(const Options& options);
   absl::Status CheckBlock(const Episode& block, int64_t* rows) const;
-  absl::Status CreateEpisodeDatasets();
+  // Creates the open episode's datasets, chunked for a first block of `first_rows` rows.
+  absl::Status CreateEpisodeDatasets(int64_t first_rows);
   absl::Status WriteMasks();
   void Abandon();
 

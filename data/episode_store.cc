@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <unordered_map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "data/layout_scan.h"
 
 namespace roboloop::data {
 namespace {
@@ -71,6 +74,7 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
   DatasetReader::Options reader_options;
   reader_options.path = options.path;
   reader_options.validation = options.validation;
+  reader_options.validation.scan_values = false;  // done by CheckValues on the loaded values
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
                             DatasetReader::Open(reader_options));
   ROBOLOOP_ASSIGN_OR_RETURN(int64_t needed, EstimateBytes(reader->layout(), options));
@@ -82,7 +86,11 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
         " bytes (EpisodeStore::Options::memory_limit_bytes)"));
   }
   std::unique_ptr<EpisodeStore> store(new EpisodeStore());
+  store->warnings_ = reader->warnings();
   ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(*reader, options));
+  if (options.validation.scan_values) {
+    ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(*reader, options.validation.nan_policy));
+  }
   return store;
 }
 
@@ -108,6 +116,41 @@ absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& 
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, NanPolicy policy) {
+  std::unordered_map<std::string, int64_t> episode_of;
+  for (size_t i = 0; i < demos_.size(); ++i) episode_of[demos_[i]] = static_cast<int64_t>(i);
+  for (const DemoLayout& demo : reader.layout().demos) {
+    const auto loaded = episode_of.find(demo.name);
+    const int64_t episode = loaded == episode_of.end() ? -1 : loaded->second;
+    for (const FeatureSpec& spec : reader.layout().spec) {
+      if (!IsFloating(spec.dtype)) continue;
+      ROBOLOOP_ASSIGN_OR_RETURN(std::optional<ValidationIssue> issue,
+                                FindValueIssue(reader, demo.name, episode, spec));
+      if (!issue.has_value()) continue;
+      ROBOLOOP_RETURN_IF_ERROR(
+          internal::ApplyNanPolicy(reader.path(), policy, *std::move(issue), &warnings_));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<ValidationIssue>> EpisodeStore::FindValueIssue(
+    const DatasetReader& reader, const std::string& demo, int64_t episode,
+    const FeatureSpec& spec) const {
+  const std::string path = FeaturePath(demo, spec.name);
+  const auto loaded = features_.find(spec.name);
+  if (episode >= 0 && loaded != features_.end()) {
+    const Feature& feature = loaded->second;
+    const int64_t per_step = feature.row_bytes / DTypeSize(spec.dtype);
+    return internal::FindNonFinite(spec.dtype,
+                                   feature.bytes.data() + offsets_[episode] * feature.row_bytes,
+                                   lengths_[episode] * per_step, per_step, path);
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(Array array, reader.ReadFeature(demo, spec.name));
+  return internal::FindNonFinite(array.dtype, array.bytes.data(), array.NumElements(),
+                                 array.ElementsPerStep(), path);
 }
 
 absl::StatusOr<const EpisodeStore::Feature*> EpisodeStore::feature(const std::string& name) const {

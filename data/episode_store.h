@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ class EpisodeStore {
     std::vector<std::string> features;  // features to load, e.g. {"actions", "obs/qpos"}; empty = all
     std::string split;                  // mask name (e.g. "train"); empty = every demo
     int64_t memory_limit_bytes = 0;     // refuse to load more; 0 = half of physical memory
-    ValidationOptions validation;       // checks run when the file is opened
+    ValidationOptions validation;       // checks of the file; values are checked as they load
   };
 
   // One loaded feature: rows of all selected episodes, concatenated in episode order.
@@ -46,8 +47,10 @@ class EpisodeStore {
   static absl::StatusOr<int64_t> EstimateBytes(const DatasetLayout& layout,
                                                const Options& options);
 
-  // Opens, validates and loads the file; fails before allocating when the estimate exceeds
-  // the memory limit.
+  // Opens, validates and loads the file, reading it once: the structure is checked first
+  // and the load fails before allocating when the estimate exceeds the memory limit; NaN/Inf
+  // values are then looked for in the loaded buffers (features or demos not loaded are read
+  // for the check), findings reported in the same order and words as ValidateFile.
   static absl::StatusOr<std::unique_ptr<EpisodeStore>> Load(const Options& options);
 
   // Number of loaded episodes.
@@ -64,16 +67,24 @@ class EpisodeStore {
   absl::StatusOr<const Feature*> feature(const std::string& name) const;
   // Bytes held by all feature buffers.
   int64_t memory_bytes() const;
+  // Non-fatal findings of validation (missing attributes; NaN under NanPolicy::kLenient).
+  const std::vector<ValidationIssue>& warnings() const { return warnings_; }
 
  private:
   EpisodeStore() = default;
   absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
+  absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy);
+  absl::StatusOr<std::optional<ValidationIssue>> FindValueIssue(const DatasetReader& reader,
+                                                                const std::string& demo,
+                                                                int64_t episode,
+                                                                const FeatureSpec& spec) const;
 
   std::vector<std::string> demos_;
   std::vector<int64_t> offsets_;
   std::vector<int64_t> lengths_;
   int64_t total_steps_ = 0;
   std::map<std::string, Feature> features_;
+  std::vector<ValidationIssue> warnings_;
 };
 
 }  // namespace roboloop::data

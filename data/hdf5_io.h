@@ -87,10 +87,12 @@ absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, 
 // Reads a whole dataset into an Array of its stored dtype.
 absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 
-// Creates a chunked dataset [0, step_shape...] with an unlimited first dimension.
+// Creates a chunked dataset [0, step_shape...] with an unlimited first dimension; chunks hold
+// max(storage.chunk_steps, first_rows) rows (the rows of the first block to be appended),
+// shrunk to stay below storage.max_chunk_bytes.
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
-                                        const StorageOptions& storage);
+                                        int64_t first_rows, const StorageOptions& storage);
 
 // Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end.
 absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display);

@@ -2,6 +2,8 @@
 // DatasetReader.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +22,16 @@ absl::StatusOr<DatasetLayout> ScanLayout(hid_t file, const std::string& file_nam
 // finding is returned as an error, under kLenient every finding goes to `warnings`.
 absl::Status ScanValues(hid_t file, const std::string& file_name, const DatasetLayout& layout,
                         NanPolicy policy, std::vector<ValidationIssue>* warnings);
+
+// The NaN/Inf finding among `elements` float32 or float64 values (dtype `dtype`, `per_step`
+// values per step) of the dataset `path`, e.g. "2 NaN/Inf values (first at step 5)"; nullopt
+// when every value is finite.
+std::optional<ValidationIssue> FindNonFinite(DType dtype, const void* values, int64_t elements,
+                                             int64_t per_step, const std::string& path);
+
+// Applies `policy` to a finding of `file_name`: under kStrict it is returned as an error
+// "<file_name>: <path>: <message>", under kLenient it is appended to `warnings`.
+absl::Status ApplyNanPolicy(const std::string& file_name, NanPolicy policy,
+                            ValidationIssue issue, std::vector<ValidationIssue>* warnings);
 
 }  // namespace roboloop::data::internal

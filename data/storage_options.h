@@ -10,7 +10,7 @@ namespace roboloop::data {
 // libhdf5), so files stay readable by any HDF5 reader without plugins.
 struct StorageOptions {
   int gzip_level = 4;                 // deflate level 0-9; 0 writes uncompressed chunks
-  int64_t chunk_steps = 64;           // rows per chunk (upper bound)
+  int64_t chunk_steps = 64;           // rows per chunk, or the first appended block's if more
   int64_t max_chunk_bytes = 1 << 20;  // chunks are shrunk to stay below this size
 };
 

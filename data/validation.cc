@@ -80,13 +80,15 @@ absl::StatusOr<DemoScan> ScanDemo(hid_t data_group, const std::string& demo, int
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> names, FeatureNames(group.get(), demo));
   DemoScan scan;
   scan.demo = {demo, index, 0};
-  ROBOLOOP_ASSIGN_OR_RETURN(FeatureSpec actions,
-                            ScanFeature(group.get(), demo, kActions, &scan.demo.num_samples));
-  if (scan.demo.num_samples == 0) return Invalid(DemoPath(demo), "empty demo (actions has 0 steps)");
+  // `names` is sorted, so actions (present, checked by FeatureNames) comes first and fixes
+  // the length the others are compared with.
   for (const std::string& name : names) {
     int64_t length = 0;
     ROBOLOOP_ASSIGN_OR_RETURN(FeatureSpec feature, ScanFeature(group.get(), demo, name, &length));
-    if (length != scan.demo.num_samples) {
+    if (name == kActions) {
+      scan.demo.num_samples = length;
+      if (length == 0) return Invalid(DemoPath(demo), "empty demo (actions has 0 steps)");
+    } else if (length != scan.demo.num_samples) {
       return Invalid(FeaturePath(demo, name), absl::StrCat("length ", length, ", expected ",
                                                            scan.demo.num_samples, " (actions)"));
     }
@@ -210,15 +212,13 @@ absl::StatusOr<DatasetLayout> ScanStructure(hid_t file, std::vector<ValidationIs
   return layout;
 }
 
-// Counts non-finite values of a float array; `first_step` gets the step of the first one.
+// Counts non-finite values; `first_step` gets the step of the first one.
 template <typename T>
-int64_t CountNonFinite(const Array& array, int64_t* first_step) {
-  const absl::Span<const T> values = array.Values<T>();
-  const int64_t per_step = std::max<int64_t>(array.ElementsPerStep(), 1);
+int64_t CountNonFinite(const T* values, int64_t elements, int64_t per_step, int64_t* first_step) {
   int64_t count = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (int64_t i = 0; i < elements; ++i) {
     if (std::isfinite(values[i])) continue;
-    if (count++ == 0) *first_step = static_cast<int64_t>(i) / per_step;
+    if (count++ == 0) *first_step = i / per_step;
   }
   return count;
 }
@@ -229,20 +229,22 @@ absl::StatusOr<std::optional<ValidationIssue>> ScanFeatureValues(hid_t file,
   const std::string path = FeaturePath(demo, feature.name);
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset, h5::OpenDataset(file, path, path));
   ROBOLOOP_ASSIGN_OR_RETURN(Array array, h5::ReadArray(dataset.get(), path));
-  int64_t first_step = 0;
-  const int64_t count = feature.dtype == DType::kFloat32
-                            ? CountNonFinite<float>(array, &first_step)
-                            : CountNonFinite<double>(array, &first_step);
-  if (count == 0) return std::optional<ValidationIssue>();
-  return std::optional<ValidationIssue>(ValidationIssue{
-      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step, ")")});
+  return internal::FindNonFinite(array.dtype, array.bytes.data(), array.NumElements(),
+                                 array.ElementsPerStep(), path);
 }
 
 }  // namespace
 
 const DemoLayout* DatasetLayout::FindDemo(const std::string& name) const {
-  for (const DemoLayout& demo : demos) {
-    if (demo.name == name) return &demo;
+  // demos are sorted by index: binary search, then a scan for names sharing one index
+  // ("demo_7" and "demo_07").
+  const std::optional<int64_t> index = ParseDemoIndex(name);
+  if (!index.has_value()) return nullptr;
+  auto demo = std::lower_bound(
+      demos.begin(), demos.end(), *index,
+      [](const DemoLayout& candidate, int64_t wanted) { return candidate.index < wanted; });
+  for (; demo != demos.end() && demo->index == *index; ++demo) {
+    if (demo->name == name) return &*demo;
   }
   return nullptr;
 }
@@ -265,12 +267,31 @@ absl::Status ScanValues(hid_t file, const std::string& file_name, const DatasetL
           ScanFeatureValues(file, demo.name, feature);
       if (!issue.ok()) return Annotate(issue.status(), file_name);
       if (!issue->has_value()) continue;
-      if (policy == NanPolicy::kStrict) {
-        return absl::InvalidArgumentError(absl::StrCat(file_name, ": ", (*issue)->ToString()));
-      }
-      warnings->push_back(**issue);
+      ROBOLOOP_RETURN_IF_ERROR(ApplyNanPolicy(file_name, policy, **issue, warnings));
     }
   }
+  return absl::OkStatus();
+}
+
+std::optional<ValidationIssue> FindNonFinite(DType dtype, const void* values, int64_t elements,
+                                             int64_t per_step, const std::string& path) {
+  per_step = std::max<int64_t>(per_step, 1);
+  int64_t first_step = 0;
+  const int64_t count =
+      dtype == DType::kFloat32
+          ? CountNonFinite(static_cast<const float*>(values), elements, per_step, &first_step)
+          : CountNonFinite(static_cast<const double*>(values), elements, per_step, &first_step);
+  if (count == 0) return std::nullopt;
+  return ValidationIssue{
+      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step, ")")};
+}
+
+absl::Status ApplyNanPolicy(const std::string& file_name, NanPolicy policy,
+                            ValidationIssue issue, std::vector<ValidationIssue>* warnings) {
+  if (policy == NanPolicy::kStrict) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": ", issue.ToString()));
+  }
+  warnings->push_back(std::move(issue));
   return absl::OkStatus();
 }
 

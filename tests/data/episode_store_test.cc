@@ -1,8 +1,10 @@
 // The in-memory episode store: contiguous buffers, offsets, splits and the memory check.
 #include <cstring>
+#include <limits>
 
 #include "data/dataset_writer.h"
 #include "data/episode_store.h"
+#include "data/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/data/test_util.h"
@@ -83,6 +85,66 @@ TEST(EpisodeStoreTest, RefusesToLoadOverTheMemoryLimit) {
   EXPECT_TRUE(EpisodeStore::Load(options).ok());
   options.features = {"obs/missing"};
   EXPECT_THAT(EpisodeStore::Load(options).status().message(), HasSubstr("no feature 'obs/missing'"));
+}
+
+// Writes demos 0-2 of 4 steps; demo_1 gets a NaN in obs/qpos at step 2 and an Inf in
+// actions at step 3, demo_2 a NaN in obs/qvel at step 1.
+std::string WriteFileWithNonFinite(const TempDir& dir) {
+  DatasetWriter::Options options;
+  options.path = dir.File("nan.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  for (int i = 0; i < 3; ++i) {
+    Episode episode = MakeEpisode(4, i);
+    if (i == 1) {
+      episode["obs/qpos"].MutableValues<float>()[2 * 3 + 1] = std::nanf("");
+      episode["actions"].MutableValues<float>()[3 * 4] = std::numeric_limits<float>::infinity();
+    }
+    if (i == 2) episode["obs/qvel"].MutableValues<double>()[1 * 2] = std::nan("");
+    EXPECT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  EXPECT_TRUE((*writer)->SetMask("first", {"demo_0"}).ok());
+  EXPECT_TRUE((*writer)->Close().ok());
+  return options.path;
+}
+
+TEST(EpisodeStoreTest, NonFiniteValuesFailStrictLikeValidateFile) {
+  TempDir dir;
+  const std::string path = WriteFileWithNonFinite(dir);
+  const std::string first_error = ValidateFile(path, ValidationOptions()).status().ToString();
+  EXPECT_THAT(first_error,
+              HasSubstr(path + ": data/demo_1/actions: 1 NaN/Inf values (first at step 3)"));
+  EpisodeStore::Options options;
+  options.path = path;
+  EXPECT_EQ(EpisodeStore::Load(options).status().ToString(), first_error);  // all loaded
+  options.features = {"obs/qvel"};  // demo_1's findings are in features not loaded
+  EXPECT_EQ(EpisodeStore::Load(options).status().ToString(), first_error);
+  options.split = "first";  // and demo_1 is not loaded at all
+  EXPECT_EQ(EpisodeStore::Load(options).status().ToString(), first_error);
+  options.validation.scan_values = false;
+  EXPECT_TRUE(EpisodeStore::Load(options).ok());
+}
+
+TEST(EpisodeStoreTest, NonFiniteValuesAreWarningsWhenLenient) {
+  TempDir dir;
+  const std::string path = WriteFileWithNonFinite(dir);
+  ValidationOptions lenient;
+  lenient.nan_policy = NanPolicy::kLenient;
+  auto expected = ValidateFile(path, lenient);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(expected->warnings.size(), 3u);
+  EpisodeStore::Options options;
+  options.path = path;
+  options.validation = lenient;
+  options.features = {"obs/qpos", "actions"};
+  auto store = EpisodeStore::Load(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_EQ((*store)->warnings().size(), expected->warnings.size());
+  for (size_t i = 0; i < expected->warnings.size(); ++i) {
+    EXPECT_EQ((*store)->warnings()[i].ToString(), expected->warnings[i].ToString());
+  }
+  EXPECT_EQ((*store)->warnings()[0].ToString(),
+            "data/demo_1/actions: 1 NaN/Inf values (first at step 3)");
+  EXPECT_TRUE(std::isnan((*(*store)->feature("obs/qpos"))->Values<float>()[4 * 3 + 2 * 3 + 1]));
 }
 
 }  // namespace
