@@ -62,19 +62,6 @@ absl::Status ValidateRange(const v1::RolloutRequest& r, const SimServiceHandler:
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const v1::RolloutRequest& r, const Task& task) {
-  if (r.policy() == "expert") return task.MakeExpert();
-  if (r.policy() == "random") return std::unique_ptr<Policy>(new RandomPolicy(task, r.policy_seed()));
-  if (r.policy().empty()) {
-    return absl::InvalidArgumentError(
-        "policy must be set: \"expert\", \"random\" or a policy reference");
-  }
-  return absl::UnimplementedError(absl::StrCat(
-      "policy reference '", r.policy(),
-      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
-      "policies land"));
-}
-
 v1::DatasetWritten DatasetWrittenToProto(const DatasetSummary& summary, const std::string& path) {
   v1::DatasetWritten out;
   out.set_path(path);
@@ -148,7 +135,7 @@ absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
   ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
   ROBOLOOP_ASSIGN_OR_RETURN(RolloutOptions options, ValidatedRolloutOptions(request, *task, cancel));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(request, *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(request.policy(), request.policy_seed(), *task));
   ROBOLOOP_ASSIGN_OR_RETURN(auto engine, RolloutEngine::Create(task.get(), options));
   CallbackSink sink(on_episode);
   return engine->Run(*policy, sink);
@@ -175,7 +162,7 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectR
   options.success_only = request.success_only();
   options.policy_reference = rollout.policy();
   options.policy_seed = rollout.policy_seed();
-  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(rollout, *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(rollout.policy(), rollout.policy_seed(), *task));
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, CollectDataset(*task, *policy, options));
   return DatasetWrittenToProto(summary, request.output_path());
 }
@@ -197,6 +184,20 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelR
   ROBOLOOP_ASSIGN_OR_RETURN(auto expert, task->MakeExpert());
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, RelabelDataset(*task, *expert, options));
   return DatasetWrittenToProto(summary, request.output_path());
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
+                                                        uint64_t seed, const Task& task) {
+  if (reference == "expert") return task.MakeExpert();
+  if (reference == "random") return std::unique_ptr<Policy>(new RandomPolicy(task, seed));
+  if (reference.empty()) {
+    return absl::InvalidArgumentError(
+        "policy must be set: \"expert\", \"random\" or a policy reference");
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "policy reference '", reference,
+      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
+      "policies land"));
 }
 
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto) {

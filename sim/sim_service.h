@@ -72,6 +72,11 @@ class SimServiceHandler {
   mutable std::atomic<int> active_rollouts_{0};
 };
 
+// The policy a request names: "expert" (the task's), "random" (seeded by `seed`);
+// InvalidArgument when empty, Unimplemented for any other reference (named).
+absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
+                                                        uint64_t seed, const Task& task);
+
 // Converts a request's robustness message; an unset range (0, 0) means unchanged.
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto);
 
