@@ -297,7 +297,8 @@ void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
 // --register NAME and where the registry is (its token file is --registry-token-file, since
 // --token-file belongs to --sim).
 void AddRegisterOptions(CLI::App* command, SimFlags* flags) {
-  command->add_option("--register", flags->register_name, "Register the written dataset under NAME");
+  command->add_option("--register", flags->register_name,
+                      "Register the written dataset under NAME (the file is read locally)");
   command->add_option("--registry", flags->registry.address,
                       "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)");
   command->add_option("--root", flags->registry.root, "Local store of the embedded registry")
