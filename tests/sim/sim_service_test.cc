@@ -254,8 +254,9 @@ TEST_F(SimServiceTest, ClientDeadlineStopsTheServerBetweenRecords) {
 
 TEST_F(SimServiceTest, CollectWritesTheLocalDatasetAndRelabelReadsIt) {
   Start();
-  const std::string dir = ::testing::TempDir() + "/sim_service_collect_" + std::to_string(getpid());
-  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  std::string pattern = ::testing::TempDir() + "/sim_service_collect_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
   v1::CollectRequest request;
   *request.mutable_rollout() = Request("cartpole-swingup", "random", 3);
   request.mutable_rollout()->set_max_steps(30);
