@@ -8,12 +8,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_server.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
+#include "data/stats.h"
+#include "data/tools.h"
+#include "pipeline/registry_connection.h"
 #include "pipeline/table.h"
 #include "sim/builtin_tasks.h"
+#include "sim/replay.h"
 #include "sim/sim_client.h"
 #include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
@@ -32,6 +37,13 @@ struct SimFlags {
   std::vector<std::string> yaml_tasks;    // declarative task files
   Format format = Format::kTable;
   v1::RolloutRequest rollout;
+  v1::CollectRequest collect;
+  v1::RelabelRequest relabel;
+  std::string register_name;              // register the written dataset under this name
+  RegistryTarget registry;                // where --register registers
+  int64_t replay_episode = 0;             // episode index replayed
+  std::string expect_hash;                // hex state hash chain the replay must reproduce
+  std::string dataset_dir;                // serve sim: Collect/Relabel paths live under it
   std::string listen = "127.0.0.1:7072";
   std::string server_token_file;
   std::string tls_cert;
@@ -82,6 +94,14 @@ class SimBackend {
                    : handler_->Rollout(request, on_episode, nullptr);
   }
 
+  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request) const {
+    return client_ ? client_->Collect(request) : handler_->Collect(request, nullptr);
+  }
+
+  absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const {
+    return client_ ? client_->Relabel(request) : handler_->Relabel(request);
+  }
+
  private:
   SimBackend() = default;
   std::unique_ptr<sim::TaskRegistry> tasks_;
@@ -117,7 +137,7 @@ absl::Status Rollout(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
   int64_t successes = 0, episodes = 0;
   double total_return = 0;
-  Table table({"EPISODE", "SEED", "RETURN", "LENGTH", "SUCCESS", "END", "STATE HASH"});
+  Table table({"EPISODE", "SEED", "RETURN", "LENGTH", "SUCCESS", "END", "STATE HASH CHAIN"});
   absl::Status status = backend->Rollout(flags.rollout, [&](const v1::EpisodeRecord& r) {
     ++episodes;
     successes += r.success() ? 1 : 0;
@@ -128,7 +148,7 @@ absl::Status Rollout(const SimFlags& flags) {
       table.AddRow({absl::StrCat(r.episode_index()), absl::StrCat(r.seed()),
                     absl::StrFormat("%.3f", r.episode_return()), absl::StrCat(r.length()),
                     r.success() ? "yes" : "no", r.end_reason(),
-                    absl::StrFormat("%016x", r.final_state_hash())});
+                    absl::StrFormat("%016x", r.state_hash_chain())});
     }
     return absl::OkStatus();
   });
@@ -143,11 +163,89 @@ absl::Status Rollout(const SimFlags& flags) {
   return absl::OkStatus();
 }
 
+// Uploads the dataset file at `path` and registers it as `name` with the parents of its
+// lineage that the registry knows (the approach of `data register`).
+absl::Status RegisterDatasetFile(const RegistryTarget& target, const std::string& path,
+                                 const std::string& name) {
+  ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
+                            data::PrepareRegistration(path, data::StatsOptions()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(target));
+  registry::RegistryClient& client = connection->client();
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(path));
+  v1::RegisterDatasetRequest request;
+  request.set_name(name);
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(metadata.metadata.dump());
+  for (const std::string& parent : metadata.parent_ids) {
+    if (client.GetDataset(parent).ok()) request.add_parent_refs(parent);
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
+  std::printf("registered dataset %s:v%d %s (%d parents)\n", dataset.name().c_str(), dataset.version(),
+              dataset.id().c_str(), dataset.parent_ids_size());
+  return absl::OkStatus();
+}
+
+void PrintWritten(const char* what, const v1::DatasetWritten& written) {
+  std::printf("%s %s: %lld demos, %lld steps, sha256 %s\n", what, written.path().c_str(),
+              static_cast<long long>(written.episodes_written()),
+              static_cast<long long>(written.total_steps()), written.sha256().c_str());
+}
+
+absl::Status Collect(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
+  PrintWritten("collected", written);
+  std::printf("%lld episodes run, %lld successful\n", static_cast<long long>(written.episodes_run()),
+              static_cast<long long>(written.successes()));
+  if (flags.register_name.empty()) return absl::OkStatus();
+  return RegisterDatasetFile(flags.registry, written.path(), flags.register_name);
+}
+
+absl::Status Relabel(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
+  PrintWritten("relabelled", written);
+  if (flags.register_name.empty()) return absl::OkStatus();
+  return RegisterDatasetFile(flags.registry, written.path(), flags.register_name);
+}
+
+// Re-runs one episode locally, checks its state hash chain against --expect-hash, then
+// replays it once more against the first run's record (sim/replay.h), bit for bit.
+absl::Status Replay(const SimFlags& flags) {
+  uint64_t expected = 0;
+  if (!absl::SimpleHexAtoi(flags.expect_hash, &expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "usage: --expect-hash '", flags.expect_hash, "' is not a hexadecimal hash (see STATE HASH CHAIN of sim rollout)"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
+  const v1::RolloutRequest& r = flags.rollout;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, tasks->Create(r.task()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, sim::MakeNamedPolicy(r.policy(), r.policy_seed(), *task));
+  sim::RolloutOptions options;
+  options.base_seed = r.base_seed();
+  options.first_episode = flags.replay_episode;
+  options.max_steps = r.max_steps();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<sim::EpisodeRecord> records, sim::RunRollout(*task, *policy, options));
+  const sim::EpisodeRecord& record = records.front();
+  if (record.state_hash_chain != expected) {
+    return absl::DataLossError(absl::StrFormat(
+        "episode %d of %s with %s (seed %d): state hash chain %016x, expected %016x",
+        record.episode_index, r.task(), r.policy(), r.base_seed(), record.state_hash_chain, expected));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(sim::ReplayEpisode(*task, *policy, options, record));
+  std::printf("episode %lld of %s replayed bit for bit: state hash chain %016llx, return %.3f, %s\n",
+              static_cast<long long>(record.episode_index), r.task().c_str(),
+              static_cast<unsigned long long>(record.state_hash_chain), record.episode_return,
+              record.success ? "success" : "no success");
+  return absl::OkStatus();
+}
+
 absl::Status ServeSim(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
   ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
   sim::SimServiceHandler::Options options;
   options.registry = tasks.get();
+  options.dataset_dir = flags.dataset_dir;
   ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
   sim::SimGrpcService service(handler.get(), {});
   common::GrpcServerOptions server_options;
@@ -174,6 +272,40 @@ void AddRemoteOptions(CLI::App* command, SimFlags* flags) {
   command->add_option("--token-file", flags->token_file, "Bearer token file for --sim");
 }
 
+// --task, --policy, --seed, --max-steps of a rollout request.
+void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
+  command->add_option_function<std::string>("--task", [r](const std::string& v) { r->set_task(v); },
+                                            "Task name")->required();
+  command->add_option_function<std::string>("--policy", [r](const std::string& v) { r->set_policy(v); },
+                                            "expert or random")->required();
+  command->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
+                                         "Base seed (episode i uses EpisodeSeed(seed, i))");
+  command->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
+                                    "Horizon override");
+}
+
+// --episodes, --first-episode, --envs, --threads of a rollout request.
+void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
+  command->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
+                                        "Number of episodes")->required();
+  command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
+                                        "First episode index of the seed range");
+  command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
+  command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
+}
+
+// --register NAME and where the registry is (its token file is --registry-token-file, since
+// --token-file belongs to --sim).
+void AddRegisterOptions(CLI::App* command, SimFlags* flags) {
+  command->add_option("--register", flags->register_name,
+                      "Register the written dataset under NAME (the file is read locally)");
+  command->add_option("--registry", flags->registry.address,
+                      "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)");
+  command->add_option("--root", flags->registry.root, "Local store of the embedded registry")
+      ->capture_default_str();
+  command->add_option("--registry-token-file", flags->registry.token_file, "Bearer token file for --registry");
+}
+
 std::shared_ptr<SimFlags> SharedFlags() {
   static auto flags = std::make_shared<SimFlags>();
   return flags;
@@ -184,7 +316,7 @@ std::shared_ptr<SimFlags> SharedFlags() {
 void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   std::shared_ptr<SimFlags> flags = SharedFlags();
   SimFlags* f = flags.get();
-  CLI::App* sim = app.add_subcommand("sim", "Batched MuJoCo simulation: tasks and rollouts");
+  CLI::App* sim = app.add_subcommand("sim", "Batched MuJoCo simulation: tasks, rollouts, datasets, replay");
   sim->require_subcommand(1);
 
   CLI::App* tasks = sim->add_subcommand("tasks", "List the tasks");
@@ -197,22 +329,50 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   AddTaskSourceOptions(rollout, f);
   AddRemoteOptions(rollout, f);
   AddFormatOption(rollout, &f->format);
-  v1::RolloutRequest* r = &f->rollout;
-  rollout->add_option_function<std::string>("--task", [r](const std::string& v) { r->set_task(v); },
-                                            "Task name")->required();
-  rollout->add_option_function<std::string>("--policy", [r](const std::string& v) { r->set_policy(v); },
-                                            "expert or random")->required();
-  rollout->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
-                                        "Number of episodes")->required();
-  rollout->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
-                                        "First episode index of the seed range");
-  rollout->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
-                                         "Base seed (episode i uses EpisodeSeed(seed, i))");
-  rollout->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
-  rollout->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
-  rollout->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
-                                    "Horizon override");
+  AddTaskPolicyOptions(rollout, &f->rollout);
+  AddSeedRangeOptions(rollout, &f->rollout);
   runner.Bind(rollout, [flags] { return Rollout(*flags); });
+
+  CLI::App* collect = sim->add_subcommand(
+      "collect", "Run a policy and write its episodes (with full states) as a robomimic dataset");
+  AddTaskSourceOptions(collect, f);
+  AddRemoteOptions(collect, f);
+  AddTaskPolicyOptions(collect, f->collect.mutable_rollout());
+  AddSeedRangeOptions(collect, f->collect.mutable_rollout());
+  v1::CollectRequest* c = &f->collect;
+  collect->add_option_function<std::string>("-o,--output", [c](const std::string& v) { c->set_output_path(v); },
+                                            "Dataset file to write (on the sim server with --sim)")->required();
+  collect->add_flag_function("--success-only", [c](int64_t n) { c->set_success_only(n > 0); },
+                             "Keep only successful episodes");
+  collect->add_flag_function("--overwrite", [c](int64_t n) { c->set_overwrite(n > 0); },
+                             "Replace an existing output file");
+  AddRegisterOptions(collect, f);
+  runner.Bind(collect, [flags] { return Collect(*flags); });
+
+  CLI::App* relabel = sim->add_subcommand(
+      "relabel", "DAgger: a copy of a dataset whose actions are the expert's for each recorded state");
+  AddTaskSourceOptions(relabel, f);
+  AddRemoteOptions(relabel, f);
+  v1::RelabelRequest* l = &f->relabel;
+  relabel->add_option_function<std::string>("IN", [l](const std::string& v) { l->set_input_path(v); },
+                                            "Dataset with states")->required();
+  relabel->add_option_function<std::string>("-o,--output", [l](const std::string& v) { l->set_output_path(v); },
+                                            "Dataset file to write")->required();
+  relabel->add_option_function<std::string>("--task", [l](const std::string& v) { l->set_task(v); },
+                                            "Task whose expert relabels (default: env_args env_name of IN)");
+  relabel->add_flag_function("--overwrite", [l](int64_t n) { l->set_overwrite(n > 0); },
+                             "Replace an existing output file");
+  AddRegisterOptions(relabel, f);
+  runner.Bind(relabel, [flags] { return Relabel(*flags); });
+
+  CLI::App* replay = sim->add_subcommand(
+      "replay", "Re-run one episode and verify its state hash chain bit for bit");
+  AddTaskSourceOptions(replay, f);
+  AddTaskPolicyOptions(replay, &f->rollout);
+  replay->add_option("--episode", f->replay_episode, "Episode index within the seed range")->required();
+  replay->add_option("--expect-hash", f->expect_hash, "STATE HASH CHAIN shown by sim rollout (hex)")
+      ->required();
+  runner.Bind(replay, [flags] { return Replay(*flags); });
 }
 
 void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {
@@ -225,6 +385,8 @@ void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {
   command->add_option("--tls-cert", f->tls_cert, "PEM certificate chain (with --tls-key)");
   command->add_option("--tls-key", f->tls_key, "PEM private key");
   command->add_flag("--insecure", f->insecure, "Allow plaintext on a non-loopback address");
+  command->add_option("--dataset-dir", f->dataset_dir,
+                      "Collect/Relabel paths are relative to this directory (default: any path)");
   runner.Bind(command, [flags] { return ServeSim(*flags); });
 }
 

@@ -1,4 +1,4 @@
-// `roboloop sim tasks|rollout` and `roboloop serve sim`.
+// `roboloop sim tasks|rollout|collect|relabel|replay` and `roboloop serve sim`.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -40,4 +40,22 @@ absl::Status SimClient::Rollout(const v1::RolloutRequest& request, const Episode
   return channel_->CallStatus(status, "Rollout");
 }
 
+absl::StatusOr<v1::DatasetWritten> SimClient::Collect(const v1::CollectRequest& request,
+                                                      absl::Duration deadline) const {
+  auto context = channel_->NewContext(deadline);
+  v1::DatasetWritten response;
+  ROBOLOOP_RETURN_IF_ERROR(
+      channel_->CallStatus(stub_->Collect(context.get(), request, &response), "Collect"));
+  return response;
+}
+
+absl::StatusOr<v1::DatasetWritten> SimClient::Relabel(const v1::RelabelRequest& request,
+                                                      absl::Duration deadline) const {
+  auto context = channel_->NewContext(deadline);
+  v1::DatasetWritten response;
+  ROBOLOOP_RETURN_IF_ERROR(
+      channel_->CallStatus(stub_->Relabel(context.get(), request, &response), "Relabel"));
+  return response;
+}
+
 }  // namespace roboloop::sim

@@ -26,6 +26,14 @@ class SimClient {
   absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
                        absl::Duration deadline = absl::Hours(24)) const;
 
+  // Runs Collect on the server (the dataset is written on the server's filesystem).
+  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
+                                             absl::Duration deadline = absl::Hours(24)) const;
+
+  // Runs Relabel on the server (both paths are on the server's filesystem).
+  absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request,
+                                             absl::Duration deadline = absl::Hours(24)) const;
+
  private:
   explicit SimClient(std::unique_ptr<common::GrpcChannel> channel);
 

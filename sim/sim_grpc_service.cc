@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "common/grpc_auth.h"
@@ -22,12 +23,10 @@ grpc::Status SimGrpcService::ListTasks(grpc::ServerContext* context, const v1::L
   return grpc::Status::OK;
 }
 
-grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::RolloutRequest* request,
-                                     grpc::ServerWriter<v1::EpisodeRecord>* writer) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
+absl::Status SimGrpcService::RunCancellable(
+    grpc::ServerContext* context, const std::function<absl::Status(std::atomic<bool>*)>& work) const {
   // The sync API has no cancellation callback: a watcher polls the context and raises the
-  // flag the engine checks every env step, so a cancelled stream stops between steps.
+  // flag the engine checks every env step, so a cancelled call stops between steps.
   std::atomic<bool> cancel{false};
   absl::Notification finished;
   std::thread watcher([&] {
@@ -38,17 +37,47 @@ grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::Rol
       }
     }
   });
-  auto write = [&](const v1::EpisodeRecord& record) -> absl::Status {
-    if (!writer->Write(record)) {
-      cancel.store(true);
-      return absl::CancelledError("the client closed the Rollout stream");
-    }
-    return absl::OkStatus();
-  };
-  absl::Status status = handler_->Rollout(*request, write, &cancel);
+  absl::Status status = work(&cancel);
   finished.Notify();
   watcher.join();
-  return common::AbslToGrpc(status);
+  return status;
+}
+
+grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::RolloutRequest* request,
+                                     grpc::ServerWriter<v1::EpisodeRecord>* writer) {
+  grpc::Status auth = common::CheckCallAuthenticated(*context);
+  if (!auth.ok()) return auth;
+  return common::AbslToGrpc(RunCancellable(context, [&](std::atomic<bool>* cancel) {
+    auto write = [&](const v1::EpisodeRecord& record) -> absl::Status {
+      if (!writer->Write(record)) {
+        cancel->store(true);
+        return absl::CancelledError("the client closed the Rollout stream");
+      }
+      return absl::OkStatus();
+    };
+    return handler_->Rollout(*request, write, cancel);
+  }));
+}
+
+grpc::Status SimGrpcService::Collect(grpc::ServerContext* context, const v1::CollectRequest* request,
+                                     v1::DatasetWritten* response) {
+  grpc::Status auth = common::CheckCallAuthenticated(*context);
+  if (!auth.ok()) return auth;
+  return common::AbslToGrpc(RunCancellable(context, [&](std::atomic<bool>* cancel) {
+    absl::StatusOr<v1::DatasetWritten> written = handler_->Collect(*request, cancel);
+    if (written.ok()) *response = *std::move(written);
+    return written.status();
+  }));
+}
+
+grpc::Status SimGrpcService::Relabel(grpc::ServerContext* context, const v1::RelabelRequest* request,
+                                     v1::DatasetWritten* response) {
+  grpc::Status auth = common::CheckCallAuthenticated(*context);
+  if (!auth.ok()) return auth;
+  absl::StatusOr<v1::DatasetWritten> written = handler_->Relabel(*request);
+  if (!written.ok()) return common::AbslToGrpc(written.status());
+  *response = *std::move(written);
+  return grpc::Status::OK;
 }
 
 }  // namespace roboloop::sim

@@ -4,6 +4,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <functional>
+
 #include "absl/time/time.h"
 #include "roboloop/v1/sim.grpc.pb.h"
 #include "sim/sim_service.h"
@@ -25,8 +28,16 @@ class SimGrpcService final : public v1::SimService::Service {
                          v1::ListTasksResponse* response) override;
   grpc::Status Rollout(grpc::ServerContext* context, const v1::RolloutRequest* request,
                        grpc::ServerWriter<v1::EpisodeRecord>* writer) override;
+  grpc::Status Collect(grpc::ServerContext* context, const v1::CollectRequest* request,
+                       v1::DatasetWritten* response) override;
+  grpc::Status Relabel(grpc::ServerContext* context, const v1::RelabelRequest* request,
+                       v1::DatasetWritten* response) override;
 
  private:
+  // Runs `work(&cancel)` while a watcher raises `cancel` once `context` is cancelled.
+  absl::Status RunCancellable(grpc::ServerContext* context,
+                              const std::function<absl::Status(std::atomic<bool>*)>& work) const;
+
   const SimServiceHandler* handler_;
   Options options_;
 };

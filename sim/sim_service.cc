@@ -4,7 +4,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/fs.h"
 #include "common/status.h"
+#include "sim/collect.h"
 #include "sim/random_policy.h"
 
 namespace roboloop::sim {
@@ -60,17 +62,15 @@ absl::Status ValidateRange(const v1::RolloutRequest& r, const SimServiceHandler:
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const v1::RolloutRequest& r, const Task& task) {
-  if (r.policy() == "expert") return task.MakeExpert();
-  if (r.policy() == "random") return std::unique_ptr<Policy>(new RandomPolicy(task, r.policy_seed()));
-  if (r.policy().empty()) {
-    return absl::InvalidArgumentError(
-        "policy must be set: \"expert\", \"random\" or a policy reference");
-  }
-  return absl::UnimplementedError(absl::StrCat(
-      "policy reference '", r.policy(),
-      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
-      "policies land"));
+v1::DatasetWritten DatasetWrittenToProto(const DatasetSummary& summary, const std::string& path) {
+  v1::DatasetWritten out;
+  out.set_path(path);
+  out.set_sha256(summary.sha256);
+  out.set_episodes_run(summary.episodes_run);
+  out.set_episodes_written(summary.episodes_written);
+  out.set_successes(summary.successes);
+  out.set_total_steps(summary.total_steps);
+  return out;
 }
 
 v1::TaskInfo DescribeTask(const Task& task, const std::string& summary) {
@@ -111,12 +111,8 @@ absl::StatusOr<v1::ListTasksResponse> SimServiceHandler::ListTasks() const {
   return response;
 }
 
-absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
-                                        const EpisodeCallback& on_episode,
-                                        const std::atomic<bool>* cancel) const {
-  ActiveRolloutScope scope(&active_rollouts_);
-  ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
+absl::StatusOr<RolloutOptions> SimServiceHandler::ValidatedRolloutOptions(
+    const v1::RolloutRequest& request, const Task& task, const std::atomic<bool>* cancel) const {
   RolloutOptions options;
   options.base_seed = request.base_seed();
   options.first_episode = request.first_episode();
@@ -127,12 +123,81 @@ absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
   options.record_trajectories = request.record_trajectories();
   options.robustness = RobustnessFromProto(request.robustness());
   options.cancel = cancel;
-  ROBOLOOP_RETURN_IF_ERROR(Annotate(ValidateRobustness(options.robustness, task->obs_spec()),
-                                    absl::StrCat("task ", task->name())));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(request, *task));
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(ValidateRobustness(options.robustness, task.obs_spec()),
+                                    absl::StrCat("task ", task.name())));
+  return options;
+}
+
+absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
+                                        const EpisodeCallback& on_episode,
+                                        const std::atomic<bool>* cancel) const {
+  ActiveRolloutScope scope(&active_rollouts_);
+  ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
+  ROBOLOOP_ASSIGN_OR_RETURN(RolloutOptions options, ValidatedRolloutOptions(request, *task, cancel));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(request.policy(), request.policy_seed(), *task));
   ROBOLOOP_ASSIGN_OR_RETURN(auto engine, RolloutEngine::Create(task.get(), options));
   CallbackSink sink(on_episode);
   return engine->Run(*policy, sink);
+}
+
+absl::StatusOr<std::string> SimServiceHandler::ResolveDatasetPath(const std::string& path) const {
+  if (path.empty()) return absl::InvalidArgumentError("a dataset path must be given");
+  if (options_.dataset_dir.empty()) return path;
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckSafeRelativePath(path),
+                                    absl::StrCat("dataset path under ", options_.dataset_dir)));
+  return JoinPath(options_.dataset_dir, path);
+}
+
+absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectRequest& request,
+                                                              const std::atomic<bool>* cancel) const {
+  ActiveRolloutScope scope(&active_rollouts_);
+  const v1::RolloutRequest& rollout = request.rollout();
+  ROBOLOOP_RETURN_IF_ERROR(ValidateRange(rollout, options_));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(rollout.task()));
+  CollectOptions options;
+  ROBOLOOP_ASSIGN_OR_RETURN(options.rollout, ValidatedRolloutOptions(rollout, *task, cancel));
+  ROBOLOOP_ASSIGN_OR_RETURN(options.output_path, ResolveDatasetPath(request.output_path()));
+  options.overwrite = request.overwrite();
+  options.success_only = request.success_only();
+  options.policy_reference = rollout.policy();
+  options.policy_seed = rollout.policy_seed();
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(rollout.policy(), rollout.policy_seed(), *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, CollectDataset(*task, *policy, options));
+  return DatasetWrittenToProto(summary, request.output_path());
+}
+
+absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelRequest& request) const {
+  if (!request.policy().empty() && request.policy() != "expert") {
+    return absl::UnimplementedError(absl::StrCat(
+        "relabelling with policy '", request.policy(), "' is not served: only \"expert\""));
+  }
+  RelabelOptions options;
+  ROBOLOOP_ASSIGN_OR_RETURN(options.input_path, ResolveDatasetPath(request.input_path()));
+  ROBOLOOP_ASSIGN_OR_RETURN(options.output_path, ResolveDatasetPath(request.output_path()));
+  options.overwrite = request.overwrite();
+  std::string task_name = request.task();
+  if (task_name.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(task_name, DatasetTaskName(options.input_path));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(task_name));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto expert, task->MakeExpert());
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, RelabelDataset(*task, *expert, options));
+  return DatasetWrittenToProto(summary, request.output_path());
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
+                                                        uint64_t seed, const Task& task) {
+  if (reference == "expert") return task.MakeExpert();
+  if (reference == "random") return std::unique_ptr<Policy>(new RandomPolicy(task, seed));
+  if (reference.empty()) {
+    return absl::InvalidArgumentError(
+        "policy must be set: \"expert\", \"random\" or a policy reference");
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "policy reference '", reference,
+      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
+      "policies land"));
 }
 
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto) {

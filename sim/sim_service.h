@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,6 +30,7 @@ class SimServiceHandler {
     const TaskRegistry* registry = nullptr;  // tasks served (not owned; must outlive the handler)
     int max_envs = 4096;                     // largest `envs` a request may ask for
     int max_threads = 64;                    // largest `threads` a request may ask for
+    std::string dataset_dir = "";            // Collect/Relabel paths live under it; empty = as given
   };
 
   // InvalidArgument when the registry is missing or a limit is below 1.
@@ -45,15 +47,35 @@ class SimServiceHandler {
   absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
                        const std::atomic<bool>* cancel) const;
 
+  // Validates `request` like Rollout, then writes its episodes as a dataset (sim/collect.h) at
+  // output_path (resolved under options.dataset_dir when set; a path escaping it is
+  // InvalidArgument). Cancelled as Rollout is.
+  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
+                                             const std::atomic<bool>* cancel) const;
+
+  // Relabels input_path with the expert of `request.task` (or of the input's env_args task)
+  // into output_path (sim/collect.h RelabelDataset); paths resolve as for Collect. A policy
+  // other than "expert" is Unimplemented.
+  absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const;
+
   // Rollouts running right now (for monitoring and for tests of cancellation).
   int active_rollouts() const { return active_rollouts_.load(); }
 
  private:
   explicit SimServiceHandler(const Options& options) : options_(options) {}
+  absl::StatusOr<RolloutOptions> ValidatedRolloutOptions(const v1::RolloutRequest& request,
+                                                         const Task& task,
+                                                         const std::atomic<bool>* cancel) const;
+  absl::StatusOr<std::string> ResolveDatasetPath(const std::string& path) const;
 
   Options options_;
   mutable std::atomic<int> active_rollouts_{0};
 };
+
+// The policy a request names: "expert" (the task's), "random" (seeded by `seed`);
+// InvalidArgument when empty, Unimplemented for any other reference (named).
+absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
+                                                        uint64_t seed, const Task& task);
 
 // Converts a request's robustness message; an unset range (0, 0) means unchanged.
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto);

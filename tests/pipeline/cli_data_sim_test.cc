@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -139,6 +142,87 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
   ProgramResult bad_plugin = Roboloop({"sim", "tasks", "--task-plugin", "/nonexistent/libtask.so"});
   EXPECT_EQ(bad_plugin.exit_code, 1);
   EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
+}
+
+// The value after `label` in `text` (up to the next space, comma or newline).
+std::string WordAfter(const std::string& text, const std::string& label) {
+  const size_t at = text.find(label);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + label.size();
+  return text.substr(begin, text.find_first_of(" ,\n", begin) - begin);
+}
+
+TEST(CliSimTest, CollectRegistersAndRelabelRecordsTheRegisteredParent) {
+  const std::string dir = testing::MakeTempDir("clisimcollect");
+  const std::string root = dir + "/store";
+  ProgramResult collect = Roboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
+                                    "--episodes", "3", "--seed", "8", "--max-steps", "40", "--envs", "2",
+                                    "-o", dir + "/demos.hdf5", "--register", "pend", "--root", root});
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  EXPECT_THAT(collect.out, HasSubstr("3 demos, 120 steps"));
+  EXPECT_THAT(collect.out, HasSubstr("registered dataset pend:v1"));
+  ProgramResult info = Roboloop({"data", "info", dir + "/demos.hdf5", "--format", "json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  nlohmann::json json = nlohmann::json::parse(info.out);
+  EXPECT_EQ(json["num_demos"], 3);
+  EXPECT_EQ(json["lineage"]["operation"], "collect");
+  EXPECT_THAT(json["env_args"].dump(), HasSubstr("pendulum-swingup"));
+
+  ProgramResult relabel = Roboloop({"sim", "relabel", dir + "/demos.hdf5", "-o", dir + "/dagger.hdf5",
+                                    "--register", "pend-dagger", "--root", root});
+  ASSERT_EQ(relabel.exit_code, 0) << relabel.err;
+  EXPECT_THAT(relabel.out, HasSubstr("(1 parents)"));
+  ProgramResult lineage = Roboloop({"registry", "lineage", "pend-dagger:v1", "--root", root});
+  EXPECT_THAT(lineage.out, HasSubstr("pend:v1"));
+
+  ProgramResult again = Roboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
+                                  "--episodes", "1", "-o", dir + "/demos.hdf5"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("demos.hdf5"));
+  ProgramResult missing = Roboloop({"sim", "relabel", dir + "/none.hdf5", "-o", dir + "/x.hdf5"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("none.hdf5"));
+}
+
+TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
+  const std::string dir = testing::MakeTempDir("clisimdet");
+  std::vector<std::string> hashes;
+  for (const char* envs : {"1", "3"}) {
+    ProgramResult collect = Roboloop({"sim", "collect", "--task", "cartpole-balance", "--policy", "random",
+                                      "--episodes", "5", "--max-steps", "60", "--envs", envs, "--threads", "2",
+                                      "-o", dir + "/envs" + envs + ".hdf5"});
+    ASSERT_EQ(collect.exit_code, 0) << collect.err;
+    hashes.push_back(WordAfter(collect.out, "sha256 "));
+  }
+  EXPECT_EQ(hashes[0].size(), 64u);
+  EXPECT_EQ(hashes[0], hashes[1]);
+}
+
+TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
+  ProgramResult rollout = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
+                                    "--episodes", "2", "--seed", "3", "--max-steps", "80", "--format", "json"});
+  ASSERT_EQ(rollout.exit_code, 0) << rollout.err;
+  std::istringstream lines(rollout.out);
+  std::string line;
+  std::getline(lines, line);
+  std::getline(lines, line);
+  nlohmann::json record = nlohmann::json::parse(line);
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                std::stoull(record["state_hash_chain"].get<std::string>()));
+  const std::string episode = record["episode_index"].get<std::string>();  // int64 is a JSON string
+  ProgramResult ok = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert", "--seed", "3",
+                               "--max-steps", "80", "--episode", episode, "--expect-hash", hex});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("replayed bit for bit"));
+  ProgramResult other_seed = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
+                                       "--seed", "4", "--max-steps", "80", "--episode", episode,
+                                       "--expect-hash", hex});
+  EXPECT_EQ(other_seed.exit_code, 1);
+  EXPECT_THAT(other_seed.err, HasSubstr(std::string("expected ") + hex));
+  ProgramResult bad = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
+                                "--episode", "0", "--expect-hash", "not-hex"});
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/builtin_tasks.h"
+#include "sim/collect.h"
 #include "sim/random_policy.h"
 #include "sim/sim_client.h"
 #include "sim/sim_grpc_service.h"
@@ -249,6 +250,77 @@ TEST_F(SimServiceTest, ClientDeadlineStopsTheServerBetweenRecords) {
   EXPECT_EQ(received, 0);
   ASSERT_TRUE(WaitForNoActiveRollouts(*handler_, std::chrono::seconds(5)));
   EXPECT_LT(std::chrono::steady_clock::now() - expired_at, std::chrono::seconds(1));
+}
+
+TEST_F(SimServiceTest, CollectWritesTheLocalDatasetAndRelabelReadsIt) {
+  Start();
+  std::string pattern = ::testing::TempDir() + "/sim_service_collect_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
+  v1::CollectRequest request;
+  *request.mutable_rollout() = Request("cartpole-swingup", "random", 3);
+  request.mutable_rollout()->set_max_steps(30);
+  request.set_output_path(dir + "/remote.hdf5");
+  request.set_overwrite(true);
+  auto written = client_->Collect(request);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->episodes_written(), 3);
+  EXPECT_EQ(written->total_steps(), 90);
+
+  auto task = registry_.Create("cartpole-swingup");
+  ASSERT_TRUE(task.ok());
+  RandomPolicy random(**task, 0);
+  CollectOptions local;
+  local.output_path = dir + "/local.hdf5";
+  local.overwrite = true;
+  local.rollout.base_seed = 21;
+  local.rollout.first_episode = 4;
+  local.rollout.num_episodes = 3;
+  local.rollout.max_steps = 30;
+  local.policy_reference = "random";
+  auto summary = CollectDataset(**task, random, local);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(written->sha256(), summary->sha256);
+
+  v1::RelabelRequest relabel;
+  relabel.set_input_path(dir + "/remote.hdf5");
+  relabel.set_output_path(dir + "/dagger.hdf5");
+  relabel.set_overwrite(true);
+  auto relabelled = client_->Relabel(relabel);
+  ASSERT_TRUE(relabelled.ok()) << relabelled.status();
+  EXPECT_EQ(relabelled->episodes_written(), 3);
+  EXPECT_NE(relabelled->sha256(), written->sha256());
+  relabel.set_policy("random");
+  EXPECT_EQ(client_->Relabel(relabel).status().code(), absl::StatusCode::kUnimplemented);
+  request.mutable_rollout()->set_task("no-such-task");
+  EXPECT_EQ(client_->Collect(request).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SimServiceHandlerTest, DatasetPathsStayInsideTheDatasetDir) {
+  TaskRegistry registry;
+  BuiltinTaskOptions builtin;
+  builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
+  ASSERT_TRUE(RegisterBuiltins(&registry, builtin).ok());
+  SimServiceHandler::Options options;
+  options.registry = &registry;
+  options.dataset_dir = ::testing::TempDir();
+  auto handler = SimServiceHandler::Create(options);
+  ASSERT_TRUE(handler.ok());
+  v1::CollectRequest request;
+  *request.mutable_rollout() = Request("pendulum-swingup", "expert", 1);
+  request.mutable_rollout()->set_max_steps(5);
+  for (const char* path : {"/tmp/escape.hdf5", "../escape.hdf5", ""}) {
+    request.set_output_path(path);
+    auto written = (*handler)->Collect(request, nullptr);
+    EXPECT_EQ(written.status().code(), absl::StatusCode::kInvalidArgument) << path;
+  }
+  request.set_output_path("inside_" + std::to_string(getpid()) + ".hdf5");
+  request.set_overwrite(true);
+  auto written = (*handler)->Collect(request, nullptr);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->path(), request.output_path());
+  std::ifstream file(::testing::TempDir() + "/" + request.output_path());
+  EXPECT_TRUE(file.good());
 }
 
 TEST(SimServiceHandlerTest, CancelFlagStopsARolloutWithoutTransport) {
