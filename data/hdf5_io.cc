@@ -138,7 +138,10 @@ absl::StatusOr<Handle> CreateFile(const std::string& path) {
   // Readable by every HDF5 (and h5py) since 1.8.
   Handle access_options = AccessOptions();
   H5Pset_libver_bounds(access_options.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access_options.get()));
+  // No timestamps in the root group's header either: the same content gives the same bytes.
+  Handle create_options(H5Pcreate(H5P_FILE_CREATE));
+  H5Pset_obj_track_times(create_options.get(), 0);
+  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, create_options.get(), access_options.get()));
   if (file.get() < 0) return ErrorFromStack(path, "cannot create HDF5 file");
   return file;
 }

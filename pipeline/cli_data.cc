@@ -75,14 +75,17 @@ void AcceptRegistryReferences(CLI::App* data_command) {
       "FILE|REF"));
 }
 
-absl::Status Register(const RegisterFlags& flags) {
+}  // namespace
+
+absl::Status RegisterDatasetFile(const RegistryTarget& target, const std::string& path,
+                                 const std::string& name) {
   ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
-                            data::PrepareRegistration(flags.file, data::StatsOptions()));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(flags.target));
+                            data::PrepareRegistration(path, data::StatsOptions()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(target));
   registry::RegistryClient& client = connection->client();
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(flags.file));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(path));
   v1::RegisterDatasetRequest request;
-  request.set_name(flags.name);
+  request.set_name(name);
   request.set_blob_sha256(blob.sha256());
   request.set_metadata_json(metadata.metadata.dump());
   for (const std::string& parent : RegisteredParents(client, metadata.parent_ids)) {
@@ -94,8 +97,6 @@ absl::Status Register(const RegisterFlags& flags) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context) {
   CLI::App* data_command = data::AddDataCommands(app, context);
   AcceptRegistryReferences(data_command);
@@ -105,7 +106,7 @@ CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext
   reg->add_option("FILE", flags->file, "robomimic-layout HDF5 file")->required();
   reg->add_option("--name", flags->name, "Dataset name")->required();
   AddRegistryTargetOptions(reg, &flags->target);
-  runner.Bind(reg, [flags] { return Register(*flags); });
+  runner.Bind(reg, [flags] { return RegisterDatasetFile(flags->target, flags->file, flags->name); });
   return data_command;
 }
 

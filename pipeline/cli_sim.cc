@@ -13,9 +13,8 @@
 #include "common/grpc_server.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
-#include "data/stats.h"
-#include "data/tools.h"
 #include "pipeline/registry_connection.h"
+#include "pipeline/cli_data.h"
 #include "pipeline/table.h"
 #include "sim/builtin_tasks.h"
 #include "sim/replay.h"
@@ -163,27 +162,6 @@ absl::Status Rollout(const SimFlags& flags) {
   return absl::OkStatus();
 }
 
-// Uploads the dataset file at `path` and registers it as `name` with the parents of its
-// lineage that the registry knows (the approach of `data register`).
-absl::Status RegisterDatasetFile(const RegistryTarget& target, const std::string& path,
-                                 const std::string& name) {
-  ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
-                            data::PrepareRegistration(path, data::StatsOptions()));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, RegistryConnection::Open(target));
-  registry::RegistryClient& client = connection->client();
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(path));
-  v1::RegisterDatasetRequest request;
-  request.set_name(name);
-  request.set_blob_sha256(blob.sha256());
-  request.set_metadata_json(metadata.metadata.dump());
-  for (const std::string& parent : metadata.parent_ids) {
-    if (client.GetDataset(parent).ok()) request.add_parent_refs(parent);
-  }
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
-  std::printf("registered dataset %s:v%d %s (%d parents)\n", dataset.name().c_str(), dataset.version(),
-              dataset.id().c_str(), dataset.parent_ids_size());
-  return absl::OkStatus();
-}
 
 void PrintWritten(const char* what, const v1::DatasetWritten& written) {
   std::printf("%s %s: %lld demos, %lld steps, sha256 %s\n", what, written.path().c_str(),

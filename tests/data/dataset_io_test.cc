@@ -1,5 +1,7 @@
 // Round trips through DatasetWriter / DatasetReader and the writer's own checks.
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
@@ -88,6 +90,8 @@ TEST(DatasetIoTest, StreamedBlocksEqualOneWrite) {
 TEST(DatasetIoTest, SameContentGivesIdenticalFileBytes) {
   TempDir dir;
   WriteDataset(dir.File("a.hdf5"), {5, 9});
+  // HDF5 timestamps have one-second resolution: write the twin in a later second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   WriteDataset(dir.File("b.hdf5"), {5, 9});
   EXPECT_EQ(*Sha256File(dir.File("a.hdf5")), *Sha256File(dir.File("b.hdf5")));
 }
