@@ -196,52 +196,6 @@ absl::StatusOr<v1::AliasEvent> MoveAliasInTransaction(SqliteDb& db, const std::s
   return event;
 }
 
-// Inserts one checkpoint inside the caller's transaction (see Catalog::InsertCheckpoint).
-absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointRows(SqliteDb& db,
-                                                              const CheckpointRecord& record,
-                                                              const Actor& actor) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
-  if (existing) return Inserted<v1::Checkpoint>{*std::move(existing), false};
-  int64_t now = NowUnixMicros();
-  ROBOLOOP_RETURN_IF_ERROR(db.Run(
-      "INSERT OR IGNORE INTO models(name, created_us) VALUES(?1, ?2)", {record.model, now}));
-  ROBOLOOP_ASSIGN_OR_RETURN(
-      int64_t version,
-      db.QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {record.model}, 0));
-  ++version;
-  ROBOLOOP_RETURN_IF_ERROR(db.Run(
-      "INSERT INTO checkpoints(id, model, version, step, run_id, dataset_id, parent_id, "
-      "config_json, metrics_json, created_us, manifest_json) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-      {record.id, record.model, version, record.step, record.run_id, TextOrNull(record.dataset_id),
-       TextOrNull(record.parent_id), record.config_json, record.metrics_json, now,
-       record.manifest_json}));
-  for (const v1::BlobRef& blob : record.blobs) {
-    ROBOLOOP_RETURN_IF_ERROR(db.Run(
-        "INSERT INTO checkpoint_blobs(checkpoint_id, role, sha256, size) VALUES(?1, ?2, ?3, ?4)",
-        {record.id, blob.role(), blob.sha256(), blob.size()}));
-  }
-  ROBOLOOP_RETURN_IF_ERROR(MoveAliasInTransaction(db, record.model, "latest", record.id,
-                                                  absl::StrCat("registered version ", version),
-                                                  actor)
-                               .status());
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> stored, FindCheckpoint(db, record.id));
-  return Inserted<v1::Checkpoint>{*std::move(stored), true};
-}
-
-// Inserts `record` inside a savepoint, so that its failure undoes only its own rows.
-absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointIsolated(SqliteDb& db,
-                                                                  const CheckpointRecord& record,
-                                                                  const Actor& actor) {
-  ROBOLOOP_RETURN_IF_ERROR(db.Exec("SAVEPOINT insert_checkpoint"));
-  absl::StatusOr<Inserted<v1::Checkpoint>> inserted = InsertCheckpointRows(db, record, actor);
-  if (!inserted.ok()) {
-    ROBOLOOP_RETURN_IF_ERROR(db.Exec("ROLLBACK TO insert_checkpoint"));
-  }
-  ROBOLOOP_RETURN_IF_ERROR(db.Exec("RELEASE insert_checkpoint"));
-  return inserted;
-}
-
 }  // namespace
 
 Actor Actor::Local() { return Actor{CurrentUser(), HostName()}; }
@@ -274,47 +228,40 @@ absl::StatusOr<int> Catalog::SchemaVersion() {
   return ReadCatalogSchemaVersion(*reader_);
 }
 
-
 absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const CheckpointRecord& record,
                                                                    const Actor& actor) {
-  PendingCheckpoint mine{&record, &actor, absl::UnknownError("not committed"), false};
-  std::vector<PendingCheckpoint*> batch;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    queue_.push_back(&mine);
-    while (!mine.done && queue_.front() != &mine) queue_cv_.Wait(&queue_mu_);
-    if (mine.done) return std::move(mine.result);
-    // This caller leads: it commits every registration queued so far in one transaction.
-    batch.assign(queue_.begin(), queue_.end());
-  }
-  CommitCheckpointBatch(batch);
-  {
-    absl::MutexLock lock(&queue_mu_);
-    for (PendingCheckpoint* pending : batch) {
-      pending->done = true;
-      queue_.pop_front();
-    }
-    queue_cv_.SignalAll();
-  }
-  return std::move(mine.result);
-}
-
-void Catalog::CommitCheckpointBatch(const std::vector<PendingCheckpoint*>& batch) {
   absl::MutexLock lock(&mu_);
   SqliteDb& db = *db_;
-  absl::StatusOr<std::unique_ptr<SqliteTransaction>> transaction = SqliteTransaction::Begin(&db);
-  if (!transaction.ok()) {
-    for (PendingCheckpoint* pending : batch) pending->result = transaction.status();
-    return;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTransaction> transaction,
+                            SqliteTransaction::Begin(&db));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
+  if (existing) return Inserted<v1::Checkpoint>{*std::move(existing), false};
+  int64_t now = NowUnixMicros();
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT OR IGNORE INTO models(name, created_us) VALUES(?1, ?2)", {record.model, now}));
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      int64_t version,
+      db.QueryInt("SELECT MAX(version) FROM checkpoints WHERE model = ?1", {record.model}, 0));
+  ++version;
+  ROBOLOOP_RETURN_IF_ERROR(db.Run(
+      "INSERT INTO checkpoints(id, model, version, step, run_id, dataset_id, parent_id, "
+      "config_json, metrics_json, created_us, manifest_json) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+      {record.id, record.model, version, record.step, record.run_id, TextOrNull(record.dataset_id),
+       TextOrNull(record.parent_id), record.config_json, record.metrics_json, now,
+       record.manifest_json}));
+  for (const v1::BlobRef& blob : record.blobs) {
+    ROBOLOOP_RETURN_IF_ERROR(db.Run(
+        "INSERT INTO checkpoint_blobs(checkpoint_id, role, sha256, size) VALUES(?1, ?2, ?3, ?4)",
+        {record.id, blob.role(), blob.sha256(), blob.size()}));
   }
-  for (PendingCheckpoint* pending : batch) {
-    pending->result = InsertCheckpointIsolated(db, *pending->record, *pending->actor);
-  }
-  absl::Status committed = (*transaction)->Commit();
-  if (committed.ok()) return;
-  for (PendingCheckpoint* pending : batch) {
-    if (pending->result.ok()) pending->result = committed;
-  }
+  ROBOLOOP_RETURN_IF_ERROR(MoveAliasInTransaction(db, record.model, "latest", record.id,
+                                                  absl::StrCat("registered version ", version),
+                                                  actor)
+                               .status());
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> stored, FindCheckpoint(db, record.id));
+  ROBOLOOP_RETURN_IF_ERROR(transaction->Commit());
+  return Inserted<v1::Checkpoint>{*std::move(stored), true};
 }
 
 absl::StatusOr<Inserted<v1::Dataset>> Catalog::InsertDataset(const DatasetRecord& record) {

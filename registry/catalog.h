@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,9 +100,7 @@ class Catalog {
   absl::StatusOr<int> SchemaVersion();
 
   // Inserts a checkpoint with the next version of its model and moves `latest` to it. When a
-  // checkpoint with the same id exists, returns it unchanged (created = false). Concurrent
-  // callers are committed together (group commit): the first in line writes everyone queued
-  // behind it in one transaction, so N concurrent registrations cost one fsync, not N.
+  // checkpoint with the same id exists, returns it unchanged (created = false).
   absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpoint(const CheckpointRecord& record,
                                                             const Actor& actor);
   // Inserts a dataset with the next version of its name. The same content under the same name
@@ -175,22 +172,6 @@ class Catalog {
  private:
   Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader);
 
-  // A registration waiting in the group-commit queue.
-  struct PendingCheckpoint {
-    const CheckpointRecord* record;
-    const Actor* actor;
-    absl::StatusOr<Inserted<v1::Checkpoint>> result;
-    bool done;
-  };
-
-  // Inserts every pending registration in one transaction (one commit, one fsync); each gets
-  // its own result, a failing one undoes only its own rows.
-  void CommitCheckpointBatch(const std::vector<PendingCheckpoint*>& batch);
-
-  absl::Mutex queue_mu_;
-  absl::CondVar queue_cv_;
-  // Registrations in arrival order; the front one commits the queue as it finds it.
-  std::deque<PendingCheckpoint*> queue_ ABSL_GUARDED_BY(queue_mu_);
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);  // writes (transactions)
   absl::Mutex read_mu_;
