@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
@@ -257,6 +260,51 @@ TEST(CatalogCreate, UnwritablePathFails) {
   auto catalog = Catalog::Create(options);
   EXPECT_FALSE(catalog.ok());
   EXPECT_NE(catalog.status().message().find("/nonexistent-dir/catalog.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace roboloop::registry
+
+namespace roboloop::registry {
+namespace {
+
+// Concurrent registrations from many threads: each gets its own version
+// and its own outcome; a failing one (a dataset that does not exist) takes no other down.
+TEST_F(CatalogTest, ConcurrentInsertsGetOwnVersionsAndOutcomes) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 40;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::vector<std::vector<int64_t>> versions(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        bool poisoned = i % 10 == 9;
+        CheckpointRecord record =
+            Record("grouped", t * 1000 + i, "", poisoned ? std::string(64, 'e') : "");
+        auto inserted = catalog_->InsertCheckpoint(record, Actor::Local());
+        if (poisoned) {
+          if (!inserted.ok()) ++failures;
+          continue;
+        }
+        ASSERT_TRUE(inserted.ok()) << inserted.status();
+        versions[t].push_back(inserted->value.version());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), kThreads * kPerThread / 10);
+  std::vector<int64_t> all;
+  for (const auto& v : versions) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread * 9 / 10));
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<int64_t>(i + 1));
+  CheckpointFilter filter;
+  filter.model = "grouped";
+  filter.limit = 1000;
+  auto listed = catalog_->ListCheckpoints(filter);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), all.size());
 }
 
 }  // namespace
