@@ -200,7 +200,7 @@ class TransformerModel : public PolicyModel {
     const torch::Tensor allowed_action_query = (query >= history) & (key_is_obs | (key <= query));
     TokenLayout layout;
     layout.packed = false;
-    layout.allowed = (key_real & (allowed_obs_query | allowed_action_query) | (query == key)).unsqueeze(1);
+    layout.allowed = ((key_real & (allowed_obs_query | allowed_action_query)) | (query == key)).unsqueeze(1);
     return Encode(tokens, layout).slice(1, history);
   }
 
@@ -211,7 +211,8 @@ class TransformerModel : public PolicyModel {
     const torch::Tensor lengths = history_length.contiguous();
     absl::StatusOr<PackPlan> plan = PlanPacks(
         absl::MakeConstSpan(lengths.data_ptr<int32_t>(), lengths.numel()), chunk,
-        static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())));
+        static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())),
+        history);
     TORCH_CHECK(plan.ok(), "packing: ", plan.status().message());
     const torch::Tensor flat = tokens.reshape({-1, tokens.size(2)});
     std::vector<torch::Tensor> outputs;
