@@ -315,7 +315,8 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   options = RawOptions();
   options.normalize = true;
   Normalization norm{{0, 0}, {1, 1}, {0, 0}, {1, 1}};
-  EXPECT_THAT(error(options, norm), HasSubstr("normalization obs mean has 2 entries but the row has 3"));
+  EXPECT_THAT(error(options, norm),
+              HasSubstr("normalization obs mean has 2 entries but the row has 3"));
   EXPECT_THAT(Loader::Create(nullptr, norm, RawOptions()).status().message(),
               HasSubstr("no episode store"));
 }
