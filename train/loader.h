@@ -19,7 +19,8 @@
 namespace roboloop::train {
 
 struct LoaderOptions {
-  std::vector<std::string> obs_features;  // concatenated, in this order, into one obs row (each feature's per-step elements flattened)
+  // Concatenated, in this order, into one obs row (each feature's per-step elements flattened).
+  std::vector<std::string> obs_features;
   std::string action_feature = "actions";  // the action feature, float32 [T, action_dim]
   int history = 1;        // observation steps per sample: t-history+1 .. t
   int chunk = 1;          // future actions per sample: a_t .. a_{t+chunk-1}

@@ -15,7 +15,7 @@ namespace roboloop::train {
 // Consecutive samples packed into one sequence.
 struct Pack {
   std::vector<int32_t> samples;         // sample indices (ascending, consecutive)
-  std::vector<int32_t> cu_seqlens;      // samples.size() + 1 offsets: 0, L_0, L_0 + L_1, ..., tokens
+  std::vector<int32_t> cu_seqlens;      // samples.size() + 1 offsets: 0, L_0, L_0 + L_1, .., tokens
   std::vector<int32_t> prefix_lengths;  // prefix (obs tokens) of each packed sample
   int32_t tokens = 0;                   // sum of the packed samples' lengths, <= token_budget
 };

@@ -43,7 +43,8 @@ BatchSlice SliceOfBatch(int64_t batch_index, int64_t batches_per_epoch, int batc
   const int64_t global = static_cast<int64_t>(batch_size) * world_size;
   BatchSlice slice;
   slice.epoch = batch_index / batches_per_epoch;
-  slice.begin = (batch_index % batches_per_epoch) * global + static_cast<int64_t>(rank) * batch_size;
+  slice.begin =
+      (batch_index % batches_per_epoch) * global + static_cast<int64_t>(rank) * batch_size;
   slice.size = batch_size;
   return slice;
 }
