@@ -14,6 +14,7 @@
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_serve.h"
 #include "pipeline/cli_sim.h"
+#include "pipeline/cli_train.h"
 #include "pipeline/cli_version.h"
 
 namespace {
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   AddSimCommands(app, runner);
   AddServeSimCommand(AddServeCommands(app, runner), runner);
   AddBenchCommands(app, runner);
+  AddTrainCommand(app, runner, argc, argv);
 
   try {
     app.parse(argc, argv);
