@@ -84,7 +84,7 @@ std::string KeyName(const EpisodeKey& key) {
 }
 
 absl::StatusOr<std::map<EpisodeKey, const v1::EpisodeResult*>> IndexEpisodes(
-    absl::Span<const v1::EpisodeResult> episodes, const char* side) {
+    const Episodes& episodes, const char* side) {
   std::map<EpisodeKey, const v1::EpisodeResult*> index;
   for (const v1::EpisodeResult& episode : episodes) {
     EpisodeKey key{episode.seed(), episode.episode_index()};
@@ -186,7 +186,7 @@ absl::StatusOr<v1::LengthStats> ComputeLengthStats(absl::Span<const int32_t> len
   return stats;
 }
 
-absl::StatusOr<v1::Aggregates> Aggregate(absl::Span<const v1::EpisodeResult> episodes,
+absl::StatusOr<v1::Aggregates> Aggregate(const Episodes& episodes,
                                          const BootstrapOptions& options) {
   if (episodes.empty()) return absl::InvalidArgumentError("aggregates of no episodes");
   std::vector<double> returns;
@@ -230,8 +230,8 @@ absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c) {
   return std::min(1.0, 2.0 * tail);
 }
 
-absl::StatusOr<v1::Comparison> ComparePaired(absl::Span<const v1::EpisodeResult> candidate,
-                                             absl::Span<const v1::EpisodeResult> baseline,
+absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
+                                             const Episodes& baseline,
                                              const CompareOptions& options) {
   if (!(options.alpha > 0.0 && options.alpha < 1.0)) {
     return absl::InvalidArgumentError(

@@ -14,6 +14,9 @@
 
 namespace roboloop::eval {
 
+// Per-episode results as an Evaluation holds them.
+using Episodes = google::protobuf::RepeatedPtrField<v1::EpisodeResult>;
+
 // The standard normal quantile of 0.975 (two-sided 95 %).
 inline constexpr double kZ95 = 1.959963984540054;
 
@@ -43,7 +46,7 @@ absl::StatusOr<v1::LengthStats> ComputeLengthStats(absl::Span<const int32_t> len
 
 // Success (Wilson), return (bootstrap), length and end-reason aggregates of `episodes`.
 // InvalidArgument when empty.
-absl::StatusOr<v1::Aggregates> Aggregate(absl::Span<const v1::EpisodeResult> episodes,
+absl::StatusOr<v1::Aggregates> Aggregate(const Episodes& episodes,
                                          const BootstrapOptions& options = {});
 
 // Exact two-sided McNemar p for discordant counts b and c: min(1, 2 P(X <= min(b, c))) with
@@ -61,8 +64,8 @@ struct CompareOptions {
 // difference, alpha, verdict and reason; ids and protocol hash are the caller's.
 // InvalidArgument when the two episode sets differ (names the first unmatched episode),
 // hold a duplicate, or are empty.
-absl::StatusOr<v1::Comparison> ComparePaired(absl::Span<const v1::EpisodeResult> candidate,
-                                             absl::Span<const v1::EpisodeResult> baseline,
+absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
+                                             const Episodes& baseline,
                                              const CompareOptions& options = {});
 
 // "better", "worse", "no significant difference" (or "unspecified").
