@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

@@ -48,7 +48,14 @@ class LeaderboardStoreTest : public ::testing::Test {
 };
 
 TEST_F(LeaderboardStoreTest, RoundTripKeepsEveryFieldAndEpisode) {
-  v1::Evaluation evaluation = MakeEvaluation(protocol_, "ckpt-a", "reach", 1, 15, -3.25, kJan1);
+  v1::Protocol protocol = protocol_;
+  protocol.mutable_execution()->set_batch_invariant(false);
+  (*protocol.mutable_robustness()->mutable_obs_noise_std())["qpos"] = 0.1;
+  protocol.set_base_seed(0xffffffffffffffffull);
+  v1::Evaluation evaluation = MakeEvaluation(protocol, "ckpt-a", "reach", 1, 15, -3.25, kJan1);
+  evaluation.mutable_episodes(2)->set_episode_return(0.1 + 0.2);
+  evaluation.mutable_episodes(2)->set_end_detail("qacc NaN at step 3");
+  *evaluation.mutable_aggregates() = *Aggregate(evaluation.episodes());
   ASSERT_TRUE(store_->Store(evaluation).ok());
   EXPECT_TRUE(roboloop::PathExists(root_ + "/eval/leaderboard.db"));
   auto back = store_->Get(evaluation.id());
