@@ -10,24 +10,33 @@
 namespace roboloop::eval {
 namespace {
 
+std::string Range(const v1::Protocol& protocol) {
+  return absl::StrCat("protocol '", protocol.name(), "' has episodes [", protocol.seed_start(), ", ",
+                      protocol.seed_start() + protocol.episodes(), ")");
+}
+
+// `evaluation`'s episodes, sorted by index, are exactly the protocol's range.
 absl::Status CheckProtocolRange(const v1::Evaluation& evaluation) {
   const v1::Protocol& protocol = evaluation.protocol();
+  const std::string label = absl::StrCat("evaluation '", evaluation.id(), "': ");
   int64_t expected = protocol.seed_start();
   for (const v1::EpisodeResult& episode : evaluation.episodes()) {
-    if (episode.episode_index() != expected) {
-      const bool duplicate = episode.episode_index() == expected - 1;
+    const int64_t index = episode.episode_index();
+    if (index == expected - 1 && index >= protocol.seed_start()) {
+      return absl::InvalidArgumentError(absl::StrCat(label, "episode ", index, " is there twice"));
+    }
+    if (index != expected || index >= protocol.seed_start() + protocol.episodes()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "evaluation '", evaluation.id(), "': episode ", duplicate ? episode.episode_index() : expected,
-          duplicate ? " is there twice" : " of the protocol is missing", "; protocol '", protocol.name(),
-          "' has episodes [", protocol.seed_start(), ", ", protocol.seed_start() + protocol.episodes(), ")"));
+          label, index < expected || expected == protocol.seed_start() + protocol.episodes()
+                     ? absl::StrCat("episode ", index, " is outside the range; ")
+                     : absl::StrCat("episode ", expected, " is missing; "),
+          Range(protocol)));
     }
     ++expected;
   }
   if (expected != protocol.seed_start() + protocol.episodes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "evaluation '", evaluation.id(), "' has ", evaluation.episodes_size(), " episodes; protocol '",
-        protocol.name(), "' has ", protocol.episodes(), " ([", protocol.seed_start(), ", ",
-        protocol.seed_start() + protocol.episodes(), "))"));
+    return absl::InvalidArgumentError(absl::StrCat(label, "has ", evaluation.episodes_size(),
+                                                   " episodes; ", Range(protocol)));
   }
   return absl::OkStatus();
 }

@@ -77,7 +77,14 @@ TEST_F(CompleteEvaluationTest, RefusesPartialOrDuplicatedRanges) {
 
   v1::Evaluation twice = evaluation_;
   *twice.add_episodes() = twice.episodes(0);
-  EXPECT_THAT(CompleteEvaluation({}, &twice).message(), HasSubstr("twice"));
+  EXPECT_THAT(CompleteEvaluation({}, &twice).message(), HasSubstr("episode 105 is there twice"));
+
+  v1::Evaluation foreign = evaluation_;
+  foreign.mutable_episodes(0)->set_episode_index(99);
+  EXPECT_THAT(CompleteEvaluation({}, &foreign).message(), HasSubstr("episode 99 is outside the range"));
+  v1::Evaluation beyond = evaluation_;
+  beyond.add_episodes()->set_episode_index(106);
+  EXPECT_THAT(CompleteEvaluation({}, &beyond).message(), HasSubstr("episode 106 is outside the range"));
 }
 
 TEST(FailEvaluationTest, DropsTheRateKeepsEpisodes) {
