@@ -6,6 +6,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <fstream>
+#include <thread>
 
 #include "common/fs.h"
 #include "tests/eval/test_evaluations.h"
@@ -228,6 +229,24 @@ TEST_F(LeaderboardStoreTest, ReopenAfterCloseKeepsData) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->episodes_size(), 20);
   EXPECT_EQ((*store_->FindCached(ProtocolHash(protocol_), "ckpt-a"))->id(), evaluation.id());
+}
+
+TEST_F(LeaderboardStoreTest, TwoConnectionsWriteConcurrently) {
+  std::unique_ptr<LeaderboardStore> second = Open();
+  ASSERT_NE(second, nullptr);
+  auto write = [&](LeaderboardStore* store, const std::string& model) {
+    for (int i = 0; i < 10; ++i) {
+      absl::Status status =
+          store->Store(MakeEvaluation(protocol_, model + std::to_string(i), model, i + 1, i, 0, kJan1 + i));
+      EXPECT_TRUE(status.ok()) << status;
+    }
+  };
+  std::thread a(write, store_.get(), "a");
+  std::thread b(write, second.get(), "b");
+  a.join();
+  b.join();
+  EXPECT_EQ(store_->History("b")->size(), 10u);
+  EXPECT_EQ(second->History("a")->size(), 10u);
 }
 
 TEST(LeaderboardStoreOpenTest, BadPathsAreClearErrors) {
