@@ -12,13 +12,32 @@ extern "C" {
 #endif
 
 // Version of the table below. Bump on any change to it.
-#define ROBOLOOP_TORCH_ABI_VERSION 2u
+#define ROBOLOOP_TORCH_ABI_VERSION 3u
 
 // Name of the exported entry point.
 #define ROBOLOOP_TORCH_ENTRY_POINT "roboloop_torch_api"
 
 // An inference policy loaded by the library; opaque to callers.
 typedef struct RoboloopTorchPolicy RoboloopTorchPolicy;
+
+// A data-parallel trainer replica (ABI 3); opaque to callers.
+typedef struct RoboloopTorchTrainer RoboloopTorchTrainer;
+
+// One training batch (layout of train/loader.h Batch); the arrays are not retained.
+typedef struct RoboloopTrainBatch {
+  int batch, history, chunk, obs_dim, action_dim;  // dimensions
+  const float* obs;                // batch x history x obs_dim, normalised, left-padded
+  const int32_t* history_length;   // batch: real observation steps
+  const float* actions;            // batch x chunk x action_dim, normalised targets
+  const uint8_t* action_valid;     // batch x chunk: 1 real, 0 padding
+} RoboloopTrainBatch;
+
+// Figures of one step, averaged over ranks.
+typedef struct RoboloopTrainFigures {
+  double loss;       // loss before the update
+  double grad_norm;  // gradient norm before clipping
+  double lr;         // learning rate used
+} RoboloopTrainFigures;
 
 typedef struct RoboloopTorchApi {
   // ABI version the library was built with.
@@ -35,8 +54,11 @@ typedef struct RoboloopTorchApi {
   // forward maps obs [batch, obs_dim] to actions [batch, action_dim]) or "mlp" (a safetensors
   // file with `layers.<i>.weight` [out, in] and `layers.<i>.bias` [out], i = 0..n).
   // `options_json` is a JSON object: for "mlp" {obs_dim, action_dim, hidden: [int], activation:
-  // relu (default)|gelu|silu|tanh} (the activation follows every layer but the last); for
-  // "torchscript" {} or NULL.
+  // relu (default)|gelu|silu|tanh, history (1), chunk (1)} (the activation follows every layer
+  // but the last); for "transformer" the options of train/torch/policy/policy_config.h; both
+  // may add "normalization": {"obs": {mean, std}, "action": {mean, std}} (then obs are
+  // normalised on the way in and actions un-normalised on the way out); for "torchscript" {}
+  // or NULL.
   // Returns NULL on error. A TorchScript file using an op this LibTorch lacks is refused with
   // the op's name.
   RoboloopTorchPolicy* (*load_policy)(const char* path, const char* kind, const char* options_json,
@@ -51,6 +73,43 @@ typedef struct RoboloopTorchApi {
                     size_t error_cap);
   // Releases a policy returned by load_policy; NULL is ignored.
   void (*free_policy)(RoboloopTorchPolicy* policy);
+
+  // --- ABI 3: trainable policies ("mlp" with history/chunk, "transformer") and training. ---
+
+  // Like policy_act for a policy reading `history` observation steps and writing `chunk`
+  // actions: obs is batch x history x obs_dim (raw, left-padded by repetition),
+  // history_length the real steps per row, actions batch x chunk x action_dim (raw). The
+  // policy applies the normalization of its options. Returns 0 or -1 with a message.
+  int (*policy_act_chunk)(RoboloopTorchPolicy* policy, const float* obs,
+                          const int32_t* history_length, int batch, int history, int obs_dim,
+                          float* actions, int chunk, int action_dim, int batch_invariant,
+                          char* error_buf, size_t error_cap);
+  // Builds a trainer from `config_json` (train/torch/trainer.h ParseTrainerConfig); for a
+  // world size above 1 this joins the rendezvous and blocks until every rank has. NULL on
+  // error.
+  RoboloopTorchTrainer* (*trainer_create)(const char* config_json, char* error_buf,
+                                          size_t error_cap);
+  // One optimisation step at global step `step`. Returns 0, 1 when the loss or the gradient
+  // is NaN/Inf (no update applied; the message names the step), or -1 on any other error.
+  int (*trainer_step)(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
+                      int64_t step, RoboloopTrainFigures* figures, char* error_buf,
+                      size_t error_cap);
+  // Writes the policy weights (safetensors) and the trainer state, which embeds the
+  // `driver_state` bytes. Returns 0 or -1.
+  int (*trainer_save)(RoboloopTorchTrainer* trainer, const char* policy_path,
+                      const char* state_path, const char* driver_state, size_t driver_size,
+                      char* error_buf, size_t error_cap);
+  // Restores a state written by trainer_save and copies its driver state into `driver_buf`
+  // (at most driver_cap bytes). Returns the driver state's size (larger than driver_cap:
+  // truncated) or -1 on error.
+  int64_t (*trainer_load_state)(RoboloopTorchTrainer* trainer, const char* state_path,
+                                char* driver_buf, size_t driver_cap, char* error_buf,
+                                size_t error_cap);
+  // Replaces the weights with a policy safetensors file (fine-tuning). Returns 0 or -1.
+  int (*trainer_load_weights)(RoboloopTorchTrainer* trainer, const char* policy_path,
+                              char* error_buf, size_t error_cap);
+  // Releases a trainer (leaves the process group); NULL is ignored.
+  void (*trainer_free)(RoboloopTorchTrainer* trainer);
 } RoboloopTorchApi;
 
 // Signature of the entry point: returns the library's table (never NULL).

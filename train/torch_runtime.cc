@@ -110,3 +110,80 @@ absl::Status TorchPolicy::Act(const float* obs, int batch, int obs_dim, float* a
 }
 
 }  // namespace roboloop::train
+
+namespace roboloop::train {
+
+absl::Status TorchPolicy::ActChunk(const float* obs, const int32_t* history_length, int batch,
+                                   int history, int obs_dim, float* actions, int chunk,
+                                   int action_dim, bool batch_invariant) {
+  char error[kErrorCapacity];
+  if (api_->policy_act_chunk(handle_, obs, history_length, batch, history, obs_dim, actions,
+                             chunk, action_dim, batch_invariant ? 1 : 0, error,
+                             sizeof(error)) != 0) {
+    return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TorchTrainer>> TorchRuntime::CreateTrainer(
+    const std::string& config_json) const {
+  std::string error(kErrorCapacity, '\0');
+  RoboloopTorchTrainer* handle =
+      api_->trainer_create(config_json.c_str(), error.data(), error.size());
+  if (handle == nullptr) {
+    const std::string message = error.c_str();
+    if (message.find("rendezvous") != std::string::npos ||
+        message.find("process group") != std::string::npos) {
+      return absl::UnavailableError(message);
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  return std::unique_ptr<TorchTrainer>(new TorchTrainer(api_, handle));
+}
+
+TorchTrainer::~TorchTrainer() { api_->trainer_free(handle_); }
+
+absl::StatusOr<TrainStepFigures> TorchTrainer::Step(const RoboloopTrainBatch& batch,
+                                                    int64_t step) {
+  char error[kErrorCapacity];
+  RoboloopTrainFigures figures{};
+  const int rc = api_->trainer_step(handle_, &batch, step, &figures, error, sizeof(error));
+  if (rc == 1) return absl::DataLossError(error);
+  if (rc != 0) return absl::InternalError(error);
+  return TrainStepFigures{figures.loss, figures.grad_norm, figures.lr};
+}
+
+absl::Status TorchTrainer::Save(const std::string& policy_path, const std::string& state_path,
+                                const std::string& driver_state) {
+  char error[kErrorCapacity];
+  if (api_->trainer_save(handle_, policy_path.c_str(), state_path.c_str(), driver_state.data(),
+                         driver_state.size(), error, sizeof(error)) != 0) {
+    return absl::InternalError(error);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> TorchTrainer::LoadState(const std::string& state_path) {
+  char error[kErrorCapacity];
+  std::string driver(size_t{1} << 16, '\0');
+  int64_t size = api_->trainer_load_state(handle_, state_path.c_str(), driver.data(), driver.size(),
+                                          error, sizeof(error));
+  if (size > static_cast<int64_t>(driver.size())) {
+    driver.resize(static_cast<size_t>(size));
+    size = api_->trainer_load_state(handle_, state_path.c_str(), driver.data(), driver.size(),
+                                    error, sizeof(error));
+  }
+  if (size < 0) return absl::InvalidArgumentError(error);
+  driver.resize(static_cast<size_t>(size));
+  return driver;
+}
+
+absl::Status TorchTrainer::LoadWeights(const std::string& policy_path) {
+  char error[kErrorCapacity];
+  if (api_->trainer_load_weights(handle_, policy_path.c_str(), error, sizeof(error)) != 0) {
+    return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roboloop::train

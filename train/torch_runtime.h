@@ -24,6 +24,14 @@ class TorchPolicy {
   absl::Status Act(const float* obs, int batch, int obs_dim, float* actions, int action_dim,
                    bool batch_invariant);
 
+  // For a policy reading `history` observation steps and writing `chunk` actions:
+  // batch x chunk x action_dim raw actions from batch x history x obs_dim raw observations
+  // (left-padded by repetition) with `history_length` real steps per row (see
+  // RoboloopTorchApi::policy_act_chunk). InvalidArgument naming the file on a mismatch.
+  absl::Status ActChunk(const float* obs, const int32_t* history_length, int batch, int history,
+                        int obs_dim, float* actions, int chunk, int action_dim,
+                        bool batch_invariant);
+
   // The file the policy was loaded from.
   const std::string& path() const { return path_; }
 
@@ -35,6 +43,42 @@ class TorchPolicy {
   std::string path_;
   const RoboloopTorchApi* api_;
   RoboloopTorchPolicy* handle_;
+};
+
+// Figures of one training step, averaged over ranks.
+struct TrainStepFigures {
+  double loss = 0;       // loss before the update
+  double grad_norm = 0;  // gradient norm before clipping
+  double lr = 0;         // learning rate used
+};
+
+// A data-parallel trainer replica living in libroboloop_torch.so (ABI 3 handle). Not
+// thread-safe.
+class TorchTrainer {
+ public:
+  ~TorchTrainer();
+  TorchTrainer(const TorchTrainer&) = delete;
+  TorchTrainer& operator=(const TorchTrainer&) = delete;
+
+  // One optimisation step at global step `step`. DataLoss naming the step when the loss or
+  // gradient is NaN/Inf (no update applied); Internal for any other failure (a peer rank
+  // that died, a LibTorch error).
+  absl::StatusOr<TrainStepFigures> Step(const RoboloopTrainBatch& batch, int64_t step);
+  // Writes the policy weights and the trainer state embedding `driver_state`.
+  absl::Status Save(const std::string& policy_path, const std::string& state_path,
+                    const std::string& driver_state);
+  // Restores a state written by Save; returns its driver state.
+  absl::StatusOr<std::string> LoadState(const std::string& state_path);
+  // Replaces the weights with a policy safetensors file (fine-tuning).
+  absl::Status LoadWeights(const std::string& policy_path);
+
+ private:
+  friend class TorchRuntime;
+  TorchTrainer(const RoboloopTorchApi* api, RoboloopTorchTrainer* handle)
+      : api_(api), handle_(handle) {}
+
+  const RoboloopTorchApi* api_;
+  RoboloopTorchTrainer* handle_;
 };
 
 // Handle to the loaded libroboloop_torch.so. Thread-safe: Load() may be called concurrently
@@ -59,6 +103,11 @@ class TorchRuntime {
   absl::StatusOr<std::unique_ptr<TorchPolicy>> LoadPolicy(const std::string& path,
                                                           const std::string& kind,
                                                           const std::string& options_json) const;
+
+  // Builds a trainer from `config_json` (train/torch/trainer.h ParseTrainerConfig); joins the
+  // rendezvous when the world size is above 1. InvalidArgument on a bad config, Unavailable
+  // when the rendezvous fails.
+  absl::StatusOr<std::unique_ptr<TorchTrainer>> CreateTrainer(const std::string& config_json) const;
 
  private:
   TorchRuntime(std::string path, const RoboloopTorchApi* api) : path_(std::move(path)), api_(api) {}

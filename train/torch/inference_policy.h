@@ -1,4 +1,4 @@
-// Inference policies inside libroboloop_torch.so: the models behind the ABI-2 policy handle.
+// Inference policies inside libroboloop_torch.so: the models behind the policy handle.
 #pragma once
 
 #include <memory>
@@ -9,24 +9,34 @@
 
 namespace roboloop::train {
 
-// Maps observations [batch, obs_dim] to actions. Implementations throw c10::Error or
-// std::exception on bad input; the C edge (policy_abi.cc) turns them into messages. One
-// Forward at a time.
+// Maps observation histories to action chunks. Implementations throw c10::Error or
+// std::exception on bad input; the C edge (policy_abi.cc) turns them into messages. One call
+// at a time.
 class InferencePolicy {
  public:
   virtual ~InferencePolicy() = default;
-  // Actions for `obs` (float32 [batch, obs_dim]). With `batch_invariant` each output row
-  // depends only on its input row, bit for bit.
-  virtual torch::Tensor Forward(const torch::Tensor& obs, bool batch_invariant) = 0;
+  // Observation steps the policy reads (1 for single-step policies).
+  virtual int64_t history() const { return 1; }
+  // Actions it writes per call (1 for single-step policies).
+  virtual int64_t chunk() const { return 1; }
+  // Actions for `obs` (float32 [batch, obs_dim]): the first action of the chunk for a history
+  // of one step. With `batch_invariant` each output row depends only on its input row, bit for
+  // bit.
+  virtual torch::Tensor Forward(const torch::Tensor& obs, bool batch_invariant);
+  // Action chunks [batch, chunk, action_dim] for raw obs [batch, history, obs_dim] (left-padded)
+  // with history_length int32 [batch]. Single-step policies use the last observation.
+  virtual torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor& history_length,
+                                     bool batch_invariant) = 0;
 };
 
 // Loads a TorchScript file saved by torch.jit.save (scripted or traced). Throws naming the
 // op when the file calls an op this LibTorch lacks.
 std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path);
 
-// Loads an MLP from the safetensors file `path` with `options` {obs_dim, action_dim,
-// hidden, activation} (see train/torch_api.h). Throws naming the tensor or option at fault.
-std::unique_ptr<InferencePolicy> LoadMlpPolicy(const std::string& path,
-                                               const nlohmann::json& options);
+// Loads an "mlp" or "transformer" policy from the safetensors file `path` with `options`
+// (train/torch_api.h load_policy), the normalization included. Throws naming the tensor or
+// option at fault.
+std::unique_ptr<InferencePolicy> LoadTrainablePolicy(const std::string& path, const std::string& kind,
+                                                     const nlohmann::json& options);
 
 }  // namespace roboloop::train

@@ -40,8 +40,8 @@ std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::s
       options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
                                                        : nlohmann::json::parse(options_json);
   if (kind == "torchscript") return LoadTorchScriptPolicy(path);
-  if (kind == "mlp") return LoadMlpPolicy(path, options);
-  TORCH_CHECK(false, "unknown policy kind '", kind, "' (known: torchscript, mlp)");
+  if (kind == "mlp" || kind == "transformer") return LoadTrainablePolicy(path, kind, options);
+  TORCH_CHECK(false, "unknown policy kind '", kind, "' (known: torchscript, mlp, transformer)");
 }
 
 void Act(RoboloopTorchPolicy& policy, const float* obs, int batch, int obs_dim, float* actions,
@@ -57,6 +57,28 @@ void Act(RoboloopTorchPolicy& policy, const float* obs, int batch, int obs_dim, 
               "]");
   const torch::Tensor result = output.to(torch::kFloat).contiguous();
   std::memcpy(actions, result.data_ptr<float>(), sizeof(float) * batch * action_dim);
+}
+
+void ActChunk(RoboloopTorchPolicy& policy, const float* obs, const int32_t* history_length,
+              int batch, int history, int obs_dim, float* actions, int chunk, int action_dim,
+              bool batch_invariant) {
+  TORCH_CHECK(batch >= 0 && obs_dim > 0 && action_dim > 0, "bad call: batch ", batch,
+              ", obs_dim ", obs_dim, ", action_dim ", action_dim);
+  TORCH_CHECK(history == policy.model->history() && chunk == policy.model->chunk(),
+              "the policy reads ", policy.model->history(), " observation steps and writes ",
+              policy.model->chunk(), " actions; the call has ", history, " and ", chunk);
+  if (batch == 0) return;
+  const torch::Tensor input =
+      torch::from_blob(const_cast<float*>(obs), {batch, history, obs_dim}, torch::kFloat);
+  const torch::Tensor lengths =
+      torch::from_blob(const_cast<int32_t*>(history_length), {batch}, torch::kInt);
+  const torch::Tensor output = policy.model->ForwardChunk(input, lengths, batch_invariant);
+  TORCH_CHECK(output.dim() == 3 && output.size(0) == batch && output.size(1) == chunk &&
+                  output.size(2) == action_dim,
+              "policy output has shape ", output.sizes(), ", expected [", batch, ", ", chunk,
+              ", ", action_dim, "]");
+  const torch::Tensor result = output.to(torch::kFloat).contiguous();
+  std::memcpy(actions, result.data_ptr<float>(), sizeof(float) * batch * chunk * action_dim);
 }
 
 }  // namespace
@@ -95,6 +117,26 @@ int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int
     WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
   } catch (...) {
     WriteError(WithPath(policy->path, "policy_act: unknown exception"), error_buf, error_cap);
+  }
+  return -1;
+}
+
+int PolicyActChunkEntry(RoboloopTorchPolicy* policy, const float* obs,
+                        const int32_t* history_length, int batch, int history, int obs_dim,
+                        float* actions, int chunk, int action_dim, int batch_invariant,
+                        char* error_buf, size_t error_cap) {
+  if (policy == nullptr) {
+    WriteError("policy_act_chunk: null policy handle", error_buf, error_cap);
+    return -1;
+  }
+  try {
+    ActChunk(*policy, obs, history_length, batch, history, obs_dim, actions, chunk, action_dim,
+             batch_invariant != 0);
+    return 0;
+  } catch (const c10::Error& e) {
+    WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
+  } catch (const std::exception& e) {
+    WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
   }
   return -1;
 }

@@ -1,4 +1,4 @@
-// The ABI-2 policy entries of libroboloop_torch.so (declared in train/torch_api.h); the
+// The policy entries of libroboloop_torch.so (declared in train/torch_api.h); the
 // table in runtime_info.cc points at them.
 #pragma once
 
@@ -13,6 +13,11 @@ RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const c
 int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int obs_dim,
                    float* actions, int action_dim, int batch_invariant, char* error_buf,
                    size_t error_cap);
+// See RoboloopTorchApi::policy_act_chunk.
+int PolicyActChunkEntry(RoboloopTorchPolicy* policy, const float* obs,
+                        const int32_t* history_length, int batch, int history, int obs_dim,
+                        float* actions, int chunk, int action_dim, int batch_invariant,
+                        char* error_buf, size_t error_cap);
 // See RoboloopTorchApi::free_policy.
 void FreePolicyEntry(RoboloopTorchPolicy* policy);
 

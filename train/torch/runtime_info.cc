@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/torch/policy_abi.h"
+#include "train/torch/trainer_abi.h"
 #include "train/torch_api.h"
 
 namespace {
@@ -38,6 +39,13 @@ const RoboloopTorchApi kApi = {
     &roboloop::train::LoadPolicyEntry,
     &roboloop::train::PolicyActEntry,
     &roboloop::train::FreePolicyEntry,
+    &roboloop::train::PolicyActChunkEntry,
+    &roboloop::train::TrainerCreateEntry,
+    &roboloop::train::TrainerStepEntry,
+    &roboloop::train::TrainerSaveEntry,
+    &roboloop::train::TrainerLoadStateEntry,
+    &roboloop::train::TrainerLoadWeightsEntry,
+    &roboloop::train::TrainerFreeEntry,
 };
 
 }  // namespace

@@ -26,6 +26,11 @@ class TorchScriptPolicy : public InferencePolicy {
     return rows.empty() ? Run(obs) : torch::cat(rows, 0);
   }
 
+  torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor&,
+                             bool batch_invariant) override {
+    return Forward(obs.select(1, obs.size(1) - 1).contiguous(), batch_invariant).unsqueeze(1);
+  }
+
  private:
   torch::Tensor Run(const torch::Tensor& obs) {
     c10::IValue out = module_.forward({obs});

@@ -1,0 +1,73 @@
+// The `mlp` policy: the flattened observation history through an MLP to the flattened chunk.
+#include <vector>
+
+#include "kernels/batch_invariant.h"
+#include "train/torch/policy/policy_model.h"
+
+namespace roboloop::train {
+namespace {
+
+class MlpModel : public PolicyModel {
+ public:
+  explicit MlpModel(const PolicyConfig& config) : config_(config) {
+    std::vector<int64_t> widths = {config.obs_dim * config.history};
+    widths.insert(widths.end(), config.mlp.hidden.begin(), config.mlp.hidden.end());
+    widths.push_back(config.action_dim * config.chunk);
+    for (size_t i = 0; i + 1 < widths.size(); ++i) {
+      layers_->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
+    }
+    register_module("layers", layers_);
+  }
+
+  torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions&) override {
+    return MaskedChunkLoss(Forward(inputs.obs), inputs.actions, inputs.action_valid);
+  }
+
+  torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor&) override {
+    torch::NoGradGuard no_grad;
+    return Forward(obs);
+  }
+
+  const PolicyConfig& config() const override { return config_; }
+
+ private:
+  torch::Tensor Forward(const torch::Tensor& obs) {
+    TORCH_CHECK(obs.dim() == 3 && obs.size(1) == config_.history && obs.size(2) == config_.obs_dim,
+                "mlp policy takes obs [batch, ", config_.history, ", ", config_.obs_dim,
+                "], got ", obs.sizes());
+    torch::Tensor x = obs.reshape({obs.size(0), -1});
+    for (size_t i = 0; i < layers_->size(); ++i) {
+      auto* linear = layers_[i]->as<torch::nn::Linear>();
+      x = kernels::Linear(x, linear->weight, linear->bias);
+      if (i + 1 < layers_->size()) x = kernels::Activate(config_.mlp.activation, x);
+    }
+    return x.reshape({obs.size(0), config_.chunk, config_.action_dim});
+  }
+
+  PolicyConfig config_;
+  torch::nn::ModuleList layers_;
+};
+
+}  // namespace
+
+std::shared_ptr<PolicyModel> MakeMlpModel(const PolicyConfig& config) {
+  return std::make_shared<MlpModel>(config);
+}
+
+torch::Tensor MaskedChunkLoss(const torch::Tensor& prediction, const torch::Tensor& target,
+                              const torch::Tensor& valid) {
+  TORCH_CHECK(prediction.sizes() == target.sizes(), "prediction ", prediction.sizes(),
+              " and target ", target.sizes(), " differ in shape");
+  const torch::Tensor weights = valid.to(torch::kFloat);
+  const torch::Tensor per_step = (prediction.to(torch::kFloat) - target).pow(2).mean(-1);
+  const torch::Tensor per_sample = (per_step * weights).sum(-1) / weights.sum(-1);
+  return per_sample.mean();
+}
+
+std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config) {
+  if (config.kind == "mlp") return MakeMlpModel(config);
+  if (config.kind == "transformer") return MakeTransformerModel(config);
+  TORCH_CHECK(false, "unknown policy '", config.kind, "' (known: mlp, transformer)");
+}
+
+}  // namespace roboloop::train

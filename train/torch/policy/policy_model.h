@@ -1,0 +1,56 @@
+// Trainable policy modules (issue 6, req 2): one interface for training (a loss on a batch of
+// windows) and for inference (a batch of observation histories -> a batch of action chunks).
+// Inside libroboloop_torch.so only. Every tensor is float32 on the CPU unless noted.
+#pragma once
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "train/torch/policy/policy_config.h"
+
+namespace roboloop::train {
+
+// One batch of training windows, already normalised (see train/loader.h for the layout).
+struct PolicyInputs {
+  torch::Tensor obs;             // [batch, history, obs_dim], left-padded by repetition
+  torch::Tensor history_length;  // int32 [batch]: real observation steps, 1..history
+  torch::Tensor actions;         // [batch, chunk, action_dim] targets (training only)
+  torch::Tensor action_valid;    // [batch, chunk]: 1 real action, 0 padding (training only)
+};
+
+// How the loss is computed.
+struct LossOptions {
+  bool packed = true;            // transformer: packed varlen attention; false = padded + mask
+  int64_t token_budget = 8192;   // transformer, packed: most tokens per attention call
+  torch::Generator generator;    // flow matching: source of noise and times (must be defined)
+};
+
+// A policy network. Loss and Act may be called from one thread at a time.
+class PolicyModel : public torch::nn::Module {
+ public:
+  // Scalar training loss: the mean over samples of each sample's mean squared error over its
+  // valid action entries (so that splitting a batch across ranks and averaging gives the
+  // same value as the whole batch).
+  virtual torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) = 0;
+  // Normalised action chunks [batch, chunk, action_dim] for `obs` and `history_length` (as in
+  // PolicyInputs). Records no autograd history. Under a kernels::BatchInvariantScope each
+  // output row depends only on its own inputs, bit for bit.
+  virtual torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length) = 0;
+  // The configuration the module was built from.
+  virtual const PolicyConfig& config() const = 0;
+};
+
+// Builds the module of `config` with weights initialised from torch's global generator.
+std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config);
+
+// Per-sample mean of (prediction - target)^2 over valid chunk steps and action dims, then the
+// mean over samples. `valid` is [batch, chunk]; every sample must have one valid step.
+torch::Tensor MaskedChunkLoss(const torch::Tensor& prediction, const torch::Tensor& target,
+                              const torch::Tensor& valid);
+
+// The MLP (policy_mlp.cc) and the transformer (policy_transformer.cc).
+std::shared_ptr<PolicyModel> MakeMlpModel(const PolicyConfig& config);
+std::shared_ptr<PolicyModel> MakeTransformerModel(const PolicyConfig& config);
+
+}  // namespace roboloop::train

@@ -1,0 +1,252 @@
+// The `transformer` policy: a pre-norm encoder over observation tokens plus learned
+// action-query tokens under a prefix-LM mask (observations bidirectional, actions causal),
+// with a regression head or a flow-matching head over the action chunk.
+//
+// Token layout per sample, `history` observation slots then `chunk` action slots. Only the
+// last history_length observation slots are real (the window is left-padded). The packed path
+// gathers the real tokens of every sample into varlen sequences; the padded path keeps all
+// slots and masks the padded keys. Both give the same loss up to rounding.
+#include <cmath>
+#include <vector>
+
+#include "kernels/batch_invariant.h"
+#include "kernels/varlen_attention.h"
+#include "train/packing.h"
+#include "train/torch/policy/policy_model.h"
+
+namespace roboloop::train {
+namespace {
+
+torch::Tensor Dense(const torch::nn::Linear& linear, const torch::Tensor& x) {
+  return kernels::Linear(x, linear->weight, linear->bias);
+}
+
+torch::Tensor Norm(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  return kernels::LayerNorm(x, norm->weight, norm->bias);
+}
+
+// How a block's attention sees its tokens: packed varlen sequences or a padded batch + mask.
+struct TokenLayout {
+  bool packed = true;
+  torch::Tensor cu_seqlens;      // packed: int32 [sequences + 1]
+  torch::Tensor prefix_lengths;  // packed: int32 [sequences]
+  torch::Tensor allowed;         // padded: bool [batch, 1, tokens, tokens]
+};
+
+class Block : public torch::nn::Module {
+ public:
+  Block(int64_t d_model, int64_t heads, int64_t ffn)
+      : heads_(heads),
+        ln1_(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})))),
+        qkv_(register_module("qkv", torch::nn::Linear(d_model, 3 * d_model))),
+        proj_(register_module("proj", torch::nn::Linear(d_model, d_model))),
+        ln2_(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})))),
+        fc1_(register_module("fc1", torch::nn::Linear(d_model, ffn))),
+        fc2_(register_module("fc2", torch::nn::Linear(ffn, d_model))) {}
+
+  // x: packed [tokens, d_model] or padded [batch, tokens, d_model].
+  torch::Tensor Forward(const torch::Tensor& x, const TokenLayout& layout) {
+    torch::Tensor h = x + Dense(proj_, Attend(Dense(qkv_, Norm(ln1_, x)), layout));
+    return h + Dense(fc2_, kernels::Activate(kernels::Activation::kGelu, Dense(fc1_, Norm(ln2_, h))));
+  }
+
+ private:
+  torch::Tensor Attend(const torch::Tensor& qkv, const TokenLayout& layout) {
+    const int64_t d_model = qkv.size(-1) / 3;
+    const int64_t head_dim = d_model / heads_;
+    if (layout.packed) {
+      const torch::Tensor split = qkv.view({qkv.size(0), 3, heads_, head_dim});
+      kernels::VarlenAttentionOptions options;
+      options.mask = kernels::MaskKind::kPrefixLm;
+      absl::StatusOr<torch::Tensor> out = kernels::VarlenAttention(
+          split.select(1, 0).contiguous(), split.select(1, 1).contiguous(),
+          split.select(1, 2).contiguous(), layout.cu_seqlens, layout.prefix_lengths, options);
+      TORCH_CHECK(out.ok(), "attention: ", out.status().message());
+      return out->reshape({qkv.size(0), d_model});
+    }
+    const int64_t batch = qkv.size(0), tokens = qkv.size(1);
+    const torch::Tensor split = qkv.view({batch, tokens, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
+    const torch::Tensor scores =
+        torch::matmul(split[0], split[1].transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
+    const torch::Tensor weights =
+        torch::softmax(scores.masked_fill(layout.allowed.logical_not(), -INFINITY), -1);
+    return torch::matmul(weights.to(split[2].scalar_type()), split[2])
+        .permute({0, 2, 1, 3})
+        .reshape({batch, tokens, d_model});
+  }
+
+  int64_t heads_;
+  torch::nn::LayerNorm ln1_;
+  torch::nn::Linear qkv_, proj_;
+  torch::nn::LayerNorm ln2_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
+// Sinusoidal features [batch, width] of flow times t [batch] in [0, 1].
+torch::Tensor TimeFeatures(const torch::Tensor& t, int64_t width) {
+  const int64_t half = width / 2;
+  const torch::Tensor freqs =
+      torch::exp(torch::arange(half, torch::kFloat) * (-std::log(10000.0) / half));
+  const torch::Tensor angles = (t.to(torch::kFloat) * 1000.0).unsqueeze(-1) * freqs;
+  torch::Tensor features = torch::cat({torch::sin(angles), torch::cos(angles)}, -1);
+  if (features.size(-1) < width) {
+    features = torch::cat({features, torch::zeros({t.size(0), width - features.size(-1)})}, -1);
+  }
+  return features;
+}
+
+class TransformerModel : public PolicyModel {
+ public:
+  explicit TransformerModel(const PolicyConfig& config) : config_(config) {
+    const TransformerOptions& t = config.transformer;
+    obs_embed_ = register_module("obs_embed", torch::nn::Linear(config.obs_dim, t.d_model));
+    obs_pos_ = register_parameter("obs_pos", torch::randn({config.history, t.d_model}) * 0.02);
+    action_query_ = register_parameter("action_query", torch::randn({config.chunk, t.d_model}) * 0.02);
+    for (int64_t i = 0; i < t.layers; ++i) {
+      blocks_->push_back(std::make_shared<Block>(t.d_model, t.heads, t.ffn));
+    }
+    register_module("blocks", blocks_);
+    ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({t.d_model})));
+    head_ = register_module("head", torch::nn::Linear(t.d_model, config.action_dim));
+    if (t.flow_matching) {
+      action_in_ = register_module("action_in", torch::nn::Linear(config.action_dim, t.d_model));
+      time_mlp_ = register_module("time_mlp", torch::nn::Linear(t.d_model, t.d_model));
+    }
+  }
+
+  torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) override {
+    CheckInputs(inputs.obs, inputs.history_length);
+    if (!config_.transformer.flow_matching) {
+      const torch::Tensor queries = action_query_.unsqueeze(0).expand({inputs.obs.size(0), -1, -1});
+      return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, queries, options),
+                             inputs.actions, inputs.action_valid);
+    }
+    // Flow matching: x_t = (1 - t) noise + t action, target velocity = action - noise.
+    const int64_t batch = inputs.obs.size(0);
+    torch::Generator generator = options.generator;
+    const torch::Tensor noise = torch::randn(inputs.actions.sizes(), generator, torch::kFloat);
+    const torch::Tensor t = torch::rand({batch}, generator, torch::kFloat);
+    const torch::Tensor tt = t.view({batch, 1, 1});
+    const torch::Tensor x_t = (1.0 - tt) * noise + tt * inputs.actions;
+    return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, FlowQueries(x_t, t), options),
+                           inputs.actions - noise, inputs.action_valid);
+  }
+
+  torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length) override {
+    torch::NoGradGuard no_grad;
+    CheckInputs(obs, history_length);
+    LossOptions packed;
+    packed.token_budget = std::numeric_limits<int32_t>::max();
+    const int64_t batch = obs.size(0);
+    if (!config_.transformer.flow_matching) {
+      return Predict(obs, history_length, action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
+    }
+    // Euler integration from the noise distribution's mean (zero), so that inference is
+    // deterministic and batch-invariant.
+    const int64_t steps = config_.transformer.flow_steps;
+    torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim});
+    for (int64_t k = 0; k < steps; ++k) {
+      const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps);
+      x = x + Predict(obs, history_length, FlowQueries(x, t), packed) / static_cast<double>(steps);
+    }
+    return x;
+  }
+
+  const PolicyConfig& config() const override { return config_; }
+
+ private:
+  void CheckInputs(const torch::Tensor& obs, const torch::Tensor& history_length) const {
+    TORCH_CHECK(obs.dim() == 3 && obs.size(1) == config_.history && obs.size(2) == config_.obs_dim,
+                "transformer policy takes obs [batch, ", config_.history, ", ", config_.obs_dim,
+                "], got ", obs.sizes());
+    TORCH_CHECK(history_length.scalar_type() == torch::kInt && history_length.dim() == 1 &&
+                    history_length.size(0) == obs.size(0),
+                "history_length must be int32 [", obs.size(0), "]");
+  }
+
+  torch::Tensor FlowQueries(const torch::Tensor& x_t, const torch::Tensor& t) {
+    const torch::Tensor time = Dense(time_mlp_, TimeFeatures(t, config_.transformer.d_model));
+    return action_query_.unsqueeze(0) + Dense(action_in_, x_t) + time.unsqueeze(1);
+  }
+
+  // All token slots [batch, history + chunk, d_model] in the padded layout.
+  torch::Tensor PaddedTokens(const torch::Tensor& obs, const torch::Tensor& queries) {
+    const torch::Tensor obs_tokens = Dense(obs_embed_, obs) + obs_pos_.unsqueeze(0);
+    return torch::cat({obs_tokens, queries.to(obs_tokens.scalar_type())}, 1);
+  }
+
+  // Action-slot outputs through the head: [batch, chunk, action_dim].
+  torch::Tensor Predict(const torch::Tensor& obs, const torch::Tensor& history_length,
+                        const torch::Tensor& queries, const LossOptions& options) {
+    const torch::Tensor tokens = PaddedTokens(obs, queries);
+    const torch::Tensor outputs = options.packed ? EncodePacked(tokens, history_length, options)
+                                                 : EncodePadded(tokens, history_length);
+    return Dense(head_, Norm(ln_f_, outputs));
+  }
+
+  torch::Tensor Encode(torch::Tensor x, const TokenLayout& layout) {
+    for (size_t i = 0; i < blocks_->size(); ++i) x = blocks_[i]->as<Block>()->Forward(x, layout);
+    return x;
+  }
+
+  torch::Tensor EncodePadded(const torch::Tensor& tokens, const torch::Tensor& history_length) {
+    const int64_t history = config_.history, total = tokens.size(1);
+    const torch::Tensor slot = torch::arange(total, torch::kLong);
+    const torch::Tensor query = slot.view({1, total, 1}), key = slot.view({1, 1, total});
+    const torch::Tensor first_real = (history - history_length.to(torch::kLong)).view({-1, 1, 1});
+    const torch::Tensor key_real = (key >= first_real);
+    const torch::Tensor key_is_obs = key < history;
+    const torch::Tensor allowed_obs_query = (query < history) & key_is_obs;
+    const torch::Tensor allowed_action_query = (query >= history) & (key_is_obs | (key <= query));
+    TokenLayout layout;
+    layout.packed = false;
+    layout.allowed = ((key_real & (allowed_obs_query | allowed_action_query)) | (query == key)).unsqueeze(1);
+    return Encode(tokens, layout).slice(1, history);
+  }
+
+  torch::Tensor EncodePacked(const torch::Tensor& tokens, const torch::Tensor& history_length,
+                             const LossOptions& options) {
+    const int32_t history = static_cast<int32_t>(config_.history);
+    const int32_t chunk = static_cast<int32_t>(config_.chunk);
+    const torch::Tensor lengths = history_length.contiguous();
+    absl::StatusOr<PackPlan> plan = PlanPacks(
+        absl::MakeConstSpan(lengths.data_ptr<int32_t>(), lengths.numel()), chunk,
+        static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())),
+        history);
+    TORCH_CHECK(plan.ok(), "packing: ", plan.status().message());
+    const torch::Tensor flat = tokens.reshape({-1, tokens.size(2)});
+    std::vector<torch::Tensor> outputs;
+    for (const Pack& pack : plan->packs) {
+      std::vector<int64_t> index = PackedTokenIndex(pack, history, chunk);
+      TokenLayout layout;
+      layout.cu_seqlens = torch::tensor(pack.cu_seqlens, torch::kInt);
+      layout.prefix_lengths = torch::tensor(pack.prefix_lengths, torch::kInt);
+      const torch::Tensor packed = Encode(flat.index_select(0, torch::tensor(index, torch::kLong)), layout);
+      outputs.push_back(packed.index_select(0, ActionTokenRows(pack, chunk)));
+    }
+    return torch::cat(outputs, 0).view({tokens.size(0), chunk, tokens.size(2)});
+  }
+
+  // Rows of a pack's action tokens, in sample order then chunk order.
+  static torch::Tensor ActionTokenRows(const Pack& pack, int32_t chunk) {
+    std::vector<int64_t> rows;
+    for (size_t s = 0; s < pack.samples.size(); ++s) {
+      for (int32_t c = 0; c < chunk; ++c) rows.push_back(pack.cu_seqlens[s] + pack.prefix_lengths[s] + c);
+    }
+    return torch::tensor(rows, torch::kLong);
+  }
+
+  PolicyConfig config_;
+  torch::nn::Linear obs_embed_{nullptr}, head_{nullptr}, action_in_{nullptr}, time_mlp_{nullptr};
+  torch::Tensor obs_pos_, action_query_;
+  torch::nn::ModuleList blocks_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<PolicyModel> MakeTransformerModel(const PolicyConfig& config) {
+  return std::make_shared<TransformerModel>(config);
+}
+
+}  // namespace roboloop::train

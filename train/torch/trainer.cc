@@ -1,0 +1,280 @@
+// The training step, its schedule and its state files.
+#include "train/torch/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+
+#include <cmath>
+
+#include "train/safetensors.h"
+
+namespace roboloop::train {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The noise generator of one step on one rank: a pure function of (seed, rank, step), so a
+// resumed run draws the same noise without saving generator state.
+torch::Generator StepGenerator(uint64_t seed, int rank, int64_t step) {
+  const uint64_t mixed = SplitMix64(seed ^ SplitMix64((static_cast<uint64_t>(rank) << 40) ^
+                                                      static_cast<uint64_t>(step)));
+  return at::make_generator<at::CPUGeneratorImpl>(mixed);
+}
+
+template <typename T>
+T Get(const nlohmann::json& json, const char* key, T fallback) {
+  if (!json.contains(key)) return fallback;
+  try {
+    return json[key].get<T>();
+  } catch (const std::exception&) {
+    TORCH_CHECK(false, "trainer option ", key, " has the wrong type: ", json[key].dump());
+  }
+}
+
+OptimizerOptions ParseOptimizer(const nlohmann::json& json) {
+  OptimizerOptions o;
+  o.lr = Get(json, "lr", o.lr);
+  o.weight_decay = Get(json, "weight_decay", o.weight_decay);
+  o.beta1 = Get(json, "beta1", o.beta1);
+  o.beta2 = Get(json, "beta2", o.beta2);
+  o.eps = Get(json, "eps", o.eps);
+  o.warmup_steps = Get(json, "warmup_steps", o.warmup_steps);
+  o.total_steps = Get(json, "total_steps", o.total_steps);
+  o.min_lr_ratio = Get(json, "min_lr_ratio", o.min_lr_ratio);
+  o.clip_norm = Get(json, "clip_norm", o.clip_norm);
+  o.ema_decay = Get(json, "ema_decay", o.ema_decay);
+  o.bf16 = Get(json, "bf16", o.bf16);
+  TORCH_CHECK(o.lr > 0, "trainer option lr must be positive, got ", o.lr);
+  TORCH_CHECK(o.total_steps >= 1 && o.warmup_steps >= 0, "trainer options total_steps >= 1 and "
+              "warmup_steps >= 0 are required");
+  TORCH_CHECK(o.ema_decay >= 0 && o.ema_decay < 1, "trainer option ema_decay must be in [0, 1)");
+  return o;
+}
+
+DistributedOptions ParseDistributed(const nlohmann::json& json) {
+  DistributedOptions d;
+  d.rank = Get(json, "rank", d.rank);
+  d.world_size = Get(json, "world_size", d.world_size);
+  d.master_addr = Get(json, "master_addr", d.master_addr);
+  d.master_port = Get(json, "master_port", d.master_port);
+  d.timeout_seconds = Get(json, "timeout_seconds", d.timeout_seconds);
+  d.backend = Get(json, "backend", d.backend);
+  return d;
+}
+
+torch::Tensor BytesTensor(const std::string& bytes) {
+  torch::Tensor t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  if (!bytes.empty()) std::memcpy(t.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::string TensorBytes(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), c.numel());
+}
+
+torch::Tensor FromArray(const void* data, std::vector<int64_t> shape, torch::ScalarType type) {
+  return torch::from_blob(const_cast<void*>(data), shape, type).clone();
+}
+
+}  // namespace
+
+TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
+  TORCH_CHECK(json.is_object(), "trainer config must be a JSON object");
+  TORCH_CHECK(json.contains("policy"), "trainer config needs policy");
+  TrainerConfig config;
+  config.policy = ParsePolicyConfig(json["policy"]);
+  config.optimizer = ParseOptimizer(json.value("optimizer", nlohmann::json::object()));
+  config.packed = Get(json, "packed", config.packed);
+  config.token_budget = Get(json, "token_budget", config.token_budget);
+  config.seed = Get(json, "seed", config.seed);
+  config.threads = Get(json, "threads", config.threads);
+  config.distributed = ParseDistributed(json.value("distributed", nlohmann::json::object()));
+  return config;
+}
+
+Trainer::Trainer(const TrainerConfig& config) : config_(config) {}
+
+std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
+  if (config.threads > 0) at::set_num_threads(config.threads);
+  std::unique_ptr<Trainer> trainer(new Trainer(config));
+  torch::manual_seed(config.seed);
+  trainer->model_ = MakePolicyModel(config.policy);
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const torch::Tensor& p : trainer->model_->parameters()) {
+    trainer->parameters_.push_back(p);
+    (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  }
+  const OptimizerOptions& o = config.optimizer;
+  auto options = torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                 torch::optim::AdamWOptions(options).weight_decay(o.weight_decay)));
+  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions(options).weight_decay(0.0)));
+  trainer->optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+  if (config.distributed.world_size > 1) {
+    trainer->group_ = JoinProcessGroup(config.distributed);
+    BroadcastFromRankZero(*trainer->group_, trainer->parameters_);
+    trainer->reducer_ = MakeGradientReducer(trainer->parameters_, trainer->group_);
+  }
+  if (o.ema_decay > 0) {
+    for (const torch::Tensor& p : trainer->parameters_) trainer->ema_.push_back(p.detach().clone());
+  }
+  return trainer;
+}
+
+double Trainer::LearningRate(int64_t step) const {
+  const OptimizerOptions& o = config_.optimizer;
+  if (step < o.warmup_steps) return o.lr * static_cast<double>(step + 1) / o.warmup_steps;
+  const double span = std::max<int64_t>(1, o.total_steps - o.warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) / span);
+  const double floor = o.lr * o.min_lr_ratio;
+  return floor + (o.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
+  TORCH_CHECK(b.obs_dim == config_.policy.obs_dim && b.action_dim == config_.policy.action_dim &&
+                  b.history == config_.policy.history && b.chunk == config_.policy.chunk,
+              "batch dims (obs ", b.obs_dim, ", action ", b.action_dim, ", history ", b.history,
+              ", chunk ", b.chunk, ") differ from the policy's (obs ", config_.policy.obs_dim,
+              ", action ", config_.policy.action_dim, ", history ", config_.policy.history,
+              ", chunk ", config_.policy.chunk, ")");
+  PolicyInputs inputs;
+  inputs.obs = FromArray(b.obs, {b.batch, b.history, b.obs_dim}, torch::kFloat);
+  inputs.history_length = FromArray(b.history_length, {b.batch}, torch::kInt);
+  inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat);
+  inputs.action_valid = FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8).to(torch::kFloat);
+  LossOptions loss_options;
+  loss_options.packed = config_.packed;
+  loss_options.token_budget = config_.token_budget;
+  loss_options.generator = StepGenerator(config_.seed, config_.distributed.rank, step);
+
+  model_->train();
+  optimizer_->zero_grad();
+  if (reducer_) reducer_->prepare_for_forward();
+  torch::Tensor loss;
+  {
+    at::autocast::set_cpu_enabled(config_.optimizer.bf16);
+    if (config_.optimizer.bf16) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    loss = model_->Loss(inputs, loss_options);
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+  StepFigures figures;
+  figures.loss = group_ ? AllReduceMean(*group_, loss.item<double>()) : loss.item<double>();
+  if (!std::isfinite(figures.loss)) {
+    throw NonFiniteLoss("step " + std::to_string(step) + ": the loss is " +
+                        std::to_string(figures.loss) + "; no update applied");
+  }
+  if (reducer_) reducer_->prepare_for_backward({});
+  loss.backward();
+  const double max_norm = config_.optimizer.clip_norm > 0 ? config_.optimizer.clip_norm : INFINITY;
+  figures.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, max_norm);
+  if (!std::isfinite(figures.grad_norm)) {
+    throw NonFiniteLoss("step " + std::to_string(step) + ": the gradient norm is " +
+                        std::to_string(figures.grad_norm) + "; no update applied");
+  }
+  figures.lr = LearningRate(step);
+  for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(figures.lr);
+  }
+  optimizer_->step();
+  UpdateEma();
+  return figures;
+}
+
+void Trainer::UpdateEma() {
+  if (ema_.empty()) return;
+  torch::NoGradGuard no_grad;
+  const double decay = config_.optimizer.ema_decay;
+  for (size_t i = 0; i < ema_.size(); ++i) ema_[i].mul_(decay).add_(parameters_[i], 1.0 - decay);
+}
+
+void Trainer::Save(const std::string& policy_path, const std::string& state_path,
+                   const std::string& driver_state) {
+  TensorMap weights;
+  size_t i = 0;
+  for (const auto& item : model_->named_parameters()) {
+    const torch::Tensor source = (ema_.empty() ? item.value() : ema_[i]).detach().contiguous();
+    FloatTensor t;
+    t.shape = source.sizes().vec();
+    t.values.assign(source.data_ptr<float>(), source.data_ptr<float>() + source.numel());
+    weights[item.key()] = std::move(t);
+    ++i;
+  }
+  const absl::Status written = WriteSafetensors(policy_path, weights);
+  TORCH_CHECK(written.ok(), written.message());
+
+  torch::serialize::OutputArchive archive;
+  for (size_t p = 0; p < parameters_.size(); ++p) {
+    archive.write("param." + std::to_string(p), parameters_[p].detach());
+    if (!ema_.empty()) archive.write("ema." + std::to_string(p), ema_[p]);
+  }
+  torch::serialize::OutputArchive optimizer_archive;
+  optimizer_->save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("driver_state", BytesTensor(driver_state));
+  archive.save_to(state_path);
+}
+
+std::string Trainer::LoadState(const std::string& state_path) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(state_path);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, state_path, ": not a trainer state file: ", e.what_without_backtrace());
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t p = 0; p < parameters_.size(); ++p) {
+    torch::Tensor saved;
+    TORCH_CHECK(archive.try_read("param." + std::to_string(p), saved), state_path,
+                ": parameter ", p, " is missing");
+    TORCH_CHECK(saved.sizes() == parameters_[p].sizes(), state_path, ": parameter ", p,
+                " has shape ", saved.sizes(), ", the model needs ", parameters_[p].sizes());
+    parameters_[p].copy_(saved);
+    if (!ema_.empty()) {
+      TORCH_CHECK(archive.try_read("ema." + std::to_string(p), saved), state_path,
+                  ": EMA weights are missing (was it trained with ema_decay?)");
+      ema_[p].copy_(saved);
+    }
+  }
+  torch::serialize::InputArchive optimizer_archive;
+  TORCH_CHECK(archive.try_read("optimizer", optimizer_archive), state_path,
+              ": optimizer state is missing");
+  optimizer_->load(optimizer_archive);
+  torch::Tensor driver;
+  TORCH_CHECK(archive.try_read("driver_state", driver), state_path, ": driver state is missing");
+  return TensorBytes(driver);
+}
+
+void Trainer::LoadWeights(const std::string& policy_path) {
+  LoadModuleWeights(*model_, policy_path);
+  torch::NoGradGuard no_grad;
+  for (size_t p = 0; p < ema_.size(); ++p) ema_[p].copy_(parameters_[p]);
+  if (group_) BroadcastFromRankZero(*group_, parameters_);
+}
+
+void LoadModuleWeights(torch::nn::Module& module, const std::string& path) {
+  absl::StatusOr<TensorMap> tensors = ReadSafetensors(path);
+  TORCH_CHECK(tensors.ok(), tensors.status().message());
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters()) {
+    auto it = tensors->find(item.key());
+    TORCH_CHECK(it != tensors->end(), path, ": tensor ", item.key(), " is missing");
+    TORCH_CHECK(it->second.shape == item.value().sizes().vec(), path, ": tensor ", item.key(),
+                " has shape ", c10::IntArrayRef(it->second.shape), ", the policy needs ",
+                item.value().sizes());
+    item.value().copy_(torch::from_blob(it->second.values.data(), it->second.shape, torch::kFloat));
+    tensors->erase(it);
+  }
+  TORCH_CHECK(tensors->empty(), path, ": tensor ", tensors->empty() ? "" : tensors->begin()->first,
+              " is not part of this policy");
+}
+
+}  // namespace roboloop::train

@@ -1,0 +1,113 @@
+// The training step behind the ABI-3 trainer handle (issue 6, req 4-6): a policy module,
+// AdamW with a warm-up + cosine schedule, gradient clipping, optional bf16 autocast and EMA,
+// gradient averaging across ranks, and exact save/restore of everything a resume needs.
+// Inside libroboloop_torch.so; the torch-free driver (train/trainer.h) owns the loop.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "train/torch/distributed.h"
+#include "train/torch/policy/policy_model.h"
+
+namespace roboloop::train {
+
+// Optimisation settings.
+struct OptimizerOptions {
+  double lr = 3e-4;             // peak learning rate
+  double weight_decay = 0.01;   // AdamW decoupled decay, on weight matrices only
+  double beta1 = 0.9;           // Adam first-moment decay
+  double beta2 = 0.999;         // Adam second-moment decay
+  double eps = 1e-8;            // Adam denominator epsilon
+  int64_t warmup_steps = 0;     // linear warm-up from lr/warmup to lr
+  int64_t total_steps = 1000;   // end of the cosine decay
+  double min_lr_ratio = 0.1;    // the cosine decays to lr * min_lr_ratio
+  double clip_norm = 1.0;       // max global gradient norm; 0 = no clipping
+  double ema_decay = 0.0;       // EMA of weights (0 = off); the policy blob then holds the EMA
+  bool bf16 = false;            // bf16 autocast of the forward on CPU
+};
+
+// Everything a trainer is built from (the JSON of RoboloopTorchApi::trainer_create).
+struct TrainerConfig {
+  PolicyConfig policy;           // architecture
+  OptimizerOptions optimizer;    // optimisation
+  bool packed = true;            // transformer: packed varlen sequences (false = padded)
+  int64_t token_budget = 8192;   // transformer, packed: tokens per attention call
+  uint64_t seed = 0;             // weight init and per-step noise
+  int threads = 0;               // torch intra-op threads; 0 = leave as is
+  DistributedOptions distributed;  // rank, world, rendezvous
+};
+
+// Parses {policy, optimizer, packed, token_budget, seed, threads, distributed}. Throws naming
+// the key at fault.
+TrainerConfig ParseTrainerConfig(const nlohmann::json& json);
+
+// One step's figures (averaged over ranks).
+struct StepFigures {
+  double loss = 0;       // training loss before the update
+  double grad_norm = 0;  // global gradient norm before clipping
+  double lr = 0;         // learning rate used
+};
+
+// A batch as raw arrays (layout of train/loader.h Batch); not owned.
+struct BatchArrays {
+  int batch = 0, history = 0, chunk = 0, obs_dim = 0, action_dim = 0;
+  const float* obs = nullptr;
+  const int32_t* history_length = nullptr;
+  const float* actions = nullptr;
+  const uint8_t* action_valid = nullptr;
+};
+
+// Thrown by Step when the loss or the gradient is NaN or Inf; no update was applied.
+struct NonFiniteLoss : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One replica of a data-parallel job. Not thread-safe.
+class Trainer {
+ public:
+  // Builds the model (seeded), the optimizer and, for world_size > 1, joins the process group
+  // and broadcasts rank 0's weights. Throws c10::Error on bad config or rendezvous failure.
+  static std::unique_ptr<Trainer> Create(const TrainerConfig& config);
+
+  // Runs forward, backward (gradients averaged across ranks), clipping and the AdamW update
+  // for global step `step` (which seeds the step's noise). Throws NonFiniteLoss naming the
+  // step when the loss or gradient norm is not finite (no update applied on any rank).
+  StepFigures Step(const BatchArrays& batch, int64_t step);
+
+  // Writes the inference weights (the EMA when enabled) to `policy_path` as safetensors, and
+  // parameters, EMA, optimizer state and `driver_state` to `state_path`.
+  void Save(const std::string& policy_path, const std::string& state_path,
+            const std::string& driver_state);
+  // Restores a state written by Save (bitwise); returns its driver_state. Throws naming the
+  // file when it does not fit this model.
+  std::string LoadState(const std::string& state_path);
+  // Replaces the weights with a policy file (fine-tuning); optimizer state is kept fresh.
+  void LoadWeights(const std::string& policy_path);
+
+  // Learning rate of global step `step` under the schedule.
+  double LearningRate(int64_t step) const;
+
+ private:
+  explicit Trainer(const TrainerConfig& config);
+
+  void UpdateEma();
+
+  TrainerConfig config_;
+  std::shared_ptr<PolicyModel> model_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<torch::Tensor> ema_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::unique_ptr<c10d::Reducer> reducer_;
+};
+
+// Copies safetensors weights into `module`'s parameters; every parameter must be present with
+// its shape and no extra tensor may remain. Throws naming the file and the tensor.
+void LoadModuleWeights(torch::nn::Module& module, const std::string& path);
+
+}  // namespace roboloop::train

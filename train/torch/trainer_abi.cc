@@ -1,0 +1,93 @@
+// The C edge of the trainer handle: every exception stops here and becomes a message.
+#include "train/torch/trainer_abi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "train/torch/trainer.h"
+
+struct RoboloopTorchTrainer {
+  std::unique_ptr<roboloop::train::Trainer> trainer;  // the replica
+};
+
+namespace roboloop::train {
+namespace {
+
+void WriteError(const std::string& message, char* error_buf, size_t error_cap) {
+  if (error_buf == nullptr || error_cap == 0) return;
+  const size_t n = std::min(message.size(), error_cap - 1);
+  std::memcpy(error_buf, message.data(), n);
+  error_buf[n] = '\0';
+}
+
+// Runs `body`, turning exceptions into -1 and a message (1 for a non-finite loss).
+template <typename Body>
+int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const NonFiniteLoss& e) {
+    WriteError(e.what(), error_buf, error_cap);
+    return 1;
+  } catch (const c10::Error& e) {
+    WriteError(std::string(what) + ": " + e.what_without_backtrace(), error_buf, error_cap);
+  } catch (const std::exception& e) {
+    WriteError(std::string(what) + ": " + e.what(), error_buf, error_cap);
+  } catch (...) {
+    WriteError(std::string(what) + ": unknown exception", error_buf, error_cap);
+  }
+  return -1;
+}
+
+}  // namespace
+
+RoboloopTorchTrainer* TrainerCreateEntry(const char* config_json, char* error_buf,
+                                         size_t error_cap) {
+  auto handle = std::make_unique<RoboloopTorchTrainer>();
+  const int rc = Guarded("trainer", error_buf, error_cap, [&] {
+    handle->trainer = Trainer::Create(ParseTrainerConfig(nlohmann::json::parse(config_json)));
+  });
+  return rc == 0 ? handle.release() : nullptr;
+}
+
+int TrainerStepEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
+                     RoboloopTrainFigures* figures, char* error_buf, size_t error_cap) {
+  return Guarded("training step", error_buf, error_cap, [&] {
+    BatchArrays arrays{batch->batch,  batch->history, batch->chunk,
+                       batch->obs_dim, batch->action_dim, batch->obs,
+                       batch->history_length, batch->actions, batch->action_valid};
+    const StepFigures result = trainer->trainer->Step(arrays, step);
+    *figures = RoboloopTrainFigures{result.loss, result.grad_norm, result.lr};
+  });
+}
+
+int TrainerSaveEntry(RoboloopTorchTrainer* trainer, const char* policy_path, const char* state_path,
+                     const char* driver_state, size_t driver_size, char* error_buf,
+                     size_t error_cap) {
+  return Guarded("saving a checkpoint", error_buf, error_cap, [&] {
+    trainer->trainer->Save(policy_path, state_path, std::string(driver_state, driver_size));
+  });
+}
+
+int64_t TrainerLoadStateEntry(RoboloopTorchTrainer* trainer, const char* state_path,
+                              char* driver_buf, size_t driver_cap, char* error_buf,
+                              size_t error_cap) {
+  std::string driver;
+  const int rc = Guarded("resuming", error_buf, error_cap,
+                         [&] { driver = trainer->trainer->LoadState(state_path); });
+  if (rc != 0) return -1;
+  std::memcpy(driver_buf, driver.data(), std::min(driver.size(), driver_cap));
+  return static_cast<int64_t>(driver.size());
+}
+
+int TrainerLoadWeightsEntry(RoboloopTorchTrainer* trainer, const char* policy_path,
+                            char* error_buf, size_t error_cap) {
+  return Guarded("initialising from a checkpoint", error_buf, error_cap,
+                 [&] { trainer->trainer->LoadWeights(policy_path); });
+}
+
+void TrainerFreeEntry(RoboloopTorchTrainer* trainer) { delete trainer; }
+
+}  // namespace roboloop::train
