@@ -10,6 +10,7 @@
 #include "pipeline/cli.h"
 #include "pipeline/cli_bench.h"
 #include "pipeline/cli_data.h"
+#include "pipeline/cli_eval.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_serve.h"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   roboloop::data::CliContext data_context;
   CLI::App* data_command = AddDataCommands(app, runner, &data_context);
   AddSimCommands(app, runner);
+  AddEvalCommands(app, runner);
   AddServeSimCommand(AddServeCommands(app, runner), runner);
   AddBenchCommands(app, runner);
   AddTrainCommand(app, runner, argc, argv);
