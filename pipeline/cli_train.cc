@@ -12,6 +12,9 @@
 #include "pipeline/registry_connection.h"
 #include "train/launcher.h"
 #include "train/train_run.h"
+#include "train/train_service.h"
+#include "common/grpc_server.h"
+#include "common/grpc_signals.h"
 
 namespace roboloop::cli {
 namespace {
@@ -123,7 +126,49 @@ absl::Status Train(const TrainFlags& f) {
   return train::LaunchLocalRanks(launch);
 }
 
+// Flags of `serve train`.
+struct ServeTrainFlags {
+  RegistryTarget target;
+  std::string listen = "127.0.0.1:50053";
+  std::string server_token_file;
+  std::string tls_cert, tls_key;
+  bool insecure = false;
+};
+
+absl::Status ServeTrain(const ServeTrainFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
+  train::TrainServiceOptions options;
+  options.root = flags.target.root;
+  options.registry_address = flags.target.address;
+  options.registry_token_file = flags.target.token_file;
+  train::TrainServiceHandler handler(options);
+  train::TrainGrpcService service(&handler);
+  common::GrpcServerOptions server_options;
+  server_options.listen_address = flags.listen;
+  server_options.token_file = flags.server_token_file;
+  server_options.tls_cert_file = flags.tls_cert;
+  server_options.tls_key_file = flags.tls_key;
+  server_options.insecure = flags.insecure;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(server_options, {&service}));
+  std::printf("train serving on %s\n", server->target().c_str());
+  std::fflush(stdout);
+  common::ServeUntilShutdownSignal(*server, *signals);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void AddServeTrainCommand(CLI::App* serve, CommandRunner& runner) {
+  auto flags = std::make_shared<ServeTrainFlags>();
+  CLI::App* command = serve->add_subcommand("train", "Run TrainService");
+  command->add_option("--listen", flags->listen, "HOST:PORT or unix:PATH")->capture_default_str();
+  command->add_option("--server-token-file", flags->server_token_file, "Require this bearer token");
+  command->add_option("--tls-cert", flags->tls_cert, "PEM certificate chain (with --tls-key)");
+  command->add_option("--tls-key", flags->tls_key, "PEM private key");
+  command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address");
+  AddRegistryTargetOptions(command, &flags->target);
+  runner.Bind(command, [flags] { return ServeTrain(*flags); });
+}
 
 void AddTrainCommand(CLI::App& app, CommandRunner& runner, int argc, char** argv) {
   auto flags = std::make_shared<TrainFlags>();

@@ -11,4 +11,7 @@ namespace roboloop::cli {
 // Adds `train`. `argc`/`argv` are the process's, re-run by each local rank.
 void AddTrainCommand(CLI::App& app, CommandRunner& runner, int argc, char** argv);
 
+// Adds `serve train` (TrainService) under `serve`.
+void AddServeTrainCommand(CLI::App* serve, CommandRunner& runner);
+
 }  // namespace roboloop::cli

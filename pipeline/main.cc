@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
   CLI::App* data_command = AddDataCommands(app, runner, &data_context);
   AddSimCommands(app, runner);
   AddEvalCommands(app, runner);
-  AddServeSimCommand(AddServeCommands(app, runner), runner);
+  CLI::App* serve = AddServeCommands(app, runner);
+  AddServeSimCommand(serve, runner);
+  AddServeTrainCommand(serve, runner);
   AddBenchCommands(app, runner);
   AddTrainCommand(app, runner, argc, argv);
 
