@@ -64,9 +64,11 @@ nlohmann::json Policy(const std::string& kind, bool flow = false) {
 }
 
 std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool packed = true,
-                                          int token_budget = 8192) {
-  const nlohmann::json config = {{"policy", policy},
-                                 {"optimizer", {{"lr", 1e-3}, {"total_steps", 10}, {"warmup_steps", 2}}},
+                                          int token_budget = 8192,
+                                          const nlohmann::json& optimizer_extra = nlohmann::json::object()) {
+  nlohmann::json optimizer = {{"lr", 1e-3}, {"total_steps", 10}, {"warmup_steps", 2}};
+  optimizer.update(optimizer_extra);
+  const nlohmann::json config = {{"policy", policy}, {"optimizer", optimizer},
                                  {"packed", packed}, {"token_budget", token_budget},
                                  {"seed", 7}, {"threads", 1}};
   auto trainer = Runtime().CreateTrainer(config.dump());
@@ -160,6 +162,61 @@ TEST(TrainerTest, SavedTransformerActsBatchInvariantlyWithNormalization) {
   auto wrong = (*policy)->ActChunk(batch.obs.data(), batch.history_length.data(), 1, 1, kObs,
                                    all.data(), kChunk, kAct, true);
   EXPECT_THAT(wrong.message(), AllOf(HasSubstr("p.safetensors"), HasSubstr("reads 4 observation steps")));
+}
+
+// ||a - b|| over all tensors of two policy files.
+double Distance(const std::string& a_path, const std::string& b_path) {
+  auto a = ReadSafetensors(a_path);
+  auto b = ReadSafetensors(b_path);
+  double sum = 0;
+  for (const auto& [name, tensor] : *b) {
+    for (size_t i = 0; i < tensor.values.size(); ++i) {
+      const double d = a->at(name).values[i] - tensor.values[i];
+      sum += d * d;
+    }
+  }
+  return std::sqrt(sum);
+}
+
+TEST(TrainerTest, WarmupThenCosineScheduleReachesTheFloor) {
+  const OwnedBatch batch(8, 6);
+  auto trainer = MakeTrainer(Policy("mlp"), true, 8192, {{"min_lr_ratio", 0.1}});
+  std::vector<double> lrs;
+  for (int step = 0; step < 10; ++step) lrs.push_back(trainer->Step(batch.View(), step)->lr);
+  EXPECT_DOUBLE_EQ(lrs[0], 0.5e-3);
+  EXPECT_DOUBLE_EQ(lrs[1], 1e-3);
+  EXPECT_DOUBLE_EQ(lrs[2], 1e-3);
+  for (int step = 3; step < 10; ++step) EXPECT_LT(lrs[step], lrs[step - 1]) << step;
+  EXPECT_NEAR(lrs[9], 1e-4 + 0.9e-3 * 0.5 * (1 + std::cos(M_PI * 7.0 / 8.0)), 1e-12);
+}
+
+TEST(TrainerTest, EmaWeightsLagBehindTheTrainedOnes) {
+  const OwnedBatch batch(8, 7);
+  const std::string dir = testing::MakeTempDir("ema");
+  auto raw = MakeTrainer(Policy("mlp"));
+  auto ema = MakeTrainer(Policy("mlp"), true, 8192, {{"ema_decay", 0.9}});
+  ASSERT_TRUE(raw->Save(dir + "/init.safetensors", dir + "/init.pt", "").ok());
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(raw->Step(batch.View(), step).ok());
+    ASSERT_TRUE(ema->Step(batch.View(), step).ok());
+  }
+  ASSERT_TRUE(raw->Save(dir + "/raw.safetensors", dir + "/raw.pt", "").ok());
+  ASSERT_TRUE(ema->Save(dir + "/ema.safetensors", dir + "/ema.pt", "").ok());
+  const double moved = Distance(dir + "/raw.safetensors", dir + "/init.safetensors");
+  const double ema_moved = Distance(dir + "/ema.safetensors", dir + "/init.safetensors");
+  EXPECT_GT(ema_moved, 0);
+  EXPECT_LT(ema_moved, 0.6 * moved);
+}
+
+TEST(TrainerTest, Bf16AutocastTrainsCloseToFp32) {
+  const OwnedBatch batch(16, 8);
+  auto fp32 = MakeTrainer(Policy("transformer"));
+  auto bf16 = MakeTrainer(Policy("transformer"), true, 8192, {{"bf16", true}});
+  auto a = fp32->Step(batch.View(), 0);
+  auto b = bf16->Step(batch.View(), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_NE(a->loss, b->loss) << "autocast had no effect";
+  EXPECT_LE(std::abs(a->loss - b->loss) / a->loss, 5e-2);
 }
 
 TEST(TrainerTest, BadConfigsAreClearErrors) {
