@@ -141,7 +141,7 @@ absl::Status DatasetWriter::CheckBlock(const Episode& block, int64_t* rows) cons
   return absl::OkStatus();
 }
 
-absl::Status DatasetWriter::CreateEpisodeDatasets(int64_t first_rows) {
+absl::Status DatasetWriter::CreateEpisodeDatasets(const Episode& first_block, int64_t first_rows) {
   std::map<std::string, std::unique_ptr<h5::Handle>> datasets;
   for (const FeatureSpec& feature : spec_) {
     const std::string parent = feature.name.substr(0, feature.name.rfind('/') + 1);
@@ -152,7 +152,8 @@ absl::Status DatasetWriter::CreateEpisodeDatasets(int64_t first_rows) {
     ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset,
                               h5::CreateExtensible(demo_group_->get(), feature.name,
                                                    feature.dtype, feature.step_shape,
-                                                   first_rows, options_.storage));
+                                                   first_rows, options_.storage,
+                                                   &first_block.at(feature.name)));
     datasets[feature.name] = std::make_unique<h5::Handle>(std::move(dataset));
   }
   open_datasets_ = std::move(datasets);
@@ -166,7 +167,7 @@ absl::Status DatasetWriter::Append(const Episode& block) {
   int64_t rows = 0;
   ROBOLOOP_RETURN_IF_ERROR(CheckBlock(block, &rows));
   if (spec_.empty()) spec_ = SpecOf(block);
-  if (open_datasets_.empty()) ROBOLOOP_RETURN_IF_ERROR(CreateEpisodeDatasets(rows));
+  if (open_datasets_.empty()) ROBOLOOP_RETURN_IF_ERROR(CreateEpisodeDatasets(block, rows));
   for (const auto& [name, array] : block) {
     ROBOLOOP_RETURN_IF_ERROR(h5::AppendRows(open_datasets_.at(name)->get(), array,
                                             FeaturePath(DemoName(num_episodes_), name)));

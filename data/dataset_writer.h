@@ -78,7 +78,7 @@ class DatasetWriter {
   explicit DatasetWriter(const Options& options);
   absl::Status CheckBlock(const Episode& block, int64_t* rows) const;
   // Creates the open episode's datasets, chunked for a first block of `first_rows` rows.
-  absl::Status CreateEpisodeDatasets(int64_t first_rows);
+  absl::Status CreateEpisodeDatasets(const Episode& first_block, int64_t first_rows);
   absl::Status WriteMasks();
   void Abandon();
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <zlib.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace roboloop::data::h5 {
@@ -274,9 +276,27 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display) {
   return array;
 }
 
+double ShuffleDeflateRatio(const std::vector<uint8_t>& bytes, int64_t element_bytes, int level,
+                           int64_t probe_bytes) {
+  const int64_t elements = std::min<int64_t>(bytes.size(), probe_bytes) / element_bytes;
+  if (elements == 0) return 1.0;
+  // The shuffle filter stores byte k of every element together, for k = 0..element_bytes-1.
+  std::vector<uint8_t> shuffled(elements * element_bytes);
+  for (int64_t e = 0; e < elements; ++e) {
+    for (int64_t k = 0; k < element_bytes; ++k) shuffled[k * elements + e] = bytes[e * element_bytes + k];
+  }
+  uLongf compressed_size = compressBound(shuffled.size());
+  std::vector<uint8_t> compressed(compressed_size);
+  if (compress2(compressed.data(), &compressed_size, shuffled.data(), shuffled.size(), level) != Z_OK) {
+    return 1.0;
+  }
+  return static_cast<double>(compressed_size) / static_cast<double>(shuffled.size());
+}
+
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
-                                        int64_t first_rows, const StorageOptions& storage) {
+                                        int64_t first_rows, const StorageOptions& storage,
+                                        const Array* first_block) {
   Quiet();
   std::vector<hsize_t> dims = {0};
   std::vector<hsize_t> max_dims = {H5S_UNLIMITED};
@@ -292,7 +312,12 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
   Handle create_options(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(create_options.get(), 0);
   H5Pset_chunk(create_options.get(), chunk.size(), chunk.data());
-  if (storage.gzip_level > 0) {
+  const bool compress =
+      storage.gzip_level > 0 &&
+      (first_block == nullptr || storage.min_compression_saving <= 0 ||
+       ShuffleDeflateRatio(first_block->bytes, DTypeSize(dtype), storage.gzip_level) <=
+           1.0 - storage.min_compression_saving);
+  if (compress) {
     H5Pset_shuffle(create_options.get());
     H5Pset_deflate(create_options.get(), storage.gzip_level);
   }
@@ -334,7 +359,7 @@ absl::Status WriteArray(hid_t loc, const std::string& name, const Array& array,
   }
   ROBOLOOP_ASSIGN_OR_RETURN(
       Handle dataset,
-      CreateExtensible(loc, name, array.dtype, array.StepShape(), array.Steps(), storage));
+      CreateExtensible(loc, name, array.dtype, array.StepShape(), array.Steps(), storage, &array));
   return AppendRows(dataset.get(), array, name);
 }
 

@@ -89,10 +89,17 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 
 // Creates a chunked dataset [0, step_shape...] with an unlimited first dimension; chunks hold
 // max(storage.chunk_steps, first_rows) rows (the rows of the first block to be appended),
-// shrunk to stay below storage.max_chunk_bytes.
+// shrunk to stay below storage.max_chunk_bytes. `first_block` (its first rows, when known)
+// decides whether compression pays (StorageOptions::min_compression_saving).
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
-                                        int64_t first_rows, const StorageOptions& storage);
+                                        int64_t first_rows, const StorageOptions& storage,
+                                        const Array* first_block = nullptr);
+
+// Size of `bytes` after HDF5's shuffle filter (element size `element_bytes`) and deflate at
+// `level`, over its first `probe_bytes` at most, as a fraction of the input (1 = no gain).
+double ShuffleDeflateRatio(const std::vector<uint8_t>& bytes, int64_t element_bytes, int level,
+                           int64_t probe_bytes = int64_t{1} << 20);
 
 // Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end.
 absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display);

@@ -12,6 +12,10 @@ struct StorageOptions {
   int gzip_level = 4;                 // deflate level 0-9; 0 writes uncompressed chunks
   int64_t chunk_steps = 64;           // rows per chunk, or the first appended block's if more
   int64_t max_chunk_bytes = 1 << 20;  // chunks are shrunk to stay below this size
+  // A dataset is compressed only when shuffle + deflate shrinks its first block by at least
+  // this fraction; data that does not compress (e.g. noisy float sensors) is stored raw, since
+  // inflating it would cost every load for little disk saved. 0 = always compress.
+  double min_compression_saving = 0.2;
 };
 
 }  // namespace roboloop::data

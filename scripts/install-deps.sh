@@ -10,7 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libhdf5-dev python3-h5py libssl-dev openssl
+  libhdf5-dev zlib1g-dev python3-h5py libssl-dev openssl
 )
 
 missing=()

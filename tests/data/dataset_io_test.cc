@@ -5,6 +5,10 @@
 
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
+#include "data/hdf5_io.h"
+
+#include <hdf5.h>
+#include <random>
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -190,6 +194,55 @@ TEST(DatasetIoTest, ReaderNamesUnknownDemoAndFeature) {
   EXPECT_THAT(reader->ReadFeature("demo_9", "actions").status().message(), HasSubstr("demo_9"));
   EXPECT_THAT(reader->ReadFeature("demo_0", "obs/nope").status().message(),
               HasSubstr("data/demo_0/obs/nope: no such feature"));
+}
+
+}  // namespace
+}  // namespace roboloop::data
+
+namespace roboloop::data {
+namespace {
+
+// Number of filters on dataset `name` of `path`.
+int FiltersOf(const std::string& path, const std::string& name) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t dataset = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  const hid_t create = H5Dget_create_plist(dataset);
+  const int filters = H5Pget_nfilters(create);
+  H5Pclose(create);
+  H5Dclose(dataset);
+  H5Fclose(file);
+  return filters;
+}
+
+TEST(DatasetIoTest, CompressionIsUsedOnlyWhereItPays) {
+  testing::TempDir dir;
+  const std::string path = dir.File("mixed.hdf5");
+  DatasetWriter::Options options;
+  options.path = path;
+  options.env_args_json = R"({"env_name": "Lift"})";
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> noise(200 * 8), smooth(200 * 8);
+  for (size_t i = 0; i < noise.size(); ++i) {
+    noise[i] = normal(rng);
+    smooth[i] = static_cast<float>(i / 8);
+  }
+  Episode episode;
+  episode["actions"] = Array::From<float>({200, 8}, noise);
+  episode["obs/qpos"] = Array::From<float>({200, 8}, smooth);
+  ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(FiltersOf(path, "data/demo_0/actions"), 0) << "noise does not compress: stored raw";
+  EXPECT_EQ(FiltersOf(path, "data/demo_0/obs/qpos"), 2) << "shuffle + deflate";
+  EXPECT_LT(h5::ShuffleDeflateRatio(episode["obs/qpos"].bytes, 4, 4), 0.2);
+  EXPECT_GT(h5::ShuffleDeflateRatio(episode["actions"].bytes, 4, 4), 0.8);
+  auto reader = testing::OpenOrDie(path);
+  auto read = reader->ReadEpisode("demo_0");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->at("actions").bytes, episode["actions"].bytes);
+  EXPECT_EQ(read->at("obs/qpos").bytes, episode["obs/qpos"].bytes);
 }
 
 }  // namespace
