@@ -111,7 +111,7 @@ TEST(TorchPolicyTest, WrongCallDimsAreAnErrorNamingTheFile) {
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> obs(10), actions(6);
   EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
-              AllOf(HasSubstr(path), HasSubstr("takes obs [batch, 1, 4], got [2, 1, 5]")));
+              AllOf(HasSubstr(path), HasSubstr("takes obs [batch, history 1, obs_dim 4], got [2, 1, 5]")));
   EXPECT_THAT((*policy)->Act(obs.data(), 2, 4, actions.data(), 3, true).ToString(),
               AllOf(HasSubstr(path), HasSubstr("expected [2, 3]")));
 }

@@ -33,8 +33,8 @@ class MlpModel : public PolicyModel {
  private:
   torch::Tensor Forward(const torch::Tensor& obs) {
     TORCH_CHECK(obs.dim() == 3 && obs.size(1) == config_.history && obs.size(2) == config_.obs_dim,
-                "mlp policy takes obs [batch, ", config_.history, ", ", config_.obs_dim,
-                "], got ", obs.sizes());
+                "mlp policy takes obs [batch, history ", config_.history, ", obs_dim ",
+                config_.obs_dim, "], got ", obs.sizes());
     torch::Tensor x = obs.reshape({obs.size(0), -1});
     for (size_t i = 0; i < layers_->size(); ++i) {
       auto* linear = layers_[i]->as<torch::nn::Linear>();

@@ -161,8 +161,8 @@ class TransformerModel : public PolicyModel {
  private:
   void CheckInputs(const torch::Tensor& obs, const torch::Tensor& history_length) const {
     TORCH_CHECK(obs.dim() == 3 && obs.size(1) == config_.history && obs.size(2) == config_.obs_dim,
-                "transformer policy takes obs [batch, ", config_.history, ", ", config_.obs_dim,
-                "], got ", obs.sizes());
+                "transformer policy takes obs [batch, history ", config_.history, ", obs_dim ",
+                config_.obs_dim, "], got ", obs.sizes());
     TORCH_CHECK(history_length.scalar_type() == torch::kInt && history_length.dim() == 1 &&
                     history_length.size(0) == obs.size(0),
                 "history_length must be int32 [", obs.size(0), "]");
