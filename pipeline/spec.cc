@@ -1,0 +1,469 @@
+// Loading and validating pipeline specs.
+#include "pipeline/spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <regex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/config.h"
+#include "common/fs.h"
+#include "common/status.h"
+#include "eval/protocol.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Stage name -> line of its entry, for stages at any depth.
+void CollectStageLines(const YAML::Node& stages, std::map<std::string, int>* lines) {
+  if (!stages || !stages.IsSequence()) return;
+  for (const YAML::Node& stage : stages) {
+    if (!stage.IsMap() || !stage["name"] || !stage["name"].IsScalar()) continue;
+    (*lines)[stage["name"].as<std::string>()] = stage.Mark().line + 1;
+    if (stage["loop"] && stage["loop"].IsMap()) CollectStageLines(stage["loop"]["stages"], lines);
+  }
+}
+
+v1::Stage* FindStage(google::protobuf::RepeatedPtrField<v1::Stage>* stages, const std::string& name) {
+  for (v1::Stage& stage : *stages) {
+    if (stage.name() == name) return &stage;
+    if (!stage.has_loop()) continue;
+    if (v1::Stage* inner = FindStage(stage.mutable_loop()->mutable_stages(), name)) return inner;
+  }
+  return nullptr;
+}
+
+absl::Status SetScalar(Message* message, const FieldDescriptor* field, const std::string& value,
+                       const std::string& what) {
+  const Reflection* r = message->GetReflection();
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": '", value, "' is not a ", field->type_name()));
+  };
+  if (field->is_repeated()) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": only repeated strings can be set"));
+    }
+    r->ClearField(message, field);
+    for (absl::string_view part : absl::StrSplit(value, ',')) r->AddString(message, field, std::string(part));
+    return absl::OkStatus();
+  }
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING: r->SetString(message, field, value); break;
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      if (value != "true" && value != "false") return bad();
+      r->SetBool(message, field, value == "true");
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_INT32: {
+      int32_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad();
+      r->SetInt32(message, field, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad();
+      r->SetInt64(message, field, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      uint64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad();
+      r->SetUInt64(message, field, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE: {
+      double v;
+      if (!absl::SimpleAtod(value, &v)) return bad();
+      r->SetDouble(message, field, v);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(what, ": fields of type ", field->type_name(),
+                                                     " cannot be set from the command line"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
+  const std::string what = absl::StrCat("--set ", o.path, "=", o.value);
+  const std::vector<std::string> parts = absl::StrSplit(o.path, '.');
+  if (parts.size() < 2) return absl::InvalidArgumentError(absl::StrCat(what, ": expected STAGE.FIELD or vars.NAME"));
+  if (parts[0] == "vars") {
+    (*pipeline->mutable_vars())[absl::StrJoin(parts.begin() + 1, parts.end(), ".")] = o.value;
+    return absl::OkStatus();
+  }
+  v1::Stage* stage = FindStage(pipeline->mutable_stages(), parts[0]);
+  if (stage == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, ": no stage named '", parts[0], "'"));
+  Message* message = stage;
+  size_t next = 1;
+  const FieldDescriptor* own = stage->GetDescriptor()->FindFieldByName(parts[1]);
+  if (own == nullptr || own->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    const FieldDescriptor* params = stage->GetDescriptor()->FindFieldByName(stage->kind());
+    if (params == nullptr || params->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": stage '", parts[0], "' has no kind parameters"));
+    }
+    message = stage->GetReflection()->MutableMessage(stage, params);
+    if (parts[1] == stage->kind()) next = 2;  // "train.train.steps" names the same field
+  }
+  for (; next < parts.size(); ++next) {
+    const FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(parts[next]);
+    if (field == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", message->GetDescriptor()->name(), " has no field '",
+                                                     parts[next], "'"));
+    }
+    if (next + 1 == parts.size()) return SetScalar(message, field, o.value, what);
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_repeated()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": '", parts[next], "' has no sub-fields"));
+    }
+    message = message->GetReflection()->MutableMessage(message, field);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(what, ": names a message, not a value"));
+}
+
+// Every string value of `message` and its sub-messages, except the stages and the condition
+// of a loop (checked in the loop's own scope).
+void CollectStrings(const Message& message, std::vector<std::string>* out) {
+  const Reflection* r = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->message_type() != nullptr && field->message_type()->name() == "Stage") continue;
+    if (field->containing_type()->name() == "LoopStage" && field->name() == "until") continue;
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < r->FieldSize(message, field); ++i) out->push_back(r->GetRepeatedString(message, field, i));
+      } else {
+        out->push_back(r->GetString(message, field));
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < r->FieldSize(message, field); ++i) CollectStrings(r->GetRepeatedMessage(message, field, i), out);
+      } else {
+        CollectStrings(r->GetMessage(message, field), out);
+      }
+    }
+  }
+}
+
+// Validation of one pipeline.
+class Validator {
+ public:
+  Validator(const LoadedPipeline& loaded, const ValidationOptions& options) : loaded_(loaded), options_(options) {}
+
+  absl::StatusOr<Plan> Run() {
+    ROBOLOOP_RETURN_IF_ERROR(IndexStages(loaded_.pipeline.stages(), nullptr));
+    Plan plan;
+    ROBOLOOP_RETURN_IF_ERROR(CheckScope(loaded_.pipeline.stages(), nullptr, &plan));
+    ROBOLOOP_RETURN_IF_ERROR(CheckSeeds());
+    ROBOLOOP_ASSIGN_OR_RETURN(plan.levels, Levels(loaded_.pipeline.stages(), plan));
+    return plan;
+  }
+
+ private:
+  struct Entry {
+    const v1::Stage* stage = nullptr;
+    const v1::Stage* loop = nullptr;  // enclosing loop stage, or null at top level
+  };
+
+  absl::Status Error(const std::string& stage, const std::string& what) const {
+    auto line = loaded_.stage_lines.find(stage);
+    return absl::InvalidArgumentError(absl::StrCat(loaded_.source, ":",
+                                                   line == loaded_.stage_lines.end() ? 0 : line->second,
+                                                   ": stage '", stage, "': ", what));
+  }
+
+  absl::Status IndexStages(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* loop) {
+    static const std::regex kName("[A-Za-z][A-Za-z0-9_-]*");
+    for (const v1::Stage& stage : stages) {
+      if (!std::regex_match(stage.name(), kName)) {
+        return absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": stage name '", stage.name(),
+                                                       "' must start with a letter and hold letters, digits, '_' or '-'"));
+      }
+      if (stage.name() == "vars") return Error(stage.name(), "'vars' is reserved for pipeline variables");
+      if (!stages_.emplace(stage.name(), Entry{&stage, loop}).second) return Error(stage.name(), "is defined twice");
+      ROBOLOOP_RETURN_IF_ERROR(CheckKind(stage));
+      if (stage.kind() == "loop") ROBOLOOP_RETURN_IF_ERROR(IndexStages(stage.loop().stages(), &stage));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckKind(const v1::Stage& stage) const {
+    const std::vector<std::string>& kinds = StageKinds();
+    if (std::find(kinds.begin(), kinds.end(), stage.kind()) == kinds.end()) {
+      return Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds, ", "), ")"));
+    }
+    const Reflection* r = stage.GetReflection();
+    if (!r->HasField(stage, stage.GetDescriptor()->FindFieldByName(stage.kind()))) {
+      return Error(stage.name(), absl::StrCat("kind ", stage.kind(), " needs its parameters under '", stage.kind(), ":'"));
+    }
+    for (const std::string& kind : kinds) {
+      if (kind != stage.kind() && r->HasField(stage, stage.GetDescriptor()->FindFieldByName(kind))) {
+        return Error(stage.name(), absl::StrCat("a stage of kind ", stage.kind(), " cannot have '", kind, ":' parameters"));
+      }
+    }
+    if (stage.kind() == "loop" && stage.loop().max_iterations() < 1) return Error(stage.name(), "loop.max_iterations must be at least 1");
+    if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
+      return Error(stage.name(), "retries, backoff_s and timeout_s must not be negative");
+    }
+    return absl::OkStatus();
+  }
+
+  // The stage a reference or a need names, checked to be visible from `scope`.
+  absl::StatusOr<const Entry*> Visible(const std::string& from, const std::string& name, const v1::Stage* scope) const {
+    auto it = stages_.find(name);
+    if (it == stages_.end()) return Error(from, absl::StrCat("refers to unknown stage '", name, "'"));
+    for (const v1::Stage* s = scope;; s = stages_.at(s->name()).loop) {
+      if (it->second.loop == s) return &it->second;
+      if (s == nullptr) break;
+    }
+    return Error(from, absl::StrCat("cannot refer to '", name, "', which is inside loop '", it->second.loop->name(),
+                                    "' (refer to the loop's outputs instead)"));
+  }
+
+  // The stage of `target`'s scope chain that sits in `scope` (the dependency edge's end).
+  const v1::Stage* InScope(const Entry* target, const v1::Stage* scope) const { return target->loop == scope ? target->stage : nullptr; }
+
+  absl::Status CheckReference(const v1::Stage& stage, const std::string& ref, const v1::Stage* scope,
+                              std::set<std::string>* deps) const {
+    const std::vector<std::string> parts = absl::StrSplit(ref, absl::MaxSplits('.', 1));
+    if (parts[0] == "vars") {
+      if (parts.size() < 2 || loaded_.pipeline.vars().count(parts[1]) == 0) {
+        return Error(stage.name(), absl::StrCat("${", ref, "}: no such pipeline variable"));
+      }
+      return absl::OkStatus();
+    }
+    if (parts.size() < 2) return Error(stage.name(), absl::StrCat("${", ref, "}: expected ${STAGE.OUTPUT}"));
+    if (parts[0] == stage.name()) return Error(stage.name(), absl::StrCat("${", ref, "}: a stage cannot use its own outputs"));
+    ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), parts[0], scope));
+    const std::set<std::string>& outputs = OutputsOf(target->stage->kind());
+    if (outputs.count(parts[1]) == 0) {
+      return Error(stage.name(), absl::StrCat("${", ref, "}: a ", target->stage->kind(), " stage has no output '", parts[1],
+                                              "' (outputs: ", absl::StrJoin(outputs, ", "), ")"));
+    }
+    if (const v1::Stage* dep = InScope(target, scope)) deps->insert(dep->name());
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckScope(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* scope, Plan* plan) {
+    for (const v1::Stage& stage : stages) {
+      std::set<std::string>& deps = plan->depends_on[stage.name()];
+      for (const std::string& need : stage.needs()) {
+        ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), need, scope));
+        if (const v1::Stage* dep = InScope(target, scope)) deps.insert(dep->name());
+      }
+      std::vector<std::string> strings;
+      CollectStrings(stage, &strings);
+      for (const std::string& text : strings) {
+        for (const std::string& ref : ReferencesIn(text)) ROBOLOOP_RETURN_IF_ERROR(CheckReference(stage, ref, scope, &deps));
+      }
+      if (stage.kind() == "loop") {
+        ROBOLOOP_RETURN_IF_ERROR(CheckScope(stage.loop().stages(), &stage, plan));
+        ROBOLOOP_RETURN_IF_ERROR(CheckUntil(stage));
+        // Outer stages the loop's inner stages use are dependencies of the loop.
+        for (const v1::Stage& inner : stage.loop().stages()) {
+          for (const std::string& dep : OuterDeps(inner, &stage)) deps.insert(dep);
+        }
+      }
+    }
+    return FindCycle(stages, *plan);
+  }
+
+  // Stages outside `loop` (in loop's own scope) that `inner` uses.
+  std::set<std::string> OuterDeps(const v1::Stage& inner, const v1::Stage* loop) const {
+    std::set<std::string> deps;
+    std::vector<std::string> names(inner.needs().begin(), inner.needs().end());
+    std::vector<std::string> strings;
+    CollectStrings(inner, &strings);
+    for (const std::string& text : strings) {
+      for (const std::string& ref : ReferencesIn(text)) names.push_back(ref.substr(0, ref.find('.')));
+    }
+    const v1::Stage* outer = stages_.at(loop->name()).loop;
+    for (const std::string& name : names) {
+      auto it = stages_.find(name);
+      if (it != stages_.end() && it->second.loop == outer) deps.insert(name);
+    }
+    if (inner.kind() == "loop") {
+      for (const v1::Stage& nested : inner.loop().stages()) {
+        for (const std::string& dep : OuterDeps(nested, loop)) deps.insert(dep);
+      }
+    }
+    return deps;
+  }
+
+  absl::Status CheckUntil(const v1::Stage& loop) const {
+    static const std::regex kCondition(R"(\s*\$\{([^}]+)\}\s*(>=|<=|==|>|<)\s*(-?[0-9.]+(e-?[0-9]+)?)\s*)");
+    std::smatch match;
+    const std::string& until = loop.loop().until();
+    if (until.empty()) return absl::OkStatus();
+    if (!std::regex_match(until, match, kCondition)) {
+      return Error(loop.name(), absl::StrCat("loop.until '", until, "' is not of the form ${STAGE.OUTPUT} OP NUMBER"));
+    }
+    const std::string ref = match[1];
+    const std::string target = ref.substr(0, ref.find('.'));
+    auto it = stages_.find(target);
+    if (it == stages_.end() || it->second.loop != &loop) {
+      return Error(loop.name(), absl::StrCat("loop.until must test an output of a stage inside the loop, not '", target, "'"));
+    }
+    std::set<std::string> ignored;
+    return CheckReference(loop, ref, &loop, &ignored);
+  }
+
+  absl::Status FindCycle(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const Plan& plan) const {
+    std::map<std::string, int> state;  // 0 unvisited, 1 on the path, 2 done
+    std::vector<std::string> path;
+    std::function<absl::Status(const std::string&)> visit = [&](const std::string& name) -> absl::Status {
+      state[name] = 1;
+      path.push_back(name);
+      for (const std::string& dep : plan.depends_on.at(name)) {
+        if (state[dep] == 1) {
+          std::vector<std::string> cycle(std::find(path.begin(), path.end(), dep), path.end());
+          cycle.push_back(dep);
+          return Error(cycle.front(), absl::StrCat("dependency cycle: ", absl::StrJoin(cycle, " -> ")));
+        }
+        if (state[dep] == 0) ROBOLOOP_RETURN_IF_ERROR(visit(dep));
+      }
+      path.pop_back();
+      state[name] = 2;
+      return absl::OkStatus();
+    };
+    for (const v1::Stage& stage : stages) {
+      if (state[stage.name()] == 0) ROBOLOOP_RETURN_IF_ERROR(visit(stage.name()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::vector<std::string>>> Levels(const google::protobuf::RepeatedPtrField<v1::Stage>& stages,
+                                                               const Plan& plan) const {
+    std::map<std::string, int> level;
+    std::function<int(const std::string&)> depth = [&](const std::string& name) {
+      auto it = level.find(name);
+      if (it != level.end()) return it->second;
+      int d = 0;
+      for (const std::string& dep : plan.depends_on.at(name)) d = std::max(d, depth(dep) + 1);
+      return level[name] = d;
+    };
+    std::vector<std::vector<std::string>> levels;
+    for (const v1::Stage& stage : stages) {
+      const int d = depth(stage.name());
+      if (static_cast<int>(levels.size()) <= d) levels.resize(d + 1);
+      levels[d].push_back(stage.name());
+    }
+    return levels;
+  }
+
+  // Gates (evaluations tested by a loop's `until`, promotions) must use seeds disjoint from
+  // every collection and every other evaluation (feedback).
+  absl::Status CheckSeeds() const {
+    std::vector<eval::SeedRange> used;
+    std::set<std::string> gates;
+    for (const auto& [name, entry] : stages_) {
+      const v1::Stage& s = *entry.stage;
+      if (s.kind() == "collect") {
+        used.push_back({s.collect().base_seed(), s.collect().first_episode(), s.collect().episodes(),
+                        absl::StrCat("stage ", name, " (collect)")});
+      }
+      if (s.kind() == "loop" && !s.loop().until().empty()) {
+        const std::string ref = ReferencesIn(s.loop().until()).front();
+        gates.insert(ref.substr(0, ref.find('.')));
+      }
+    }
+    std::map<std::string, v1::Protocol> protocols;
+    for (const auto& [name, entry] : stages_) {
+      const v1::Stage& s = *entry.stage;
+      const std::string protocol = s.kind() == "evaluate" ? s.evaluate().protocol() : s.kind() == "promote" ? s.promote().protocol() : "";
+      if (protocol.empty() || !ReferencesIn(protocol).empty()) continue;
+      absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(protocol, options_.protocols_dir);
+      if (!loaded.ok()) return Error(name, std::string(loaded.status().message()));
+      protocols[name] = *loaded;
+      if (s.kind() == "promote") gates.insert(name);
+    }
+    for (const auto& [name, protocol] : protocols) {
+      if (gates.count(name) == 0) {
+        const eval::SeedRange seeds = eval::ProtocolSeeds(protocol);
+        used.push_back({seeds.base_seed, seeds.start, seeds.count, absl::StrCat("stage ", name, " (feedback evaluation)")});
+      }
+    }
+    for (const std::string& gate : gates) {
+      auto it = protocols.find(gate);
+      if (it == protocols.end()) continue;
+      if (absl::Status s = eval::CheckSeedsDisjoint(it->second, used); !s.ok()) {
+        return Error(gate, absl::StrCat("its protocol is a gate and must hold out its seeds: ", s.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const LoadedPipeline& loaded_;
+  const ValidationOptions& options_;
+  std::map<std::string, Entry> stages_;
+};
+
+}  // namespace
+
+absl::StatusOr<Override> ParseOverride(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--set '", text, "': expected PATH=VALUE, e.g. train.steps=5000"));
+  }
+  return Override{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::vector<Override>& overrides) {
+  LoadedPipeline loaded;
+  loaded.source = path;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  ROBOLOOP_RETURN_IF_ERROR(ParseYamlToProto(text, path, &loaded.pipeline));
+  try {
+    CollectStageLines(YAML::Load(text)["stages"], &loaded.stage_lines);
+  } catch (const YAML::Exception&) {
+    // ParseYamlToProto accepted the text, so it is valid YAML; lines are best effort.
+  }
+  for (const Override& o : overrides) ROBOLOOP_RETURN_IF_ERROR(ApplyOverride(o, &loaded.pipeline));
+  return loaded;
+}
+
+const std::vector<std::string>& StageKinds() {
+  static const std::vector<std::string> kKinds = {"collect", "relabel", "merge", "train", "evaluate",
+                                                  "compare", "promote", "report", "loop"};
+  return kKinds;
+}
+
+const std::set<std::string>& OutputsOf(const std::string& kind) {
+  static const std::map<std::string, std::set<std::string>> kOutputs = {
+      {"collect", {"dataset"}},
+      {"relabel", {"dataset"}},
+      {"merge", {"dataset"}},
+      {"train", {"checkpoint", "run"}},
+      {"evaluate", {"evaluation", "success.rate", "success.lower", "success.upper", "return.mean",
+                    "return.lower", "return.upper", "failures"}},
+      {"compare", {"verdict", "p_value"}},
+      {"promote", {"champion", "promoted"}},
+      {"report", {"path"}},
+      {"loop", {"iterations", "checkpoint", "dataset"}},
+  };
+  static const std::set<std::string> kNone;
+  auto it = kOutputs.find(kind);
+  return it == kOutputs.end() ? kNone : it->second;
+}
+
+std::vector<std::string> ReferencesIn(const std::string& text) {
+  static const std::regex kReference(R"(\$\{([^}]*)\})");
+  std::vector<std::string> refs;
+  for (std::sregex_iterator it(text.begin(), text.end(), kReference), end; it != end; ++it) refs.push_back((*it)[1]);
+  return refs;
+}
+
+absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const ValidationOptions& options) {
+  return Validator(loaded, options).Run();
+}
+
+}  // namespace roboloop::pipeline

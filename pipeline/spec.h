@@ -1,0 +1,68 @@
+// Pipeline specs (issue 8, req 1-2): loading a pipeline YAML with `--set` overrides, and the
+// validation that runs before anything does — stage names and kinds, parameters of the right
+// kind, references to other stages' outputs, dependency cycles, loop conditions, and seed
+// ranges of evaluation gates that must be disjoint from the seeds used for collection and
+// feedback. Every error names the file and the stage's line. Torch-free.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "roboloop/v1/pipeline.pb.h"
+
+namespace roboloop::pipeline {
+
+// One `--set PATH=VALUE`: `<stage>.<field>[.<field>...]` (fields of the stage's kind
+// parameters, or retries/backoff_s/timeout_s of the stage) or `vars.<name>`.
+struct Override {
+  std::string path;
+  std::string value;
+};
+
+// Parses "PATH=VALUE"; InvalidArgument when there is no '=' or the path is empty.
+absl::StatusOr<Override> ParseOverride(const std::string& text);
+
+// A parsed pipeline and where its stages are in the file.
+struct LoadedPipeline {
+  v1::Pipeline pipeline;                     // with overrides applied
+  std::string source;                        // the file, for messages
+  std::map<std::string, int> stage_lines;    // stage name -> line of its entry (1-based)
+};
+
+// Reads and parses `path` (unknown keys and type errors are errors with file:line:column),
+// then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
+// is an error naming the override).
+absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
+                                            const std::vector<Override>& overrides);
+
+// The stage kinds, in the order error messages list them.
+const std::vector<std::string>& StageKinds();
+
+// Outputs a stage of `kind` exposes to references (e.g. "checkpoint", "success.lower").
+const std::set<std::string>& OutputsOf(const std::string& kind);
+
+// Settings of validation.
+struct ValidationOptions {
+  std::string protocols_dir = "configs/protocols";  // where named protocols live
+};
+
+// The order stages may run in: each level's stages depend only on earlier levels.
+struct Plan {
+  std::vector<std::vector<std::string>> levels;              // top-level stages
+  std::map<std::string, std::set<std::string>> depends_on;   // every stage -> its direct deps (same scope)
+};
+
+// Validates `loaded` and returns its plan. Errors are InvalidArgument
+// "<file>:<line>: stage '<name>': <what>" — an unknown kind lists the known ones, a cycle is
+// named stage by stage ("a -> b -> a"), an unknown stage or output in a reference is named
+// with the outputs that exist, gate seeds overlapping collection or feedback seeds name both
+// ranges.
+absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const ValidationOptions& options);
+
+// The references `${...}` in `text`, without the braces (e.g. "train.checkpoint").
+std::vector<std::string> ReferencesIn(const std::string& text);
+
+}  // namespace roboloop::pipeline

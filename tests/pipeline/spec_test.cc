@@ -1,0 +1,185 @@
+// Pipeline specs: loading, overrides and every validation error of issue 8, req 2.
+#include "pipeline/spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/util/subprocess.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class SpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("spec");
+    std::ofstream(dir_ + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000\nepisodes: 100\nmax_steps: 50\n";
+    std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 5000\nepisodes: 10\nmax_steps: 50\n";
+  }
+
+  std::string Write(const std::string& text) {
+    const std::string path = dir_ + "/p" + std::to_string(count_++) + ".yaml";
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  absl::StatusOr<Plan> Validate(const std::string& text, const std::vector<Override>& overrides = {}) {
+    auto loaded = LoadPipeline(Write(text), overrides);
+    if (!loaded.ok()) return loaded.status();
+    ValidationOptions options;
+    options.protocols_dir = dir_;
+    return ValidatePipeline(*loaded, options);
+  }
+
+  std::string dir_;
+  int count_ = 0;
+};
+
+constexpr char kLoop[] = R"(name: loop
+stages:
+  - name: demos
+    kind: collect
+    collect: {task: cartpole-swingup, episodes: 100, first_episode: 0}
+  - name: train
+    kind: train
+    train: {dataset: "${demos.dataset}", steps: 10}
+  - name: improve
+    kind: loop
+    needs: [train]
+    loop:
+      max_iterations: 3
+      until: "${gate.success.lower} >= 0.85"
+      stages:
+        - name: feedback
+          kind: evaluate
+          evaluate: {checkpoint: "${train.checkpoint}", protocol: feedback}
+        - name: gate
+          kind: evaluate
+          evaluate: {checkpoint: "${train.checkpoint}", protocol: gate}
+  - name: promote
+    kind: promote
+    promote: {model: m, candidate: "${improve.checkpoint}", protocol: gate}
+)";
+
+TEST_F(SpecTest, ValidPipelineGivesLevelsInDependencyOrder) {
+  auto plan = Validate(kLoop);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->levels.size(), 4u);
+  EXPECT_THAT(plan->levels[0], ElementsAre("demos"));
+  EXPECT_THAT(plan->levels[2], ElementsAre("improve"));
+  EXPECT_THAT(plan->depends_on.at("feedback"), ::testing::IsEmpty());
+  EXPECT_THAT(plan->depends_on.at("improve"), ElementsAre("train"));
+}
+
+TEST_F(SpecTest, TheShippedQuickstartIsValid) {
+  auto loaded = LoadPipeline(std::string(ROBOLOOP_SOURCE_DIR) + "/configs/pipelines/quickstart.yaml", {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ValidationOptions options;
+  options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
+  auto plan = ValidatePipeline(*loaded, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->levels.front(), std::vector<std::string>{"demos"});
+}
+
+TEST_F(SpecTest, OverridesSetFieldsAndNameTheirMistakes) {
+  auto loaded = LoadPipeline(Write(kLoop), {{"train.steps", "5000"}, {"improve.loop.max_iterations", "2"},
+                                            {"vars.model", "x"}, {"feedback.evaluate.force", "true"}});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->pipeline.stages(1).train().steps(), 5000);
+  EXPECT_EQ(loaded->pipeline.stages(2).loop().max_iterations(), 2);
+  EXPECT_TRUE(loaded->pipeline.stages(2).loop().stages(0).evaluate().force());
+  EXPECT_EQ(loaded->pipeline.vars().at("model"), "x");
+  EXPECT_FALSE(loaded->pipeline.stages(0).has_loop());
+  EXPECT_THAT(LoadPipeline(Write(kLoop), {{"train.stepz", "1"}}).status().message(),
+              HasSubstr("TrainConfig has no field 'stepz'"));
+  EXPECT_THAT(LoadPipeline(Write(kLoop), {{"train.steps", "many"}}).status().message(),
+              HasSubstr("'many' is not a int64"));
+  EXPECT_THAT(LoadPipeline(Write(kLoop), {{"nosuch.steps", "1"}}).status().message(), HasSubstr("no stage named 'nosuch'"));
+  EXPECT_THAT(ParseOverride("train.steps").status().message(), HasSubstr("expected PATH=VALUE"));
+}
+
+TEST_F(SpecTest, UnknownKeysAndTypeErrorsNameFileAndLine) {
+  const std::string path = Write("stages:\n  - name: a\n    kind: collect\n    colect: {}\n");
+  EXPECT_THAT(LoadPipeline(path, {}).status().message(), AllOf(HasSubstr(path + ":4:"), HasSubstr("colect")));
+  const std::string typed = Write("stages:\n  - name: a\n    kind: collect\n    collect: {episodes: lots}\n");
+  EXPECT_THAT(LoadPipeline(typed, {}).status().message(), HasSubstr(typed + ":4:"));
+}
+
+TEST_F(SpecTest, UnknownKindListsTheKnownOnes) {
+  auto plan = Validate("stages:\n  - name: a\n    kind: deploy\n");
+  EXPECT_THAT(plan.status().message(),
+              AllOf(HasSubstr(":2: stage 'a': unknown kind 'deploy'"),
+                    HasSubstr("known: collect, relabel, merge, train, evaluate, compare, promote, report, loop")));
+  EXPECT_THAT(Validate("stages:\n  - name: a\n    kind: train\n    collect: {episodes: 1}\n").status().message(),
+              HasSubstr("kind train needs its parameters under 'train:'"));
+}
+
+TEST_F(SpecTest, CyclesAreNamedStageByStage) {
+  auto plan = Validate(R"(stages:
+  - name: a
+    kind: train
+    train: {dataset: "${c.dataset}"}
+  - name: b
+    kind: merge
+    merge: {datasets: ["${a.checkpoint}"]}
+  - name: c
+    kind: merge
+    needs: [b]
+    merge: {datasets: []}
+)");
+  EXPECT_THAT(plan.status().message(), HasSubstr("dependency cycle: a -> c -> b -> a"));
+}
+
+TEST_F(SpecTest, BadReferencesAreNamed) {
+  EXPECT_THAT(Validate("stages:\n  - name: a\n    kind: train\n    train: {dataset: \"${nosuch.dataset}\"}\n").status().message(),
+              HasSubstr("refers to unknown stage 'nosuch'"));
+  EXPECT_THAT(Validate(R"(stages:
+  - name: d
+    kind: collect
+    collect: {task: t, episodes: 1}
+  - name: a
+    kind: train
+    train: {dataset: "${d.checkpoint}"}
+)").status().message(),
+              HasSubstr("a collect stage has no output 'checkpoint' (outputs: dataset)"));
+  EXPECT_THAT(Validate("stages:\n  - name: a\n    kind: train\n    train: {model: \"${vars.m}\"}\n").status().message(),
+              HasSubstr("no such pipeline variable"));
+  std::string inside = kLoop;
+  inside.replace(inside.find("${improve.checkpoint}"), 21, "${gate.evaluation}");
+  EXPECT_THAT(Validate(inside).status().message(), HasSubstr("cannot refer to 'gate', which is inside loop 'improve'"));
+  std::string until = kLoop;
+  until.replace(until.find("${gate.success.lower} >= 0.85"), 29, "${train.checkpoint} >= 1");
+  EXPECT_THAT(Validate(until).status().message(), HasSubstr("loop.until must test an output of a stage inside the loop"));
+}
+
+TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
+  std::string overlap = kLoop;
+  overlap.replace(overlap.find("episodes: 100, first_episode: 0"), 31, "episodes: 100, first_episode: 950");
+  EXPECT_THAT(Validate(overlap).status().message(),
+              AllOf(HasSubstr("stage 'gate'"), HasSubstr("stage demos (collect)")));
+  std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1050\nepisodes: 10\nmax_steps: 50\n";
+  EXPECT_THAT(Validate(kLoop).status().message(), HasSubstr("stage feedback (feedback evaluation)"));
+  EXPECT_THAT(Validate(R"(stages:
+  - name: g
+    kind: evaluate
+    evaluate: {checkpoint: c, protocol: nosuch}
+)").status().message(),
+              AllOf(HasSubstr("stage 'g'"), HasSubstr("nosuch")));
+}
+
+TEST_F(SpecTest, DuplicateAndMalformedNamesAreRefused) {
+  EXPECT_THAT(Validate("stages:\n  - {name: a, kind: report, report: {}}\n  - {name: a, kind: report, report: {}}\n")
+                  .status().message(),
+              HasSubstr("stage 'a': is defined twice"));
+  EXPECT_THAT(Validate("stages:\n  - {name: 1a, kind: report, report: {}}\n").status().message(),
+              HasSubstr("must start with a letter"));
+}
+
+}  // namespace
+}  // namespace roboloop::pipeline
