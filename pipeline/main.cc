@@ -10,6 +10,7 @@
 #include "pipeline/cli.h"
 #include "pipeline/cli_bench.h"
 #include "pipeline/cli_data.h"
+#include "pipeline/cli_export.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_serve.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   AddSimCommands(app, runner);
   AddServeSimCommand(AddServeCommands(app, runner), runner);
   AddBenchCommands(app, runner);
+  AddExportCommand(app, runner);
 
   try {
     app.parse(argc, argv);
