@@ -80,8 +80,8 @@ absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
   if (!exportable) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", checkpoint.model(), ":v", checkpoint.version(),
-                     " has policy kind '", kind,
-                     "', which does not export (known: ", absl::StrJoin(ExportableKinds(), ", "), ")"));
+                     " has policy kind '", kind, "', which does not export (known: ",
+                     absl::StrJoin(ExportableKinds(), ", "), ")"));
   }
   return nlohmann::json{{"format", "roboloop-policy"},
                         {"version", 1},
@@ -99,7 +99,8 @@ absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) 
   const nlohmann::json manifest =
       nlohmann::json::parse(checkpoint.manifest_json(), nullptr, /*allow_exceptions=*/false);
   if (!manifest.is_object()) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.id(), ": manifest is not JSON"));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", checkpoint.id(), ": manifest is not JSON"));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, manifest));
   ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));

@@ -75,6 +75,11 @@ def _options(kind, options):
     defaults = {"mlp": _MLP_DEFAULTS, "transformer": _TRANSFORMER_DEFAULTS}.get(kind)
     if defaults is None:
         raise ValueError(f"unknown policy kind '{kind}' (known: mlp, transformer)")
+    for key in options:
+        if key not in defaults and key not in ("kind", "obs_dim", "action_dim"):
+            raise ValueError(f"policy option {key} is not an option of policy {kind}")
+    if options.get("kind", kind) != kind:
+        raise ValueError(f"options say kind {options['kind']} but the policy is {kind}")
     merged = dict(defaults)
     merged.update({k: v for k, v in options.items() if k != "kind"})
     for key in ("obs_dim", "action_dim"):

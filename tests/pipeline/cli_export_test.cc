@@ -76,7 +76,8 @@ class CliExportTest : public ::testing::Test {
   // Registers checkpoint `model` with `blobs` (ROLE=PATH); returns its id.
   std::string PutCheckpoint(const std::string& model, const std::string& kind,
                             const std::vector<std::string>& blobs) {
-    std::vector<std::string> args = {"registry", "put", "--model", model, "--manifest", Manifest(kind)};
+    std::vector<std::string> args = {"registry", "put", "--model", model,
+                                     "--manifest", Manifest(kind)};
     for (const std::string& blob : blobs) args.insert(args.end(), {"--blob", blob});
     ProgramResult put = Roboloop(args);
     EXPECT_EQ(put.exit_code, 0) << put.err;
@@ -150,7 +151,8 @@ TEST_F(CliExportTest, ExportedFolderRunsInPythonLikeTheCppPolicy) {
   auto policy = (*runtime)->LoadPolicy(out + "/model.safetensors", "mlp", options.dump());
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> cpp(2);
-  ASSERT_TRUE((*policy)->ActChunk(obs.data(), lengths.data(), 2, 1, 4, cpp.data(), 1, 1, false).ok());
+  ASSERT_TRUE(
+      (*policy)->ActChunk(obs.data(), lengths.data(), 2, 1, 4, cpp.data(), 1, 1, false).ok());
   for (int row = 0; row < 2; ++row) {
     EXPECT_NEAR(python[row], cpp[row], 1e-5 * (1.0 + std::abs(cpp[row]))) << "row " << row;
   }
