@@ -10,11 +10,13 @@
 #include "pipeline/cli.h"
 #include "pipeline/cli_bench.h"
 #include "pipeline/cli_data.h"
+#include "pipeline/cli_eval.h"
 #include "pipeline/cli_export.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_serve.h"
 #include "pipeline/cli_sim.h"
+#include "pipeline/cli_train.h"
 #include "pipeline/cli_version.h"
 
 namespace {
@@ -55,8 +57,12 @@ int main(int argc, char** argv) {
   roboloop::data::CliContext data_context;
   CLI::App* data_command = AddDataCommands(app, runner, &data_context);
   AddSimCommands(app, runner);
-  AddServeSimCommand(AddServeCommands(app, runner), runner);
+  AddEvalCommands(app, runner);
+  CLI::App* serve = AddServeCommands(app, runner);
+  AddServeSimCommand(serve, runner);
+  AddServeTrainCommand(serve, runner);
   AddBenchCommands(app, runner);
+  AddTrainCommand(app, runner, argc, argv);
   AddExportCommand(app, runner);
 
   try {

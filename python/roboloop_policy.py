@@ -121,7 +121,7 @@ class Block(nn.Module):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(d_model, eps=1e-5)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.proj = nn.Linear(d_model, d_model)
         self.ln2 = nn.LayerNorm(d_model, eps=1e-5)
         self.fc1 = nn.Linear(d_model, ffn)

@@ -94,6 +94,13 @@ class DatasetSink : public EpisodeSink {
 
 }  // namespace
 
+// The task's observation keys in layout order: training concatenates obs/<key> in this order.
+std::vector<std::string> ObsKeyNames(const Task& task) {
+  std::vector<std::string> names;
+  for (const ArraySpec& key : task.obs_spec().keys) names.push_back(key.name);
+  return names;
+}
+
 std::string CollectEnvArgs(const Task& task, const CollectOptions& options) {
   const RolloutOptions& r = options.rollout;
   nlohmann::json kwargs = {{"task", task.name()},
@@ -105,7 +112,8 @@ std::string CollectEnvArgs(const Task& task, const CollectOptions& options) {
                            {"max_steps", r.max_steps > 0 ? r.max_steps : task.max_steps()},
                            {"success_only", options.success_only},
                            {"robustness", RobustnessToJson(r.robustness)},
-                           {"state_size", PhysicsStateSize(task.model())}};
+                           {"state_size", PhysicsStateSize(task.model())},
+                           {"obs_keys", ObsKeyNames(task)}};
   return nlohmann::json{{"env_name", task.name()}, {"type", "roboloop"}, {"env_kwargs", kwargs}}
       .dump();
 }

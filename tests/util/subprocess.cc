@@ -25,10 +25,13 @@ std::string TempFilePath(const std::string& stem) {
 
 }  // namespace
 
-ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                         const std::string& cwd) {
-  std::string out_path = TempFilePath("stdout");
-  std::string err_path = TempFilePath("stderr");
+RunningProgram StartProgram(const std::vector<std::string>& argv,
+                            const std::vector<std::string>& env, const std::string& cwd) {
+  RunningProgram running;
+  running.out_path = TempFilePath("stdout");
+  running.err_path = TempFilePath("stderr");
+  const std::string& out_path = running.out_path;
+  const std::string& err_path = running.err_path;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
@@ -46,19 +49,30 @@ ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  ProgramResult result;
-  pid_t pid;
-  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (posix_spawn(&running.pid, args[0], &actions, nullptr, args.data(), envp.data()) != 0) {
+    running.pid = -1;
   }
   posix_spawn_file_actions_destroy(&actions);
-  result.out = ReadWholeFile(out_path);
-  result.err = ReadWholeFile(err_path);
-  unlink(out_path.c_str());
-  unlink(err_path.c_str());
+  return running;
+}
+
+ProgramResult FinishProgram(const RunningProgram& running) {
+  ProgramResult result;
+  if (running.pid > 0) {
+    int status = 0;
+    waitpid(running.pid, &status, 0);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  result.out = ReadWholeFile(running.out_path);
+  result.err = ReadWholeFile(running.err_path);
+  unlink(running.out_path.c_str());
+  unlink(running.err_path.c_str());
   return result;
+}
+
+ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& cwd) {
+  return FinishProgram(StartProgram(argv, env, cwd));
 }
 
 std::string RoboloopBinary() { return std::string(ROBOLOOP_BINARY_DIR) + "/bin/roboloop"; }

@@ -19,6 +19,20 @@ struct ProgramResult {
 ProgramResult RunProgram(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}, const std::string& cwd = "");
 
+// A program started by StartProgram; its output goes to the two files.
+struct RunningProgram {
+  int pid = -1;          // process id (-1 when it could not start)
+  std::string out_path;  // its stdout
+  std::string err_path;  // its stderr
+};
+
+// Starts a program like RunProgram without waiting for it.
+RunningProgram StartProgram(const std::vector<std::string>& argv,
+                            const std::vector<std::string>& env = {}, const std::string& cwd = "");
+
+// Waits for a started program and collects its result (removing the output files).
+ProgramResult FinishProgram(const RunningProgram& running);
+
 // Path of the built `roboloop` binary.
 std::string RoboloopBinary();
 

@@ -2,6 +2,10 @@
 // action-query tokens under a prefix-LM mask (observations bidirectional, actions causal),
 // with a regression head or a flow-matching head over the action chunk.
 //
+// The q/k/v projection has no bias: the key bias has a gradient that is zero in exact
+// arithmetic (softmax ignores a shift shared by all keys), and Adam would turn its rounding
+// noise into full-size updates that differ between otherwise equal runs.
+//
 // Token layout per sample, `history` observation slots then `chunk` action slots. Only the
 // last history_length observation slots are real (the window is left-padded). The packed path
 // gathers the real tokens of every sample into varlen sequences; the padded path keeps all
@@ -38,7 +42,7 @@ class Block : public torch::nn::Module {
   Block(int64_t d_model, int64_t heads, int64_t ffn)
       : heads_(heads),
         ln1_(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})))),
-        qkv_(register_module("qkv", torch::nn::Linear(d_model, 3 * d_model))),
+        qkv_(register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(d_model, 3 * d_model).bias(false)))),
         proj_(register_module("proj", torch::nn::Linear(d_model, d_model))),
         ln2_(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})))),
         fc1_(register_module("fc1", torch::nn::Linear(d_model, ffn))),

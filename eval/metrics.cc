@@ -1,0 +1,286 @@
+#include "eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace roboloop::eval {
+namespace {
+
+absl::Status CheckBootstrapOptions(const BootstrapOptions& options) {
+  if (options.resamples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bootstrap resamples must be >= 1 (got ", options.resamples, ")"));
+  }
+  if (!(options.confidence > 0.0 && options.confidence < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bootstrap confidence must be in (0, 1) (got ", options.confidence, ")"));
+  }
+  return absl::OkStatus();
+}
+
+double Mean(absl::Span<const double> values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+// Linear interpolation between order statistics at q * (n - 1) (Hyndman & Fan type 7).
+double Quantile(const std::vector<double>& sorted, double q) {
+  double position = q * static_cast<double>(sorted.size() - 1);
+  size_t below = static_cast<size_t>(std::floor(position));
+  size_t above = std::min(below + 1, sorted.size() - 1);
+  double fraction = position - static_cast<double>(below);
+  return sorted[below] + fraction * (sorted[above] - sorted[below]);
+}
+
+// The means of `options.resamples` resamples (with replacement) of `values`, sorted.
+std::vector<double> SortedResampleMeans(absl::Span<const double> values,
+                                        const BootstrapOptions& options) {
+  std::mt19937_64 engine(options.seed);
+  const uint64_t n = values.size();
+  std::vector<double> means(static_cast<size_t>(options.resamples));
+  for (double& mean : means) {
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n; ++i) sum += values[BoundedDraw(n, engine)];
+    mean = sum / static_cast<double>(n);
+  }
+  std::sort(means.begin(), means.end());
+  return means;
+}
+
+v1::MeanEstimate MakeEstimate(double mean, const std::vector<double>& sorted_means,
+                              const BootstrapOptions& options) {
+  v1::MeanEstimate estimate;
+  const double tail = (1.0 - options.confidence) / 2.0;
+  estimate.set_mean(mean);
+  estimate.mutable_interval()->set_low(Quantile(sorted_means, tail));
+  estimate.mutable_interval()->set_high(Quantile(sorted_means, 1.0 - tail));
+  estimate.set_confidence(options.confidence);
+  estimate.set_resamples(options.resamples);
+  estimate.set_seed(options.seed);
+  return estimate;
+}
+
+// Two-sided bootstrap p of "mean 0": 2 (1 + min(#means <= 0, #means >= 0)) / (1 + B), <= 1.
+double BootstrapZeroP(const std::vector<double>& sorted_means) {
+  auto below = std::upper_bound(sorted_means.begin(), sorted_means.end(), 0.0) - sorted_means.begin();
+  auto above = sorted_means.end() - std::lower_bound(sorted_means.begin(), sorted_means.end(), 0.0);
+  double tail = static_cast<double>(std::min(below, above));
+  return std::min(1.0, 2.0 * (1.0 + tail) / (1.0 + static_cast<double>(sorted_means.size())));
+}
+
+using EpisodeKey = std::pair<uint64_t, int64_t>;  // (seed, episode index)
+
+std::string KeyName(const EpisodeKey& key) {
+  return absl::StrCat("episode ", key.second, " (seed ", key.first, ")");
+}
+
+absl::StatusOr<std::map<EpisodeKey, const v1::EpisodeResult*>> IndexEpisodes(
+    const Episodes& episodes, const char* side) {
+  std::map<EpisodeKey, const v1::EpisodeResult*> index;
+  for (const v1::EpisodeResult& episode : episodes) {
+    EpisodeKey key{episode.seed(), episode.episode_index()};
+    if (!index.emplace(key, &episode).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("paired comparison: the ", side, " holds ", KeyName(key), " twice"));
+    }
+  }
+  return index;
+}
+
+absl::Status CheckSameEpisodes(const std::map<EpisodeKey, const v1::EpisodeResult*>& a,
+                               const char* a_side,
+                               const std::map<EpisodeKey, const v1::EpisodeResult*>& b,
+                               const char* b_side) {
+  for (const auto& [key, episode] : a) {
+    if (b.count(key) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "paired comparison: ", KeyName(key), " of the ", a_side, " is missing from the ",
+          b_side, "; both must be evaluated on the same episodes (one protocol)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Decide(const CompareOptions& options, v1::Comparison* comparison) {
+  const int64_t b = comparison->candidate_only();
+  const int64_t c = comparison->baseline_only();
+  const v1::Interval& diff = comparison->return_difference().interval();
+  if (comparison->mcnemar_p() < options.alpha) {
+    comparison->set_verdict(b > c ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
+    comparison->set_reason(absl::StrFormat(
+        "success: McNemar p = %.4g < alpha %.3g with %d candidate-only vs %d baseline-only successes",
+        comparison->mcnemar_p(), options.alpha, b, c));
+  } else if (diff.low() > 0.0 || diff.high() < 0.0) {
+    comparison->set_verdict(diff.low() > 0.0 ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
+    comparison->set_reason(absl::StrFormat(
+        "return: success not significant (McNemar p = %.4g), return difference interval "
+        "[%.4g, %.4g] excludes 0",
+        comparison->mcnemar_p(), diff.low(), diff.high()));
+  } else {
+    comparison->set_verdict(v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE);
+    comparison->set_reason(absl::StrFormat(
+        "McNemar p = %.4g >= alpha %.3g and return difference interval [%.4g, %.4g] contains 0",
+        comparison->mcnemar_p(), options.alpha, diff.low(), diff.high()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Interval> WilsonInterval(int64_t successes, int64_t trials, double z) {
+  if (trials < 1 || successes < 0 || successes > trials) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Wilson interval needs 0 <= successes <= trials and trials >= 1 (got ", successes, "/",
+        trials, ")"));
+  }
+  const double n = static_cast<double>(trials);
+  const double p = static_cast<double>(successes) / n;
+  const double z2 = z * z;
+  const double denominator = 1.0 + z2 / n;
+  const double center = (p + z2 / (2.0 * n)) / denominator;
+  const double margin = z * std::sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator;
+  v1::Interval interval;
+  interval.set_low(std::max(0.0, center - margin));
+  interval.set_high(std::min(1.0, center + margin));
+  return interval;
+}
+
+uint64_t BoundedDraw(uint64_t bound, std::mt19937_64& engine) {
+  ROBOLOOP_CHECK(bound >= 1);
+  // Reject the lowest 2^64 mod bound values so that every residue is equally likely.
+  const uint64_t threshold = (0 - bound) % bound;
+  while (true) {
+    uint64_t x = engine();
+    if (x >= threshold) return x % bound;
+  }
+}
+
+absl::StatusOr<v1::MeanEstimate> BootstrapMean(absl::Span<const double> values,
+                                               const BootstrapOptions& options) {
+  if (values.empty()) return absl::InvalidArgumentError("bootstrap of no values");
+  ROBOLOOP_RETURN_IF_ERROR(CheckBootstrapOptions(options));
+  return MakeEstimate(Mean(values), SortedResampleMeans(values, options), options);
+}
+
+absl::StatusOr<v1::LengthStats> ComputeLengthStats(absl::Span<const int32_t> lengths) {
+  if (lengths.empty()) return absl::InvalidArgumentError("length statistics of no episodes");
+  std::vector<int32_t> sorted(lengths.begin(), lengths.end());
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0.0;
+  for (int32_t length : sorted) sum += length;
+  const size_t n = sorted.size();
+  v1::LengthStats stats;
+  stats.set_mean(sum / static_cast<double>(n));
+  stats.set_min(sorted.front());
+  stats.set_max(sorted.back());
+  stats.set_median(n % 2 == 1 ? sorted[n / 2]
+                              : (static_cast<double>(sorted[n / 2 - 1]) + sorted[n / 2]) / 2.0);
+  return stats;
+}
+
+absl::StatusOr<v1::Aggregates> Aggregate(const Episodes& episodes,
+                                         const BootstrapOptions& options) {
+  if (episodes.empty()) return absl::InvalidArgumentError("aggregates of no episodes");
+  std::vector<double> returns;
+  std::vector<int32_t> lengths;
+  v1::Aggregates aggregates;
+  int64_t successes = 0;
+  for (const v1::EpisodeResult& episode : episodes) {
+    returns.push_back(episode.episode_return());
+    lengths.push_back(episode.length());
+    successes += episode.success() ? 1 : 0;
+    (*aggregates.mutable_end_reasons())[episode.end_reason()] += 1;
+  }
+  const int64_t trials = static_cast<int64_t>(episodes.size());
+  v1::RateEstimate* success = aggregates.mutable_success();
+  success->set_successes(successes);
+  success->set_trials(trials);
+  success->set_rate(static_cast<double>(successes) / static_cast<double>(trials));
+  ROBOLOOP_ASSIGN_OR_RETURN(*success->mutable_interval(), WilsonInterval(successes, trials));
+  ROBOLOOP_ASSIGN_OR_RETURN(*aggregates.mutable_episode_return(), BootstrapMean(returns, options));
+  ROBOLOOP_ASSIGN_OR_RETURN(*aggregates.mutable_length(), ComputeLengthStats(lengths));
+  return aggregates;
+}
+
+absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c) {
+  if (b < 0 || c < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("McNemar counts must be >= 0 (got b = ", b, ", c = ", c, ")"));
+  }
+  const int64_t n = b + c;
+  if (n == 0) return 1.0;
+  // P(X <= k) for X ~ Binomial(n, 1/2), each term in log space to stay finite for large n.
+  const int64_t k = std::min(b, c);
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  const double log_n_factorial = std::lgamma(static_cast<double>(n) + 1.0);
+  double tail = 0.0;
+  for (int64_t i = 0; i <= k; ++i) {
+    double log_choose = log_n_factorial - std::lgamma(static_cast<double>(i) + 1.0) -
+                        std::lgamma(static_cast<double>(n - i) + 1.0);
+    tail += std::exp(log_choose + log_half_n);
+  }
+  return std::min(1.0, 2.0 * tail);
+}
+
+absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
+                                             const Episodes& baseline,
+                                             const CompareOptions& options) {
+  if (!(options.alpha > 0.0 && options.alpha < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comparison alpha must be in (0, 1) (got ", options.alpha, ")"));
+  }
+  if (candidate.empty() || baseline.empty()) {
+    return absl::InvalidArgumentError("paired comparison of an evaluation with no episodes");
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(auto candidate_index, IndexEpisodes(candidate, "candidate"));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto baseline_index, IndexEpisodes(baseline, "baseline"));
+  ROBOLOOP_RETURN_IF_ERROR(CheckSameEpisodes(candidate_index, "candidate", baseline_index, "baseline"));
+  ROBOLOOP_RETURN_IF_ERROR(CheckSameEpisodes(baseline_index, "baseline", candidate_index, "candidate"));
+
+  v1::Comparison comparison;
+  int64_t counts[2][2] = {{0, 0}, {0, 0}};  // [candidate success][baseline success]
+  std::vector<double> differences;
+  for (const auto& [key, ours] : candidate_index) {
+    const v1::EpisodeResult* theirs = baseline_index.at(key);
+    counts[ours->success()][theirs->success()] += 1;
+    differences.push_back(ours->episode_return() - theirs->episode_return());
+  }
+  comparison.set_pairs(static_cast<int64_t>(differences.size()));
+  comparison.set_both_succeeded(counts[1][1]);
+  comparison.set_candidate_only(counts[1][0]);
+  comparison.set_baseline_only(counts[0][1]);
+  comparison.set_neither_succeeded(counts[0][0]);
+  ROBOLOOP_ASSIGN_OR_RETURN(double p, McNemarExactP(counts[1][0], counts[0][1]));
+  comparison.set_mcnemar_p(p);
+
+  BootstrapOptions bootstrap = options.bootstrap;
+  bootstrap.confidence = 1.0 - options.alpha;
+  ROBOLOOP_RETURN_IF_ERROR(CheckBootstrapOptions(bootstrap));
+  std::vector<double> sorted_means = SortedResampleMeans(differences, bootstrap);
+  *comparison.mutable_return_difference() = MakeEstimate(Mean(differences), sorted_means, bootstrap);
+  comparison.set_return_difference_p(BootstrapZeroP(sorted_means));
+  comparison.set_alpha(options.alpha);
+  Decide(options, &comparison);
+  return comparison;
+}
+
+const char* VerdictName(v1::ComparisonVerdict verdict) {
+  switch (verdict) {
+    case v1::VERDICT_BETTER:
+      return "better";
+    case v1::VERDICT_WORSE:
+      return "worse";
+    case v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE:
+      return "no significant difference";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace roboloop::eval

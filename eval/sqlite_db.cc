@@ -1,0 +1,138 @@
+#include "eval/sqlite_db.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace roboloop::eval {
+namespace {
+
+int Bind(sqlite3_stmt* stmt, int index, const SqlValue& value) {
+  if (const auto* number = std::get_if<int64_t>(&value)) {
+    return sqlite3_bind_int64(stmt, index, *number);
+  }
+  if (const auto* real = std::get_if<double>(&value)) return sqlite3_bind_double(stmt, index, *real);
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    return sqlite3_bind_text(stmt, index, text->data(), static_cast<int>(text->size()),
+                             SQLITE_TRANSIENT);
+  }
+  return sqlite3_bind_null(stmt, index);
+}
+
+}  // namespace
+
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
+
+absl::StatusOr<bool> SqliteStatement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return db_->Error(rc, sql_.substr(0, 80));
+}
+
+absl::Status SqliteStatement::Run() {
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return absl::OkStatus();
+  }
+}
+
+int64_t SqliteStatement::Int(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+double SqliteStatement::Double(int i) const { return sqlite3_column_double(stmt_, i); }
+
+std::string SqliteStatement::Text(int i) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, i);
+  if (text == nullptr) return "";
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_, i)));
+}
+
+bool SqliteStatement::IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+
+SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
+
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create,
+                                                         int busy_timeout_ms) {
+  sqlite3* handle = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
+  std::unique_ptr<SqliteDb> db(new SqliteDb(handle, path));
+  if (rc != SQLITE_OK) return db->Error(rc, "open");
+  sqlite3_extended_result_codes(handle, 1);
+  sqlite3_busy_timeout(handle, busy_timeout_ms);
+  return db;
+}
+
+absl::Status SqliteDb::Error(int rc, const std::string& context) const {
+  std::string message = absl::StrCat("leaderboard ", path_, ": ", context, ": ",
+                                     db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(message);
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status SqliteDb::Exec(const std::string& sql) {
+  char* error = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+  sqlite3_free(error);
+  if (rc != SQLITE_OK) return Error(rc, sql.substr(0, 80));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(
+    const std::string& sql, const std::vector<SqlValue>& params) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, absl::StrCat("prepare ", sql.substr(0, 80)));
+  std::unique_ptr<SqliteStatement> statement(new SqliteStatement(this, sql, stmt));
+  for (size_t i = 0; i < params.size(); ++i) {
+    rc = Bind(stmt, static_cast<int>(i) + 1, params[i]);
+    if (rc != SQLITE_OK) return Error(rc, absl::StrCat("bind ", sql.substr(0, 80)));
+  }
+  return statement;
+}
+
+absl::Status SqliteDb::Run(const std::string& sql, const std::vector<SqlValue>& params) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, Prepare(sql, params));
+  return statement->Run();
+}
+
+absl::StatusOr<int64_t> SqliteDb::QueryInt(const std::string& sql,
+                                           const std::vector<SqlValue>& params, int64_t fallback) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, Prepare(sql, params));
+  ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+  if (!row || statement->IsNull(0)) return fallback;
+  return statement->Int(0);
+}
+
+absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(SqliteDb* db) {
+  ROBOLOOP_RETURN_IF_ERROR(db->Exec("BEGIN IMMEDIATE"));
+  return std::unique_ptr<SqliteTransaction>(new SqliteTransaction(db));
+}
+
+SqliteTransaction::~SqliteTransaction() {
+  if (!done_) db_->Exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status SqliteTransaction::Commit() {
+  ROBOLOOP_RETURN_IF_ERROR(db_->Exec("COMMIT"));
+  done_ = true;
+  return absl::OkStatus();
+}
+
+}  // namespace roboloop::eval

@@ -1,0 +1,101 @@
+// A small RAII layer over the SQLite C API for the leaderboard store (eval/leaderboard_store.cc).
+// Like registry/sqlite.h, plus REAL values (returns and intervals are stored as doubles).
+// Not thread-safe: the owner serializes all use of one SqliteDb and its statements.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace roboloop::eval {
+
+// A value bound to a statement parameter: NULL, an integer, a double or text.
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+
+class SqliteDb;
+
+// A prepared statement; finalized on destruction.
+class SqliteStatement {
+ public:
+  ~SqliteStatement();
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+
+  // Advances to the next row: true when a row is available, false when done.
+  absl::StatusOr<bool> Step();
+  // Runs the statement to completion, ignoring rows.
+  absl::Status Run();
+  // Column `i` of the current row as an integer (0 for NULL).
+  int64_t Int(int i) const;
+  // Column `i` of the current row as a double (0 for NULL).
+  double Double(int i) const;
+  // Column `i` of the current row as text ("" for NULL).
+  std::string Text(int i) const;
+  // True when column `i` of the current row is NULL.
+  bool IsNull(int i) const;
+
+ private:
+  friend class SqliteDb;
+  SqliteStatement(const SqliteDb* db, std::string sql, sqlite3_stmt* stmt)
+      : db_(db), sql_(std::move(sql)), stmt_(stmt) {}
+
+  const SqliteDb* db_;
+  std::string sql_;
+  sqlite3_stmt* stmt_;
+};
+
+// One SQLite connection.
+class SqliteDb {
+ public:
+  // Opens the database at `path` (creating it when `create` is set) with the busy timeout.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, bool create,
+                                                        int busy_timeout_ms);
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // Runs one or more statements without parameters.
+  absl::Status Exec(const std::string& sql);
+  // Prepares `sql` and binds `params` to ?1, ?2, ...
+  absl::StatusOr<std::unique_ptr<SqliteStatement>> Prepare(const std::string& sql,
+                                                           const std::vector<SqlValue>& params = {});
+  // Runs `sql` with `params`, ignoring rows.
+  absl::Status Run(const std::string& sql, const std::vector<SqlValue>& params = {});
+  // Runs a query expected to return one integer (or no row / NULL: `fallback`).
+  absl::StatusOr<int64_t> QueryInt(const std::string& sql, const std::vector<SqlValue>& params,
+                                   int64_t fallback);
+  // Converts the connection's last error (result code `rc`) into a Status naming the
+  // database and `context`.
+  absl::Status Error(int rc, const std::string& context) const;
+
+ private:
+  SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+  sqlite3* db_;
+  std::string path_;
+};
+
+// A BEGIN IMMEDIATE transaction; rolled back on destruction unless Commit() succeeded.
+class SqliteTransaction {
+ public:
+  // Begins the transaction (waits for the write lock up to the busy timeout).
+  static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Begin(SqliteDb* db);
+  ~SqliteTransaction();
+  // Commits; after an error the destructor rolls back.
+  absl::Status Commit();
+
+ private:
+  explicit SqliteTransaction(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;
+  bool done_ = false;
+};
+
+}  // namespace roboloop::eval

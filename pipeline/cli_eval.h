@@ -1,0 +1,14 @@
+// `roboloop leaderboard` and `roboloop compare` over the stored evaluations of
+// <root>/eval/leaderboard.db (issue 7, req 6).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "pipeline/cli.h"
+
+namespace roboloop::cli {
+
+// Adds the `leaderboard` and `compare` commands to `app`.
+void AddEvalCommands(CLI::App& app, CommandRunner& runner);
+
+}  // namespace roboloop::cli

@@ -1,0 +1,276 @@
+// `roboloop train` end to end (issue 6, req 4, 6, 8, 9): data-parallel equivalence, exact
+// resume after SIGKILL, a rank killed mid-run, the run's logs, bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/util/subprocess.h"
+#include "train/run_log.h"
+#include "train/safetensors.h"
+
+namespace roboloop::train {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ProgramResult;
+using testing::RoboloopBinary;
+using testing::RunProgram;
+
+// A small transformer, so that a step takes milliseconds.
+constexpr char kConfig[] = R"(policy:
+  kind: transformer
+  history: 2
+  chunk: 4
+  d_model: 32
+  layers: 2
+  heads: 2
+  ffn: 64
+optimizer:
+  lr: 0.001
+  warmup_steps: 5
+  clip_norm: 1.0
+batch_size: 16
+seed: 3
+)";
+
+class TrainCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::MakeTempDir("train_cli"));
+    for (const auto& [task, file] : {std::pair<const char*, const char*>{"cartpole-swingup", "/cartpole.hdf5"},
+                                     {"pendulum-swingup", "/pendulum.hdf5"}}) {
+      const ProgramResult collect = RunProgram({RoboloopBinary(), "sim", "collect", "--task", task, "--policy",
+                                                "expert", "--episodes", "6", "--max-steps", "100", "-o",
+                                                *dir_ + file});
+      ASSERT_EQ(collect.exit_code, 0) << collect.err;
+    }
+    std::ofstream(*dir_ + "/config.yaml") << kConfig;
+  }
+
+  static std::string Dataset() { return *dir_ + "/cartpole.hdf5"; }
+  static std::string Config() { return *dir_ + "/config.yaml"; }
+
+  std::vector<std::string> Train(const std::string& root, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {RoboloopBinary(), "train", Config(), "--dataset", Dataset(), "--root", root};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
+  // The only run folder under root.
+  static std::string RunDir(const std::string& root) {
+    std::vector<std::string> runs;
+    for (const auto& entry : fs::directory_iterator(root + "/runs")) runs.push_back(entry.path());
+    EXPECT_EQ(runs.size(), 1u);
+    return runs.empty() ? "" : runs[0];
+  }
+
+  // step -> loss from the run's JSONL (the last record of a step wins).
+  static std::map<int64_t, double> Losses(const std::string& root) {
+    std::map<int64_t, double> losses;
+    std::ifstream in(RunDir(root) + "/train.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+      if (record.is_object() && record.contains("step")) {
+        losses[std::stoll(record["step"].value("step", std::string("0")))] = record["step"]["loss"].get<double>();
+      }
+    }
+    return losses;
+  }
+
+  static bool LogHasStep(const std::string& root, int64_t step) {
+    if (!fs::exists(root + "/runs")) return false;
+    for (const auto& run : fs::directory_iterator(root + "/runs")) {
+      std::ifstream in(run.path() / "train.jsonl");
+      for (std::string line; std::getline(in, line);) {
+        if (line.find("\"step\":\"" + std::to_string(step) + "\"") != std::string::npos) return true;
+      }
+    }
+    return false;
+  }
+
+  static bool WaitForStep(const std::string& root, int64_t step, double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (LogHasStep(root, step)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  static std::string* dir_;
+};
+
+std::string* TrainCliTest::dir_ = nullptr;
+
+// Largest per-tensor relative error ||a - b|| / ||b|| over two policy files.
+double MaxRelativeError(const std::string& a_path, const std::string& b_path) {
+  auto a = ReadSafetensors(a_path);
+  auto b = ReadSafetensors(b_path);
+  EXPECT_TRUE(a.ok() && b.ok());
+  if (!a.ok() || !b.ok()) return INFINITY;
+  EXPECT_EQ(a->size(), b->size());
+  double worst = 0;
+  for (const auto& [name, tensor] : *b) {
+    const std::vector<float>& x = a->at(name).values;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      diff += (x[i] - tensor.values[i]) * static_cast<double>(x[i] - tensor.values[i]);
+      norm += tensor.values[i] * static_cast<double>(tensor.values[i]);
+    }
+    worst = std::max(worst, std::sqrt(diff) / std::sqrt(norm));
+  }
+  return worst;
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST_F(TrainCliTest, TwoRanksOfBatchBMatchOneRankOfBatch2BAfter20Steps) {
+  const std::string two = testing::MakeTempDir("two"), one = testing::MakeTempDir("one");
+  const ProgramResult a = RunProgram(Train(two, {"--nproc-per-node", "2", "--batch-size", "8", "--steps", "20"}));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const ProgramResult b = RunProgram(Train(one, {"--batch-size", "16", "--steps", "20"}));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string policy = "/checkpoints/step_20/policy.safetensors";
+  const double error = MaxRelativeError(RunDir(two) + policy, RunDir(one) + policy);
+  EXPECT_LE(error, 1e-5);
+}
+
+TEST_F(TrainCliTest, RunWritesJsonlAndTensorBoardLogs) {
+  const std::string root = testing::MakeTempDir("logs");
+  const ProgramResult run = RunProgram(Train(root, {"--steps", "6", "--checkpoint-every", "3", "--model", "logged"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("checkpoint logged:v1"));
+  EXPECT_THAT(run.out, HasSubstr("checkpoint logged:v2"));
+  const std::map<int64_t, double> losses = Losses(root);
+  EXPECT_EQ(losses.size(), 6u);
+  std::string events;
+  for (const auto& entry : fs::directory_iterator(RunDir(root) + "/tensorboard")) events = entry.path();
+  auto scalars = ReadTensorBoardScalars(events);
+  ASSERT_TRUE(scalars.ok()) << scalars.status();
+  int loss_points = 0;
+  for (const TensorBoardScalar& s : *scalars) {
+    if (s.tag == "train/loss") {
+      ++loss_points;
+      EXPECT_EQ(s.value, static_cast<float>(losses.at(s.step)));
+    }
+  }
+  EXPECT_EQ(loss_points, 6);
+  const std::string log = testing::ReadWholeFile(RunDir(root) + "/train.jsonl");
+  EXPECT_THAT(log, HasSubstr("data_stall_pct"));
+  EXPECT_THAT(log, HasSubstr("\"finished\""));
+}
+
+TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) {
+  const std::vector<std::string> common = {"--steps", "300", "--checkpoint-every", "10", "--model", "k"};
+  const std::string straight = testing::MakeTempDir("straight"), killed = testing::MakeTempDir("killed");
+  const ProgramResult full = RunProgram(Train(straight, common));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+
+  testing::RunningProgram victim = testing::StartProgram(Train(killed, common));
+  ASSERT_TRUE(WaitForStep(killed, 25, 60)) << "the run never reached step 25";
+  kill(victim.pid, SIGKILL);
+  EXPECT_EQ(testing::FinishProgram(victim).exit_code, 128 + SIGKILL);
+  ASSERT_FALSE(LogHasStep(killed, 300)) << "the run finished before it was killed";
+
+  std::vector<std::string> resume = common;
+  resume.insert(resume.end(), {"--resume", "k@latest"});
+  const ProgramResult resumed = RunProgram(Train(killed, resume));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::map<int64_t, double> expected = Losses(straight), actual = Losses(killed);
+  ASSERT_EQ(actual.size(), 300u);
+  for (int64_t step = 1; step <= 300; ++step) {
+    EXPECT_EQ(actual.at(step), expected.at(step)) << "step " << step;
+  }
+}
+
+TEST_F(TrainCliTest, RankKilledMidRunGivesTheOtherAClearErrorWithin60Seconds) {
+  const std::string root = testing::MakeTempDir("rankkill");
+  const std::string port = std::to_string(FreePort());
+  const auto env = [&](int rank) {
+    return std::vector<std::string>{"RANK=" + std::to_string(rank), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + port, "ROBOLOOP_RUN_ID=rank-kill"};
+  };
+  testing::RunningProgram rank0 = testing::StartProgram(Train(root, {"--steps", "1000000"}), env(0));
+  testing::RunningProgram rank1 = testing::StartProgram(Train(root, {"--steps", "1000000"}), env(1));
+  ASSERT_TRUE(WaitForStep(root, 5, 60));
+  kill(rank1.pid, SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  const ProgramResult survivor = testing::FinishProgram(rank0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  testing::FinishProgram(rank1);
+  EXPECT_NE(survivor.exit_code, 0);
+  EXPECT_LT(seconds, 60);
+  EXPECT_THAT(survivor.err, HasSubstr("training step"));
+}
+
+TEST_F(TrainCliTest, RendezvousTimeoutIsAClearErrorNotAHang) {
+  const std::string root = testing::MakeTempDir("rdzv");
+  const ProgramResult alone = RunProgram(
+      Train(root, {"--rendezvous-timeout", "2"}),
+      {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(FreePort())});
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_THAT(alone.err, HasSubstr("rendezvous at 127.0.0.1"));
+  EXPECT_THAT(alone.err, HasSubstr("did not complete within 2 s"));
+}
+
+TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
+  const std::string root = testing::MakeTempDir("bad");
+  const ProgramResult unknown = RunProgram(Train(root, {"--policy", "diffusion"}));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown policy 'diffusion' (known: mlp, transformer)"));
+
+  const ProgramResult bad_ref = RunProgram(Train(root, {"--resume", "nosuch@latest"}));
+  EXPECT_EQ(bad_ref.exit_code, 1);
+  EXPECT_THAT(bad_ref.err, HasSubstr("nosuch@latest"));
+
+  const ProgramResult trained = RunProgram(Train(root, {"--steps", "2", "--model", "cp"}));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  std::vector<std::string> mismatch = {RoboloopBinary(), "train", Config(), "--dataset", *dir_ + "/pendulum.hdf5",
+                                       "--root", root, "--init-from", "cp@latest", "--steps", "2"};
+  const ProgramResult wrong_dims = RunProgram(mismatch);
+  EXPECT_EQ(wrong_dims.exit_code, 1);
+  EXPECT_THAT(wrong_dims.err, HasSubstr("checkpoint cp@latest reads obs_dim"));
+  EXPECT_THAT(wrong_dims.err, HasSubstr("but the dataset has obs_dim"));
+
+  // Corrupt the stored policy blob of cp:v1: fetching it must fail on its digest.
+  fs::remove_all(root + "/cache");
+  for (const auto& entry : fs::recursive_directory_iterator(root + "/blobs")) {
+    if (!entry.is_regular_file() || entry.file_size() > 1 << 20 || entry.file_size() < 1000) continue;
+    std::fstream blob(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    blob.seekp(200);
+    blob.put('\x7f');
+  }
+  const ProgramResult corrupt = RunProgram(Train(root, {"--init-from", "cp@latest", "--steps", "2"}));
+  EXPECT_EQ(corrupt.exit_code, 1);
+  EXPECT_THAT(corrupt.err, HasSubstr("cp@latest"));
+  EXPECT_THAT(corrupt.out, Not(HasSubstr("step 1 ")));
+}
+
+}  // namespace
+}  // namespace roboloop::train

@@ -1,0 +1,126 @@
+// TrainService over a real gRPC socket (issue 6, req 8): a run streams its events and
+// finishes; Cancel stops a run after registering a checkpoint; bad requests are refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/grpc_server.h"
+#include "tests/util/subprocess.h"
+#include "train/train_service.h"
+
+namespace roboloop::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TrainServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("train_service");
+    const testing::ProgramResult collect =
+        testing::RunProgram({testing::RoboloopBinary(), "sim", "collect", "--task", "cartpole-swingup", "--policy",
+                             "expert", "--episodes", "4", "--max-steps", "60", "-o", dir_ + "/d.hdf5"});
+    ASSERT_EQ(collect.exit_code, 0) << collect.err;
+    TrainServiceOptions options;
+    options.roboloop_binary = testing::RoboloopBinary();
+    options.root = dir_ + "/root";
+    handler_ = std::make_unique<TrainServiceHandler>(options);
+    service_ = std::make_unique<TrainGrpcService>(handler_.get());
+    common::GrpcServerOptions server_options;
+    server_options.listen_address = "unix:" + dir_ + "/train.sock";
+    auto server = common::GrpcServer::Create(server_options, {service_.get()});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    common::GrpcChannelOptions channel;
+    channel.target = server_->target();
+    auto client = TrainClient::Connect(channel);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+  }
+
+  v1::TrainRequest Request(int64_t steps) const {
+    v1::TrainRequest request;
+    v1::TrainConfig* c = request.mutable_config();
+    c->set_dataset(dir_ + "/d.hdf5");
+    c->set_model("served");
+    c->set_steps(steps);
+    c->set_batch_size(8);
+    c->mutable_policy()->set_kind("mlp");
+    c->mutable_policy()->add_hidden(16);
+    return request;
+  }
+
+  std::string dir_;
+  std::unique_ptr<TrainServiceHandler> handler_;
+  std::unique_ptr<TrainGrpcService> service_;
+  std::unique_ptr<common::GrpcServer> server_;
+  std::unique_ptr<TrainClient> client_;
+};
+
+TEST_F(TrainServiceTest, TrainStreamsStepsCheckpointAndFinished) {
+  std::vector<v1::TrainEvent> events;
+  const absl::Status status = client_->Train(Request(5), [&](const v1::TrainEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(status.ok()) << status;
+  int steps = 0, checkpoints = 0, finished = 0;
+  for (const v1::TrainEvent& e : events) {
+    steps += e.has_step();
+    checkpoints += e.has_checkpoint();
+    finished += e.has_finished();
+    EXPECT_FALSE(e.run_id().empty());
+  }
+  EXPECT_EQ(steps, 5);
+  EXPECT_EQ(checkpoints, 1);
+  EXPECT_EQ(finished, 1);
+  EXPECT_EQ(events.back().finished().steps(), 5);
+}
+
+TEST_F(TrainServiceTest, CancelStopsTheRunAfterACheckpoint) {
+  std::vector<v1::TrainEvent> events;
+  absl::Mutex mu;
+  std::string run_id;
+  absl::Status status;
+  std::thread call([&] {
+    status = client_->Train(Request(10000000), [&](const v1::TrainEvent& e) {
+      absl::MutexLock lock(&mu);
+      run_id = e.run_id();
+      events.push_back(e);
+    });
+  });
+  for (int i = 0; i < 600; ++i) {
+    {
+      absl::MutexLock lock(&mu);
+      if (events.size() >= 3) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string id;
+  {
+    absl::MutexLock lock(&mu);
+    id = run_id;
+  }
+  ASSERT_FALSE(id.empty());
+  auto cancelled = client_->Cancel(id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_TRUE(cancelled->cancelled());
+  call.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  bool checkpoint = false;
+  for (const v1::TrainEvent& e : events) checkpoint = checkpoint || e.has_checkpoint();
+  EXPECT_TRUE(checkpoint) << "a cancelled run registers the steps it completed";
+  EXPECT_FALSE(client_->Cancel(id)->cancelled());
+}
+
+TEST_F(TrainServiceTest, BadRequestsAreRefused) {
+  v1::TrainRequest no_dataset = Request(5);
+  no_dataset.mutable_config()->clear_dataset();
+  EXPECT_THAT(client_->Train(no_dataset, [](const v1::TrainEvent&) {}).message(), HasSubstr("dataset is required"));
+  v1::TrainRequest unknown = Request(5);
+  unknown.mutable_config()->mutable_policy()->set_kind("diffusion");
+  const absl::Status status = client_->Train(unknown, [](const v1::TrainEvent&) {});
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("known: mlp, transformer"));
+}
+
+}  // namespace
+}  // namespace roboloop::train

@@ -1,0 +1,248 @@
+// The trainer and the trainable policies through the ABI-3 handle (train/torch_runtime.h):
+// packed vs padded loss, NaN stop, exact save/restore, batch-invariant inference of a saved
+// transformer, the flow-matching head, bad configs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "tests/util/subprocess.h"
+#include "train/safetensors.h"
+#include "train/torch_runtime.h"
+
+namespace roboloop::train {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const TorchRuntime& Runtime() {
+  absl::StatusOr<const TorchRuntime*> runtime = TorchRuntime::Load();
+  ROBOLOOP_CHECK_MSG(runtime.ok(), runtime.status().ToString());
+  return **runtime;
+}
+
+constexpr int kObs = 5, kAct = 2, kHistory = 4, kChunk = 3;
+
+// A batch with mixed history lengths and padded action steps.
+struct OwnedBatch {
+  int batch = 0;
+  std::vector<float> obs, actions;
+  std::vector<int32_t> history_length;
+  std::vector<uint8_t> valid;
+
+  explicit OwnedBatch(int n, uint32_t seed) : batch(n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    for (int i = 0; i < n * kHistory * kObs; ++i) obs.push_back(normal(rng));
+    for (int i = 0; i < n * kChunk * kAct; ++i) actions.push_back(normal(rng));
+    for (int b = 0; b < n; ++b) {
+      history_length.push_back(1 + b % kHistory);
+      for (int c = 0; c < kChunk; ++c) valid.push_back(c <= (b % kChunk) ? 1 : 0);
+    }
+  }
+
+  RoboloopTrainBatch View() const {
+    return RoboloopTrainBatch{batch, kHistory, kChunk, kObs, kAct, obs.data(),
+                              history_length.data(), actions.data(), valid.data()};
+  }
+};
+
+nlohmann::json Policy(const std::string& kind, bool flow = false) {
+  nlohmann::json policy = {{"kind", kind}, {"obs_dim", kObs}, {"action_dim", kAct},
+                           {"history", kHistory}, {"chunk", kChunk}};
+  if (kind == "mlp") {
+    policy["hidden"] = {16, 16};
+  } else {
+    policy.update({{"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32}, {"flow_matching", flow}});
+  }
+  return policy;
+}
+
+std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool packed = true,
+                                          int token_budget = 8192,
+                                          const nlohmann::json& optimizer_extra = nlohmann::json::object()) {
+  nlohmann::json optimizer = {{"lr", 1e-3}, {"total_steps", 10}, {"warmup_steps", 2}};
+  optimizer.update(optimizer_extra);
+  const nlohmann::json config = {{"policy", policy}, {"optimizer", optimizer},
+                                 {"packed", packed}, {"token_budget", token_budget},
+                                 {"seed", 7}, {"threads", 1}};
+  auto trainer = Runtime().CreateTrainer(config.dump());
+  ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
+  return std::move(*trainer);
+}
+
+TEST(TrainerTest, PackedAndPaddedTransformerLossAgreeWithin1e5) {
+  const OwnedBatch batch(12, 1);
+  // A budget of 40 tokens splits the 12 samples (4..7 tokens each) over several packs.
+  auto packed = MakeTrainer(Policy("transformer"), true, 40);
+  auto padded = MakeTrainer(Policy("transformer"), false);
+  for (int step = 0; step < 3; ++step) {
+    auto a = packed->Step(batch.View(), step);
+    auto b = padded->Step(batch.View(), step);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_LE(std::abs(a->loss - b->loss) / std::abs(b->loss), 1e-5) << "step " << step;
+    EXPECT_LE(std::abs(a->grad_norm - b->grad_norm) / b->grad_norm, 1e-4) << "step " << step;
+  }
+}
+
+TEST(TrainerTest, LossDecreasesOnARepeatedBatch) {
+  for (const nlohmann::json& policy : {Policy("mlp"), Policy("transformer"), Policy("transformer", true)}) {
+    const OwnedBatch batch(16, 2);
+    auto trainer = MakeTrainer(policy);
+    double first = 0, last = 0;
+    for (int step = 0; step < 10; ++step) {
+      auto figures = trainer->Step(batch.View(), step);
+      ASSERT_TRUE(figures.ok()) << figures.status();
+      (step == 0 ? first : last) = figures->loss;
+    }
+    EXPECT_LT(last, first) << policy.dump();
+  }
+}
+
+TEST(TrainerTest, NonFiniteLossStopsWithTheStepAndAppliesNoUpdate) {
+  OwnedBatch batch(8, 3);
+  auto trainer = MakeTrainer(Policy("mlp"));
+  ASSERT_TRUE(trainer->Step(batch.View(), 0).ok());
+  const std::string dir = testing::MakeTempDir("nan");
+  ASSERT_TRUE(trainer->Save(dir + "/before.safetensors", dir + "/before.pt", "{}").ok());
+  batch.obs[3] = std::nanf("");
+  auto bad = trainer->Step(batch.View(), 1);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(bad.status().message(), AllOf(HasSubstr("step 1"), HasSubstr("nan")));
+  ASSERT_TRUE(trainer->Save(dir + "/after.safetensors", dir + "/after.pt", "{}").ok());
+  EXPECT_EQ(testing::ReadWholeFile(dir + "/before.safetensors"),
+            testing::ReadWholeFile(dir + "/after.safetensors"));
+}
+
+TEST(TrainerTest, SavedStateResumesBitwise) {
+  const OwnedBatch batch(8, 4);
+  const std::string dir = testing::MakeTempDir("resume");
+  auto straight = MakeTrainer(Policy("transformer", true));
+  std::vector<double> losses;
+  for (int step = 0; step < 6; ++step) {
+    if (step == 3) {
+      ASSERT_TRUE(straight->Save(dir + "/p.safetensors", dir + "/s.pt", "{\"step\": 3}").ok());
+    }
+    losses.push_back(straight->Step(batch.View(), step)->loss);
+  }
+  auto resumed = MakeTrainer(Policy("transformer", true));
+  auto driver = resumed->LoadState(dir + "/s.pt");
+  ASSERT_TRUE(driver.ok()) << driver.status();
+  EXPECT_EQ(*driver, "{\"step\": 3}");
+  for (int step = 3; step < 6; ++step) {
+    EXPECT_EQ(resumed->Step(batch.View(), step)->loss, losses[step]) << "step " << step;
+  }
+}
+
+TEST(TrainerTest, SavedTransformerActsBatchInvariantlyWithNormalization) {
+  const OwnedBatch batch(8, 5);
+  auto trainer = MakeTrainer(Policy("transformer", true));
+  ASSERT_TRUE(trainer->Step(batch.View(), 0).ok());
+  const std::string dir = testing::MakeTempDir("act");
+  ASSERT_TRUE(trainer->Save(dir + "/p.safetensors", dir + "/s.pt", "").ok());
+  nlohmann::json options = Policy("transformer", true);
+  options["normalization"] = {{"obs", {{"mean", std::vector<float>(kObs, 0.5f)}, {"std", std::vector<float>(kObs, 2.0f)}}},
+                              {"action", {{"mean", {1.0, -1.0}}, {"std", {0.5, 3.0}}}}};
+  auto policy = Runtime().LoadPolicy(dir + "/p.safetensors", "transformer", options.dump());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  std::vector<float> all(batch.batch * kChunk * kAct);
+  ASSERT_TRUE((*policy)->ActChunk(batch.obs.data(), batch.history_length.data(), batch.batch, kHistory,
+                                  kObs, all.data(), kChunk, kAct, true).ok());
+  for (int row : {0, 5}) {
+    std::vector<float> alone(kChunk * kAct);
+    ASSERT_TRUE((*policy)->ActChunk(batch.obs.data() + row * kHistory * kObs, batch.history_length.data() + row,
+                                    1, kHistory, kObs, alone.data(), kChunk, kAct, true).ok());
+    for (int i = 0; i < kChunk * kAct; ++i) EXPECT_EQ(alone[i], all[row * kChunk * kAct + i]) << row;
+  }
+  auto wrong = (*policy)->ActChunk(batch.obs.data(), batch.history_length.data(), 1, 1, kObs,
+                                   all.data(), kChunk, kAct, true);
+  EXPECT_THAT(wrong.message(), AllOf(HasSubstr("p.safetensors"), HasSubstr("reads 4 observation steps")));
+}
+
+// ||a - b|| over all tensors of two policy files.
+double Distance(const std::string& a_path, const std::string& b_path) {
+  auto a = ReadSafetensors(a_path);
+  auto b = ReadSafetensors(b_path);
+  double sum = 0;
+  for (const auto& [name, tensor] : *b) {
+    for (size_t i = 0; i < tensor.values.size(); ++i) {
+      const double d = a->at(name).values[i] - tensor.values[i];
+      sum += d * d;
+    }
+  }
+  return std::sqrt(sum);
+}
+
+TEST(TrainerTest, WarmupThenCosineScheduleReachesTheFloor) {
+  const OwnedBatch batch(8, 6);
+  auto trainer = MakeTrainer(Policy("mlp"), true, 8192, {{"min_lr_ratio", 0.1}});
+  std::vector<double> lrs;
+  for (int step = 0; step < 10; ++step) lrs.push_back(trainer->Step(batch.View(), step)->lr);
+  EXPECT_DOUBLE_EQ(lrs[0], 0.5e-3);
+  EXPECT_DOUBLE_EQ(lrs[1], 1e-3);
+  EXPECT_DOUBLE_EQ(lrs[2], 1e-3);
+  for (int step = 3; step < 10; ++step) EXPECT_LT(lrs[step], lrs[step - 1]) << step;
+  EXPECT_NEAR(lrs[9], 1e-4 + 0.9e-3 * 0.5 * (1 + std::cos(M_PI * 7.0 / 8.0)), 1e-12);
+}
+
+TEST(TrainerTest, EmaWeightsLagBehindTheTrainedOnes) {
+  const OwnedBatch batch(8, 7);
+  const std::string dir = testing::MakeTempDir("ema");
+  auto raw = MakeTrainer(Policy("mlp"));
+  auto ema = MakeTrainer(Policy("mlp"), true, 8192, {{"ema_decay", 0.9}});
+  ASSERT_TRUE(raw->Save(dir + "/init.safetensors", dir + "/init.pt", "").ok());
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE(raw->Step(batch.View(), step).ok());
+    ASSERT_TRUE(ema->Step(batch.View(), step).ok());
+  }
+  ASSERT_TRUE(raw->Save(dir + "/raw.safetensors", dir + "/raw.pt", "").ok());
+  ASSERT_TRUE(ema->Save(dir + "/ema.safetensors", dir + "/ema.pt", "").ok());
+  const double moved = Distance(dir + "/raw.safetensors", dir + "/init.safetensors");
+  const double ema_moved = Distance(dir + "/ema.safetensors", dir + "/init.safetensors");
+  EXPECT_GT(ema_moved, 0);
+  EXPECT_LT(ema_moved, 0.6 * moved);
+}
+
+TEST(TrainerTest, Bf16AutocastTrainsCloseToFp32) {
+  const OwnedBatch batch(16, 8);
+  auto fp32 = MakeTrainer(Policy("transformer"));
+  auto bf16 = MakeTrainer(Policy("transformer"), true, 8192, {{"bf16", true}});
+  auto a = fp32->Step(batch.View(), 0);
+  auto b = bf16->Step(batch.View(), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_NE(a->loss, b->loss) << "autocast had no effect";
+  EXPECT_LE(std::abs(a->loss - b->loss) / a->loss, 5e-2);
+}
+
+TEST(TrainerTest, BadConfigsAreClearErrors) {
+  nlohmann::json unknown = {{"policy", {{"kind", "diffusion"}, {"obs_dim", 3}, {"action_dim", 1}}}};
+  EXPECT_THAT(Runtime().CreateTrainer(unknown.dump()).status().message(),
+              AllOf(HasSubstr("diffusion"), HasSubstr("known: mlp, transformer")));
+  nlohmann::json heads = {{"policy", Policy("transformer")}};
+  heads["policy"]["heads"] = 3;
+  EXPECT_THAT(Runtime().CreateTrainer(heads.dump()).status().message(), HasSubstr("multiple of heads"));
+  nlohmann::json extra = {{"policy", Policy("mlp")}};
+  extra["policy"]["layers"] = 2;
+  EXPECT_THAT(Runtime().CreateTrainer(extra.dump()).status().message(),
+              HasSubstr("layers is not an option of policy mlp"));
+}
+
+TEST(TrainerTest, RendezvousTimeoutIsAnErrorWithinTheTimeout) {
+  nlohmann::json config = {{"policy", Policy("mlp")},
+                           {"distributed", {{"rank", 1}, {"world_size", 2}, {"master_port", 1},
+                                            {"timeout_seconds", 2.0}}}};
+  const auto start = std::chrono::steady_clock::now();
+  auto trainer = Runtime().CreateTrainer(config.dump());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnavailable) << trainer.status();
+  EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("rendezvous at 127.0.0.1:1"), HasSubstr("rank 1 of 2")));
+  EXPECT_LT(seconds, 30);
+}
+
+}  // namespace
+}  // namespace roboloop::train

@@ -1,0 +1,34 @@
+// Local data-parallel launch (issue 6, req 4): `roboloop train --nproc-per-node N` re-runs
+// its own command line N times with torchrun's variables set, so local ranks, torchrun,
+// Slurm and Kubernetes PyTorchJob all reach the same code path (train/train_run.h
+// RankInfoFromEnvironment). Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace roboloop::train {
+
+// How to start the ranks.
+struct LaunchOptions {
+  std::vector<std::string> argv;          // the command each rank runs (argv[0] = program)
+  int nproc = 1;                          // ranks on this node
+  std::string master_addr = "127.0.0.1";  // rendezvous host
+  int master_port = 0;                    // rendezvous port; 0 = a free port
+  std::vector<std::string> extra_env;     // more NAME=VALUE for every rank
+  double grace_seconds = 15;              // after a rank fails, time the others get to exit
+};
+
+// A free TCP port on 127.0.0.1 (bound and released; may be taken again by another process).
+absl::StatusOr<int> FreeLocalPort();
+
+// Starts the ranks, forwards SIGINT/SIGTERM to them, and waits. When a rank fails the others
+// are given `grace_seconds` to notice (they normally fail fast on the broken collective)
+// before being terminated. OK when every rank exits 0; otherwise the error names the first
+// rank that failed and how (exit code or signal).
+absl::Status LaunchLocalRanks(const LaunchOptions& options);
+
+}  // namespace roboloop::train

@@ -1,0 +1,449 @@
+// The loop of one training rank.
+#include "train/train_run.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/status.h"
+#include "data/dataset_reader.h"
+#include "data/episode_store.h"
+#include "train/checkpoint_io.h"
+#include "train/loader.h"
+#include "train/normalization.h"
+#include "train/run_log.h"
+#include "train/torch_runtime.h"
+
+namespace roboloop::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+absl::StatusOr<int> IntVariable(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("environment variable ", name, "='", text,
+                                                   "' is not a non-negative integer"));
+  }
+  return value;
+}
+
+// The dataset's features as training reads them.
+struct DatasetFeatures {
+  std::vector<std::string> obs;               // obs/<key> in row order
+  std::vector<std::vector<int64_t>> obs_shapes;  // per-step shapes
+  int64_t obs_dim = 0;
+  int64_t action_dim = 0;
+};
+
+int64_t Elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Obs features: the configured ones, else the task's key order recorded by `sim collect`
+// (env_kwargs.obs_keys), else every obs/* feature in name order.
+absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const v1::TrainConfig& config) {
+  data::DatasetReader::Options reader_options;
+  reader_options.path = path;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(reader_options));
+  const data::DatasetLayout& layout = reader->layout();
+  DatasetFeatures features;
+  features.obs.assign(config.obs_features().begin(), config.obs_features().end());
+  if (features.obs.empty()) {
+    const nlohmann::json env = nlohmann::json::parse(layout.env_args_json, nullptr, false);
+    const nlohmann::json keys = env.is_object() ? env.value("/env_kwargs/obs_keys"_json_pointer, nlohmann::json())
+                                                : nlohmann::json();
+    if (keys.is_array()) {
+      for (const nlohmann::json& key : keys) features.obs.push_back("obs/" + key.get<std::string>());
+    } else {
+      for (const data::FeatureSpec& spec : layout.spec) {
+        if (spec.name.rfind("obs/", 0) == 0) features.obs.push_back(spec.name);
+      }
+    }
+  }
+  if (features.obs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no obs/* features to train on"));
+  }
+  for (const std::string& name : features.obs) {
+    const data::FeatureSpec* spec = data::FindFeature(layout.spec, name);
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", name));
+    }
+    features.obs_shapes.push_back(spec->step_shape);
+    features.obs_dim += Elements(spec->step_shape);
+  }
+  const data::FeatureSpec* action = data::FindFeature(layout.spec, config.action_feature());
+  if (action == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", config.action_feature()));
+  }
+  features.action_dim = Elements(action->step_shape);
+  return features;
+}
+
+absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec,
+                                                     const DatasetFeatures& features) {
+  nlohmann::json options = {{"kind", spec.kind()},
+                            {"obs_dim", features.obs_dim},
+                            {"action_dim", features.action_dim},
+                            {"history", spec.history()},
+                            {"chunk", spec.chunk()}};
+  if (spec.kind() == "mlp") {
+    options["hidden"] = std::vector<int64_t>(spec.hidden().begin(), spec.hidden().end());
+    options["activation"] = spec.activation();
+  } else if (spec.kind() == "transformer") {
+    options["d_model"] = spec.d_model();
+    options["layers"] = spec.layers();
+    options["heads"] = spec.heads();
+    options["ffn"] = spec.ffn();
+    options["flow_matching"] = spec.flow_matching();
+    options["flow_steps"] = spec.flow_steps();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown policy '", spec.kind(), "' (known: mlp, transformer)"));
+  }
+  return options;
+}
+
+// The checkpoint's architecture, checked against the dataset's dims.
+absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoint& checkpoint,
+                                                           const std::string& ref,
+                                                           const DatasetFeatures& features) {
+  const nlohmann::json options = checkpoint.manifest.value("/policy/options"_json_pointer, nlohmann::json());
+  const int64_t obs_dim = options.value("obs_dim", int64_t{0});
+  const int64_t action_dim = options.value("action_dim", int64_t{0});
+  if (obs_dim != features.obs_dim || action_dim != features.action_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint ", ref, " reads obs_dim ", obs_dim, " and writes action_dim ", action_dim,
+        ", but the dataset has obs_dim ", features.obs_dim, " (", absl::StrJoin(features.obs, ", "),
+        ") and action_dim ", features.action_dim));
+  }
+  return options;
+}
+
+nlohmann::json TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::json& policy,
+                                 const RankInfo& rank) {
+  const v1::OptimizerSpec& o = config.optimizer();
+  return {{"policy", policy},
+          {"optimizer",
+           {{"lr", o.lr()}, {"weight_decay", o.weight_decay()}, {"warmup_steps", o.warmup_steps()},
+            {"total_steps", config.steps()}, {"min_lr_ratio", o.min_lr_ratio()},
+            {"clip_norm", o.clip_norm()}, {"ema_decay", o.ema_decay()}, {"bf16", o.bf16()}}},
+          {"packed", !config.no_packing()},
+          {"token_budget", config.token_budget()},
+          {"seed", config.seed()},
+          {"threads", config.threads()},
+          {"distributed",
+           {{"rank", rank.rank}, {"world_size", rank.world_size}, {"master_addr", rank.master_addr},
+            {"master_port", rank.master_port}, {"timeout_seconds", config.rendezvous_timeout_s()}}}};
+}
+
+// Rank 0's outputs: logs and checkpoint registration.
+class RunRecorder {
+ public:
+  static absl::StatusOr<std::unique_ptr<RunRecorder>> Create(const TrainRunOptions& options,
+                                                             const std::string& run_id) {
+    auto recorder = std::unique_ptr<RunRecorder>(new RunRecorder(options, run_id));
+    const std::string dir = JoinPath(JoinPath(options.root, "runs"), run_id);
+    ROBOLOOP_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "checkpoints")));
+    ROBOLOOP_ASSIGN_OR_RETURN(recorder->jsonl_, JsonlLog::Create(JoinPath(dir, "train.jsonl")));
+    ROBOLOOP_ASSIGN_OR_RETURN(recorder->tensorboard_, TensorBoardWriter::Create(JoinPath(dir, "tensorboard")));
+    recorder->dir_ = dir;
+    return recorder;
+  }
+
+  const std::string& dir() const { return dir_; }
+
+  absl::Status Emit(v1::TrainEvent event) {
+    event.set_run_id(run_id_);
+    event.set_wall_time(static_cast<double>(NowUnixMicros()) / 1e6);
+    std::string json;
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    if (!google::protobuf::util::MessageToJsonString(event, &json, print).ok()) {
+      return absl::InternalError("cannot print a training event as JSON");
+    }
+    ROBOLOOP_RETURN_IF_ERROR(jsonl_->Append(nlohmann::json::parse(json)));
+    if (event.has_step()) {
+      const v1::TrainEvent::Step& s = event.step();
+      for (const auto& [tag, value] : {std::pair<const char*, double>{"train/loss", s.loss()},
+                                       {"train/lr", s.lr()}, {"train/grad_norm", s.grad_norm()},
+                                       {"train/samples_per_s", s.samples_per_s()},
+                                       {"train/data_stall_pct", s.data_stall_pct()}}) {
+        ROBOLOOP_RETURN_IF_ERROR(tensorboard_->AddScalar(tag, s.step(), event.wall_time(),
+                                                         static_cast<float>(value)));
+      }
+    }
+    if (!event.has_step()) ROBOLOOP_RETURN_IF_ERROR(tensorboard_->Flush());
+    if (options_.on_event) options_.on_event(event);
+    return absl::OkStatus();
+  }
+
+ private:
+  RunRecorder(const TrainRunOptions& options, std::string run_id)
+      : options_(options), run_id_(std::move(run_id)) {}
+
+  const TrainRunOptions& options_;
+  std::string run_id_;
+  std::string dir_;
+  std::unique_ptr<JsonlLog> jsonl_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+};
+
+RoboloopTrainBatch BatchView(const Batch& batch) {
+  return RoboloopTrainBatch{batch.batch_size,     batch.history,   batch.chunk,
+                            batch.obs_dim,        batch.action_dim, batch.obs.data(),
+                            batch.history_length.data(), batch.actions.data(),
+                            batch.action_valid.data()};
+}
+
+// Everything prepared before the first step.
+struct Prepared {
+  std::string run_id;
+  DatasetFeatures features;
+  ResolvedDataset dataset;
+  nlohmann::json policy_options;
+  Normalization normalization;
+  std::optional<FetchedCheckpoint> resume;
+  std::optional<FetchedCheckpoint> init;
+  std::string parent_id;
+};
+
+absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
+  const v1::TrainConfig& config = options.config;
+  Prepared p;
+  const std::string cache = JoinPath(options.root, "cache");
+  ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDataset(*options.registry, config.dataset(), cache,
+                                                    /*register_file=*/options.rank.rank == 0));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadFeatures(p.dataset.path, config));
+  if (!config.resume().empty() && !config.init_from().empty()) {
+    return absl::InvalidArgumentError("--resume and --init-from exclude each other");
+  }
+  const std::string& ref = config.resume().empty() ? config.init_from() : config.resume();
+  if (!ref.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(FetchedCheckpoint checkpoint, FetchCheckpoint(*options.registry, ref, cache));
+    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromCheckpoint(checkpoint, ref, p.features));
+    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest["normalization"]));
+    if (!config.resume().empty() && checkpoint.trainer_state_path.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from"));
+    }
+    p.parent_id = checkpoint.id;
+    (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
+  } else {
+    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromSpec(config.policy(), p.features));
+  }
+  return p;
+}
+
+absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepared& p,
+                                                                    const v1::TrainConfig& config) {
+  data::EpisodeStore::Options store_options;
+  store_options.path = p.dataset.path;
+  store_options.features = p.features.obs;
+  store_options.features.push_back(config.action_feature());
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, data::EpisodeStore::Load(store_options));
+  return std::shared_ptr<const data::EpisodeStore>(std::move(store));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<RankInfo>> RankInfoFromEnvironment() {
+  if (std::getenv("RANK") == nullptr && std::getenv("WORLD_SIZE") == nullptr) return std::nullopt;
+  RankInfo info;
+  ROBOLOOP_ASSIGN_OR_RETURN(info.rank, IntVariable("RANK", 0));
+  ROBOLOOP_ASSIGN_OR_RETURN(info.world_size, IntVariable("WORLD_SIZE", 1));
+  ROBOLOOP_ASSIGN_OR_RETURN(info.local_rank, IntVariable("LOCAL_RANK", info.rank));
+  ROBOLOOP_ASSIGN_OR_RETURN(info.master_port, IntVariable("MASTER_PORT", info.master_port));
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') info.master_addr = addr;
+  if (info.world_size < 1 || info.rank >= info.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("RANK=", info.rank, " is not below WORLD_SIZE=", info.world_size));
+  }
+  return info;
+}
+
+v1::TrainConfig WithDefaults(v1::TrainConfig c) {
+  if (c.action_feature().empty()) c.set_action_feature("actions");
+  if (c.model().empty()) c.set_model("policy");
+  v1::PolicySpec& p = *c.mutable_policy();
+  if (p.kind().empty()) p.set_kind("transformer");
+  if (p.history() == 0) p.set_history(1);
+  if (p.chunk() == 0) p.set_chunk(1);
+  if (p.hidden().empty() && p.kind() == "mlp") { p.add_hidden(256); p.add_hidden(256); }
+  if (p.activation().empty()) p.set_activation("relu");
+  if (p.d_model() == 0) p.set_d_model(128);
+  if (p.layers() == 0) p.set_layers(4);
+  if (p.heads() == 0) p.set_heads(4);
+  if (p.ffn() == 0) p.set_ffn(512);
+  if (p.flow_steps() == 0) p.set_flow_steps(10);
+  if (c.optimizer().lr() == 0) c.mutable_optimizer()->set_lr(3e-4);
+  if (c.steps() == 0) c.set_steps(1000);
+  if (c.batch_size() == 0) c.set_batch_size(64);
+  if (c.token_budget() == 0) c.set_token_budget(8192);
+  if (c.threads() == 0) c.set_threads(1);
+  if (c.loader_workers() == 0) c.set_loader_workers(1);
+  if (c.prefetch() == 0) c.set_prefetch(4);
+  if (c.log_every() == 0) c.set_log_every(1);
+  if (c.rendezvous_timeout_s() == 0) c.set_rendezvous_timeout_s(60);
+  return c;
+}
+
+absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
+  ROBOLOOP_CHECK(options.registry != nullptr);
+  const v1::TrainConfig& config = options.config;
+  const bool leader = options.rank.rank == 0;
+  ROBOLOOP_ASSIGN_OR_RETURN(Prepared p, Prepare(options));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, LoadStore(p, config));
+  if (!p.resume && !p.init) {
+    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
+                              NormalizationFromStore(*store, p.features.obs, config.action_feature()));
+  }
+  LoaderOptions loader_options;
+  loader_options.obs_features = p.features.obs;
+  loader_options.action_feature = config.action_feature();
+  loader_options.history = p.policy_options.value("history", 1);
+  loader_options.chunk = p.policy_options.value("chunk", 1);
+  loader_options.batch_size = config.batch_size();
+  loader_options.seed = config.seed();
+  loader_options.rank = options.rank.rank;
+  loader_options.world_size = options.rank.world_size;
+  loader_options.num_workers = config.loader_workers();
+  loader_options.prefetch = config.prefetch();
+  ROBOLOOP_ASSIGN_OR_RETURN(auto loader, Loader::Create(store, p.normalization, loader_options));
+
+  ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
+  const nlohmann::json runtime_info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer,
+                            runtime->CreateTrainer(TrainerConfigJson(config, p.policy_options, options.rank).dump()));
+  int64_t step = 0;
+  std::string run_id = options.run_id;
+  if (p.resume) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::string driver, trainer->LoadState(p.resume->trainer_state_path));
+    const nlohmann::json state = nlohmann::json::parse(driver, nullptr, false);
+    if (!state.is_object() || !state.contains("step")) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", config.resume(), ": trainer state has no driver record"));
+    }
+    step = state["step"].get<int64_t>();
+    loader->Seek(state.value("cursor", step));
+    if (run_id.empty()) run_id = state.value("run_id", std::string());
+  } else if (p.init) {
+    ROBOLOOP_RETURN_IF_ERROR(trainer->LoadWeights(p.init->policy_path));
+  }
+  if (run_id.empty()) run_id = NewUuid();
+
+  std::unique_ptr<RunRecorder> recorder;
+  if (leader) {
+    ROBOLOOP_ASSIGN_OR_RETURN(recorder, RunRecorder::Create(options, run_id));
+  }
+  TrainRunResult result;
+  result.run_id = run_id;
+  std::string parent_id = p.parent_id;
+  std::string config_json;
+  (void)google::protobuf::util::MessageToJsonString(config, &config_json);
+
+  // Saves and registers the state after `completed` steps (rank 0 only).
+  auto checkpoint = [&](int64_t completed, double loss) -> absl::Status {
+    if (!leader) return absl::OkStatus();
+    const std::string dir = JoinPath(JoinPath(recorder->dir(), "checkpoints"), absl::StrCat("step_", completed));
+    ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
+    const std::string policy_path = JoinPath(dir, "policy.safetensors");
+    const std::string state_path = JoinPath(dir, "trainer_state.pt");
+    const nlohmann::json driver = {{"step", completed}, {"cursor", loader->cursor()}, {"run_id", run_id},
+                                   {"seed", config.seed()}, {"world_size", options.rank.world_size}};
+    ROBOLOOP_RETURN_IF_ERROR(trainer->Save(policy_path, state_path, driver.dump()));
+    CheckpointRecord record;
+    record.model = config.model();
+    record.policy_options = p.policy_options;
+    record.obs_features = p.features.obs;
+    record.obs_shapes = p.features.obs_shapes;
+    record.action_dim = p.features.action_dim;
+    record.normalization = NormalizationToJson(p.normalization);
+    record.dataset_id = p.dataset.id;
+    record.parent_id = parent_id;
+    record.step = completed;
+    record.metrics = {{"loss", loss}};
+    record.run_id = run_id;
+    record.config_json = config_json;
+    record.libtorch_version = runtime_info.value("libtorch_version", std::string());
+    ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint registered,
+                              RegisterCheckpoint(*options.registry, record, policy_path, state_path));
+    parent_id = registered.id();
+    result.checkpoint_id = registered.id();
+    v1::TrainEvent event;
+    v1::TrainEvent::CheckpointRegistered* c = event.mutable_checkpoint();
+    c->set_step(completed);
+    c->set_checkpoint_id(registered.id());
+    c->set_model(registered.model());
+    c->set_version(registered.version());
+    return recorder->Emit(event);
+  };
+  auto fail = [&](const absl::Status& status) -> absl::Status {
+    if (leader) {
+      v1::TrainEvent event;
+      event.mutable_failed()->set_message(std::string(status.message()));
+      (void)recorder->Emit(event);
+    }
+    return status;
+  };
+
+  double last_loss = 0;
+  while (step < config.steps()) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      result.cancelled = true;
+      break;
+    }
+    const Clock::time_point start = Clock::now();
+    const double waited_before = loader->wait_seconds();
+    absl::StatusOr<Batch> batch = loader->Next();
+    if (!batch.ok()) return fail(batch.status());
+    absl::StatusOr<TrainStepFigures> figures = trainer->Step(BatchView(*batch), step);
+    if (!figures.ok()) {
+      if (options.cancel != nullptr && options.cancel->load()) {
+        result.cancelled = true;
+        break;
+      }
+      return fail(figures.status());
+    }
+    ++step;
+    last_loss = figures->loss;
+    const double elapsed = Seconds(Clock::now() - start);
+    if (leader && (step % config.log_every() == 0 || step == config.steps())) {
+      v1::TrainEvent event;
+      v1::TrainEvent::Step* s = event.mutable_step();
+      s->set_step(step);
+      s->set_loss(figures->loss);
+      s->set_lr(figures->lr);
+      s->set_grad_norm(figures->grad_norm);
+      s->set_samples_per_s(elapsed > 0 ? config.batch_size() * options.rank.world_size / elapsed : 0);
+      s->set_data_stall_pct(elapsed > 0 ? 100.0 * (loader->wait_seconds() - waited_before) / elapsed : 0);
+      ROBOLOOP_RETURN_IF_ERROR(recorder->Emit(event));
+    }
+    if (config.checkpoint_every() > 0 && step % config.checkpoint_every() == 0 && step < config.steps()) {
+      if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);
+    }
+  }
+  if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);
+  result.steps = step;
+  result.final_loss = last_loss;
+  if (leader && !result.cancelled) {
+    v1::TrainEvent event;
+    event.mutable_finished()->set_checkpoint_id(result.checkpoint_id);
+    event.mutable_finished()->set_steps(step);
+    event.mutable_finished()->set_final_loss(last_loss);
+    ROBOLOOP_RETURN_IF_ERROR(recorder->Emit(event));
+  }
+  return result;
+}
+
+}  // namespace roboloop::train

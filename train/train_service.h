@@ -1,0 +1,92 @@
+// TrainService (issue 6, req 8): the transport-free handler, its gRPC adapter and a client.
+// A Train call runs `roboloop train` as a child process (which spawns the ranks), so a crash
+// of a rank never takes the service down, and streams the run's events by following the
+// run's JSONL log. Cancelling the stream or calling Cancel sends SIGTERM to the run: rank 0
+// registers a checkpoint of the completed steps and the run can be resumed with it.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/grpc_client.h"
+#include "roboloop/v1/train.grpc.pb.h"
+
+namespace roboloop::train {
+
+// Where runs keep their state and how they reach the registry.
+struct TrainServiceOptions {
+  std::string roboloop_binary = "/proc/self/exe";  // the program that runs `train`
+  std::string root = ".roboloop";                  // --root of the runs (runs/<id>/ lives there)
+  std::string registry_address;                    // remote registry; "" = embedded on root
+  std::string registry_token_file;                 // its bearer token file
+  absl::Duration poll = absl::Milliseconds(50);    // how often the run's log is followed
+};
+
+// Thread-safe: any number of Train calls may run at once (each its own run).
+class TrainServiceHandler {
+ public:
+  explicit TrainServiceHandler(TrainServiceOptions options) : options_(std::move(options)) {}
+
+  // Starts a run of `request` and calls `write` with each event until the run ends. Returns
+  // OK when it finished, Cancelled when `cancel` was raised or Cancel was called (the run's
+  // last checkpoint is in its events), the run's own error otherwise. Bad configs are
+  // reported before the run starts, naming the field.
+  absl::Status Train(const v1::TrainRequest& request,
+                     const std::function<absl::Status(const v1::TrainEvent&)>& write,
+                     const std::atomic<bool>* cancel);
+
+  // Stops the run `run_id`; cancelled = false when no such run is active.
+  v1::CancelTrainResponse Cancel(const v1::CancelTrainRequest& request);
+
+ private:
+  absl::StatusOr<int> StartRun(const v1::TrainRequest& request, const std::string& run_id,
+                               const std::string& dir);
+
+  TrainServiceOptions options_;
+  absl::Mutex mu_;
+  std::map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // run id -> pid of `train`
+};
+
+// The gRPC face of a handler (sync API).
+class TrainGrpcService final : public v1::TrainService::Service {
+ public:
+  explicit TrainGrpcService(TrainServiceHandler* handler) : handler_(handler) {}
+
+  grpc::Status Train(grpc::ServerContext* context, const v1::TrainRequest* request,
+                     grpc::ServerWriter<v1::TrainEvent>* writer) override;
+  grpc::Status Cancel(grpc::ServerContext* context, const v1::CancelTrainRequest* request,
+                      v1::CancelTrainResponse* response) override;
+
+ private:
+  TrainServiceHandler* handler_;
+};
+
+// A client of TrainService. Thread-compatible.
+class TrainClient {
+ public:
+  // Connects with `options` (address, token, TLS).
+  static absl::StatusOr<std::unique_ptr<TrainClient>> Connect(const common::GrpcChannelOptions& options);
+
+  // Runs `request`, calling `on_event` per event; returns the call's final status.
+  absl::Status Train(const v1::TrainRequest& request,
+                     const std::function<void(const v1::TrainEvent&)>& on_event);
+  // Cancels run `run_id`.
+  absl::StatusOr<v1::CancelTrainResponse> Cancel(const std::string& run_id);
+
+ private:
+  explicit TrainClient(std::unique_ptr<common::GrpcChannel> channel)
+      : channel_(std::move(channel)), stub_(v1::TrainService::NewStub(channel_->channel())) {}
+
+  std::unique_ptr<common::GrpcChannel> channel_;
+  std::unique_ptr<v1::TrainService::Stub> stub_;
+};
+
+}  // namespace roboloop::train
