@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/train/policy_test_files.h"
 #include "tests/util/subprocess.h"
@@ -85,16 +86,25 @@ class ExportPythonTest : public ::testing::Test {
     dir_ = roboloop::testing::MakeTempDir("export_python");
   }
 
-  // Writes a seeded policy of `options` (with "kind"), runs it in C++ (both inference modes)
-  // and in Python, and checks that the outputs agree.
-  void ExpectPythonMatchesCpp(const nlohmann::json& spec, uint32_t seed) {
-    const std::string kind = spec["kind"];
-    const std::string policy_dir = dir_ + "/" + kind + std::to_string(seed);
+  // Writes a seeded policy of `spec` (policy options with "kind") into a new folder.
+  std::string MakePolicy(const nlohmann::json& spec, uint32_t seed) {
+    const std::string policy_dir = dir_ + "/" + spec["kind"].get<std::string>() +
+                                   std::to_string(seed);
     roboloop::testing::ProgramResult made = roboloop::testing::RunProgram(
         {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/make_policy_weights.py",
          spec.dump(), std::to_string(seed), policy_dir});
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return policy_dir;
+  }
 
+  // Runs the export folder `policy_dir` in C++ (both inference modes) and in Python with the
+  // roboloop_policy.py of `module_dir`, on seeded windows, and checks that the outputs agree.
+  void ExpectPythonMatchesCpp(const std::string& policy_dir, const std::string& module_dir,
+                              uint32_t seed) {
+    const nlohmann::json config =
+        nlohmann::json::parse(roboloop::testing::ReadWholeFile(policy_dir + "/config.json"));
+    const std::string kind = config["policy"]["kind"];
+    const nlohmann::json& spec = config["policy"]["options"];
     nlohmann::json options = spec;
     options["normalization"] =
         nlohmann::json::parse(roboloop::testing::ReadWholeFile(policy_dir + "/normalization.json"));
@@ -110,8 +120,8 @@ class ExportPythonTest : public ::testing::Test {
 
     roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(
         {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
-         ROBOLOOP_SOURCE_DIR "/python", policy_dir, policy_dir + "/obs.bin",
-         policy_dir + "/lengths.bin", std::to_string(kBatch), policy_dir + "/python.bin"});
+         module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
+         std::to_string(kBatch), policy_dir + "/python.bin"});
     ASSERT_EQ(ran.exit_code, 0) << ran.err;
     const std::vector<float> python = ReadFloats(policy_dir + "/python.bin");
     ASSERT_EQ(python.size(), static_cast<size_t>(kBatch * chunk * action_dim));
@@ -127,29 +137,58 @@ class ExportPythonTest : public ::testing::Test {
     }
   }
 
+  // Runs the roboloop binary; fails the test when it fails.
+  void Roboloop(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    roboloop::testing::ProgramResult r = roboloop::testing::RunProgram(argv);
+    ASSERT_EQ(r.exit_code, 0) << absl::StrJoin(argv, " ") << "\n" << r.err;
+  }
+
   const TorchRuntime* runtime_ = nullptr;
   std::string dir_;
 };
 
 TEST_F(ExportPythonTest, MlpWithHistory2Chunk3) {
-  ExpectPythonMatchesCpp({{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
-                           {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "gelu"}},
-                         1);
+  const std::string policy_dir =
+      MakePolicy({{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
+                  {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "gelu"}},
+                 1);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 1);
 }
 
 TEST_F(ExportPythonTest, TransformerWithHistory4Chunk3) {
-  ExpectPythonMatchesCpp({{"kind", "transformer"}, {"obs_dim", 5}, {"action_dim", 2},
-                           {"history", 4}, {"chunk", 3}, {"d_model", 16}, {"layers", 2},
-                           {"heads", 2}, {"ffn", 32}, {"flow_matching", false}},
-                         2);
+  const std::string policy_dir =
+      MakePolicy({{"kind", "transformer"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 4},
+                  {"chunk", 3}, {"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32},
+                  {"flow_matching", false}},
+                 2);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 2);
 }
 
 TEST_F(ExportPythonTest, FlowMatchingTransformer) {
-  ExpectPythonMatchesCpp({{"kind", "transformer"}, {"obs_dim", 4}, {"action_dim", 3},
-                           {"history", 4}, {"chunk", 3}, {"d_model", 24}, {"layers", 2},
-                           {"heads", 3}, {"ffn", 40}, {"flow_matching", true},
-                           {"flow_steps", 5}},
-                         3);
+  const std::string policy_dir =
+      MakePolicy({{"kind", "transformer"}, {"obs_dim", 4}, {"action_dim", 3}, {"history", 4},
+                  {"chunk", 3}, {"d_model", 24}, {"layers", 2}, {"heads", 3}, {"ffn", 40},
+                  {"flow_matching", true}, {"flow_steps", 5}},
+                 3);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 3);
+}
+
+// The whole path: demonstrations, `roboloop train`, `roboloop export`, and the folder's own
+// roboloop_policy.py acting like the C++ policy on the trained weights and normalization.
+TEST_F(ExportPythonTest, TrainedAndExportedCheckpointMatches) {
+  const std::string demos = dir_ + "/demos.hdf5", config = dir_ + "/train.yaml";
+  const std::string store = dir_ + "/store", exported = dir_ + "/exported";
+  Roboloop({"sim", "collect", "--task", "cartpole-swingup", "--policy", "expert", "--episodes",
+            "2", "--max-steps", "50", "-o", demos});
+  std::ofstream(config) << "policy:\n  kind: transformer\n  history: 3\n  chunk: 4\n"
+                           "  d_model: 16\n  layers: 2\n  heads: 2\n  ffn: 32\n"
+                           "  flow_matching: true\n  flow_steps: 3\nbatch_size: 8\nseed: 4\n";
+  Roboloop({"train", config, "--dataset", demos, "--steps", "3", "--model", "cartpole-flow",
+            "--root", store});
+  Roboloop({"export", "cartpole-flow@latest", "-o", exported, "--root", store});
+  ExpectPythonMatchesCpp(exported, exported, 4);
 }
 
 }  // namespace
