@@ -11,6 +11,7 @@
 #include "pipeline/cli_bench.h"
 #include "pipeline/cli_data.h"
 #include "pipeline/cli_eval.h"
+#include "pipeline/cli_export.h"
 #include "pipeline/cli_pipeline.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   AddBenchCommands(app, runner);
   AddTrainCommand(app, runner, argc, argv);
   AddPipelineCommands(app, runner);
+  AddExportCommand(app, runner);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,317 @@
+"""Run a policy exported by `roboloop export` with plain PyTorch.
+
+An export folder holds config.json (the policy's kind and options, observation and action
+specs), model.safetensors (the weights) and normalization.json (per-feature mean and std of
+observations and actions). This module rebuilds the same network as roboloop's C++ policies
+(train/torch/policy/) and needs only PyTorch (1.13 or newer) and the standard library:
+
+    import torch, roboloop_policy
+    policy = roboloop_policy.load_policy("exported/")
+    obs = torch.zeros(1, policy.history, policy.obs_dim)        # raw observations, oldest first
+    actions = policy.act(obs, torch.tensor([1], dtype=torch.int32))  # [1, chunk, action_dim]
+
+Observation windows are left-padded: row b holds history_length[b] real steps in its last
+slots; the mlp reads every slot (pad by repeating the oldest real step), the transformer
+ignores the padded ones.
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+FORMAT = "roboloop-policy"
+VERSION = 1
+
+_MLP_DEFAULTS = {"history": 1, "chunk": 1, "hidden": [256, 256], "activation": "relu"}
+_TRANSFORMER_DEFAULTS = {"history": 1, "chunk": 1, "d_model": 128, "layers": 4, "heads": 4,
+                         "ffn": 512, "flow_matching": False, "flow_steps": 10}
+_ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu, "tanh": torch.tanh}
+
+
+def load_safetensors(path):
+    """Returns {name: float32 tensor} of a safetensors file; ValueError names what is wrong."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError(f"{path}: truncated safetensors header")
+    (header_size,) = struct.unpack("<Q", data[:8])
+    if 8 + header_size > len(data):
+        raise ValueError(f"{path}: header length {header_size} runs past the end of the file")
+    try:
+        header = json.loads(data[8:8 + header_size].decode("utf-8"))
+    except ValueError as e:
+        raise ValueError(f"{path}: header is not JSON ({e})") from None
+    if sys.byteorder != "little":
+        raise ValueError("safetensors data is little-endian; this machine is not")
+    payload = bytearray(data[8 + header_size:])
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry.get("dtype") != "F32":
+            raise ValueError(f"{path}: tensor {name} has dtype {entry.get('dtype')}, expected F32")
+        shape = [int(d) for d in entry["shape"]]
+        begin, end = (int(o) for o in entry["data_offsets"])
+        count = math.prod(shape)
+        if not 0 <= begin <= end <= len(payload) or end - begin != 4 * count:
+            raise ValueError(f"{path}: tensor {name} has offsets [{begin}, {end}) that disagree "
+                             f"with its shape {shape} or the data size {len(payload)}")
+        if count == 0:
+            tensors[name] = torch.zeros(shape)
+            continue
+        values = torch.frombuffer(payload, dtype=torch.float32, count=count, offset=begin)
+        tensors[name] = values.reshape(shape).clone()
+    return tensors
+
+
+def _options(kind, options):
+    """The policy options with roboloop's defaults filled in; ValueError on a bad option."""
+    defaults = {"mlp": _MLP_DEFAULTS, "transformer": _TRANSFORMER_DEFAULTS}.get(kind)
+    if defaults is None:
+        raise ValueError(f"unknown policy kind '{kind}' (known: mlp, transformer)")
+    for key in options:
+        if key not in defaults and key not in ("kind", "obs_dim", "action_dim"):
+            raise ValueError(f"policy option {key} is not an option of policy {kind}")
+    if options.get("kind", kind) != kind:
+        raise ValueError(f"options say kind {options['kind']} but the policy is {kind}")
+    merged = dict(defaults)
+    merged.update({k: v for k, v in options.items() if k != "kind"})
+    for key in ("obs_dim", "action_dim"):
+        if key not in merged:
+            raise ValueError(f"policy option {key} is required")
+    if kind == "mlp" and merged["activation"] not in _ACTIVATIONS:
+        raise ValueError(f"policy option activation: unknown '{merged['activation']}' "
+                         f"(known: {', '.join(_ACTIVATIONS)})")
+    if kind == "transformer" and merged["d_model"] % merged["heads"] != 0:
+        raise ValueError(f"policy option d_model ({merged['d_model']}) must be a multiple of "
+                         f"heads ({merged['heads']})")
+    return merged
+
+
+class MlpPolicy(nn.Module):
+    """The `mlp` policy: the flattened observation window to the flattened action chunk."""
+
+    def __init__(self, o):
+        super().__init__()
+        self.o = o
+        widths = [o["obs_dim"] * o["history"], *o["hidden"], o["action_dim"] * o["chunk"]]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+
+    def forward(self, obs, history_length):
+        del history_length  # the mlp reads the padded slots too
+        x = obs.reshape(obs.shape[0], -1)
+        activation = _ACTIVATIONS[self.o["activation"]]
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i + 1 < len(self.layers):
+                x = activation(x)
+        return x.reshape(obs.shape[0], self.o["chunk"], self.o["action_dim"])
+
+
+class Block(nn.Module):
+    """A pre-norm encoder block: masked self-attention then a GELU feed-forward network."""
+
+    def __init__(self, d_model, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d_model, eps=1e-5)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model, eps=1e-5)
+        self.fc1 = nn.Linear(d_model, ffn)
+        self.fc2 = nn.Linear(ffn, d_model)
+
+    def forward(self, x, allowed):
+        h = x + self.proj(self._attend(self.qkv(self.ln1(x)), allowed))
+        return h + self.fc2(F.gelu(self.fc1(self.ln2(h))))
+
+    def _attend(self, qkv, allowed):
+        batch, tokens, width = qkv.shape
+        d_model = width // 3
+        head_dim = d_model // self.heads
+        q, k, v = qkv.view(batch, tokens, 3, self.heads, head_dim).permute(2, 0, 3, 1, 4)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(head_dim)
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        return torch.matmul(weights, v).permute(0, 2, 1, 3).reshape(batch, tokens, d_model)
+
+
+def time_features(t, width):
+    """Sinusoidal features [batch, width] of flow times t [batch] in [0, 1]."""
+    half = width // 2
+    freqs = torch.exp(torch.arange(half, dtype=torch.float32) * (-math.log(10000.0) / half))
+    angles = (t.float() * 1000.0).unsqueeze(-1) * freqs
+    features = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+    if features.shape[-1] < width:
+        features = torch.cat([features, torch.zeros(t.shape[0], width - features.shape[-1])], -1)
+    return features
+
+
+class TransformerPolicy(nn.Module):
+    """The `transformer` policy: observation tokens then action-query tokens under a prefix-LM
+    mask (observations see each other, actions see the observations and earlier actions), with
+    a regression head or a flow-matching head integrated from zero by Euler steps."""
+
+    def __init__(self, o):
+        super().__init__()
+        self.o = o
+        d = o["d_model"]
+        self.obs_embed = nn.Linear(o["obs_dim"], d)
+        self.obs_pos = nn.Parameter(torch.randn(o["history"], d) * 0.02)
+        self.action_query = nn.Parameter(torch.randn(o["chunk"], d) * 0.02)
+        self.blocks = nn.ModuleList(Block(d, o["heads"], o["ffn"]) for _ in range(o["layers"]))
+        self.ln_f = nn.LayerNorm(d, eps=1e-5)
+        self.head = nn.Linear(d, o["action_dim"])
+        if o["flow_matching"]:
+            self.action_in = nn.Linear(o["action_dim"], d)
+            self.time_mlp = nn.Linear(d, d)
+
+    def forward(self, obs, history_length):
+        batch = obs.shape[0]
+        allowed = self._allowed(history_length)
+        if not self.o["flow_matching"]:
+            queries = self.action_query.unsqueeze(0).expand(batch, -1, -1)
+            return self._predict(obs, queries, allowed)
+        steps = self.o["flow_steps"]
+        x = torch.zeros(batch, self.o["chunk"], self.o["action_dim"])
+        for k in range(steps):
+            t = torch.full((batch,), float(k) / steps, dtype=torch.float32)
+            x = x + self._predict(obs, self._flow_queries(x, t), allowed) / steps
+        return x
+
+    def _flow_queries(self, x_t, t):
+        time = self.time_mlp(time_features(t, self.o["d_model"]))
+        return self.action_query.unsqueeze(0) + self.action_in(x_t) + time.unsqueeze(1)
+
+    def _allowed(self, history_length):
+        """bool [batch, 1, tokens, tokens]: which key each query token may attend to."""
+        history = self.o["history"]
+        total = history + self.o["chunk"]
+        slot = torch.arange(total)
+        query, key = slot.view(1, total, 1), slot.view(1, 1, total)
+        first_real = (history - history_length.long()).view(-1, 1, 1)
+        key_is_obs = key < history
+        obs_query = (query < history) & key_is_obs
+        action_query = (query >= history) & (key_is_obs | (key <= query))
+        return (((key >= first_real) & (obs_query | action_query)) | (query == key)).unsqueeze(1)
+
+    def _predict(self, obs, queries, allowed):
+        x = torch.cat([self.obs_embed(obs) + self.obs_pos.unsqueeze(0), queries], dim=1)
+        for block in self.blocks:
+            x = block(x, allowed)
+        return self.head(self.ln_f(x[:, self.o["history"]:]))
+
+
+def build_model(kind, options):
+    """A freshly initialised module of `kind` ("mlp" or "transformer") with `options` (the
+    policy options of a checkpoint manifest); parameter names match roboloop's weights."""
+    o = _options(kind, options)
+    return MlpPolicy(o) if kind == "mlp" else TransformerPolicy(o)
+
+
+def load_weights(model, path):
+    """Copies the tensors of safetensors file `path` into `model`; ValueError names a missing,
+    extra or mis-shaped tensor."""
+    tensors = load_safetensors(path)
+    expected = dict(model.named_parameters())
+    for name, parameter in expected.items():
+        if name not in tensors:
+            raise ValueError(f"{path}: tensor {name} is missing")
+        if list(tensors[name].shape) != list(parameter.shape):
+            raise ValueError(f"{path}: tensor {name} has shape {list(tensors[name].shape)}, "
+                             f"the policy needs {list(parameter.shape)}")
+    extra = sorted(set(tensors) - set(expected))
+    if extra:
+        raise ValueError(f"{path}: tensor {extra[0]} is not part of this policy")
+    model.load_state_dict(tensors, strict=True)
+
+
+def _stats(normalization, side, dim):
+    """(mean, std) tensors of one side of normalization.json, or None when it has none."""
+    if side not in normalization:
+        return None
+    entry = normalization[side]
+    stats = []
+    for stat in ("mean", "std"):
+        values = entry.get(stat)
+        if not isinstance(values, list) or len(values) != dim:
+            raise ValueError(f"normalization.{side}.{stat} must hold {dim} numbers")
+        stats.append(torch.tensor(values, dtype=torch.float32))
+    if not bool((stats[1] > 0).all()):
+        raise ValueError(f"normalization.{side}.std must be positive")
+    return stats
+
+
+class ExportedPolicy:
+    """A loaded policy: raw observation windows in, raw action chunks out."""
+
+    def __init__(self, model, config, normalization):
+        self.model = model.eval()
+        self.config = config
+        o = model.o
+        self.obs_dim, self.action_dim = o["obs_dim"], o["action_dim"]
+        self.history, self.chunk = o["history"], o["chunk"]
+        self.obs_stats = _stats(normalization, "obs", self.obs_dim)
+        self.action_stats = _stats(normalization, "action", self.action_dim)
+
+    def act(self, obs, history_length=None):
+        """Actions [batch, chunk, action_dim] for raw observations [batch, history, obs_dim]
+        with history_length[b] (1..history, default history) real steps at the end of row b."""
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        if obs.dim() != 3 or obs.shape[1] != self.history or obs.shape[2] != self.obs_dim:
+            raise ValueError(f"obs must be [batch, {self.history}, {self.obs_dim}], "
+                             f"got {list(obs.shape)}")
+        if history_length is None:
+            history_length = torch.full((obs.shape[0],), self.history, dtype=torch.int32)
+        history_length = torch.as_tensor(history_length).reshape(-1)
+        if history_length.shape[0] != obs.shape[0]:
+            raise ValueError(f"history_length must hold {obs.shape[0]} entries")
+        if bool((history_length < 1).any()) or bool((history_length > self.history).any()):
+            raise ValueError(f"history_length entries must lie in 1..{self.history}")
+        with torch.no_grad():
+            if self.obs_stats is not None:
+                obs = (obs - self.obs_stats[0]) / self.obs_stats[1]
+            out = self.model(obs, history_length)
+            if self.action_stats is not None:
+                out = out * self.action_stats[1] + self.action_stats[0]
+        return out
+
+
+def _read_json(path):
+    with open(path, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_policy(directory):
+    """Loads the export folder `directory` (config.json, model.safetensors,
+    normalization.json); ValueError names the file and what is wrong."""
+    config = _read_json(os.path.join(directory, "config.json"))
+    if config.get("format") != FORMAT or config.get("version") != VERSION:
+        raise ValueError(f"{directory}/config.json is not a {FORMAT} version {VERSION} file")
+    policy = config["policy"]
+    model = build_model(policy["kind"], policy.get("options", {}))
+    load_weights(model, os.path.join(directory, "model.safetensors"))
+    normalization = _read_json(os.path.join(directory, "normalization.json"))
+    return ExportedPolicy(model, config, normalization)
+
+
+def main(argv):
+    """`python3 roboloop_policy.py DIR`: loads DIR and prints what the policy reads and writes."""
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} EXPORT_DIR", file=sys.stderr)
+        return 2
+    policy = load_policy(argv[1])
+    zeros = torch.zeros(1, policy.history, policy.obs_dim)
+    print(f"{policy.config.get('model', '?')} ({policy.config['policy']['kind']}): obs "
+          f"[batch, {policy.history}, {policy.obs_dim}] -> actions "
+          f"{list(policy.act(zeros).shape[1:])} per row")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

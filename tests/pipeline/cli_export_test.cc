@@ -1,0 +1,178 @@
+// `roboloop export` driven as a user would (issue 6, req 7): a checkpoint with real weights
+// registered in a real store and exported to a folder, and the refusals (bad reference, a
+// dataset, no policy blob, a TorchScript policy, a non-empty folder). That the folder runs in
+// Python like the C++ policy is tests/train/export_python_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/train/policy_test_files.h"
+#include "tests/util/subprocess.h"
+#include "train/safetensors.h"
+
+namespace roboloop {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ProgramResult;
+
+// The mlp of the exported checkpoint: 4 observations -> 8 hidden -> 1 action.
+const std::vector<int64_t> kWidths = {4, 8, 1};
+
+nlohmann::json Normalization() {
+  return {{"obs", {{"mean", {0.5, -1.0, 0.0, 2.0}}, {"std", {2.0, 0.5, 1.0, 4.0}}}},
+          {"action", {{"mean", {0.25}}, {"std", {3.0}}}}};
+}
+
+nlohmann::json PolicyOptions() {
+  return {{"kind", "mlp"}, {"obs_dim", 4}, {"action_dim", 1}, {"history", 1},
+          {"chunk", 1},    {"hidden", {8}}, {"activation", "tanh"}};
+}
+
+class CliExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("cli_export");
+    root_ = dir_ + "/store";
+  }
+
+  ProgramResult Roboloop(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv = {testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--root", root_});
+    return testing::RunProgram(argv, env);
+  }
+
+  std::string WriteFile(const std::string& name, const std::string& data) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << data;
+    return path;
+  }
+
+  std::string Manifest(const std::string& kind) {
+    nlohmann::json manifest = {
+        {"format_version", 1},
+        {"model", "x"},
+        {"policy", {{"kind", kind}, {"options", PolicyOptions()}}},
+        {"obs_spec", {{"names", {"qpos"}}, {"shapes", {{4}}}}},
+        {"action_spec", {{"names", {"force"}}, {"shapes", {{1}}}}},
+        {"normalization", Normalization()},
+        {"action_chunk", {{"horizon", 1}, {"execution", "receding"}}},
+        {"dataset_id", ""},
+        {"parent_id", ""},
+        {"step", 10},
+        {"metrics", nlohmann::json::object()},
+        {"blobs", nlohmann::json::object()},
+        {"provenance", nlohmann::json::object()}};
+    return WriteFile("manifest-" + kind + ".json", manifest.dump());
+  }
+
+  // Registers checkpoint `model` with `blobs` (ROLE=PATH); returns its id.
+  std::string PutCheckpoint(const std::string& model, const std::string& kind,
+                            const std::vector<std::string>& blobs) {
+    std::vector<std::string> args = {"registry", "put", "--model", model,
+                                     "--manifest", Manifest(kind)};
+    for (const std::string& blob : blobs) args.insert(args.end(), {"--blob", blob});
+    ProgramResult put = Roboloop(args);
+    EXPECT_EQ(put.exit_code, 0) << put.err;
+    return put.out.substr(put.out.rfind(' ') + 1, 64);
+  }
+
+  // A real policy blob (seeded mlp weights) and a trainer-state blob.
+  std::vector<std::string> PolicyBlobs() {
+    const std::string policy = dir_ + "/policy.safetensors";
+    EXPECT_TRUE(train::WriteSafetensors(policy, train::testing::RandomMlpTensors(kWidths, 9)).ok());
+    return {"policy=" + policy, "trainer_state=" + WriteFile("state.bin", "optimizer bytes")};
+  }
+
+  std::string dir_;
+  std::string root_;
+};
+
+TEST_F(CliExportTest, WritesASelfContainedFolder) {
+  const std::string id = PutCheckpoint("cartpole-mlp", "mlp", PolicyBlobs());
+  const std::string out = dir_ + "/exported";
+  const std::string maps = dir_ + "/maps.txt";
+  ProgramResult exported =
+      Roboloop({"export", "cartpole-mlp@latest", "-o", out}, {"ROBOLOOP_MAPS_REPORT=" + maps});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_THAT(exported.out, HasSubstr("exported checkpoint cartpole-mlp:v1"));
+  // Exporting needs no LibTorch (ARCHITECTURE §1: the torch boundary).
+  EXPECT_THAT(testing::ReadWholeFile(maps), Not(HasSubstr("libtorch")));
+  EXPECT_THAT(testing::ReadWholeFile(maps), HasSubstr("libc"));
+
+  EXPECT_EQ(testing::ReadWholeFile(out + "/model.safetensors"),
+            testing::ReadWholeFile(dir_ + "/policy.safetensors"));
+  EXPECT_EQ(testing::ReadWholeFile(out + "/roboloop_policy.py"),
+            testing::ReadWholeFile(ROBOLOOP_SOURCE_DIR "/python/roboloop_policy.py"));
+  EXPECT_EQ(nlohmann::json::parse(testing::ReadWholeFile(out + "/normalization.json")),
+            Normalization());
+  const nlohmann::json config = nlohmann::json::parse(testing::ReadWholeFile(out + "/config.json"));
+  EXPECT_EQ(config["format"], "roboloop-policy");
+  EXPECT_EQ(config["version"], 1);
+  EXPECT_EQ(config["policy"]["kind"], "mlp");
+  EXPECT_EQ(config["policy"]["options"], PolicyOptions());
+  EXPECT_EQ(config["obs_spec"]["names"][0], "qpos");
+  EXPECT_EQ(config["action_spec"]["names"][0], "force");
+  EXPECT_EQ(config["action_chunk"]["execution"], "receding");
+  EXPECT_EQ(config["checkpoint_id"], id);
+  EXPECT_EQ(config["model"], "cartpole-mlp");
+}
+
+TEST_F(CliExportTest, RefusesABadReference) {
+  ProgramResult missing = Roboloop({"export", "nothing:v3", "-o", dir_ + "/out"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("nothing"));
+  ProgramResult malformed = Roboloop({"export", "bad name!", "-o", dir_ + "/out"});
+  EXPECT_EQ(malformed.exit_code, 1);
+  EXPECT_THAT(malformed.err, HasSubstr("bad name!"));
+  EXPECT_FALSE(std::ifstream(dir_ + "/out/config.json").good());
+}
+
+TEST_F(CliExportTest, RefusesADataset) {
+  ASSERT_EQ(Roboloop({"registry", "put", WriteFile("demo.hdf5", "bytes"), "--dataset", "demos"})
+                .exit_code,
+            0);
+  ProgramResult exported = Roboloop({"export", "demos:v1", "-o", dir_ + "/out"});
+  EXPECT_EQ(exported.exit_code, 1);
+  EXPECT_THAT(exported.err, HasSubstr("'demos:v1' is dataset demos:v1, not a checkpoint"));
+}
+
+TEST_F(CliExportTest, RefusesACheckpointWithoutPolicyBlob) {
+  PutCheckpoint("stateonly", "mlp", {"trainer_state=" + WriteFile("state.bin", "optimizer")});
+  ProgramResult exported = Roboloop({"export", "stateonly:v1", "-o", dir_ + "/out"});
+  EXPECT_EQ(exported.exit_code, 1);
+  EXPECT_THAT(exported.err, HasSubstr("checkpoint stateonly:v1 has no 'policy' blob"));
+}
+
+TEST_F(CliExportTest, RefusesATorchScriptPolicy) {
+  PutCheckpoint("scripted", "torchscript", {"policy=" + WriteFile("policy.pt", "zip bytes")});
+  ProgramResult exported = Roboloop({"export", "scripted:v1", "-o", dir_ + "/out"});
+  EXPECT_EQ(exported.exit_code, 1);
+  EXPECT_THAT(exported.err, HasSubstr("policy kind 'torchscript', which does not export"));
+}
+
+TEST_F(CliExportTest, RefusesANonEmptyFolderWithoutForce) {
+  PutCheckpoint("cartpole-mlp", "mlp", PolicyBlobs());
+  const std::string out = dir_ + "/occupied";
+  ASSERT_EQ(testing::RunProgram({"/bin/mkdir", "-p", out}).exit_code, 0);
+  std::ofstream(out + "/notes.txt") << "mine";
+  ProgramResult refused = Roboloop({"export", "cartpole-mlp:v1", "-o", out});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("output folder " + out + " is not empty"));
+  EXPECT_FALSE(std::ifstream(out + "/config.json").good());
+
+  ProgramResult forced = Roboloop({"export", "cartpole-mlp:v1", "-o", out, "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_TRUE(std::ifstream(out + "/config.json").good());
+  EXPECT_EQ(testing::ReadWholeFile(out + "/notes.txt"), "mine");
+}
+
+}  // namespace
+}  // namespace roboloop

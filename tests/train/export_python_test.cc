@@ -1,0 +1,195 @@
+// python/roboloop_policy.py against the C++ policies (issue 6, req 7): the same seeded weights
+// and normalization, loaded once through TorchRuntime::LoadPolicy and once by the plain-PyTorch
+// loader, give the same action chunks for windows with mixed history lengths.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "tests/train/policy_test_files.h"
+#include "tests/util/subprocess.h"
+#include "train/torch_runtime.h"
+
+namespace roboloop::train {
+namespace {
+
+// Rows fed to every policy.
+constexpr int kBatch = 7;
+
+template <typename T>
+void WriteRaw(const std::string& path, const std::vector<T>& values) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(values.data()),
+             static_cast<std::streamsize>(values.size() * sizeof(T)));
+}
+
+std::vector<float> ReadFloats(const std::string& path) {
+  const std::string bytes = roboloop::testing::ReadWholeFile(path);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// ‖a − b‖ / ‖b‖ (1 when the sizes differ or b is zero).
+double RelativeL2Error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, ref = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    ref += static_cast<double>(b[i]) * b[i];
+  }
+  return a.size() == b.size() && ref > 0.0 ? std::sqrt(diff / ref) : 1.0;
+}
+
+// History lengths cycling through 1..history, so every padding amount appears.
+std::vector<int32_t> MixedLengths(int batch, int history) {
+  std::vector<int32_t> lengths(static_cast<size_t>(batch));
+  for (int b = 0; b < batch; ++b) lengths[b] = 1 + (b * 3) % history;
+  return lengths;
+}
+
+// Raw observations [batch, history, obs_dim], left-padded by repeating the oldest real step.
+std::vector<float> PaddedWindows(const std::vector<int32_t>& lengths, int history, int obs_dim,
+                                 uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> obs(lengths.size() * history * obs_dim);
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    const int first_real = history - lengths[b];
+    for (int h = first_real; h < history; ++h) {
+      for (int d = 0; d < obs_dim; ++d) obs[(b * history + h) * obs_dim + d] = normal(rng);
+    }
+    for (int h = 0; h < first_real; ++h) {
+      for (int d = 0; d < obs_dim; ++d) {
+        obs[(b * history + h) * obs_dim + d] = obs[(b * history + first_real) * obs_dim + d];
+      }
+    }
+  }
+  return obs;
+}
+
+class ExportPythonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::PythonTorchAvailable()) {
+      GTEST_SKIP() << testing::kTorchPython << " cannot import torch (install python3-torch)";
+    }
+    auto runtime = TorchRuntime::Load();
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    runtime_ = *runtime;
+    dir_ = roboloop::testing::MakeTempDir("export_python");
+  }
+
+  // Writes a seeded policy of `spec` (policy options with "kind") into a new folder.
+  std::string MakePolicy(const nlohmann::json& spec, uint32_t seed) {
+    const std::string policy_dir = dir_ + "/" + spec["kind"].get<std::string>() +
+                                   std::to_string(seed);
+    roboloop::testing::ProgramResult made = roboloop::testing::RunProgram(
+        {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/make_policy_weights.py",
+         spec.dump(), std::to_string(seed), policy_dir});
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return policy_dir;
+  }
+
+  // Runs the export folder `policy_dir` in C++ (both inference modes) and in Python with the
+  // roboloop_policy.py of `module_dir`, on seeded windows, and checks that the outputs agree.
+  void ExpectPythonMatchesCpp(const std::string& policy_dir, const std::string& module_dir,
+                              uint32_t seed) {
+    const nlohmann::json config =
+        nlohmann::json::parse(roboloop::testing::ReadWholeFile(policy_dir + "/config.json"));
+    const std::string kind = config["policy"]["kind"];
+    const nlohmann::json& spec = config["policy"]["options"];
+    nlohmann::json options = spec;
+    options["normalization"] =
+        nlohmann::json::parse(roboloop::testing::ReadWholeFile(policy_dir + "/normalization.json"));
+    auto policy = runtime_->LoadPolicy(policy_dir + "/model.safetensors", kind, options.dump());
+    ASSERT_TRUE(policy.ok()) << policy.status();
+
+    const int history = spec["history"], chunk = spec["chunk"];
+    const int obs_dim = spec["obs_dim"], action_dim = spec["action_dim"];
+    const std::vector<int32_t> lengths = MixedLengths(kBatch, history);
+    const std::vector<float> obs = PaddedWindows(lengths, history, obs_dim, seed + 100);
+    WriteRaw(policy_dir + "/obs.bin", obs);
+    WriteRaw(policy_dir + "/lengths.bin", lengths);
+
+    roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(
+        {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
+         module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
+         std::to_string(kBatch), policy_dir + "/python.bin"});
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+    const std::vector<float> python = ReadFloats(policy_dir + "/python.bin");
+    ASSERT_EQ(python.size(), static_cast<size_t>(kBatch * chunk * action_dim));
+
+    for (bool batch_invariant : {false, true}) {
+      std::vector<float> cpp(python.size());
+      ASSERT_TRUE((*policy)
+                      ->ActChunk(obs.data(), lengths.data(), kBatch, history, obs_dim, cpp.data(),
+                                 chunk, action_dim, batch_invariant)
+                      .ok());
+      EXPECT_LE(RelativeL2Error(python, cpp), 1e-5)
+          << kind << " batch_invariant=" << batch_invariant << " options " << spec.dump();
+    }
+  }
+
+  // Runs the roboloop binary; fails the test when it fails.
+  void Roboloop(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    roboloop::testing::ProgramResult r = roboloop::testing::RunProgram(argv);
+    ASSERT_EQ(r.exit_code, 0) << absl::StrJoin(argv, " ") << "\n" << r.err;
+  }
+
+  const TorchRuntime* runtime_ = nullptr;
+  std::string dir_;
+};
+
+TEST_F(ExportPythonTest, MlpWithHistory2Chunk3) {
+  const std::string policy_dir =
+      MakePolicy({{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
+                  {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "gelu"}},
+                 1);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 1);
+}
+
+TEST_F(ExportPythonTest, TransformerWithHistory4Chunk3) {
+  const std::string policy_dir =
+      MakePolicy({{"kind", "transformer"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 4},
+                  {"chunk", 3}, {"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32},
+                  {"flow_matching", false}},
+                 2);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 2);
+}
+
+TEST_F(ExportPythonTest, FlowMatchingTransformer) {
+  const std::string policy_dir =
+      MakePolicy({{"kind", "transformer"}, {"obs_dim", 4}, {"action_dim", 3}, {"history", 4},
+                  {"chunk", 3}, {"d_model", 24}, {"layers", 2}, {"heads", 3}, {"ffn", 40},
+                  {"flow_matching", true}, {"flow_steps", 5}},
+                 3);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 3);
+}
+
+// The whole path: demonstrations, `roboloop train`, `roboloop export`, and the folder's own
+// roboloop_policy.py acting like the C++ policy on the trained weights and normalization.
+TEST_F(ExportPythonTest, TrainedAndExportedCheckpointMatches) {
+  const std::string demos = dir_ + "/demos.hdf5", config = dir_ + "/train.yaml";
+  const std::string store = dir_ + "/store", exported = dir_ + "/exported";
+  Roboloop({"sim", "collect", "--task", "cartpole-swingup", "--policy", "expert", "--episodes",
+            "2", "--max-steps", "50", "-o", demos});
+  std::ofstream(config) << "policy:\n  kind: transformer\n  history: 3\n  chunk: 4\n"
+                           "  d_model: 16\n  layers: 2\n  heads: 2\n  ffn: 32\n"
+                           "  flow_matching: true\n  flow_steps: 3\nbatch_size: 8\nseed: 4\n";
+  Roboloop({"train", config, "--dataset", demos, "--steps", "3", "--model", "cartpole-flow",
+            "--root", store});
+  Roboloop({"export", "cartpole-flow@latest", "-o", exported, "--root", store});
+  ExpectPythonMatchesCpp(exported, exported, 4);
+}
+
+}  // namespace
+}  // namespace roboloop::train
