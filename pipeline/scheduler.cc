@@ -99,6 +99,7 @@ class Runner {
       const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const std::map<std::string, StageOutputs>& visible,
       const std::string& prefix, RunOutcome* outcome) {
     absl::Mutex mu;
+    absl::CondVar changed;
     std::map<std::string, StageOutputs> done;
     std::set<std::string> started;
     absl::Status failure;
@@ -119,7 +120,7 @@ class Runner {
           ++running;
           std::map<std::string, StageOutputs> inputs = visible;
           for (const auto& [name, out] : done) inputs[name] = out;
-          auto work = [this, &stage, inputs, prefix, outcome, &mu, &done, &failure, &running]() {
+          auto work = [this, &stage, inputs, prefix, outcome, &mu, &changed, &done, &failure, &running]() {
             absl::StatusOr<StageOutputs> result = RunStage(stage, inputs, prefix, outcome);
             absl::MutexLock inner(&mu);
             if (result.ok()) {
@@ -128,6 +129,7 @@ class Runner {
               failure = result.status();
             }
             --running;
+            changed.SignalAll();
           };
           if (stage.kind() == "loop") {
             loop_threads.emplace_back(work);
@@ -138,7 +140,7 @@ class Runner {
       }
       const bool finished = running == 0 && (!failure.ok() || Cancelled() || started.size() == static_cast<size_t>(stages.size()));
       if (finished) break;
-      mu.AwaitWithTimeout(absl::Condition(+[](int* r) { return *r >= 0; }, &running), absl::Milliseconds(20));
+      changed.WaitWithTimeout(&mu, absl::Milliseconds(20));
     }
     mu.Unlock();
     for (std::thread& t : loop_threads) t.join();

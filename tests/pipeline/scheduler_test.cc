@@ -1,0 +1,173 @@
+// The scheduler with a scripted executor (a fake, standing in for the services): order,
+// concurrency, substitution, retries with backoff, timeouts, loops and cancellation.
+#include "pipeline/scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "tests/util/subprocess.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records calls; each stage's behaviour is scripted by name.
+class ScriptedExecutor : public StageExecutor {
+ public:
+  std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, int call, const std::atomic<bool>&)> script;
+
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>& cancel) override {
+    int call;
+    {
+      absl::MutexLock lock(&mu);
+      call = ++calls[stage.name()];
+      order.push_back(stage.name());
+      seen.push_back(stage);
+      ++running;
+      max_running = std::max(max_running, running);
+    }
+    absl::StatusOr<StageOutputs> result = script(stage, call, cancel);
+    absl::MutexLock lock(&mu);
+    --running;
+    return result;
+  }
+
+  absl::Mutex mu;
+  std::map<std::string, int> calls;
+  std::vector<std::string> order;
+  std::vector<v1::Stage> seen;
+  int running = 0, max_running = 0;
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<RunOutcome> Run(const std::string& yaml, SchedulerOptions options = {}) {
+    const std::string dir = testing::MakeTempDir("sched");
+    std::ofstream(dir + "/p.yaml") << yaml;
+    auto loaded = LoadPipeline(dir + "/p.yaml", {});
+    if (!loaded.ok()) return loaded.status();
+    loaded_ = *loaded;
+    auto plan = ValidatePipeline(loaded_, ValidationOptions());
+    if (!plan.ok()) return plan.status();
+    plan_ = *plan;
+    options.default_backoff = absl::Milliseconds(10);
+    return RunPipeline(loaded_, plan_, executor_, options);
+  }
+
+  ScriptedExecutor executor_;
+  LoadedPipeline loaded_;
+  Plan plan_;
+};
+
+constexpr char kDiamond[] = R"(vars: {model: m}
+stages:
+  - {name: a, kind: collect, collect: {task: t, episodes: 1}}
+  - {name: b, kind: collect, collect: {task: t, episodes: 1, first_episode: 10}}
+  - {name: merged, kind: merge, merge: {datasets: ["${a.dataset}", "${b.dataset}"]}}
+  - {name: train, kind: train, train: {dataset: "${merged.dataset}", model: "${vars.model}"}}
+)";
+
+TEST_F(SchedulerTest, RunsIndependentStagesConcurrentlyAndSubstitutesOutputs) {
+  executor_.script = [](const v1::Stage& stage, int, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck-" + stage.train().dataset()}};
+    return StageOutputs{{"dataset", "ds-" + stage.name()}};
+  };
+  auto outcome = Run(kDiamond);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(executor_.max_running, 2) << "a and b run at the same time";
+  EXPECT_EQ(executor_.order.back(), "train");
+  EXPECT_EQ(outcome->outputs.at("train").at("checkpoint"), "ck-ds-merged");
+  const v1::Stage& merged = executor_.seen[2];
+  EXPECT_THAT(std::vector<std::string>(merged.merge().datasets().begin(), merged.merge().datasets().end()),
+              ::testing::UnorderedElementsAre("ds-a", "ds-b"));
+  EXPECT_EQ(executor_.seen[3].train().model(), "m");
+}
+
+TEST_F(SchedulerTest, TransientFailuresAreRetriedWithBackoffAndOthersFailAtOnce) {
+  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+    if (stage.name() == "a" && call < 3) return absl::UnavailableError("service restarting");
+    if (stage.name() == "b") return absl::InvalidArgumentError("bad task");
+    return StageOutputs{{"dataset", "x"}};
+  };
+  auto outcome = Run(R"(stages:
+  - {name: a, kind: collect, retries: 3, collect: {task: t, episodes: 1}}
+  - {name: b, kind: collect, retries: 3, needs: [a], collect: {task: t, episodes: 1, first_episode: 5}}
+)");
+  EXPECT_EQ(executor_.calls["a"], 3);
+  EXPECT_EQ(executor_.calls["b"], 1) << "a non-transient error is not retried";
+  EXPECT_THAT(outcome.status().message(), HasSubstr("stage b"));
+  EXPECT_THAT(outcome.status().message(), HasSubstr("bad task"));
+}
+
+TEST_F(SchedulerTest, TimeoutCancelsTheAttempt) {
+  executor_.script = [](const v1::Stage&, int, const std::atomic<bool>& cancel) -> absl::StatusOr<StageOutputs> {
+    while (!cancel.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return absl::CancelledError("stopped");
+  };
+  auto outcome = Run("stages:\n  - {name: slow, kind: report, timeout_s: 0.2, retries: 1, report: {}}\n");
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kDeadlineExceeded) << outcome.status();
+  EXPECT_EQ(executor_.calls["slow"], 2) << "a timeout is transient: retried once";
+}
+
+constexpr char kLoop[] = R"(stages:
+  - name: improve
+    kind: loop
+    loop:
+      max_iterations: 4
+      until: "${gate.success.lower} >= 0.85"
+      stages:
+        - {name: tune, kind: train, train: {dataset: d}}
+        - {name: gate, kind: evaluate, evaluate: {checkpoint: "${tune.checkpoint}"}}
+)";
+
+TEST_F(SchedulerTest, LoopRepeatsUntilItsConditionHolds) {
+  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck" + std::to_string(call)}};
+    return StageOutputs{{"success.lower", call >= 3 ? "0.9" : "0.5"}};
+  };
+  auto outcome = Run(kLoop);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->loop_iterations.at("improve"), 3);
+  EXPECT_EQ(outcome->outputs.at("improve").at("checkpoint"), "ck3");
+  EXPECT_EQ(executor_.seen.back().evaluate().checkpoint(), "ck3");
+}
+
+TEST_F(SchedulerTest, LoopWithoutItsConditionFailsWithConditionNotMet) {
+  executor_.script = [](const v1::Stage& stage, int, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck"}};
+    return StageOutputs{{"success.lower", "0.5"}};
+  };
+  auto outcome = Run(kLoop);
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(outcome.status().message(), HasSubstr("condition not met"));
+  EXPECT_EQ(executor_.calls["gate"], 4);
+}
+
+TEST_F(SchedulerTest, CancellationStopsRunningStagesAndStartsNoMore) {
+  std::atomic<bool> cancel{false};
+  executor_.script = [&](const v1::Stage&, int, const std::atomic<bool>& stage_cancel) -> absl::StatusOr<StageOutputs> {
+    cancel.store(true);
+    while (!stage_cancel.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return absl::CancelledError("stopped");
+  };
+  SchedulerOptions options;
+  options.cancel = &cancel;
+  auto outcome = Run(kDiamond, options);
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kCancelled) << outcome.status();
+  EXPECT_EQ(executor_.calls.count("merged"), 0u);
+}
+
+TEST(SubstituteTest, MissingValuesAreNamed) {
+  EXPECT_EQ(*Substitute("x-${a.dataset}-${vars.v}", {{"a", {{"dataset", "d"}}}}, {{"v", "1"}}), "x-d-1");
+  EXPECT_THAT(Substitute("${a.checkpoint}", {{"a", {{"dataset", "d"}}}}, {}).status().message(),
+              HasSubstr("${a.checkpoint} has no value"));
+}
+
+}  // namespace
+}  // namespace roboloop::pipeline
