@@ -1,0 +1,97 @@
+// The run store (issue 8, req 4): SQLite (WAL) records of pipeline runs and their stage
+// executions (status, attempts, timings, inputs, outputs as artifact ids), and the
+// content-keyed cache — a stage whose kind and substituted parameters (which include its
+// input artifact ids) match a finished execution reuses that execution's outputs. Resuming a
+// run is running it again: every finished stage is a cache hit. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "eval/sqlite_db.h"
+#include "pipeline/scheduler.h"
+
+namespace roboloop::pipeline {
+
+// One stage execution as stored.
+struct StageExecutionRecord {
+  int64_t id = 0;
+  std::string stage;          // name (inside loops: "<loop>[<i>].<stage>")
+  std::string cache_key;      // StageCacheKey of the resolved stage
+  std::string status;         // running | finished | failed | cached
+  int attempts = 0;
+  int64_t started_us = 0, finished_us = 0;
+  std::string outputs_json;   // {"output": "value"}
+  std::string message;        // error of a failed execution
+};
+
+// One run as stored.
+struct RunRecord {
+  std::string id;
+  std::string pipeline;       // pipeline name
+  std::string spec_path;      // the YAML it ran
+  std::string status;         // running | finished | failed | cancelled
+  int64_t created_us = 0, finished_us = 0;
+  std::string message;
+  std::vector<StageExecutionRecord> stages;  // in start order
+};
+
+// sha256 over the stage's kind and its parameters as canonical JSON (name, needs, retries and
+// timeouts excluded: they do not change what the stage produces).
+std::string StageCacheKey(const v1::Stage& resolved);
+
+class RunStore {
+ public:
+  // Opens (creating) the store at `path`, e.g. ".roboloop/pipeline/runs.db".
+  static absl::StatusOr<std::unique_ptr<RunStore>> Open(const std::string& path);
+
+  // A new run (uuid) of `pipeline` from `spec_path`.
+  absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path);
+  // Marks the run running again (resume).
+  absl::Status ReopenRun(const std::string& run_id);
+  // Ends the run with `status` and `message`.
+  absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
+
+  // Records a stage execution's start; returns its id.
+  absl::StatusOr<int64_t> StartStage(const std::string& run_id, const std::string& stage,
+                                     const std::string& cache_key);
+  // Records its end.
+  absl::Status FinishStage(int64_t execution_id, const std::string& status, int attempts,
+                           const StageOutputs& outputs, const std::string& message);
+  // Outputs of the newest finished execution with `cache_key`, if any.
+  absl::StatusOr<std::optional<StageOutputs>> FindCached(const std::string& cache_key);
+
+  // The run `run_id` with its executions; NotFound naming it.
+  absl::StatusOr<RunRecord> GetRun(const std::string& run_id);
+  // The newest `limit` runs, without executions.
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(int limit);
+
+ private:
+  explicit RunStore(std::unique_ptr<eval::SqliteDb> db) : db_(std::move(db)) {}
+
+  absl::Mutex mu_;
+  std::unique_ptr<eval::SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+};
+
+// A StageExecutor that records every execution in a RunStore and, unless `use_cache` is off,
+// answers stages from the cache (recorded with status "cached") instead of running them.
+class RecordingExecutor : public StageExecutor {
+ public:
+  RecordingExecutor(StageExecutor* inner, RunStore* store, std::string run_id, bool use_cache)
+      : inner_(inner), store_(store), run_id_(std::move(run_id)), use_cache_(use_cache) {}
+
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>& cancel) override;
+
+ private:
+  StageExecutor* inner_;
+  RunStore* store_;
+  std::string run_id_;
+  bool use_cache_;
+};
+
+}  // namespace roboloop::pipeline
