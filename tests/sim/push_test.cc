@@ -1,7 +1,7 @@
 // The push task (issue 4, req 3): reset draws block start and goal inside the workspace at
 // least 0.1 m apart (and the pusher clear of the block), success and termination follow the
-// block's position, missing parts are clear errors, and expert rollouts are bitwise identical
-// for 1 and 2 threads and any number of envs.
+// block's position, missing parts are clear errors, expert rollouts are bitwise identical
+// for 1 and 2 threads and any number of envs, and the robustness options (req 4) apply.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -138,6 +138,31 @@ TEST(PushTest, ExpertRolloutsAreIdenticalFor1And2ThreadsAndAnyEnvCount) {
     EXPECT_TRUE((*a)[i].success) << "episode " << i;
   }
   EXPECT_NE((*a)[0].state_hash_chain, (*a)[1].state_hash_chain);
+}
+
+TEST(PushTest, RobustnessOptionsChangeEpisodesReproducibly) {
+  auto task = testing::BuiltinTask("push");
+  ASSERT_NE(task, nullptr);
+  auto expert = task->MakeExpert();
+  ASSERT_TRUE(expert.ok()) << expert.status();
+  RolloutOptions plain;
+  plain.num_episodes = 3;
+  plain.num_envs = 3;
+  RolloutOptions perturbed = plain;
+  perturbed.robustness.obs_noise_std["block"] = 0.005;
+  perturbed.robustness.action_noise_std = 0.1;
+  perturbed.robustness.action_delay = 1;
+  perturbed.robustness.body_mass = {0.8, 1.2};
+  perturbed.robustness.actuator_gain = {0.8, 1.2};
+  auto base = RunRollout(*task, **expert, plain);
+  auto first = RunRollout(*task, **expert, perturbed);
+  perturbed.num_envs = 1;
+  auto second = RunRollout(*task, **expert, perturbed);
+  ASSERT_TRUE(base.ok() && first.ok() && second.ok()) << first.status();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE((*base)[i].state_hash_chain, (*first)[i].state_hash_chain);
+    EXPECT_TRUE((*first)[i].SameOutcome((*second)[i])) << "episode " << i;
+  }
 }
 
 }  // namespace
