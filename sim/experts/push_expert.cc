@@ -38,7 +38,9 @@ Vec operator+(Vec a, Vec b) { return {a.x + b.x, a.y + b.y}; }
 Vec operator-(Vec a, Vec b) { return {a.x - b.x, a.y - b.y}; }
 Vec operator*(double k, Vec a) { return {k * a.x, k * a.y}; }
 double Norm(Vec a) { return std::hypot(a.x, a.y); }
-Vec Polar(double radius, double angle) { return {radius * std::cos(angle), radius * std::sin(angle)}; }
+Vec Polar(double radius, double angle) {
+  return {radius * std::cos(angle), radius * std::sin(angle)};
+}
 // `a` shortened to at most `limit`.
 Vec Limit(Vec a, double limit) {
   const double n = Norm(a);
@@ -53,6 +55,12 @@ struct PushModel {
   double gear;             // N per unit of control
 };
 
+// What the expert commands: a pusher velocity, and whether it is pushing the block.
+struct Command {
+  Vec velocity{0, 0};    // m/s
+  bool pushing = false;  // touching the block from behind and pushing it
+};
+
 class PushExpert : public RowPolicy {
  public:
   PushExpert(const Task& task, PushModel model)
@@ -63,36 +71,38 @@ class PushExpert : public RowPolicy {
   void ActRow(const float* obs, float* action) const override {
     const Vec pusher{obs[0], obs[1]}, velocity{obs[2], obs[3]};
     const Vec block{obs[4], obs[5]}, goal{obs[8], obs[9]};
-    Vec desired{0, 0};
-    double push_speed = 0;
-    const double to_goal = Norm(goal - block);
-    if (to_goal > kDoneDistance) {
-      const Vec direction = (1.0 / to_goal) * (goal - block);
-      const Vec relative = pusher - block;
-      const double behind = std::atan2(-direction.y, -direction.x);
-      const double error = WrapAngle(behind - std::atan2(relative.y, relative.x));
-      if (std::abs(error) > kAlignedAngle) {
-        const double angle = std::atan2(relative.y, relative.x) +
-                             std::clamp(error, -kOrbitStep, kOrbitStep);
-        const Vec target = block + Polar(model_.contact_radius + kOrbitGap, angle);
-        desired = Limit(kPositionGain * (target - pusher), kMaxSpeed);
-      } else {
-        const Vec target = block - (model_.contact_radius - kPress) * direction;
-        if (Norm(relative) < model_.contact_radius + kContactGap) {
-          push_speed = std::min(kMaxPushSpeed, kPushSpeedPerMetre * to_goal);
-        }
-        desired = Limit(kPositionGain * (target - pusher), kMaxSpeed) + push_speed * direction;
-      }
-    }
+    const Command command =
+        Norm(goal - block) > kDoneDistance ? Plan(pusher, block, goal) : Command();
     // Velocity control: feed forward the pusher's and (while pushing) the block's damping.
     const double resistance =
-        model_.pusher_damping + (push_speed > 0 ? model_.block_damping : 0.0);
-    const Vec force = (resistance / model_.gear) * desired + kVelocityGain * (desired - velocity);
+        model_.pusher_damping + (command.pushing ? model_.block_damping : 0.0);
+    const Vec force = (resistance / model_.gear) * command.velocity +
+                      kVelocityGain * (command.velocity - velocity);
     action[0] = Clip(0, force.x);
     action[1] = Clip(1, force.y);
   }
 
  private:
+  // The command while the block is away from the goal.
+  Command Plan(Vec pusher, Vec block, Vec goal) const {
+    const double to_goal = Norm(goal - block);
+    const Vec direction = (1.0 / to_goal) * (goal - block);
+    const Vec relative = pusher - block;
+    const double around = std::atan2(relative.y, relative.x);
+    const double error = WrapAngle(std::atan2(-direction.y, -direction.x) - around);
+    if (std::abs(error) > kAlignedAngle) {
+      // Circle the block towards the point behind it, at a radius that keeps clear of it.
+      const double angle = around + std::clamp(error, -kOrbitStep, kOrbitStep);
+      const Vec target = block + Polar(model_.contact_radius + kOrbitGap, angle);
+      return {Limit(kPositionGain * (target - pusher), kMaxSpeed), false};
+    }
+    // Steer onto the point behind the block and, once touching it, push towards the goal.
+    const bool touching = Norm(relative) < model_.contact_radius + kContactGap;
+    const double speed = touching ? std::min(kMaxPushSpeed, kPushSpeedPerMetre * to_goal) : 0.0;
+    const Vec target = block - (model_.contact_radius - kPress) * direction;
+    return {Limit(kPositionGain * (target - pusher), kMaxSpeed) + speed * direction, touching};
+  }
+
   PushModel model_;
 };
 

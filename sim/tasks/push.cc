@@ -28,7 +28,9 @@ Point UniformInSquare(Rng& rng, double half_width) {
 // (rejection sampling: every draw is kept or redrawn, so the result is uniform).
 Point UniformInSquareAwayFrom(Rng& rng, double half_width, Point away, double min_distance) {
   Point p = UniformInSquare(rng, half_width);
-  while (std::hypot(p.x - away.x, p.y - away.y) < min_distance) p = UniformInSquare(rng, half_width);
+  while (std::hypot(p.x - away.x, p.y - away.y) < min_distance) {
+    p = UniformInSquare(rng, half_width);
+  }
   return p;
 }
 
