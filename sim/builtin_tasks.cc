@@ -6,6 +6,7 @@
 #include "sim/tasks/cartpole.h"
 #include "sim/tasks/humanoid_stand.h"
 #include "sim/tasks/pendulum.h"
+#include "sim/tasks/push.h"
 #include "sim/tasks/reacher.h"
 
 namespace roboloop::sim {
@@ -32,6 +33,10 @@ absl::Status RegisterBuiltins(TaskRegistry* registry, const BuiltinTaskOptions& 
   ROBOLOOP_RETURN_IF_ERROR(registry->Register(
       "reacher", "bring a 2-link arm's fingertip to a sampled target (200 steps, 50 Hz)",
       [reacher] { return MakeReacherTask(reacher); }));
+  const std::string push = options.models_dir + "/push.xml";
+  ROBOLOOP_RETURN_IF_ERROR(registry->Register(
+      "push", "push a block with a planar pusher to a sampled goal (400 steps, 50 Hz)",
+      [push] { return MakePushTask(push); }));
   const std::string humanoid = options.humanoid_model;
   return registry->Register("humanoid-stand",
                             "keep Debian's humanoid standing (500 steps, throughput task)",

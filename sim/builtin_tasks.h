@@ -17,7 +17,7 @@ struct BuiltinTaskOptions {
   static std::string DefaultModelsDir();
 };
 
-// Registers cartpole-balance, cartpole-swingup, pendulum-swingup, reacher and
+// Registers cartpole-balance, cartpole-swingup, pendulum-swingup, reacher, push and
 // humanoid-stand into `registry`; AlreadyExists if any of them is already there.
 absl::Status RegisterBuiltins(TaskRegistry* registry,
                               const BuiltinTaskOptions& options = BuiltinTaskOptions());

@@ -178,7 +178,8 @@ TEST(CollectTest, SuccessOnlyKeepsTheSuccessfulEpisodesInOrder) {
 // Relabelling an expert's own dataset gives back its actions bit for bit: every expert is a
 // function of the observation only, and the observation is a function of the state.
 TEST(RelabelTest, ReproducesEachExpertsActionsBitwise) {
-  for (const char* name : {"cartpole-balance", "cartpole-swingup", "pendulum-swingup", "reacher"}) {
+  for (const char* name :
+       {"cartpole-balance", "cartpole-swingup", "pendulum-swingup", "reacher", "push"}) {
     SCOPED_TRACE(name);
     auto task = testing::BuiltinTask(name);
     auto expert = task->MakeExpert();

@@ -12,7 +12,7 @@ TEST(TaskRegistryTest, RegistersTheBuiltinsAndRejectsDuplicates) {
   ASSERT_TRUE(RegisterBuiltins(&registry).ok());
   EXPECT_EQ(registry.Names(), (std::vector<std::string>{"cartpole-balance", "cartpole-swingup",
                                                        "humanoid-stand", "pendulum-swingup",
-                                                       "reacher"}));
+                                                       "push", "reacher"}));
   EXPECT_EQ(RegisterBuiltins(&registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
@@ -50,7 +50,8 @@ TEST_P(BuiltinSpecTest, SpecsMatchTheModel) {
 
 INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinSpecTest,
                          ::testing::Values("cartpole-balance", "cartpole-swingup",
-                                           "pendulum-swingup", "reacher", "humanoid-stand"));
+                                           "pendulum-swingup", "reacher", "push",
+                                           "humanoid-stand"));
 
 }  // namespace
 }  // namespace roboloop::sim
