@@ -1,0 +1,111 @@
+// The run store and its cache, driven through the scheduler with a fake executor: a second
+// run (resume) skips the stages that finished, --no-cache runs them again.
+#include "pipeline/run_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/util/subprocess.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CountingExecutor : public StageExecutor {
+ public:
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>&) override {
+    absl::MutexLock lock(&mu_);
+    ++calls[stage.name()];
+    if (fail.count(stage.name())) return absl::InternalError("broken " + stage.name());
+    return StageOutputs{{"dataset", "ds-" + stage.name() + "-" + stage.merge().dataset_name()}};
+  }
+  std::map<std::string, int> calls;
+  std::set<std::string> fail;
+
+ private:
+  absl::Mutex mu_;
+};
+
+constexpr char kPipeline[] = R"(name: p
+stages:
+  - {name: a, kind: merge, merge: {dataset_name: x}}
+  - {name: b, kind: merge, merge: {datasets: ["${a.dataset}"], dataset_name: y}}
+)";
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("runs");
+    std::ofstream(dir_ + "/p.yaml") << kPipeline;
+    loaded_ = *LoadPipeline(dir_ + "/p.yaml", {});
+    plan_ = *ValidatePipeline(loaded_, ValidationOptions());
+    store_ = std::move(*RunStore::Open(dir_ + "/store/runs.db"));
+  }
+
+  absl::Status RunOnce(const std::string& run_id, bool use_cache) {
+    RecordingExecutor recording(&inner_, store_.get(), run_id, use_cache);
+    return RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status();
+  }
+
+  std::string dir_;
+  LoadedPipeline loaded_;
+  Plan plan_;
+  std::unique_ptr<RunStore> store_;
+  CountingExecutor inner_;
+};
+
+TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
+  auto run = store_->CreateRun("p", dir_ + "/p.yaml");
+  ASSERT_TRUE(run.ok()) << run.status();
+  inner_.fail.insert("b");
+  EXPECT_THAT(RunOnce(*run, true).message(), HasSubstr("broken b"));
+  ASSERT_TRUE(store_->FinishRun(*run, "failed", "broken b").ok());
+  inner_.fail.clear();
+  ASSERT_TRUE(store_->ReopenRun(*run).ok());
+  ASSERT_TRUE(RunOnce(*run, true).ok());
+  EXPECT_EQ(inner_.calls["a"], 1) << "a finished in the first attempt and is reused";
+  EXPECT_EQ(inner_.calls["b"], 2);
+  auto record = store_->GetRun(*run);
+  ASSERT_TRUE(record.ok()) << record.status();
+  std::vector<std::string> statuses;
+  for (const StageExecutionRecord& e : record->stages) statuses.push_back(e.stage + ":" + e.status);
+  EXPECT_THAT(statuses, ::testing::ElementsAre("a:finished", "b:failed", "a:cached", "b:finished"));
+  EXPECT_EQ(record->stages[2].outputs_json, record->stages[0].outputs_json);
+  EXPECT_THAT(record->stages[1].message, HasSubstr("broken b"));
+}
+
+TEST_F(RunStoreTest, NoCacheRunsEverythingAndChangedParametersMiss) {
+  auto first = store_->CreateRun("p", "p.yaml");
+  ASSERT_TRUE(RunOnce(*first, true).ok());
+  auto second = store_->CreateRun("p", "p.yaml");
+  ASSERT_TRUE(RunOnce(*second, false).ok());
+  EXPECT_EQ(inner_.calls["a"], 2);
+  v1::Stage a = loaded_.pipeline.stages(0);
+  const std::string key = StageCacheKey(a);
+  a.set_name("renamed");
+  a.set_retries(3);
+  EXPECT_EQ(StageCacheKey(a), key) << "names and retries do not change what a stage makes";
+  a.mutable_merge()->set_dataset_name("z");
+  EXPECT_NE(StageCacheKey(a), key);
+  EXPECT_FALSE(store_->FindCached(StageCacheKey(a))->has_value());
+}
+
+TEST_F(RunStoreTest, RunsSurviveReopeningAndUnknownRunsAreNamed) {
+  auto run = store_->CreateRun("p", "p.yaml");
+  ASSERT_TRUE(store_->FinishRun(*run, "finished", "").ok());
+  store_.reset();
+  auto reopened = RunStore::Open(dir_ + "/store/runs.db");
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  auto runs = (*reopened)->ListRuns(10);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().status, "finished");
+  EXPECT_THAT((*reopened)->GetRun("nosuch").status().message(), HasSubstr("no pipeline run nosuch"));
+  EXPECT_FALSE(RunStore::Open("/proc/forbidden/runs.db").ok());
+}
+
+}  // namespace
+}  // namespace roboloop::pipeline
