@@ -20,6 +20,7 @@
 #include "eval/leaderboard_store.h"
 #include "eval/metrics.h"
 #include "eval/protocol.h"
+#include "pipeline/cli_eval_run.h"
 #include "pipeline/table.h"
 
 namespace roboloop::cli {
@@ -279,6 +280,7 @@ void AddCompareCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
 void AddEvalCommands(CLI::App& app, CommandRunner& runner) {
   AddLeaderboardCommand(app, runner, std::make_shared<EvalFlags>());
   AddCompareCommand(app, runner, std::make_shared<EvalFlags>());
+  AddEvaluateCommands(app, runner);
 }
 
 }  // namespace roboloop::cli
