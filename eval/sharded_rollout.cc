@@ -49,7 +49,7 @@ class ShardedRun {
       if (shard < 0) return;
       std::vector<v1::EpisodeRecord> records;
       const absl::Status status = endpoint.client->Rollout(ShardRequest(shard), [&](const v1::EpisodeRecord& r) {
-        if (options_.cancel != nullptr && options_.cancel->load()) {
+        if ((options_.cancel != nullptr && options_.cancel->load()) || stopped_.load()) {
           return absl::CancelledError("evaluation cancelled");
         }
         records.push_back(r);
@@ -129,7 +129,8 @@ class ShardedRun {
     }
     received_[shard] = ShardProgress();
     const bool cancelled = options_.cancel != nullptr && options_.cancel->load();
-    if (!progress_error_.ok() || cancelled || IsRequestError(status)) {
+    if (!progress_error_.ok() || cancelled || IsRequestError(status) || stopped_.load()) {
+      stopped_.store(true);
       if (error_.ok()) {
         error_ = !progress_error_.ok() ? progress_error_
                  : cancelled           ? absl::CancelledError("evaluation cancelled")
@@ -143,6 +144,7 @@ class ShardedRun {
     pending_.push_front(shard);
     if (options_.redispatched != nullptr) ++*options_.redispatched;
     if (--alive_ == 0 && error_.ok()) {
+      stopped_.store(true);
       error_ = absl::UnavailableError(absl::StrCat("every sim endpoint failed; the last, ", endpoint.name,
                                                    ", with: ", status.ToString()));
     }
@@ -161,6 +163,7 @@ class ShardedRun {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Status progress_error_ ABSL_GUARDED_BY(mu_);
   absl::Mutex progress_mu_;  // serializes on_progress calls
+  std::atomic<bool> stopped_{false};  // the run failed: shards in flight stop
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -195,6 +196,24 @@ TEST_F(EvalServiceTest, AnEvaluationWhoseEndpointsAllFailIsStoredFailedWithoutAR
   EXPECT_EQ(stored->status(), v1::EVALUATION_FAILED);
   EXPECT_FALSE(stored->has_aggregates());
   EXPECT_THAT(stored->failure(), HasSubstr("every sim endpoint failed"));
+}
+
+TEST_F(EvalServiceTest, ACancelledEvaluationStopsAndIsStoredFailed) {
+  std::atomic<bool> cancel{false};
+  auto cancel_at_first = [&](const v1::EvaluateProgress&) {
+    cancel.store(true);
+    return absl::OkStatus();
+  };
+  auto cancelled = handler_->Evaluate(Request({0, 1}), cancel_at_first, &cancel);
+  ASSERT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled) << cancelled.status();
+  std::smatch id;
+  const std::string message(cancelled.status().message());
+  ASSERT_TRUE(std::regex_search(message, id, std::regex("evaluation ([0-9a-f-]{36}) failed"))) << message;
+  auto stored = store_->Get(id[1].str());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->status(), v1::EVALUATION_FAILED);
+  EXPECT_LT(stored->episodes_size(), 12);
+  EXPECT_EQ(handler_->redispatched_shards(), 0);
 }
 
 TEST_F(EvalServiceTest, BadInputIsRefusedBeforeAnyRollout) {
