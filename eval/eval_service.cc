@@ -1,6 +1,8 @@
 #include "eval/eval_service.h"
 
+#include <map>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -118,6 +120,15 @@ absl::Status CheckCheckpointFits(const v1::Checkpoint& checkpoint, const std::st
   return absl::OkStatus();
 }
 
+// The endpoints' libraries; a library whose versions differ between endpoints lists each.
+void AddFleetLibraries(const SimFleet& fleet, v1::Provenance* provenance) {
+  std::map<std::string, std::set<std::string>> versions;
+  for (const v1::ListTasksResponse& tasks : fleet.tasks) {
+    for (const auto& [name, version] : tasks.libraries()) versions[name].insert(version);
+  }
+  for (const auto& [name, seen] : versions) (*provenance->mutable_libraries())[name] = absl::StrJoin(seen, " | ");
+}
+
 v1::Evaluation NewEvaluation(const v1::Protocol& protocol, const v1::Checkpoint& checkpoint, bool forced) {
   v1::Evaluation evaluation;
   evaluation.set_id(NewUuid());
@@ -196,6 +207,7 @@ absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRe
   }
 
   v1::Evaluation evaluation = NewEvaluation(protocol, *checkpoint, request.force() && cached.has_value());
+  AddFleetLibraries(fleet, evaluation.mutable_provenance());
   ShardedRolloutOptions sharding;
   sharding.shards_per_endpoint = options_.shards_per_endpoint;
   sharding.cancel = cancel;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
@@ -287,7 +288,34 @@ std::string ShortestDecimal(double value) {
   return std::string(buffer, result.ptr);
 }
 
+// The first BLAS library in this process's memory map ("" when none is mapped).
+std::string MappedBlasLibrary() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const size_t path = line.find('/');
+    if (path == std::string::npos) continue;
+    const std::string file = line.substr(path);
+    const std::string base = file.substr(file.find_last_of('/') + 1);
+    if (base.rfind("libblas", 0) == 0 || base.rfind("libopenblas", 0) == 0 || base.rfind("libmkl_rt", 0) == 0) {
+      return file;
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+std::map<std::string, std::string> InferenceLibraries() {
+  absl::StatusOr<const train::TorchRuntime*> runtime = train::TorchRuntime::Load();
+  if (!runtime.ok()) return {{"libtorch", absl::StrCat("unavailable: ", runtime.status().message())}};
+  const nlohmann::json info = nlohmann::json::parse((*runtime)->DescribeRuntime(), nullptr, false);
+  std::map<std::string, std::string> libraries = {
+      {"libtorch", info.is_object() ? info.value("libtorch_version", std::string("unknown")) : "unknown"}};
+  const std::string blas = MappedBlasLibrary();
+  if (!blas.empty()) libraries["blas"] = blas;
+  return libraries;
+}
 
 absl::StatusOr<ChunkExecution> ParseChunkExecution(const std::string& text) {
   ChunkExecution execution;

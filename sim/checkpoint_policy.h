@@ -5,6 +5,7 @@
 // envs, threads or sharding when batch-invariant inference is on.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -104,5 +105,10 @@ absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryC
                                                              const CheckpointPolicyOptions& options,
                                                              const ObsSpec& obs_spec,
                                                              const ActionSpec& action_spec);
+
+// Versions of the inference libraries checkpoint policies run on, loading the torch library
+// if needed: {"libtorch": version, "blas": the BLAS library mapped into the process}, or
+// {"libtorch": "unavailable: <why>"} when the torch library cannot be loaded.
+std::map<std::string, std::string> InferenceLibraries();
 
 }  // namespace roboloop::sim

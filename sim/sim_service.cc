@@ -114,6 +114,10 @@ absl::StatusOr<v1::ListTasksResponse> SimServiceHandler::ListTasks() const {
     ROBOLOOP_ASSIGN_OR_RETURN(std::string summary, options_.registry->Summary(name));
     *response.add_tasks() = DescribeTask(*task, summary);
   }
+  (*response.mutable_libraries())["mujoco"] = mj_versionString();
+  if (options_.checkpoints != nullptr) {
+    for (const auto& [name, version] : InferenceLibraries()) (*response.mutable_libraries())[name] = version;
+  }
   return response;
 }
 

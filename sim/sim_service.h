@@ -40,7 +40,9 @@ class SimServiceHandler {
   // InvalidArgument when the registry is missing or a limit is below 1.
   static absl::StatusOr<std::unique_ptr<SimServiceHandler>> Create(const Options& options);
 
-  // Every registered task, sorted by name. An error names a task that fails to build.
+  // Every registered task, sorted by name, and the server's libraries (mujoco; libtorch and
+  // blas when it serves checkpoints, which loads the torch library). An error names a task
+  // that fails to build.
   absl::StatusOr<v1::ListTasksResponse> ListTasks() const;
 
   // Validates `request` (task name, policy, seed range, envs, threads, robustness) before any
