@@ -26,7 +26,8 @@ std::string TaskDefinitionHash(const Task& task, const std::string& summary) {
   const std::string header = absl::StrJoin(
       {std::string("roboloop.sim.task.v1"), task.name(), task.description(), summary, DescribeSpecs(task),
        absl::StrCat(task.control_substeps(), ",", task.max_steps(), ",",
-                    static_cast<int>(task.success_rule().kind), ",", task.success_rule().steps)},
+                    static_cast<int>(task.success_rule().kind), ",", task.success_rule().steps),
+       task.definition_source()},
       "\n");
   return Sha256Hex(absl::StrCat(header, "\n", std::string(model.data(), model.size())));
 }

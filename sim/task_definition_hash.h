@@ -9,8 +9,9 @@
 namespace roboloop::sim {
 
 // Lowercase hex sha256 over the task's compiled model (MuJoCo's binary model), its name,
-// description, observation and action specs, control substeps, horizon and success rule, and
-// `summary`. Equal for equal definitions in one MuJoCo version; thread-safe.
+// description, observation and action specs, control substeps, horizon, success rule and
+// definition source (a YAML task's file), and `summary`. Equal for equal definitions in one
+// MuJoCo version; thread-safe.
 std::string TaskDefinitionHash(const Task& task, const std::string& summary);
 
 }  // namespace roboloop::sim
