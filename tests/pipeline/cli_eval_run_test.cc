@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +114,34 @@ TEST_F(CliEvalRunTest, EvalRunsCachesAndForces) {
   ProgramResult board = Roboloop({"leaderboard", "--task", "cartpole-swingup", "--format", "json"});
   ASSERT_EQ(board.exit_code, 0) << board.err;
   EXPECT_THAT(board.out, HasSubstr(*checkpoint_));
+}
+
+TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {
+  const std::string binary = roboloop::testing::RoboloopBinary();
+  const std::string root = *dir_ + "/store";
+  ProgramResult one = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
+       "--max-steps", "10", "--envs", "1", "--chunk-execution", "receding_horizon:2", "--root", root, "--format", "json"});
+  ProgramResult three = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
+       "--max-steps", "10", "--envs", "3", "--chunk-execution", "receding_horizon:2", "--root", root, "--format", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  auto hashes = [](const std::string& out) {
+    std::set<std::string> found;
+    const std::regex chain("\"state_hash_chain\":\"([0-9]+)\"");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), chain); it != std::sregex_iterator(); ++it) {
+      found.insert((*it)[1].str());
+    }
+    return found;
+  };
+  EXPECT_EQ(hashes(one.out).size(), 3u) << one.out;
+  EXPECT_EQ(hashes(one.out), hashes(three.out));
+  ProgramResult wrong = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "reacher", "--policy", "tiny@latest", "--episodes", "2", "--root", root});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_THAT(wrong.err, HasSubstr("does not fit the task"));
+  EXPECT_THAT(wrong.err, HasSubstr(*checkpoint_));
 }
 
 TEST_F(CliEvalRunTest, EvalRefusesBadInputBeforeAnyRollout) {
