@@ -94,7 +94,9 @@ absl::StatusOr<v1::TaskInfo> FleetTask(const SimFleet& fleet, const std::string&
 
 sim::ObsSpec ObsSpecOf(const v1::TaskInfo& task) {
   sim::ObsSpec spec;
-  for (const v1::ObsKey& key : task.obs_keys()) spec.keys.push_back({key.name(), {key.shape().begin(), key.shape().end()}});
+  for (const v1::ObsKey& key : task.obs_keys()) {
+    spec.keys.push_back({key.name(), {key.shape().begin(), key.shape().end()}});
+  }
   return spec;
 }
 

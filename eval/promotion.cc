@@ -59,8 +59,9 @@ absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evalu
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<SeedRange> used,
                             TrainingSeedRanges(registry, candidate->id(), request.dataset_cache_dir));
-  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckSeedsDisjoint(request.protocol, used),
-                                    absl::StrCat("promotion of ", ref, " needs a protocol disjoint from its training seeds")));
+  ROBOLOOP_RETURN_IF_ERROR(
+      Annotate(CheckSeedsDisjoint(request.protocol, used),
+               absl::StrCat("promotion of ", ref, " needs a protocol disjoint from its training seeds")));
   PromotionOutcome outcome;
   outcome.candidate_id = candidate->id();
   ROBOLOOP_ASSIGN_OR_RETURN(outcome.candidate, EvaluateUnder(evaluations, candidate->id(), request));

@@ -35,14 +35,19 @@ absl::StatusOr<std::string> CachedDataset(registry::RegistryClient& registry, co
 absl::StatusOr<std::optional<SeedRange>> CollectedRange(const std::string& path, const std::string& label) {
   ROBOLOOP_ASSIGN_OR_RETURN(data::DatasetInfo info, data::GetInfo(path));
   const nlohmann::json env_args = nlohmann::json::parse(info.layout.env_args_json, nullptr, false);
-  const nlohmann::json kwargs = env_args.is_object() ? env_args.value("env_kwargs", nlohmann::json()) : nlohmann::json();
+  const nlohmann::json kwargs =
+      env_args.is_object() ? env_args.value("env_kwargs", nlohmann::json()) : nlohmann::json();
   if (!kwargs.is_object() || !kwargs.contains("base_seed") || !kwargs.contains("num_episodes")) return std::nullopt;
-  SeedRange range;
-  range.base_seed = kwargs["base_seed"].get<uint64_t>();
-  range.start = kwargs.value("first_episode", int64_t{0});
-  range.count = kwargs["num_episodes"].get<int64_t>();
-  range.label = label;
-  return range;
+  try {
+    SeedRange range;
+    range.base_seed = kwargs["base_seed"].get<uint64_t>();
+    range.start = kwargs.value("first_episode", int64_t{0});
+    range.count = kwargs["num_episodes"].get<int64_t>();
+    range.label = label;
+    return range;
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": env_args env_kwargs seed range is malformed: ", e.what()));
+  }
 }
 
 // Adds the ranges of dataset `id` and of its parents not visited yet.

@@ -264,6 +264,47 @@ int IntOption(const nlohmann::json& options, const char* key, int fallback) {
   return value.is_number_integer() ? value.get<int>() : -1;
 }
 
+// CheckManifestFitsTask without the catch of JSON type errors.
+absl::StatusOr<CheckpointPolicySpec> CheckManifest(const nlohmann::json& manifest, const std::string& checkpoint,
+                                                   const ObsSpec& obs_spec, const ActionSpec& action_spec) {
+  if (!manifest.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": manifest is not a JSON object"));
+  }
+  CheckpointPolicySpec spec;
+  spec.kind = manifest.value("/policy/kind"_json_pointer, std::string());
+  if (spec.kind != "mlp" && spec.kind != "transformer") {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " holds a '", spec.kind,
+                                                   "' policy; rollouts serve mlp and transformer checkpoints"));
+  }
+  spec.options = manifest.value("/policy/options"_json_pointer, nlohmann::json::object());
+  spec.normalization = manifest.value("normalization", nlohmann::json::object());
+  ROBOLOOP_ASSIGN_OR_RETURN(auto obs_keys, ReadSpec(manifest, "obs_spec", checkpoint));
+  ROBOLOOP_RETURN_IF_ERROR(CheckObsKeys(obs_keys, checkpoint, obs_spec));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto action_keys, ReadSpec(manifest, "action_spec", checkpoint));
+  if (Floats(action_keys) != action_spec.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " does not fit the task: it writes ",
+                                                   Floats(action_keys), " action dims, the task takes ",
+                                                   action_spec.size()));
+  }
+  spec.obs_dim = IntOption(spec.options, "obs_dim", 0);
+  spec.action_dim = IntOption(spec.options, "action_dim", 0);
+  spec.history = IntOption(spec.options, "history", 1);
+  spec.chunk = IntOption(spec.options, "chunk", 1);
+  if (spec.obs_dim != obs_spec.size() || spec.action_dim != action_spec.size() || spec.history < 1 ||
+      spec.chunk < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint ", checkpoint, ": policy.options (obs_dim ", spec.obs_dim, ", action_dim ", spec.action_dim,
+        ", history ", spec.history, ", chunk ", spec.chunk, ") disagree with its specs (", obs_spec.size(),
+        " obs floats, ", action_spec.size(), " action dims) or are not positive"));
+  }
+  spec.policy_sha256 = manifest.value("/blobs/policy/sha256"_json_pointer, std::string());
+  if (spec.policy_sha256.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " has no policy blob"));
+  }
+  return spec;
+}
+
+
 // Copies of policy blobs are written one at a time per process: concurrent downloads of one
 // blob would share a temporary name.
 absl::Mutex cache_mu;
@@ -357,41 +398,11 @@ absl::StatusOr<CheckpointPolicySpec> CheckManifestFitsTask(const nlohmann::json&
                                                            const std::string& checkpoint,
                                                            const ObsSpec& obs_spec,
                                                            const ActionSpec& action_spec) {
-  if (!manifest.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": manifest is not a JSON object"));
+  try {
+    return CheckManifest(manifest, checkpoint, obs_spec, action_spec);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": malformed manifest: ", e.what()));
   }
-  CheckpointPolicySpec spec;
-  spec.kind = manifest.value("/policy/kind"_json_pointer, std::string());
-  if (spec.kind != "mlp" && spec.kind != "transformer") {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " holds a '", spec.kind,
-                                                   "' policy; rollouts serve mlp and transformer checkpoints"));
-  }
-  spec.options = manifest.value("/policy/options"_json_pointer, nlohmann::json::object());
-  spec.normalization = manifest.value("normalization", nlohmann::json::object());
-  ROBOLOOP_ASSIGN_OR_RETURN(auto obs_keys, ReadSpec(manifest, "obs_spec", checkpoint));
-  ROBOLOOP_RETURN_IF_ERROR(CheckObsKeys(obs_keys, checkpoint, obs_spec));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto action_keys, ReadSpec(manifest, "action_spec", checkpoint));
-  if (Floats(action_keys) != action_spec.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " does not fit the task: it writes ",
-                                                   Floats(action_keys), " action dims, the task takes ",
-                                                   action_spec.size()));
-  }
-  spec.obs_dim = IntOption(spec.options, "obs_dim", 0);
-  spec.action_dim = IntOption(spec.options, "action_dim", 0);
-  spec.history = IntOption(spec.options, "history", 1);
-  spec.chunk = IntOption(spec.options, "chunk", 1);
-  if (spec.obs_dim != obs_spec.size() || spec.action_dim != action_spec.size() || spec.history < 1 ||
-      spec.chunk < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint ", checkpoint, ": policy.options (obs_dim ", spec.obs_dim, ", action_dim ", spec.action_dim,
-        ", history ", spec.history, ", chunk ", spec.chunk, ") disagree with its specs (", obs_spec.size(),
-        " obs floats, ", action_spec.size(), " action dims) or are not positive"));
-  }
-  spec.policy_sha256 = manifest.value("/blobs/policy/sha256"_json_pointer, std::string());
-  if (spec.policy_sha256.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " has no policy blob"));
-  }
-  return spec;
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkModel> model,

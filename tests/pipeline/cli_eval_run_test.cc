@@ -121,10 +121,12 @@ TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {
   const std::string root = *dir_ + "/store";
   ProgramResult one = roboloop::testing::RunProgram(
       {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
-       "--max-steps", "10", "--envs", "1", "--chunk-execution", "receding_horizon:2", "--root", root, "--format", "json"});
+       "--max-steps", "10", "--envs", "1", "--chunk-execution", "receding_horizon:2", "--root", root,
+       "--format", "json"});
   ProgramResult three = roboloop::testing::RunProgram(
       {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
-       "--max-steps", "10", "--envs", "3", "--chunk-execution", "receding_horizon:2", "--root", root, "--format", "json"});
+       "--max-steps", "10", "--envs", "3", "--chunk-execution", "receding_horizon:2", "--root", root,
+       "--format", "json"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(three.exit_code, 0) << three.err;
   auto hashes = [](const std::string& out) {

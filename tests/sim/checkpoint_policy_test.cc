@@ -187,6 +187,9 @@ TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
   nlohmann::json torchscript = ManifestFor(task_obs, 2);
   torchscript["policy"]["kind"] = "torchscript";
   cases.push_back({torchscript, "'torchscript' policy"});
+  nlohmann::json malformed = ManifestFor(task_obs, 2);
+  malformed["obs_spec"]["names"][0] = 5;
+  cases.push_back({malformed, "malformed manifest"});
   for (const Case& c : cases) {
     auto checked = CheckManifestFitsTask(c.manifest, "my-model:v3", task_obs, task_action);
     EXPECT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument) << c.message;

@@ -41,7 +41,8 @@ TEST(TaskDefinitionHashTest, AnEditedYamlTaskHashesDifferently) {
   std::string same = text.str();
   const std::string relative = "mjcf: models/point_reach.xml";
   ASSERT_NE(same.find(relative), std::string::npos);
-  same.replace(same.find(relative), relative.size(), "mjcf: " ROBOLOOP_SOURCE_DIR "/configs/tasks/models/point_reach.xml");
+  same.replace(same.find(relative), relative.size(),
+               "mjcf: " ROBOLOOP_SOURCE_DIR "/configs/tasks/models/point_reach.xml");
   const std::string plain = ::testing::TempDir() + "/point_reach_plain.yaml";
   const std::string commented = ::testing::TempDir() + "/point_reach_commented.yaml";
   std::ofstream(plain) << same;
