@@ -16,9 +16,11 @@
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "eval/eval_service.h"
 #include "eval/leaderboard_store.h"
 #include "eval/metrics.h"
 #include "eval/protocol.h"
+#include "pipeline/cli_eval_run.h"
 #include "pipeline/table.h"
 
 namespace roboloop::cli {
@@ -192,31 +194,6 @@ absl::Status Leaderboard(const EvalFlags& f) {
   return absl::OkStatus();
 }
 
-// The evaluation `ref` names under `protocol_hash`: an evaluation id, else the newest
-// completed evaluation of the checkpoint id `ref`.
-absl::StatusOr<v1::Evaluation> ResolveEvaluation(eval::LeaderboardStore& store, const std::string& ref,
-                                                 const std::string& protocol_hash) {
-  absl::StatusOr<v1::Evaluation> by_id = store.Get(ref);
-  if (by_id.ok()) {
-    if (by_id->protocol_hash() != protocol_hash) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "evaluation ", ref, " is under protocol ", by_id->protocol_hash(), ", not ", protocol_hash,
-          "; results are comparable only under one protocol"));
-    }
-    if (by_id->status() != v1::EVALUATION_COMPLETED) {
-      return absl::FailedPreconditionError(absl::StrCat("evaluation ", ref, " did not complete: ", by_id->failure()));
-    }
-    return by_id;
-  }
-  if (!absl::IsNotFound(by_id.status())) return by_id.status();
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Evaluation> cached, store.FindCached(protocol_hash, ref));
-  if (!cached.has_value()) {
-    return absl::NotFoundError(absl::StrCat("'", ref, "' is neither an evaluation id nor a checkpoint with a completed "
-                                            "evaluation under protocol ", protocol_hash));
-  }
-  return std::move(*cached);
-}
-
 std::string Describe(const v1::Evaluation& e) {
   return absl::StrCat(ModelCell(e), " ", e.checkpoint_id().substr(0, 12), " (evaluation ", e.id(), ")");
 }
@@ -243,8 +220,8 @@ absl::Status Compare(const EvalFlags& f) {
   if (f.protocol.empty()) return UsageError("compare needs --protocol P");
   ROBOLOOP_ASSIGN_OR_RETURN(std::string protocol_hash, ResolveProtocolHash(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<eval::LeaderboardStore> store, OpenStore(f));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, ResolveEvaluation(*store, f.candidate, protocol_hash));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, ResolveEvaluation(*store, f.baseline, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, eval::ResolveStoredEvaluation(*store, f.candidate, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, eval::ResolveStoredEvaluation(*store, f.baseline, protocol_hash));
   eval::CompareOptions options;
   options.alpha = f.alpha;
   options.bootstrap.resamples = f.resamples;
@@ -303,6 +280,7 @@ void AddCompareCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
 void AddEvalCommands(CLI::App& app, CommandRunner& runner) {
   AddLeaderboardCommand(app, runner, std::make_shared<EvalFlags>());
   AddCompareCommand(app, runner, std::make_shared<EvalFlags>());
+  AddEvaluateCommands(app, runner);
 }
 
 }  // namespace roboloop::cli

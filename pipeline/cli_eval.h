@@ -8,7 +8,8 @@
 
 namespace roboloop::cli {
 
-// Adds the `leaderboard` and `compare` commands to `app`.
+// Adds the `leaderboard` and `compare` commands to `app`, and `eval` and `promote`
+// (pipeline/cli_eval_run.h).
 void AddEvalCommands(CLI::App& app, CommandRunner& runner);
 
 }  // namespace roboloop::cli

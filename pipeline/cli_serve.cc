@@ -7,6 +7,7 @@
 
 #include "common/grpc_signals.h"
 #include "common/status.h"
+#include "pipeline/cli_eval_run.h"
 #include "registry/registry_host.h"
 
 namespace roboloop::cli {
@@ -69,6 +70,7 @@ CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
   AddServerOptions(registry, flags.get());
   registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
   runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
+  AddServeEvalCommand(serve, runner);
   return serve;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_server.h"
+#include "common/fs.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "pipeline/registry_connection.h"
@@ -39,7 +40,7 @@ struct SimFlags {
   v1::CollectRequest collect;
   v1::RelabelRequest relabel;
   std::string register_name;              // register the written dataset under this name
-  RegistryTarget registry;                // where --register registers
+  RegistryTarget registry;                // where --register registers and checkpoints resolve
   int64_t replay_episode = 0;             // episode index replayed
   std::string expect_hash;                // hex state hash chain the replay must reproduce
   std::string dataset_dir;                // serve sim: Collect/Relabel paths live under it
@@ -64,11 +65,18 @@ absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> BuildTaskRegistry(const SimFl
   return registry;
 }
 
+}  // namespace
+
+std::string CheckpointCacheDir(const std::string& root) { return JoinPath(root, "cache/policies"); }
+
+namespace {
+
 // Runs the sim commands either in-process (a handler over the local task registry) or
 // through a SimClient.
 class SimBackend {
  public:
-  static absl::StatusOr<std::unique_ptr<SimBackend>> Open(const SimFlags& flags) {
+  // `policy` is the policy the command runs: a checkpoint reference opens the registry.
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Open(const SimFlags& flags, const std::string& policy = "") {
     std::unique_ptr<SimBackend> backend(new SimBackend());
     if (!flags.sim.empty()) {
       common::GrpcChannelOptions channel;
@@ -80,6 +88,11 @@ class SimBackend {
     ROBOLOOP_ASSIGN_OR_RETURN(backend->tasks_, BuildTaskRegistry(flags));
     sim::SimServiceHandler::Options options;
     options.registry = backend->tasks_.get();
+    if (sim::IsCheckpointReference(policy)) {
+      ROBOLOOP_ASSIGN_OR_RETURN(backend->registry_, RegistryConnection::Open(flags.registry));
+      options.checkpoints = &backend->registry_->client();
+      options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
+    }
     ROBOLOOP_ASSIGN_OR_RETURN(backend->handler_, sim::SimServiceHandler::Create(options));
     return backend;
   }
@@ -103,6 +116,7 @@ class SimBackend {
 
  private:
   SimBackend() = default;
+  std::unique_ptr<RegistryConnection> registry_;
   std::unique_ptr<sim::TaskRegistry> tasks_;
   std::unique_ptr<sim::SimServiceHandler> handler_;
   std::unique_ptr<sim::SimClient> client_;
@@ -133,7 +147,7 @@ absl::Status ListTasks(const SimFlags& flags) {
 }
 
 absl::Status Rollout(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.rollout.policy()));
   int64_t successes = 0, episodes = 0;
   double total_return = 0;
   Table table({"EPISODE", "SEED", "RETURN", "LENGTH", "SUCCESS", "END", "STATE HASH CHAIN"});
@@ -170,7 +184,7 @@ void PrintWritten(const char* what, const v1::DatasetWritten& written) {
 }
 
 absl::Status Collect(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.collect.rollout().policy()));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
   PrintWritten("collected", written);
   std::printf("%lld episodes run, %lld successful\n", static_cast<long long>(written.episodes_run()),
@@ -224,6 +238,9 @@ absl::Status ServeSim(const SimFlags& flags) {
   sim::SimServiceHandler::Options options;
   options.registry = tasks.get();
   options.dataset_dir = flags.dataset_dir;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto registry, RegistryConnection::Open(flags.registry));
+  options.checkpoints = &registry->client();
+  options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
   ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
   sim::SimGrpcService service(handler.get(), {});
   common::GrpcServerOptions server_options;
@@ -255,7 +272,11 @@ void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<std::string>("--task", [r](const std::string& v) { r->set_task(v); },
                                             "Task name")->required();
   command->add_option_function<std::string>("--policy", [r](const std::string& v) { r->set_policy(v); },
-                                            "expert or random")->required();
+                                            "expert, random or a checkpoint reference (model@alias, model:vN, id)")
+      ->required();
+  command->add_option_function<std::string>(
+      "--chunk-execution", [r](const std::string& v) { r->set_chunk_execution(v); },
+      "Checkpoints: full_chunk (default), receding_horizon:N or temporal_ensembling:m");
   command->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
                                          "Base seed (episode i uses EpisodeSeed(seed, i))");
   command->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
@@ -272,16 +293,21 @@ void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
 }
 
-// --register NAME and where the registry is (its token file is --registry-token-file, since
-// --token-file belongs to --sim).
-void AddRegisterOptions(CLI::App* command, SimFlags* flags) {
-  command->add_option("--register", flags->register_name,
-                      "Register the written dataset under NAME (the file is read locally)");
+// Where the registry is (its token file is --registry-token-file, since --token-file belongs
+// to --sim).
+void AddRegistryOptions(CLI::App* command, SimFlags* flags) {
   command->add_option("--registry", flags->registry.address,
                       "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)");
   command->add_option("--root", flags->registry.root, "Local store of the embedded registry")
       ->capture_default_str();
   command->add_option("--registry-token-file", flags->registry.token_file, "Bearer token file for --registry");
+}
+
+// --register NAME and where the registry is.
+void AddRegisterOptions(CLI::App* command, SimFlags* flags) {
+  command->add_option("--register", flags->register_name,
+                      "Register the written dataset under NAME (the file is read locally)");
+  AddRegistryOptions(command, flags);
 }
 
 std::shared_ptr<SimFlags> SharedFlags() {
@@ -309,6 +335,7 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   AddFormatOption(rollout, &f->format);
   AddTaskPolicyOptions(rollout, &f->rollout);
   AddSeedRangeOptions(rollout, &f->rollout);
+  AddRegistryOptions(rollout, f);
   runner.Bind(rollout, [flags] { return Rollout(*flags); });
 
   CLI::App* collect = sim->add_subcommand(
@@ -365,6 +392,7 @@ void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {
   command->add_flag("--insecure", f->insecure, "Allow plaintext on a non-loopback address");
   command->add_option("--dataset-dir", f->dataset_dir,
                       "Collect/Relabel paths are relative to this directory (default: any path)");
+  AddRegistryOptions(command, f);
   runner.Bind(command, [flags] { return ServeSim(*flags); });
 }
 

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "pipeline/cli.h"
 
 namespace roboloop::cli {
@@ -12,5 +14,8 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner);
 
 // Adds `sim` under the `serve` command.
 void AddServeSimCommand(CLI::App* serve, CommandRunner& runner);
+
+// Where the CLI keeps verified local copies of checkpoint policy blobs: <root>/cache/policies.
+std::string CheckpointCacheDir(const std::string& root);
 
 }  // namespace roboloop::cli

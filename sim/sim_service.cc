@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "sim/checkpoint_policy.h"
 #include "sim/collect.h"
 #include "sim/random_policy.h"
+#include "sim/task_definition_hash.h"
 
 namespace roboloop::sim {
 namespace {
@@ -88,6 +90,7 @@ v1::TaskInfo DescribeTask(const Task& task, const std::string& summary) {
   info.set_max_steps(task.max_steps());
   info.set_control_dt(task.control_dt());
   info.set_has_expert(task.MakeExpert().ok());
+  info.set_definition_hash(TaskDefinitionHash(task, summary));
   return info;
 }
 
@@ -98,6 +101,9 @@ absl::StatusOr<std::unique_ptr<SimServiceHandler>> SimServiceHandler::Create(con
   if (options.max_envs < 1 || options.max_threads < 1) {
     return absl::InvalidArgumentError("SimServiceHandler: max_envs and max_threads must be >= 1");
   }
+  if (options.checkpoints != nullptr && options.checkpoint_cache_dir.empty()) {
+    return absl::InvalidArgumentError("SimServiceHandler: a registry for checkpoints needs checkpoint_cache_dir");
+  }
   return std::unique_ptr<SimServiceHandler>(new SimServiceHandler(options));
 }
 
@@ -107,6 +113,10 @@ absl::StatusOr<v1::ListTasksResponse> SimServiceHandler::ListTasks() const {
     ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(name));
     ROBOLOOP_ASSIGN_OR_RETURN(std::string summary, options_.registry->Summary(name));
     *response.add_tasks() = DescribeTask(*task, summary);
+  }
+  (*response.mutable_libraries())["mujoco"] = mj_versionString();
+  if (options_.checkpoints != nullptr) {
+    for (const auto& [name, version] : InferenceLibraries()) (*response.mutable_libraries())[name] = version;
   }
   return response;
 }
@@ -135,7 +145,7 @@ absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
   ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
   ROBOLOOP_ASSIGN_OR_RETURN(RolloutOptions options, ValidatedRolloutOptions(request, *task, cancel));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(request.policy(), request.policy_seed(), *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(request, *task));
   ROBOLOOP_ASSIGN_OR_RETURN(auto engine, RolloutEngine::Create(task.get(), options));
   CallbackSink sink(on_episode);
   return engine->Run(*policy, sink);
@@ -162,7 +172,7 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectR
   options.success_only = request.success_only();
   options.policy_reference = rollout.policy();
   options.policy_seed = rollout.policy_seed();
-  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakeNamedPolicy(rollout.policy(), rollout.policy_seed(), *task));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(rollout, *task));
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, CollectDataset(*task, *policy, options));
   return DatasetWrittenToProto(summary, request.output_path());
 }
@@ -186,6 +196,21 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelR
   return DatasetWrittenToProto(summary, request.output_path());
 }
 
+absl::StatusOr<std::unique_ptr<Policy>> SimServiceHandler::MakePolicy(const v1::RolloutRequest& request,
+                                                                     const Task& task) const {
+  const std::string& reference = request.policy();
+  if (!IsCheckpointReference(reference) || options_.checkpoints == nullptr) {
+    return MakeNamedPolicy(reference, request.policy_seed(), task);
+  }
+  CheckpointPolicyOptions options;
+  options.cache_dir = options_.checkpoint_cache_dir;
+  options.batch_invariant = !request.has_batch_invariant() || request.batch_invariant();
+  if (!request.chunk_execution().empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(options.execution, ParseChunkExecution(request.chunk_execution()));
+  }
+  return LoadCheckpointPolicy(*options_.checkpoints, reference, options, task.obs_spec(), task.action_spec());
+}
+
 absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
                                                         uint64_t seed, const Task& task) {
   if (reference == "expert") return task.MakeExpert();
@@ -194,10 +219,14 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& refer
     return absl::InvalidArgumentError(
         "policy must be set: \"expert\", \"random\" or a policy reference");
   }
-  return absl::UnimplementedError(absl::StrCat(
+  return absl::FailedPreconditionError(absl::StrCat(
       "policy reference '", reference,
-      "' cannot be served yet: only \"expert\" and \"random\" are available until neural "
-      "policies land"));
+      "' is a checkpoint reference, but no registry is configured to resolve it (only \"expert\" "
+      "and \"random\" are served without one)"));
+}
+
+bool IsCheckpointReference(const std::string& policy) {
+  return !policy.empty() && policy != "expert" && policy != "random";
 }
 
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto) {

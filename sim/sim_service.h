@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "registry/registry_client.h"
 #include "roboloop/v1/sim.pb.h"
 #include "sim/robustness.h"
 #include "sim/rollout.h"
@@ -31,19 +32,25 @@ class SimServiceHandler {
     int max_envs = 4096;                     // largest `envs` a request may ask for
     int max_threads = 64;                    // largest `threads` a request may ask for
     std::string dataset_dir = "";            // Collect/Relabel paths live under it; empty = as given
+    // Serves checkpoint references (not owned; thread-safe; must outlive the handler); null = none.
+    registry::RegistryClient* checkpoints = nullptr;
+    std::string checkpoint_cache_dir = "";   // local copies of policy blobs; required with checkpoints
   };
 
   // InvalidArgument when the registry is missing or a limit is below 1.
   static absl::StatusOr<std::unique_ptr<SimServiceHandler>> Create(const Options& options);
 
-  // Every registered task, sorted by name. An error names a task that fails to build.
+  // Every registered task, sorted by name, and the server's libraries (mujoco; libtorch and
+  // blas when it serves checkpoints, which loads the torch library). An error names a task
+  // that fails to build.
   absl::StatusOr<v1::ListTasksResponse> ListTasks() const;
 
   // Validates `request` (task name, policy, seed range, envs, threads, robustness) before any
   // stepping, then runs it and calls `on_episode` for each finished episode in completion
   // order, on the calling thread. When `cancel` (may be null) turns true, the rollout stops
-  // within one env step and Rollout returns Cancelled. A policy reference other than
-  // "expert" or "random" is Unimplemented, naming the reference.
+  // within one env step and Rollout returns Cancelled. A policy other than "expert" or
+  // "random" is a checkpoint reference (sim/checkpoint_policy.h), checked against the task
+  // before stepping; FailedPrecondition when the handler has no registry.
   absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
                        const std::atomic<bool>* cancel) const;
 
@@ -67,15 +74,21 @@ class SimServiceHandler {
                                                          const Task& task,
                                                          const std::atomic<bool>* cancel) const;
   absl::StatusOr<std::string> ResolveDatasetPath(const std::string& path) const;
+  absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const v1::RolloutRequest& request,
+                                                     const Task& task) const;
 
   Options options_;
   mutable std::atomic<int> active_rollouts_{0};
 };
 
 // The policy a request names: "expert" (the task's), "random" (seeded by `seed`);
-// InvalidArgument when empty, Unimplemented for any other reference (named).
+// InvalidArgument when empty, FailedPrecondition for any other reference (named): checkpoints
+// need a registry (SimServiceHandler::Options::checkpoints).
 absl::StatusOr<std::unique_ptr<Policy>> MakeNamedPolicy(const std::string& reference,
                                                         uint64_t seed, const Task& task);
+
+// True for a policy that names a registry checkpoint: neither empty, "expert" nor "random".
+bool IsCheckpointReference(const std::string& policy);
 
 // Converts a request's robustness message; an unset range (0, 0) means unchanged.
 RobustnessOptions RobustnessFromProto(const v1::RobustnessOptions& proto);

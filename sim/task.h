@@ -44,6 +44,7 @@ struct TaskDefinition {
   int control_substeps = 1;      // physics steps per env step
   int max_steps = 1000;          // truncation horizon in env steps
   SuccessRule success;           // how SuccessCondition turns into episode success
+  std::string definition_source; // text defining behaviour beyond the model (a YAML task's file)
 };
 
 // A task definition plus its behaviour. All methods are const and must be safe to call
@@ -63,6 +64,9 @@ class Task {
   int control_substeps() const { return def_.control_substeps; }
   int max_steps() const { return def_.max_steps; }
   const SuccessRule& success_rule() const { return def_.success; }
+  // Text defining the task's behaviour beyond its model ("" for C++ tasks, whose code and
+  // description define it); part of the task definition hash.
+  const std::string& definition_source() const { return def_.definition_source; }
   // Seconds of simulated time per env step.
   double control_dt() const { return def_.control_substeps * model()->opt.timestep; }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fs.h"
 #include "common/status.h"
 #include "yaml-cpp/yaml.h"
 
@@ -371,6 +372,7 @@ absl::StatusOr<std::unique_ptr<Task>> LoadYamlTask(const std::string& path) {
                                                 "observations", "goals", "reward", "success", "termination",
                                                 "reset_noise"}));
   TaskDefinition def;
+  ROBOLOOP_ASSIGN_OR_RETURN(def.definition_source, ReadFile(path));
   ROBOLOOP_ASSIGN_OR_RETURN(def.name, top.Get<std::string>(root, "name"));
   YamlTaskParser parser(path, def.name);
   def.description = root["description"] ? root["description"].as<std::string>() : "";

@@ -157,7 +157,7 @@ TEST_F(SimServiceTest, BadRequestsAreRefusedBeforeAnyEpisode) {
   };
   std::vector<Case> cases;
   cases.push_back({Request("no-such-task", "random", 2), absl::StatusCode::kNotFound, "cartpole-swingup"});
-  cases.push_back({Request("reacher", "registry:ckpt-42", 2), absl::StatusCode::kUnimplemented,
+  cases.push_back({Request("reacher", "registry:ckpt-42", 2), absl::StatusCode::kFailedPrecondition,
                    "registry:ckpt-42"});
   cases.push_back({Request("reacher", "", 2), absl::StatusCode::kInvalidArgument, "policy"});
   cases.push_back({Request("humanoid-stand", "expert", 2), absl::StatusCode::kUnimplemented, ""});

@@ -1,0 +1,324 @@
+#include "eval/eval_service.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/ids.h"
+#include "common/status.h"
+#include "eval/evaluation.h"
+#include "eval/sharded_rollout.h"
+#include "sim/checkpoint_policy.h"
+#include "sim/sim_client.h"
+
+namespace roboloop::eval {
+namespace {
+
+// The sim endpoints of one evaluation, connected, with the protocol task as each one serves it.
+struct SimFleet {
+  std::vector<std::unique_ptr<sim::SimClient>> clients;  // the endpoints that answered
+  std::vector<std::string> names;                        // their addresses
+  std::vector<Endpoint> endpoints;                       // views of `clients`
+  std::vector<std::string> known_tasks;                  // tasks of the first endpoint
+  std::vector<v1::ListTasksResponse> tasks;              // per endpoint in `endpoints`
+};
+
+absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::EvaluateRequest& request, const std::string& protocols_dir) {
+  switch (request.protocol_source_case()) {
+    case v1::EvaluateRequest::kProtocolName:
+      return LoadProtocol(request.protocol_name(), protocols_dir);
+    case v1::EvaluateRequest::kProtocol:
+      return request.protocol();
+    default:
+      return absl::InvalidArgumentError("an evaluation needs a protocol: a protocol name or an inline protocol");
+  }
+}
+
+// Connects to every endpoint and lists its tasks; endpoints that do not answer are left out
+// (Unavailable naming them all when none answers).
+absl::StatusOr<SimFleet> ConnectFleet(const std::vector<std::string>& names, const std::string& token_file) {
+  if (names.empty()) return absl::InvalidArgumentError("an evaluation needs at least one sim endpoint");
+  SimFleet fleet;
+  std::vector<std::string> failures;
+  for (const std::string& name : names) {
+    common::GrpcChannelOptions channel;
+    channel.target = name;
+    channel.token_file = token_file;
+    absl::StatusOr<std::unique_ptr<sim::SimClient>> client = sim::SimClient::Connect(channel);
+    absl::StatusOr<v1::ListTasksResponse> tasks =
+        client.ok() ? (*client)->ListTasks() : absl::StatusOr<v1::ListTasksResponse>(client.status());
+    if (!tasks.ok()) {
+      failures.push_back(absl::StrCat(name, ": ", tasks.status().ToString()));
+      continue;
+    }
+    fleet.tasks.push_back(*std::move(tasks));
+    fleet.clients.push_back(*std::move(client));
+    fleet.names.push_back(name);
+  }
+  if (fleet.clients.empty()) {
+    return absl::UnavailableError(absl::StrCat("no sim endpoint answered: ", absl::StrJoin(failures, "; ")));
+  }
+  for (size_t i = 0; i < fleet.clients.size(); ++i) {
+    fleet.endpoints.push_back(Endpoint{fleet.names[i], fleet.clients[i].get()});
+  }
+  for (const v1::TaskInfo& task : fleet.tasks.front().tasks()) fleet.known_tasks.push_back(task.name());
+  return fleet;
+}
+
+// The protocol task as the fleet serves it; FailedPrecondition when an endpoint lacks it or
+// defines it differently.
+absl::StatusOr<v1::TaskInfo> FleetTask(const SimFleet& fleet, const std::string& task) {
+  std::optional<v1::TaskInfo> first;
+  for (size_t i = 0; i < fleet.tasks.size(); ++i) {
+    const v1::TaskInfo* found = nullptr;
+    for (const v1::TaskInfo& info : fleet.tasks[i].tasks()) {
+      if (info.name() == task) found = &info;
+    }
+    if (found == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sim endpoint ", fleet.endpoints[i].name, " does not serve task ", task));
+    }
+    if (!first.has_value()) first = *found;
+    if (found->definition_hash() != first->definition_hash()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sim endpoints ", fleet.endpoints[0].name, " and ", fleet.endpoints[i].name, " define task ", task,
+          " differently (definition hashes ", first->definition_hash(), " and ", found->definition_hash(), ")"));
+    }
+  }
+  return *first;
+}
+
+sim::ObsSpec ObsSpecOf(const v1::TaskInfo& task) {
+  sim::ObsSpec spec;
+  for (const v1::ObsKey& key : task.obs_keys()) {
+    spec.keys.push_back({key.name(), {key.shape().begin(), key.shape().end()}});
+  }
+  return spec;
+}
+
+sim::ActionSpec ActionSpecOf(const v1::TaskInfo& task) {
+  return sim::ActionSpec{{task.action_low().begin(), task.action_low().end()},
+                         {task.action_high().begin(), task.action_high().end()}};
+}
+
+// Checks the checkpoint's manifest against the task and the protocol's chunk execution.
+absl::Status CheckCheckpointFits(const v1::Checkpoint& checkpoint, const std::string& ref,
+                                 const v1::TaskInfo& task, const v1::Protocol& protocol) {
+  const nlohmann::json manifest = nlohmann::json::parse(checkpoint.manifest_json(), nullptr, false);
+  const std::string label = absl::StrCat(ref, " (", checkpoint.id(), ")");
+  absl::StatusOr<sim::CheckpointPolicySpec> spec =
+      sim::CheckManifestFitsTask(manifest, label, ObsSpecOf(task), ActionSpecOf(task));
+  if (!spec.ok()) return Annotate(spec.status(), absl::StrCat("task ", task.name()));
+  const v1::ChunkExecution& chunk = protocol.execution().chunk();
+  if (chunk.mode() == v1::ChunkExecution::RECEDING_HORIZON && chunk.receding_steps() > spec->chunk) {
+    return absl::InvalidArgumentError(absl::StrCat("protocol '", protocol.name(), "' executes ",
+                                                   chunk.receding_steps(), " actions per chunk but checkpoint ", label,
+                                                   " predicts chunks of ", spec->chunk));
+  }
+  return absl::OkStatus();
+}
+
+// The endpoints' libraries; a library whose versions differ between endpoints lists each.
+void AddFleetLibraries(const SimFleet& fleet, v1::Provenance* provenance) {
+  std::map<std::string, std::set<std::string>> versions;
+  for (const v1::ListTasksResponse& tasks : fleet.tasks) {
+    for (const auto& [name, version] : tasks.libraries()) versions[name].insert(version);
+  }
+  for (const auto& [name, seen] : versions) (*provenance->mutable_libraries())[name] = absl::StrJoin(seen, " | ");
+}
+
+v1::Evaluation NewEvaluation(const v1::Protocol& protocol, const v1::Checkpoint& checkpoint, bool forced) {
+  v1::Evaluation evaluation;
+  evaluation.set_id(NewUuid());
+  *evaluation.mutable_protocol() = protocol;
+  evaluation.set_protocol_hash(ProtocolHash(protocol));
+  evaluation.set_checkpoint_id(checkpoint.id());
+  evaluation.set_model(checkpoint.model());
+  evaluation.set_model_version(checkpoint.version());
+  evaluation.set_dataset_id(checkpoint.dataset_id());
+  for (const std::string& alias : checkpoint.aliases()) evaluation.add_aliases(alias);
+  *evaluation.mutable_provenance() = ProcessProvenance();
+  evaluation.set_created_unix_us(NowUnixMicros());
+  evaluation.set_status(v1::EVALUATION_RUNNING);
+  evaluation.set_forced(forced);
+  return evaluation;
+}
+
+absl::StatusOr<v1::RolloutRequest> RolloutFor(const v1::Protocol& protocol, const std::string& checkpoint_id,
+                                              const EvalServiceHandler::Options& options) {
+  v1::RolloutRequest request;
+  request.set_task(protocol.task());
+  *request.mutable_robustness() = protocol.robustness();
+  request.set_policy(checkpoint_id);
+  request.set_base_seed(protocol.base_seed());
+  request.set_first_episode(protocol.seed_start());
+  request.set_num_episodes(protocol.episodes());
+  request.set_max_steps(protocol.max_steps());
+  request.set_envs(options.envs);
+  request.set_threads(options.threads);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string execution, ChunkExecutionText(protocol.execution().chunk()));
+  request.set_chunk_execution(execution);
+  request.set_batch_invariant(BatchInvariant(protocol));
+  return request;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EvalServiceHandler>> EvalServiceHandler::Create(const Options& options) {
+  if (options.store == nullptr || options.registry == nullptr) {
+    return absl::InvalidArgumentError("EvalServiceHandler needs a leaderboard store and a registry client");
+  }
+  if (options.shards_per_endpoint < 1 || options.envs < 1 || options.threads < 1) {
+    return absl::InvalidArgumentError("EvalServiceHandler: shards_per_endpoint, envs and threads must be >= 1");
+  }
+  return std::unique_ptr<EvalServiceHandler>(new EvalServiceHandler(options));
+}
+
+absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRequest& request,
+                                                            const EvaluateProgressCallback& on_progress,
+                                                            const std::atomic<bool>* cancel) const {
+  if (request.checkpoint_ref().empty()) return absl::InvalidArgumentError("an evaluation needs a checkpoint reference");
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, ResolveProtocol(request, options_.protocols_dir));
+  std::vector<std::string> names(request.sim_endpoints().begin(), request.sim_endpoints().end());
+  if (names.empty()) names = options_.default_sim_endpoints;
+  ROBOLOOP_ASSIGN_OR_RETURN(SimFleet fleet, ConnectFleet(names, options_.sim_token_file));
+  ROBOLOOP_RETURN_IF_ERROR(ValidateProtocol(protocol, fleet.known_tasks));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::TaskInfo task, FleetTask(fleet, protocol.task()));
+  ROBOLOOP_RETURN_IF_ERROR(PinTaskDefinition(task.definition_hash(), &protocol));
+  absl::StatusOr<v1::Checkpoint> checkpoint = options_.registry->GetCheckpoint(request.checkpoint_ref());
+  if (!checkpoint.ok()) return Annotate(checkpoint.status(), absl::StrCat("checkpoint ", request.checkpoint_ref()));
+  ROBOLOOP_RETURN_IF_ERROR(CheckCheckpointFits(*checkpoint, request.checkpoint_ref(), task, protocol));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::RolloutRequest rollout, RolloutFor(protocol, checkpoint->id(), options_));
+
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Evaluation> cached,
+                            options_.store->FindCached(ProtocolHash(protocol), checkpoint->id()));
+  if (cached.has_value() && !request.force()) {
+    if (on_progress) {
+      v1::EvaluateProgress progress;
+      progress.set_cached(true);
+      progress.set_episodes_done(protocol.episodes());
+      progress.set_episodes_total(protocol.episodes());
+      progress.set_successes(cached->aggregates().success().successes());
+      ROBOLOOP_RETURN_IF_ERROR(on_progress(progress));
+    }
+    return *std::move(cached);
+  }
+
+  v1::Evaluation evaluation = NewEvaluation(protocol, *checkpoint, request.force() && cached.has_value());
+  AddFleetLibraries(fleet, evaluation.mutable_provenance());
+  ShardedRolloutOptions sharding;
+  sharding.shards_per_endpoint = options_.shards_per_endpoint;
+  sharding.cancel = cancel;
+  sharding.redispatched = &redispatched_;
+  if (on_progress) {
+    sharding.on_progress = [&](const ShardProgress& p) {
+      v1::EvaluateProgress progress;
+      progress.set_episodes_done(p.episodes_done);
+      progress.set_episodes_total(protocol.episodes());
+      progress.set_successes(p.successes);
+      return on_progress(progress);
+    };
+  }
+  absl::StatusOr<std::vector<v1::EpisodeRecord>> records = RunShardedRollout(rollout, fleet.endpoints, sharding);
+  absl::Status outcome = records.status();
+  if (records.ok()) {
+    for (const v1::EpisodeRecord& record : *records) *evaluation.add_episodes() = ToEpisodeResult(record);
+    outcome = CompleteEvaluation(options_.bootstrap, &evaluation);
+  }
+  if (!outcome.ok()) {
+    FailEvaluation(std::string(outcome.message()), &evaluation);
+    ROBOLOOP_RETURN_IF_ERROR(options_.store->Store(evaluation));
+    return Annotate(outcome, absl::StrCat("evaluation ", evaluation.id(), " failed (stored as failed)"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(options_.store->Store(evaluation));
+  return evaluation;
+}
+
+absl::StatusOr<v1::LeaderboardResponse> EvalServiceHandler::Leaderboard(const v1::LeaderboardRequest& request) const {
+  LeaderboardQuery query;
+  query.task = request.task();
+  query.protocol_hash = request.protocol_hash();
+  query.model = request.model();
+  query.dataset_id = request.dataset_id();
+  query.alias = request.alias();
+  query.since_unix_us = request.since_unix_us();
+  query.until_unix_us = request.until_unix_us();
+  query.limit = request.top() == 0 ? 10 : request.top();
+  switch (request.metric()) {
+    case v1::METRIC_SUCCESS_RATE:
+      query.metric = RankMetric::kSuccessRate;
+      break;
+    case v1::METRIC_MEAN_RETURN:
+      query.metric = RankMetric::kMeanReturn;
+      break;
+    default:
+      query.metric = RankMetric::kSuccessLower;
+  }
+  if (query.limit < 1) return absl::InvalidArgumentError(absl::StrCat("top must be >= 0, got ", request.top()));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Evaluation> top, options_.store->Top(query));
+  v1::LeaderboardResponse response;
+  for (v1::Evaluation& e : top) *response.add_evaluations() = std::move(e);
+  return response;
+}
+
+absl::StatusOr<v1::Comparison> EvalServiceHandler::Compare(const v1::CompareRequest& request) const {
+  if (request.protocol_hash().empty()) return absl::InvalidArgumentError("compare needs a protocol hash");
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate,
+                            ResolveStoredEvaluation(*options_.store, request.candidate(), request.protocol_hash()));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline,
+                            ResolveStoredEvaluation(*options_.store, request.baseline(), request.protocol_hash()));
+  CompareOptions options;
+  if (request.alpha() != 0) options.alpha = request.alpha();
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison,
+                            ComparePaired(candidate.episodes(), baseline.episodes(), options));
+  comparison.set_protocol_hash(request.protocol_hash());
+  comparison.set_candidate_evaluation_id(candidate.id());
+  comparison.set_baseline_evaluation_id(baseline.id());
+  return comparison;
+}
+
+absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,
+                                                       const std::string& protocol_hash) {
+  absl::StatusOr<v1::Evaluation> by_id = store.Get(ref);
+  if (by_id.ok()) {
+    if (by_id->protocol_hash() != protocol_hash) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "evaluation ", ref, " is under protocol ", by_id->protocol_hash(), ", not ", protocol_hash,
+          "; results are comparable only under one protocol"));
+    }
+    if (by_id->status() != v1::EVALUATION_COMPLETED) {
+      return absl::FailedPreconditionError(absl::StrCat("evaluation ", ref, " did not complete: ", by_id->failure()));
+    }
+    return by_id;
+  }
+  if (!absl::IsNotFound(by_id.status())) return by_id.status();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Evaluation> cached, store.FindCached(protocol_hash, ref));
+  if (!cached.has_value()) {
+    return absl::NotFoundError(absl::StrCat("'", ref, "' is neither an evaluation id nor a checkpoint with a completed "
+                                            "evaluation under protocol ", protocol_hash));
+  }
+  return *std::move(cached);
+}
+
+absl::StatusOr<std::string> ChunkExecutionText(const v1::ChunkExecution& execution) {
+  switch (execution.mode()) {
+    case v1::ChunkExecution::FULL_CHUNK:
+      return std::string("full_chunk");
+    case v1::ChunkExecution::RECEDING_HORIZON:
+      return absl::StrCat("receding_horizon:", execution.receding_steps());
+    case v1::ChunkExecution::TEMPORAL_ENSEMBLE: {
+      sim::ChunkExecution parsed;
+      parsed.mode = sim::ChunkExecution::Mode::kTemporalEnsemble;
+      parsed.ensemble_coefficient = execution.ensemble_coefficient();
+      return sim::ChunkExecutionName(parsed);
+    }
+    default:
+      return absl::InvalidArgumentError("the protocol's chunk execution mode is unset");
+  }
+}
+
+}  // namespace roboloop::eval

@@ -1,0 +1,88 @@
+// The transport-free logic of EvalService (issue 7, req 4; ARCHITECTURE §3): evaluates a
+// registry checkpoint under a protocol on one or several SimService endpoints, reuses cached
+// evaluations, stores every evaluation (failed ones without a rate), and answers leaderboard
+// and paired-comparison queries. The gRPC adapter (eval/eval_grpc_service.h) and the CLI
+// drive it.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "eval/leaderboard_store.h"
+#include "eval/metrics.h"
+#include "eval/protocol.h"
+#include "registry/registry_client.h"
+#include "roboloop/v1/eval.pb.h"
+
+namespace roboloop::eval {
+
+// Receives progress of a running evaluation; an error stops it.
+using EvaluateProgressCallback = std::function<absl::Status(const v1::EvaluateProgress&)>;
+
+// Thread-safe: all methods may run concurrently (the store, the registry client and the sim
+// clients are thread-safe).
+class EvalServiceHandler {
+ public:
+  // Options of the handler.
+  struct Options {
+    LeaderboardStore* store = nullptr;              // evaluations (not owned; must outlive the handler)
+    registry::RegistryClient* registry = nullptr;   // resolves checkpoints (not owned; must outlive it)
+    std::string protocols_dir = kDefaultProtocolsDir;  // where named protocols live
+    std::vector<std::string> default_sim_endpoints;    // used when a request names none
+    std::string sim_token_file = "";                // bearer token file for the sim endpoints
+    int shards_per_endpoint = 2;                    // seed-range shards per endpoint
+    int envs = 4;                                   // envs per shard rollout
+    int threads = 1;                                // physics threads per shard rollout
+    BootstrapOptions bootstrap;                     // return interval of the aggregates
+  };
+
+  // InvalidArgument when the store or registry is missing or a count is below 1.
+  static absl::StatusOr<std::unique_ptr<EvalServiceHandler>> Create(const Options& options);
+
+  // Resolves the protocol (a name under protocols_dir, or inline) and the checkpoint, and
+  // validates both against the endpoints' tasks before any rollout: unknown task or protocol,
+  // zero episodes, a task definition that differs between endpoints or from the protocol's pin,
+  // checkpoint specs that do not fit the task. Then returns the newest cached evaluation for
+  // (protocol hash, checkpoint id) unless `force`, or runs the seed range in shards over the
+  // endpoints (re-dispatching the shard of an endpoint that fails), stores the evaluation and
+  // returns it. `on_progress` (may be empty) is called from worker threads, one call at a time;
+  // the episodes of a re-dispatched shard are counted again. When the run cannot complete
+  // (every endpoint failed, `cancel` turned true, progress failed) it is stored FAILED and the
+  // error is returned naming the evaluation id.
+  absl::StatusOr<v1::Evaluation> Evaluate(const v1::EvaluateRequest& request,
+                                          const EvaluateProgressCallback& on_progress,
+                                          const std::atomic<bool>* cancel) const;
+
+  // The store's Top over the request's filters (top 0 = 10).
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;
+
+  // Paired comparison of candidate vs baseline under request.protocol_hash; each is an
+  // evaluation id or a checkpoint id (its newest completed evaluation under the protocol).
+  // NotFound / FailedPrecondition naming the reference that has no usable evaluation.
+  absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
+
+  // Shards re-dispatched after an endpoint failed, since the handler was created.
+  int redispatched_shards() const { return redispatched_.load(); }
+
+ private:
+  explicit EvalServiceHandler(const Options& options) : options_(options) {}
+
+  Options options_;
+  mutable std::atomic<int> redispatched_{0};
+};
+
+// The evaluation `ref` names under `protocol_hash`: an evaluation id (which must be COMPLETED
+// under that protocol), else the newest completed evaluation of checkpoint id `ref`.
+absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,
+                                                       const std::string& protocol_hash);
+
+// "full_chunk", "receding_horizon:N" or "temporal_ensembling:m" for a protocol's chunk
+// execution (sim/checkpoint_policy.h); InvalidArgument for an unset mode.
+absl::StatusOr<std::string> ChunkExecutionText(const v1::ChunkExecution& execution);
+
+}  // namespace roboloop::eval

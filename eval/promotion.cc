@@ -1,0 +1,95 @@
+#include "eval/promotion.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "eval/metrics.h"
+#include "eval/training_seeds.h"
+
+namespace roboloop::eval {
+namespace {
+
+absl::StatusOr<v1::Evaluation> EvaluateUnder(const EvalServiceHandler& evaluations, const std::string& checkpoint_id,
+                                             const PromotionRequest& request) {
+  v1::EvaluateRequest evaluate;
+  evaluate.set_checkpoint_ref(checkpoint_id);
+  *evaluate.mutable_protocol() = request.protocol;
+  for (const std::string& endpoint : request.sim_endpoints) evaluate.add_sim_endpoints(endpoint);
+  return evaluations.Evaluate(evaluate, {}, nullptr);
+}
+
+std::string ProtocolLabel(const v1::Evaluation& e) {
+  return absl::StrCat("protocol '", e.protocol().name(), "' (", e.protocol_hash(), ")");
+}
+
+std::string DescribeComparison(const v1::Comparison& c, const v1::Evaluation& candidate,
+                               const v1::Evaluation& champion) {
+  return absl::StrFormat(
+      "candidate evaluation %s vs champion evaluation %s under %s: %s at alpha %g (McNemar p = %.4g, "
+      "b = %d, c = %d; return difference %.4g [%.4g, %.4g]; %s)",
+      candidate.id(), champion.id(), ProtocolLabel(candidate), VerdictName(c.verdict()), c.alpha(), c.mcnemar_p(),
+      c.candidate_only(), c.baseline_only(), c.return_difference().mean(), c.return_difference().interval().low(),
+      c.return_difference().interval().high(), c.reason());
+}
+
+absl::Status MoveChampion(registry::RegistryClient& registry, const PromotionRequest& request,
+                          PromotionOutcome& outcome) {
+  v1::PromoteRequest promote;
+  promote.set_model(request.model);
+  promote.set_alias(kChampionAlias);
+  promote.set_ref(outcome.candidate_id);
+  promote.set_reason(outcome.reason);
+  ROBOLOOP_RETURN_IF_ERROR(registry.Promote(promote).status());
+  outcome.promoted = true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evaluations,
+                                                 registry::RegistryClient& registry,
+                                                 const PromotionRequest& request) {
+  if (request.model.empty()) return absl::InvalidArgumentError("promotion needs a model");
+  const std::string ref = request.candidate_ref.empty() ? request.model + "@latest" : request.candidate_ref;
+  absl::StatusOr<v1::Checkpoint> candidate = registry.GetCheckpoint(ref);
+  if (!candidate.ok()) return Annotate(candidate.status(), absl::StrCat("candidate ", ref));
+  if (candidate->model() != request.model) {
+    return absl::InvalidArgumentError(absl::StrCat("candidate ", ref, " belongs to model ", candidate->model(),
+                                                   ", not ", request.model));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<SeedRange> used,
+                            TrainingSeedRanges(registry, candidate->id(), request.dataset_cache_dir));
+  ROBOLOOP_RETURN_IF_ERROR(
+      Annotate(CheckSeedsDisjoint(request.protocol, used),
+               absl::StrCat("promotion of ", ref, " needs a protocol disjoint from its training seeds")));
+  PromotionOutcome outcome;
+  outcome.candidate_id = candidate->id();
+  ROBOLOOP_ASSIGN_OR_RETURN(outcome.candidate, EvaluateUnder(evaluations, candidate->id(), request));
+  absl::StatusOr<v1::Checkpoint> champion = registry.GetCheckpoint(absl::StrCat(request.model, "@", kChampionAlias));
+  if (!champion.ok() && !absl::IsNotFound(champion.status())) return champion.status();
+  if (!champion.ok()) {
+    outcome.reason = absl::StrCat("first champion: candidate evaluation ", outcome.candidate.id(), " under ",
+                                  ProtocolLabel(outcome.candidate), " (no champion to compare with)");
+    ROBOLOOP_RETURN_IF_ERROR(MoveChampion(registry, request, outcome));
+    return outcome;
+  }
+  outcome.champion_id = champion->id();
+  if (champion->id() == candidate->id()) {
+    outcome.reason = absl::StrCat(ref, " is the champion already");
+    return outcome;
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(outcome.champion, EvaluateUnder(evaluations, champion->id(), request));
+  CompareOptions compare;
+  compare.alpha = request.alpha;
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison,
+                            ComparePaired(outcome.candidate.episodes(), outcome.champion->episodes(), compare));
+  comparison.set_protocol_hash(outcome.candidate.protocol_hash());
+  comparison.set_candidate_evaluation_id(outcome.candidate.id());
+  comparison.set_baseline_evaluation_id(outcome.champion->id());
+  outcome.comparison = comparison;
+  outcome.reason = DescribeComparison(comparison, outcome.candidate, *outcome.champion);
+  if (comparison.verdict() == v1::VERDICT_BETTER) ROBOLOOP_RETURN_IF_ERROR(MoveChampion(registry, request, outcome));
+  return outcome;
+}
+
+}  // namespace roboloop::eval

@@ -1,0 +1,114 @@
+// Registry checkpoints in the rollout loop (issue 4, req 7; issue 7, req 1): a torch-free
+// sim::Policy over a checkpoint's `policy` blob that keeps each episode's observation history
+// and executes the predicted action chunks (full chunk, receding horizon or ACT's temporal
+// ensembling). Every row's action depends only on its own episode, so rollouts do not depend on
+// envs, threads or sharding when batch-invariant inference is on.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "registry/registry_client.h"
+#include "sim/policy.h"
+#include "sim/spec.h"
+
+namespace roboloop::sim {
+
+// How predicted action chunks of horizon H become env actions.
+struct ChunkExecution {
+  enum class Mode {
+    kFullChunk,         // query every H steps, execute the whole chunk
+    kRecedingHorizon,   // query every `receding_steps` (<= H) steps, execute that many actions
+    kTemporalEnsemble,  // query every step, average all predictions for the step
+  };
+  Mode mode = Mode::kFullChunk;       // which scheme
+  int receding_steps = 1;             // kRecedingHorizon: actions executed per query (>= 1)
+  double ensemble_coefficient = 0.0;  // kTemporalEnsemble: weight exp(-m * i), i = 0 oldest; >= 0
+};
+
+// Parses "full_chunk", "receding_horizon:N" (N >= 1) or "temporal_ensembling:m" (m >= 0).
+// InvalidArgument quoting `text` otherwise.
+absl::StatusOr<ChunkExecution> ParseChunkExecution(const std::string& text);
+
+// The text form ParseChunkExecution reads.
+std::string ChunkExecutionName(const ChunkExecution& execution);
+
+// The facts of a checkpoint manifest a rollout needs.
+struct CheckpointPolicySpec {
+  std::string kind;                // "mlp" or "transformer"
+  nlohmann::json options;          // policy.options (obs_dim, action_dim, history, chunk, ...)
+  nlohmann::json normalization;    // manifest normalization
+  int obs_dim = 0;                 // floats of one observation row
+  int action_dim = 0;              // floats of one action
+  int history = 1;                 // observations the model reads
+  int chunk = 1;                   // actions the model predicts per query (H)
+  std::string policy_sha256;       // digest of the `policy` blob
+};
+
+// Checks `manifest` against the task's specs before anything runs: the obs_spec names and
+// shapes, in order, must equal the task's keys, and the action_spec must hold the task's
+// action dimension; the policy kind must be mlp or transformer with obs_dim/action_dim that
+// agree. InvalidArgument naming `checkpoint` and the first difference.
+absl::StatusOr<CheckpointPolicySpec> CheckManifestFitsTask(const nlohmann::json& manifest,
+                                                           const std::string& checkpoint,
+                                                           const ObsSpec& obs_spec,
+                                                           const ActionSpec& action_spec);
+
+// A model predicting action chunks (the torch boundary's TorchPolicy::ActChunk, or a test's).
+class ChunkModel {
+ public:
+  virtual ~ChunkModel() = default;
+  // Shape of one query: `history` observations of `obs_dim` floats in, `chunk` actions of
+  // `action_dim` floats out.
+  virtual int history() const = 0;
+  virtual int chunk() const = 0;
+  virtual int obs_dim() const = 0;
+  virtual int action_dim() const = 0;
+  // Writes rows x chunk x action_dim raw actions from rows x history x obs_dim raw observations
+  // (left-padded by repeating the episode's first observation) with `history_length` real
+  // steps per row. Each row's output must depend only on that row.
+  virtual absl::Status Predict(const float* obs, const int32_t* history_length, int rows,
+                               float* actions) = 0;
+};
+
+// A Policy over `model` that keeps per-episode state keyed by episode index: the last
+// history() observations (history_length = min(step + 1, history)) and the chunks predicted so
+// far, executed as `execution` says. Act fails (FailedPrecondition naming the episode) when an
+// episode's steps do not follow each other; episodes absent from a batch are forgotten. `name`,
+// `obs_spec` and `action_spec` are what the policy reports. InvalidArgument when the model's
+// dims differ from the specs or the execution does not fit the horizon.
+absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkModel> model,
+                                                          const ChunkExecution& execution,
+                                                          const std::string& name,
+                                                          const ObsSpec& obs_spec,
+                                                          const ActionSpec& action_spec);
+
+// Where and how a checkpoint policy is loaded.
+struct CheckpointPolicyOptions {
+  std::string cache_dir;          // verified local copies of policy blobs (<sha256>.safetensors)
+  ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
+  bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
+};
+
+// Resolves `ref` in the registry, checks its manifest against the task (CheckManifestFitsTask),
+// downloads the policy blob into options.cache_dir (reusing a verified copy) and loads it through
+// the torch boundary. The policy's name is the checkpoint id. Errors name `ref`: unknown,
+// specs that do not fit, an execution the horizon cannot serve, a blob that fails to download
+// or load.
+absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryClient& registry,
+                                                             const std::string& ref,
+                                                             const CheckpointPolicyOptions& options,
+                                                             const ObsSpec& obs_spec,
+                                                             const ActionSpec& action_spec);
+
+// Versions of the inference libraries checkpoint policies run on, loading the torch library
+// if needed: {"libtorch": version, "blas": the BLAS library mapped into the process}, or
+// {"libtorch": "unavailable: <why>"} when the torch library cannot be loaded.
+std::map<std::string, std::string> InferenceLibraries();
+
+}  // namespace roboloop::sim

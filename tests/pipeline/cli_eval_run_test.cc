@@ -1,0 +1,224 @@
+// `roboloop eval`, `roboloop promote`, `roboloop serve sim|eval` driven as a user would: a
+// checkpoint trained by the CLI, the real binary, exit codes and output; servers run as their
+// own processes on unix sockets.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eval/eval_client.h"
+#include "tests/util/subprocess.h"
+#include "tests/util/tiny_checkpoint.h"
+
+namespace roboloop::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using roboloop::testing::ProgramResult;
+
+// A `roboloop serve ...` process listening on a unix socket; stopped with SIGTERM on destruction.
+class ServerProcess {
+ public:
+  ServerProcess(std::vector<std::string> args, const std::string& socket) {
+    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> raw;
+      for (std::string& a : argv) raw.push_back(a.data());
+      raw.push_back(nullptr);
+      execv(raw[0], raw.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && access(socket.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class CliEvalRunTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(roboloop::testing::MakeTempDir("cli-eval-run"));
+    roboloop::testing::TinyCheckpointOptions options;
+    options.root = *dir_ + "/store";
+    options.kind = "mlp";
+    checkpoint_ = new std::string(roboloop::testing::MakeTinyCheckpoint(options));
+    ASSERT_EQ(std::system(("mkdir -p " + *dir_ + "/protocols").c_str()), 0);
+    std::ofstream(*dir_ + "/protocols/gate.yaml")
+        << "task: cartpole-swingup\nseed_start: 5000\nepisodes: 6\nmax_steps: 15\n"
+           "execution: {chunk: {mode: TEMPORAL_ENSEMBLE, ensemble_coefficient: 0.1}}\n";
+    std::ofstream(*dir_ + "/protocols/overlap.yaml")
+        << "task: cartpole-swingup\nseed_start: 4\nepisodes: 6\nmax_steps: 15\n"
+           "execution: {chunk: {mode: FULL_CHUNK}}\n";
+  }
+
+  void SetUp() override { ASSERT_FALSE(checkpoint_->empty()); }
+
+  static ProgramResult Roboloop(std::vector<std::string> args) {
+    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--root", *dir_ + "/store", "--protocols-dir", *dir_ + "/protocols"});
+    return roboloop::testing::RunProgram(argv);
+  }
+
+  static std::string EvaluationId(const std::string& out) {
+    std::smatch match;
+    return std::regex_search(out, match, std::regex("evaluation  ([0-9a-f-]{36})")) ? match[1].str() : "";
+  }
+
+  static std::string* dir_;
+  static std::string* checkpoint_;
+};
+
+std::string* CliEvalRunTest::dir_ = nullptr;
+std::string* CliEvalRunTest::checkpoint_ = nullptr;
+
+TEST_F(CliEvalRunTest, EvalRunsCachesAndForces) {
+  ProgramResult first = Roboloop({"eval", "tiny@latest", "--task", "cartpole-swingup", "--episodes", "4",
+                                  "--max-steps", "12", "--seed", "9", "--first-episode", "100"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_THAT(first.out, HasSubstr(*checkpoint_));
+  EXPECT_THAT(first.out, HasSubstr("episodes [100, 104), max steps 12"));
+  EXPECT_THAT(first.out, HasSubstr("/4)"));
+  const std::string id = EvaluationId(first.out);
+  ASSERT_FALSE(id.empty()) << first.out;
+  ProgramResult again = Roboloop({"eval", "tiny@latest", "--task", "cartpole-swingup", "--episodes", "4",
+                                  "--max-steps", "12", "--seed", "9", "--first-episode", "100"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(EvaluationId(again.out), id);
+  EXPECT_THAT(again.out, HasSubstr("cached"));
+  ProgramResult forced = Roboloop({"eval", "tiny@latest", "--task", "cartpole-swingup", "--episodes", "4",
+                                   "--max-steps", "12", "--seed", "9", "--first-episode", "100", "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(EvaluationId(forced.out), id);
+  ProgramResult board = Roboloop({"leaderboard", "--task", "cartpole-swingup", "--format", "json"});
+  ASSERT_EQ(board.exit_code, 0) << board.err;
+  EXPECT_THAT(board.out, HasSubstr(*checkpoint_));
+}
+
+TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {
+  const std::string binary = roboloop::testing::RoboloopBinary();
+  const std::string root = *dir_ + "/store";
+  ProgramResult one = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
+       "--max-steps", "10", "--envs", "1", "--chunk-execution", "receding_horizon:2", "--root", root,
+       "--format", "json"});
+  ProgramResult three = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "cartpole-swingup", "--policy", "tiny@latest", "--episodes", "3",
+       "--max-steps", "10", "--envs", "3", "--chunk-execution", "receding_horizon:2", "--root", root,
+       "--format", "json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  auto hashes = [](const std::string& out) {
+    std::set<std::string> found;
+    const std::regex chain("\"state_hash_chain\":\"([0-9]+)\"");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), chain); it != std::sregex_iterator(); ++it) {
+      found.insert((*it)[1].str());
+    }
+    return found;
+  };
+  EXPECT_EQ(hashes(one.out).size(), 3u) << one.out;
+  EXPECT_EQ(hashes(one.out), hashes(three.out));
+  ProgramResult wrong = roboloop::testing::RunProgram(
+      {binary, "sim", "rollout", "--task", "reacher", "--policy", "tiny@latest", "--episodes", "2", "--root", root});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_THAT(wrong.err, HasSubstr("does not fit the task"));
+  EXPECT_THAT(wrong.err, HasSubstr(*checkpoint_));
+}
+
+TEST_F(CliEvalRunTest, EvalRefusesBadInputBeforeAnyRollout) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"eval", "tiny@latest", "--task", "reacher", "--episodes", "3"}, "does not fit the task"},
+      {{"eval", "tiny@latest", "--task", "cartpole-swingup", "--episodes", "0"}, "episodes must be >= 1"},
+      {{"eval", "tiny@latest", "--task", "no-such-task"}, "cartpole-swingup"},
+      {{"eval", "tiny@latest", "--protocol", "no-such-protocol"}, "no-such-protocol"},
+      {{"eval", "nobody@latest", "--protocol", "gate"}, "nobody@latest"},
+      {{"eval", "tiny@latest", "--protocol", "gate", "--task", "cartpole-swingup"}, "exactly one of"},
+      {{"eval", "tiny@latest", "--task", "cartpole-swingup", "--chunk-execution", "sideways"}, "sideways"},
+  };
+  for (const Case& c : cases) {
+    ProgramResult result = Roboloop(c.args);
+    EXPECT_NE(result.exit_code, 0) << c.message;
+    EXPECT_THAT(result.err, HasSubstr(c.message));
+    EXPECT_THAT(result.err, ::testing::Not(HasSubstr("stored as failed")));
+  }
+}
+
+TEST_F(CliEvalRunTest, PromoteNeedsDisjointSeedsAndMovesTheFirstChampion) {
+  ProgramResult overlap = Roboloop({"promote", "tiny", "--protocol", "overlap"});
+  EXPECT_NE(overlap.exit_code, 0);
+  EXPECT_THAT(overlap.err, HasSubstr("episodes [4, 10)"));
+  EXPECT_THAT(overlap.err, HasSubstr("episodes [0, 6)"));
+  ProgramResult unknown = Roboloop({"promote", "tiny", "--protocol", "nope"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.err, HasSubstr("nope"));
+  ProgramResult promoted = Roboloop({"promote", "tiny", "--protocol", "gate"});
+  ASSERT_EQ(promoted.exit_code, 0) << promoted.out << promoted.err;
+  EXPECT_THAT(promoted.out, HasSubstr("promoted tiny@champion: first champion"));
+  ProgramResult again = Roboloop({"promote", "tiny", "--protocol", "gate"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("not promoted"));
+  ProgramResult history = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "registry", "history", "tiny", "--root", *dir_ + "/store"});
+  EXPECT_THAT(history.out + history.err, HasSubstr("first champion"));
+}
+
+TEST_F(CliEvalRunTest, RemoteSimAndServeEvalGiveTheEmbeddedResult) {
+  const std::string sim_socket = *dir_ + "/sim.sock";
+  const std::string eval_socket = *dir_ + "/eval.sock";
+  ServerProcess sim({"serve", "sim", "--listen", "unix:" + sim_socket, "--root", *dir_ + "/store"}, sim_socket);
+  ProgramResult remote = Roboloop({"eval", "tiny@latest", "--protocol", "gate", "--sim", "unix:" + sim_socket,
+                                   "--force", "--format", "json"});
+  ProgramResult embedded = Roboloop({"eval", "tiny@latest", "--protocol", "gate", "--force", "--format", "json"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.err;
+  // Aggregates and episodes: from "aggregates" up to "provenance" (ids and times differ).
+  auto results = [](const std::string& json) {
+    const size_t start = json.find("\"aggregates\"");
+    return json.substr(start, json.find("\"provenance\"") - start);
+  };
+  EXPECT_THAT(results(remote.out), HasSubstr("\"state_hash_chain\""));
+  EXPECT_EQ(results(remote.out), results(embedded.out));
+
+  ServerProcess server({"serve", "eval", "--listen", "unix:" + eval_socket, "--root", *dir_ + "/store",
+                        "--protocols-dir", *dir_ + "/protocols", "--sim", "unix:" + sim_socket},
+                       eval_socket);
+  common::GrpcChannelOptions channel;
+  channel.target = "unix:" + eval_socket;
+  auto client = eval::EvalClient::Connect(channel);
+  ASSERT_TRUE(client.ok()) << client.status();
+  v1::EvaluateRequest request;
+  request.set_checkpoint_ref("tiny@latest");
+  request.set_protocol_name("gate");
+  auto evaluation = (*client)->Evaluate(request, {});
+  ASSERT_TRUE(evaluation.ok()) << evaluation.status();
+  EXPECT_EQ(evaluation->episodes_size(), 6);
+  EXPECT_EQ(evaluation->checkpoint_id(), *checkpoint_);
+}
+
+}  // namespace
+}  // namespace roboloop::cli

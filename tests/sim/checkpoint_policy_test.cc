@@ -1,0 +1,314 @@
+// Checkpoint policies (issue 4, req 7): per-episode history and chunk execution on a scripted
+// chunk model (exact values), manifest checks against the task, and a real trained checkpoint
+// served by SimServiceHandler whose records do not depend on envs or threads.
+#include "sim/checkpoint_policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "registry/registry_client.h"
+#include "registry/registry_host.h"
+#include "sim/builtin_tasks.h"
+#include "sim/sim_service.h"
+#include "sim/task_registry.h"
+#include "tests/util/subprocess.h"
+#include "tests/util/tiny_checkpoint.h"
+
+namespace roboloop::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Predicts action[c] = 1000 * history_length + 100 * c + (sum over history slots h of
+// (h + 1) * obs[h][0]); one obs float, one action float. Records every query.
+class ScriptedModel : public ChunkModel {
+ public:
+  ScriptedModel(int history, int chunk, std::vector<int>* rows_per_query)
+      : history_(history), chunk_(chunk), rows_per_query_(rows_per_query) {}
+  int history() const override { return history_; }
+  int chunk() const override { return chunk_; }
+  int obs_dim() const override { return 1; }
+  int action_dim() const override { return 1; }
+  absl::Status Predict(const float* obs, const int32_t* history_length, int rows, float* actions) override {
+    rows_per_query_->push_back(rows);
+    for (int r = 0; r < rows; ++r) {
+      float mix = 0;
+      for (int h = 0; h < history_; ++h) mix += static_cast<float>(h + 1) * obs[r * history_ + h];
+      for (int c = 0; c < chunk_; ++c) actions[r * chunk_ + c] = 1000.0f * history_length[r] + 100.0f * c + mix;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int history_, chunk_;
+  std::vector<int>* rows_per_query_;
+};
+
+ObsSpec OneFloatObs() { return ObsSpec{{ArraySpec{"x", {1}}}}; }
+ActionSpec OneAction() { return ActionSpec{{-1e9f}, {1e9f}}; }
+
+std::unique_ptr<Policy> Chunked(int history, int chunk, const std::string& execution, std::vector<int>* queries) {
+  auto parsed = ParseChunkExecution(execution);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  auto policy = MakeChunkedPolicy(std::make_unique<ScriptedModel>(history, chunk, queries), *parsed, "scripted",
+                                  OneFloatObs(), OneAction());
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return std::move(policy).value();
+}
+
+// Runs one episode of `steps` steps alone; obs at step t is t + 1.
+std::vector<float> RunAlone(Policy& policy, int64_t episode, int steps) {
+  std::vector<float> out;
+  for (int32_t t = 0; t < steps; ++t) {
+    const float obs = static_cast<float>(t + 1);
+    float action = 0;
+    PolicyBatch batch{&obs, &episode, &t, 1};
+    EXPECT_TRUE(policy.Act(batch, &action).ok());
+    out.push_back(action);
+  }
+  return out;
+}
+
+TEST(ChunkedPolicyTest, HistoryIsLeftPaddedWithTheFirstObservation) {
+  std::vector<int> queries;
+  auto policy = Chunked(3, 1, "full_chunk", &queries);
+  // history slots (oldest first): t=0 [1,1,1] len 1; t=1 [1,1,2] len 2; t=2 [1,2,3] len 3; t=3 [2,3,4].
+  EXPECT_THAT(RunAlone(*policy, 7, 4), ::testing::ElementsAre(1000 + 6, 2000 + 9, 3000 + 14, 3000 + 20));
+}
+
+TEST(ChunkedPolicyTest, FullChunkAndRecedingHorizonQueryEveryPeriod) {
+  std::vector<int> queries;
+  auto full = Chunked(1, 3, "full_chunk", &queries);
+  // Queries at t = 0 (obs 1) and t = 3 (obs 4); the chunk's entry t - query step is executed.
+  EXPECT_THAT(RunAlone(*full, 0, 5), ::testing::ElementsAre(1001, 1101, 1201, 1004, 1104));
+  EXPECT_EQ(queries.size(), 2u);
+  queries.clear();
+  auto receding = Chunked(1, 3, "receding_horizon:2", &queries);
+  EXPECT_THAT(RunAlone(*receding, 0, 5), ::testing::ElementsAre(1001, 1101, 1003, 1103, 1005));
+  EXPECT_EQ(queries.size(), 3u);
+}
+
+TEST(ChunkedPolicyTest, TemporalEnsemblingWeightsTheOldestPredictionFirst) {
+  std::vector<int> queries;
+  const double m = 0.5;
+  auto policy = Chunked(1, 3, "temporal_ensembling:0.5", &queries);
+  std::vector<float> actions = RunAlone(*policy, 0, 4);
+  // Step 2 is covered by the chunks queried at t = 0, 1, 2 (oldest first): entries 2, 1, 0.
+  const double p0 = 1000 + 200 + 1, p1 = 1000 + 100 + 2, p2 = 1000 + 0 + 3;
+  const double w0 = 1, w1 = std::exp(-m), w2 = std::exp(-2 * m);
+  EXPECT_FLOAT_EQ(actions[2], static_cast<float>((w0 * p0 + w1 * p1 + w2 * p2) / (w0 + w1 + w2)));
+  // Step 3: chunks from t = 1, 2, 3 (the one from t = 0 no longer covers it).
+  const double q1 = 1000 + 200 + 2, q2 = 1000 + 100 + 3, q3 = 1000 + 4;
+  EXPECT_FLOAT_EQ(actions[3], static_cast<float>((w0 * q1 + w1 * q2 + w2 * q3) / (w0 + w1 + w2)));
+  EXPECT_EQ(queries.size(), 4u);
+}
+
+TEST(ChunkedPolicyTest, EachRowDependsOnlyOnItsEpisode) {
+  std::vector<int> queries;
+  auto alone = Chunked(2, 3, "temporal_ensembling:0.2", &queries);
+  const std::vector<float> expected = RunAlone(*alone, 5, 6);
+  // The same episode interleaved with another that starts two steps later.
+  auto mixed = Chunked(2, 3, "temporal_ensembling:0.2", &queries);
+  std::vector<float> got;
+  for (int32_t t = 0; t < 6; ++t) {
+    std::vector<float> obs = {static_cast<float>(t + 1)};
+    std::vector<int64_t> episodes = {5};
+    std::vector<int32_t> steps = {t};
+    if (t >= 2) {
+      obs.insert(obs.begin(), 50.0f + t);
+      episodes.insert(episodes.begin(), 9);
+      steps.insert(steps.begin(), t - 2);
+    }
+    std::vector<float> actions(obs.size());
+    PolicyBatch batch{obs.data(), episodes.data(), steps.data(), static_cast<int>(obs.size())};
+    ASSERT_TRUE(mixed->Act(batch, actions.data()).ok());
+    got.push_back(actions.back());
+  }
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ChunkedPolicyTest, AStepOutOfOrderIsRefused) {
+  std::vector<int> queries;
+  auto policy = Chunked(2, 2, "full_chunk", &queries);
+  const float obs = 1;
+  const int64_t episode = 3;
+  const int32_t step = 4;
+  float action = 0;
+  absl::Status status = policy->Act(PolicyBatch{&obs, &episode, &step, 1}, &action);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("episode 3"));
+}
+
+TEST(ChunkExecutionTest, ParsesAndRefusesBadText) {
+  auto receding = ParseChunkExecution("receding_horizon:3");
+  ASSERT_TRUE(receding.ok());
+  EXPECT_EQ(receding->receding_steps, 3);
+  EXPECT_EQ(ChunkExecutionName(*receding), "receding_horizon:3");
+  for (const char* bad : {"", "receding_horizon", "receding_horizon:0", "temporal_ensembling:-1", "chunky"}) {
+    auto parsed = ParseChunkExecution(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  std::vector<int> queries;
+  auto too_long = MakeChunkedPolicy(std::make_unique<ScriptedModel>(1, 2, &queries), *receding, "scripted",
+                                    OneFloatObs(), OneAction());
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+nlohmann::json ManifestFor(const ObsSpec& obs, int action_dim) {
+  nlohmann::json names = nlohmann::json::array(), shapes = nlohmann::json::array();
+  for (const ArraySpec& key : obs.keys) {
+    names.push_back(key.name);
+    shapes.push_back(key.shape);
+  }
+  return {{"policy", {{"kind", "mlp"}, {"options", {{"obs_dim", obs.size()}, {"action_dim", action_dim}}}}},
+          {"obs_spec", {{"names", names}, {"shapes", shapes}}},
+          {"action_spec", {{"names", {"action"}}, {"shapes", {{action_dim}}}}},
+          {"blobs", {{"policy", {{"sha256", std::string(64, 'a')}, {"size", 1}}}}}};
+}
+
+TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
+  const ObsSpec task_obs{{ArraySpec{"position", {2}}, ArraySpec{"velocity", {2}}}};
+  const ActionSpec task_action{{-1, -1}, {1, 1}};
+  ASSERT_TRUE(CheckManifestFitsTask(ManifestFor(task_obs, 2), "ck", task_obs, task_action).ok());
+  struct Case {
+    nlohmann::json manifest;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[1], task_obs.keys[0]}}, 2), "key 0 is 'velocity'"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}}, 2), "'velocity' [3]"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}}, 2), "key 1 is nothing"});
+  cases.push_back({ManifestFor(task_obs, 3), "writes 3 action dims, the task takes 2"});
+  nlohmann::json torchscript = ManifestFor(task_obs, 2);
+  torchscript["policy"]["kind"] = "torchscript";
+  cases.push_back({torchscript, "'torchscript' policy"});
+  nlohmann::json malformed = ManifestFor(task_obs, 2);
+  malformed["obs_spec"]["names"][0] = 5;
+  cases.push_back({malformed, "malformed manifest"});
+  for (const Case& c : cases) {
+    auto checked = CheckManifestFitsTask(c.manifest, "my-model:v3", task_obs, task_action);
+    EXPECT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(checked.status().message(), HasSubstr("my-model:v3"));
+    EXPECT_THAT(checked.status().message(), HasSubstr(c.message));
+  }
+}
+
+// A tiny transformer (history 2, chunk 4) trained on cartpole-swingup demos, served by a
+// SimServiceHandler with a registry.
+class CheckpointRolloutTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new std::string(roboloop::testing::MakeTempDir("checkpoint-policy") + "/store");
+    roboloop::testing::TinyCheckpointOptions options;
+    options.root = *root_;
+    checkpoint_ = new std::string(roboloop::testing::MakeTinyCheckpoint(options));
+  }
+
+  void SetUp() override {
+    ASSERT_FALSE(checkpoint_->empty());
+    BuiltinTaskOptions builtin;
+    builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
+    ASSERT_TRUE(RegisterBuiltins(&tasks_, builtin).ok());
+    registry::RegistryHost::Options host;
+    host.registry.root = *root_;
+    auto started = registry::RegistryHost::Create(host);
+    ASSERT_TRUE(started.ok()) << started.status();
+    host_ = std::move(started).value();
+    common::GrpcChannelOptions channel;
+    channel.target = host_->target();
+    auto client = registry::RegistryClient::Connect(channel);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(client).value();
+    SimServiceHandler::Options options;
+    options.registry = &tasks_;
+    options.checkpoints = client_.get();
+    options.checkpoint_cache_dir = roboloop::testing::MakeTempDir("checkpoint-cache");
+    auto handler = SimServiceHandler::Create(options);
+    ASSERT_TRUE(handler.ok()) << handler.status();
+    handler_ = std::move(handler).value();
+  }
+
+  std::vector<v1::EpisodeRecord> Roll(v1::RolloutRequest request, int envs, int threads, absl::Status* status) {
+    request.set_envs(envs);
+    request.set_threads(threads);
+    std::vector<v1::EpisodeRecord> records;
+    *status = handler_->Rollout(request, [&](const v1::EpisodeRecord& r) {
+      records.push_back(r);
+      records.back().clear_wall_time_s();
+      return absl::OkStatus();
+    }, nullptr);
+    std::sort(records.begin(), records.end(),
+              [](const auto& a, const auto& b) { return a.episode_index() < b.episode_index(); });
+    return records;
+  }
+
+  static v1::RolloutRequest Request(const std::string& task, const std::string& execution) {
+    v1::RolloutRequest request;
+    request.set_task(task);
+    request.set_policy("tiny@latest");
+    request.set_chunk_execution(execution);
+    request.set_base_seed(11);
+    request.set_first_episode(100);
+    request.set_num_episodes(6);
+    request.set_max_steps(25);
+    return request;
+  }
+
+  static std::string* root_;
+  static std::string* checkpoint_;
+  TaskRegistry tasks_;
+  std::unique_ptr<registry::RegistryHost> host_;
+  std::unique_ptr<registry::RegistryClient> client_;
+  std::unique_ptr<SimServiceHandler> handler_;
+};
+
+std::string* CheckpointRolloutTest::root_ = nullptr;
+std::string* CheckpointRolloutTest::checkpoint_ = nullptr;
+
+TEST_F(CheckpointRolloutTest, RecordsDoNotDependOnEnvsOrThreadsInEveryExecutionMode) {
+  for (const char* execution : {"full_chunk", "receding_horizon:2", "temporal_ensembling:0.1"}) {
+    absl::Status one_status, three_status;
+    std::vector<v1::EpisodeRecord> one = Roll(Request("cartpole-swingup", execution), 1, 1, &one_status);
+    std::vector<v1::EpisodeRecord> three = Roll(Request("cartpole-swingup", execution), 3, 2, &three_status);
+    ASSERT_TRUE(one_status.ok()) << one_status;
+    ASSERT_TRUE(three_status.ok()) << three_status;
+    ASSERT_EQ(one.size(), 6u);
+    ASSERT_EQ(three.size(), 6u);
+    for (size_t i = 0; i < one.size(); ++i) {
+      EXPECT_EQ(one[i].SerializeAsString(), three[i].SerializeAsString()) << execution << " episode " << i;
+    }
+  }
+}
+
+TEST_F(CheckpointRolloutTest, ExecutionModesDriveDifferentTrajectories) {
+  absl::Status a_status, b_status;
+  auto full = Roll(Request("cartpole-swingup", "full_chunk"), 2, 1, &a_status);
+  auto ensembled = Roll(Request("cartpole-swingup", "temporal_ensembling:0.1"), 2, 1, &b_status);
+  ASSERT_TRUE(a_status.ok() && b_status.ok()) << a_status << b_status;
+  EXPECT_NE(full[0].state_hash_chain(), ensembled[0].state_hash_chain());
+}
+
+TEST_F(CheckpointRolloutTest, ACheckpointForAnotherTaskIsRefusedBeforeAnyEpisode) {
+  absl::Status status;
+  auto records = Roll(Request("reacher", "full_chunk"), 1, 1, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("tiny@latest"));
+  EXPECT_THAT(status.message(), HasSubstr(*checkpoint_));
+  EXPECT_TRUE(records.empty());
+  auto too_long = Roll(Request("cartpole-swingup", "receding_horizon:5"), 1, 1, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("N <= 4"));
+  auto unknown = Request("cartpole-swingup", "full_chunk");
+  unknown.set_policy("no-such-model@latest");
+  Roll(unknown, 1, 1, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_THAT(status.message(), HasSubstr("no-such-model@latest"));
+}
+
+}  // namespace
+}  // namespace roboloop::sim
