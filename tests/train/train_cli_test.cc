@@ -187,7 +187,8 @@ TEST_F(TrainCliTest, RunWritesJsonlAndTensorBoardLogs) {
 }
 
 TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) {
-  const std::vector<std::string> common = {"--steps", "300", "--checkpoint-every", "10", "--model", "k"};
+  // Long enough (a few seconds) that the kill lands mid-run however fast the machine is.
+  const std::vector<std::string> common = {"--steps", "2000", "--checkpoint-every", "10", "--model", "k"};
   const std::string straight = testing::MakeTempDir("straight"), killed = testing::MakeTempDir("killed");
   const ProgramResult full = RunProgram(Train(straight, common));
   ASSERT_EQ(full.exit_code, 0) << full.err;
@@ -196,15 +197,15 @@ TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) {
   ASSERT_TRUE(WaitForStep(killed, 25, 60)) << "the run never reached step 25";
   kill(victim.pid, SIGKILL);
   EXPECT_EQ(testing::FinishProgram(victim).exit_code, 128 + SIGKILL);
-  ASSERT_FALSE(LogHasStep(killed, 300)) << "the run finished before it was killed";
+  ASSERT_FALSE(LogHasStep(killed, 2000)) << "the run finished before it was killed";
 
   std::vector<std::string> resume = common;
   resume.insert(resume.end(), {"--resume", "k@latest"});
   const ProgramResult resumed = RunProgram(Train(killed, resume));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const std::map<int64_t, double> expected = Losses(straight), actual = Losses(killed);
-  ASSERT_EQ(actual.size(), 300u);
-  for (int64_t step = 1; step <= 300; ++step) {
+  ASSERT_EQ(actual.size(), 2000u);
+  for (int64_t step = 1; step <= 2000; ++step) {
     EXPECT_EQ(actual.at(step), expected.at(step)) << "step " << step;
   }
 }
