@@ -138,7 +138,8 @@ class Windows(torch.utils.data.Dataset):
         self.history, self.chunk = history, chunk
         self.obs, self.actions, self.index = [], [], []
         with h5py.File(path, "r") as f:
-            demos = sorted(f["data"].keys(), key=lambda name: int(name.split("_")[-1]))
+            demos = sorted((name for name in f["data"].keys() if name.startswith("demo_")),
+                           key=lambda name: int(name.split("_")[-1]))
             for e, name in enumerate(demos):
                 demo = f["data"][name]
                 self.obs.append(np.asarray(demo["obs"][obs_key], dtype=np.float32))
@@ -193,6 +194,7 @@ def run_e2e_mode(args, trainer):
     dataset = Windows(args.dataset, args.obs_key, args.history, args.chunk)
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True,
                                          drop_last=True, num_workers=args.workers,
+                                         persistent_workers=args.workers > 0,
                                          generator=torch.Generator().manual_seed(args.seed))
 
     def forever():
