@@ -1,11 +1,13 @@
 #include "bench/train_bench.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -45,8 +47,22 @@ double TrainingFlopsPerSample(int obs_tokens) {
   return 3.0 * 2.0 * macs;
 }
 
-// The run's settings that move the numbers, on one line.
-std::string SettingsLine(int threads, const std::string& runtime_json) {
+// Threads of the OpenBLAS that LibTorch loaded (it keeps its own pool, sized by
+// OPENBLAS_NUM_THREADS or else the core count, whatever torch's thread setting is); -1 when the
+// BLAS is not OpenBLAS or not loaded yet.
+int OpenBlasThreads() {
+  void* blas = dlopen("libblas.so.3", RTLD_LAZY | RTLD_NOLOAD);
+  if (blas == nullptr) return -1;
+  using GetThreads = int (*)();
+  const auto get = reinterpret_cast<GetThreads>(dlsym(blas, "openblas_get_num_threads"));
+  const int threads = get == nullptr ? -1 : get();
+  dlclose(blas);
+  return threads;
+}
+
+// The run's settings that move the numbers, on one line; `blas_threads` is the OpenBLAS pool of
+// the processes measured.
+std::string SettingsLine(int threads, int blas_threads, const std::string& runtime_json) {
   std::string blas = "unknown";
   const nlohmann::json runtime = nlohmann::json::parse(runtime_json, nullptr, false);
   const std::string config = runtime.is_object() ? runtime.value("build_config", std::string()) : "";
@@ -62,7 +78,8 @@ std::string SettingsLine(int threads, const std::string& runtime_json) {
   }
   std::string settings = MachineSettings();
   const size_t cpu_end = settings.find('\n');
-  return absl::StrCat("threads ", threads, "; env ", env.empty() ? "(no OMP_/OPENBLAS_/MKL_)" : absl::StrJoin(env, " "),
+  return absl::StrCat("threads ", threads, " (OpenBLAS pool ",
+                      blas_threads > 0 ? absl::StrCat(blas_threads) : std::string("unknown"), "); env ", env.empty() ? "(no OMP_/OPENBLAS_/MKL_)" : absl::StrJoin(env, " "),
                       "; BLAS_INFO=", blas, "; ", settings.substr(0, cpu_end));
 }
 
@@ -352,46 +369,68 @@ std::string SelfCommand(const TrainBenchOptions& o) {
   return absl::StrJoin(quoted, " ");
 }
 
-// Global samples/s of a `world`-rank job: world x batch x steps / rank 0's timed seconds.
-absl::StatusOr<double> RunDataParallel(const TrainBenchOptions& o, int world) {
+// Variables that make each rank one thread, for those the caller did not set: OpenBLAS would
+// otherwise start a pool as wide as the machine in every rank.
+std::string OneThreadPerRankEnvironment() {
+  std::string env;
+  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+    if (std::getenv(name) == nullptr) absl::StrAppend(&env, env.empty() ? "" : " ", name, "=1");
+  }
+  return env;
+}
+
+// One `world`-rank job's figures.
+struct DataParallelRun {
+  double samples_per_s = 0;  // world x batch x steps / rank 0's timed seconds
+  int blas_threads = -1;     // rank 0's OpenBLAS pool
+};
+
+absl::StatusOr<DataParallelRun> RunDataParallel(const TrainBenchOptions& o, int world) {
   ROBOLOOP_ASSIGN_OR_RETURN(int port, FreePort());
   std::vector<FILE*> ranks;
   for (int r = 0; r < world; ++r) {
     const std::string command =
-        absl::StrCat(SelfCommand(o), " --dp-rank ", r, " --dp-world ", world, " --dp-port ", port, " --batch ",
-                     o.batch, " --steps ", o.steps, " --warmup ", o.warmup);
+        absl::StrCat(OneThreadPerRankEnvironment(), " ", SelfCommand(o), " --dp-rank ", r, " --dp-world ", world,
+                     " --dp-port ", port, " --batch ", o.batch, " --steps ", o.steps, " --warmup ", o.warmup);
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) return absl::InternalError(absl::StrCat("cannot run ", command));
     ranks.push_back(pipe);
   }
-  std::vector<double> seconds;
+  std::vector<DataParallelRun> figures;
   bool failed = false;
   for (FILE* pipe : ranks) {
-    double s = 0;
-    failed |= fscanf(pipe, " dp_rank_seconds %lf", &s) != 1;
-    seconds.push_back(s);
+    double seconds = 0;
+    int blas_threads = -1;
+    failed |= fscanf(pipe, " dp_rank_seconds %lf blas_threads %d", &seconds, &blas_threads) != 2;
+    figures.push_back({world * static_cast<double>(o.batch) * o.steps / seconds, blas_threads});
     failed |= pclose(pipe) != 0;
   }
   if (failed) return absl::InternalError(absl::StrCat("a rank of the ", world, "-rank job failed"));
-  return world * static_cast<double>(o.batch) * o.steps / seconds[0];
+  return figures[0];
 }
 
 absl::Status PartDataParallel(const TrainBenchOptions& o, const std::string& runtime_json) {
   std::vector<double> one, two, efficiency;
+  int blas_threads = -1;
   for (int run = 0; run < o.runs; ++run) {
-    ROBOLOOP_ASSIGN_OR_RETURN(double rate1, RunDataParallel(o, 1));
-    ROBOLOOP_ASSIGN_OR_RETURN(double rate2, RunDataParallel(o, 2));
-    one.push_back(rate1);
-    two.push_back(rate2);
-    efficiency.push_back(rate2 / (2 * rate1));
-    std::printf("(d) run %d: 1 rank %.1f samples/s, 2 ranks %.1f samples/s\n", run + 1, rate1, rate2);
+    ROBOLOOP_ASSIGN_OR_RETURN(DataParallelRun single, RunDataParallel(o, 1));
+    ROBOLOOP_ASSIGN_OR_RETURN(DataParallelRun pair, RunDataParallel(o, 2));
+    one.push_back(single.samples_per_s);
+    two.push_back(pair.samples_per_s);
+    efficiency.push_back(pair.samples_per_s / (2 * single.samples_per_s));
+    blas_threads = pair.blas_threads;
+    std::printf("(d) run %d: 1 rank %.1f samples/s, 2 ranks %.1f samples/s\n", run + 1, single.samples_per_s,
+                pair.samples_per_s);
   }
   const Summary e = Summarize(efficiency);
-  std::printf("result (d) data parallel: batch %d per rank, Gloo on loopback; 1 rank x 1 thread %s samples/s, "
-              "2 ranks x 1 thread %s samples/s; efficiency %s (goal >= 0.9: %s); %s\n",
-              o.batch, Range(Summarize(one), "%.1f (%.1f-%.1f)").c_str(),
-              Range(Summarize(two), "%.1f (%.1f-%.1f)").c_str(), Range(e, "%.3f (%.3f-%.3f)").c_str(),
-              Goal(e.median >= 0.9).c_str(), SettingsLine(1, runtime_json).c_str());
+  const std::string rank_env = OneThreadPerRankEnvironment();
+  std::printf("result (d) data parallel: batch %d per rank, Gloo on loopback, ranks run with %s; "
+              "1 rank x 1 thread %s samples/s, 2 ranks x 1 thread %s samples/s; efficiency %s (goal >= 0.9: %s); "
+              "%s\n",
+              o.batch, rank_env.empty() ? "the caller's variables" : rank_env.c_str(),
+              Range(Summarize(one), "%.1f (%.1f-%.1f)").c_str(), Range(Summarize(two), "%.1f (%.1f-%.1f)").c_str(),
+              Range(e, "%.3f (%.3f-%.3f)").c_str(), Goal(e.median >= 0.9).c_str(),
+              SettingsLine(1, blas_threads, runtime_json).c_str());
   return absl::OkStatus();
 }
 
@@ -418,7 +457,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& options) {
     return absl::InvalidArgumentError("--runs, --steps, --batch and --threads must be >= 1, --warmup >= 0");
   }
   ROBOLOOP_ASSIGN_OR_RETURN(const std::string runtime_json, RuntimeJson());
-  const std::string settings = SettingsLine(o.threads, runtime_json);
+  const std::string settings = SettingsLine(o.threads, OpenBlasThreads(), runtime_json);
   std::printf("training benchmark: transformer obs %d action %d history %d chunk %d d_model %d layers %d heads %d "
               "ffn %d, batch %d, %d runs x (%d warm-up + %d timed steps), peer %s\n%s",
               kObsDim, kActionDim, kHistory, kChunk, kDModel, kLayers, kHeads, kFfn, o.batch, o.runs, o.warmup,
@@ -443,7 +482,7 @@ absl::Status RunTrainBenchRank(const TrainBenchOptions& options) {
                                                       o.dp_port));
   const std::vector<OwnedBatch> pool = SyntheticPool(o.batch, kHistory);
   ROBOLOOP_ASSIGN_OR_RETURN(double seconds, TimeSteps(*trainer, pool, o.warmup, o.steps));
-  std::printf("dp_rank_seconds %.6f\n", seconds);
+  std::printf("dp_rank_seconds %.6f blas_threads %d\n", seconds, OpenBlasThreads());
   return absl::OkStatus();
 }
 

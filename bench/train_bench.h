@@ -44,7 +44,8 @@ struct TrainBenchOptions {
 absl::Status RunTrainBench(const TrainBenchOptions& options);
 
 // One rank of a part-d job (options.dp_rank >= 0): joins the rendezvous, runs warm-up and timed
-// steps on synthetic batches with 1 thread, and prints "dp_rank_seconds <timed seconds>".
+// steps on synthetic batches with 1 thread, and prints
+// "dp_rank_seconds <timed seconds> blas_threads <OpenBLAS pool>".
 absl::Status RunTrainBenchRank(const TrainBenchOptions& options);
 
 }  // namespace roboloop::bench
