@@ -18,6 +18,7 @@
 
 namespace roboloop::bench {
 
+// What to run and how long; the model shape is fixed by the issue.
 struct TrainBenchOptions {
   std::string part = "all";  // "a", "b", "c", "d" or "all"
   bool quick = false;        // smoke test: batch 32, 1 run, 2 timed steps, a small dataset

@@ -49,6 +49,7 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   train->add_option("--batch", train_options->batch, "Samples per step (per rank in part d)")->capture_default_str();
   train->add_option("--steps", train_options->steps, "Timed steps per run")->capture_default_str();
   train->add_option("--warmup", train_options->warmup, "Untimed steps before them")->capture_default_str();
+  train->add_option("--episodes", train_options->episodes, "Part b: episodes of the dataset")->capture_default_str();
   train->add_option("--python", train_options->python, "Interpreter of the peer")->capture_default_str();
   train->add_option("--peer", train_options->peer_script, "The peer script (default: the source tree's)");
   train->add_option("--dp-rank", train_options->dp_rank)->group("");
