@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -176,7 +177,12 @@ absl::StatusOr<std::string> Capture(const std::string& command) {
   char buffer[4096];
   for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
   const int status = pclose(pipe);
-  if (status != 0) return absl::InternalError(absl::StrCat("`", command, "` failed (status ", status, ")"));
+  if (status != 0) {
+    return absl::InternalError(absl::StrCat("`", command, "` failed (",
+                                            WIFEXITED(status) ? absl::StrCat("exit status ", WEXITSTATUS(status))
+                                                              : std::string("killed by a signal"),
+                                            ")"));
+  }
   return out;
 }
 
