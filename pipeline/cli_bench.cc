@@ -5,6 +5,7 @@
 #include "bench/data_bench.h"
 #include "bench/registry_bench.h"
 #include "bench/sim_bench.h"
+#include "bench/train_bench.h"
 
 namespace roboloop::cli {
 
@@ -36,6 +37,28 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   data->add_option("--episodes", data_options->episodes, "Episodes")->capture_default_str();
   data->add_option("--runs", data_options->runs, "Alternating runs per side")->capture_default_str();
   runner.Bind(data, [data_options] { return bench::RunDataBench(*data_options); });
+
+  auto train_options = std::make_shared<bench::TrainBenchOptions>();
+  train_options->self_arguments = {"bench", "train"};
+  CLI::App* train = bench->add_subcommand("train", "TorchTrainer vs an eager PyTorch loop (bench/peers/train_peer.py)");
+  train->add_option("--part", train_options->part, "a (model step), b (end to end), c (packed vs padded), "
+                    "d (data parallel) or all")->capture_default_str();
+  train->add_flag("--quick", train_options->quick, "Smoke test: batch 32, 1 run, 2 timed steps");
+  train->add_option("--runs", train_options->runs, "Alternating runs per side")->capture_default_str();
+  train->add_option("--threads", train_options->threads, "Torch threads of both sides")->capture_default_str();
+  train->add_option("--batch", train_options->batch, "Samples per step (per rank in part d)")->capture_default_str();
+  train->add_option("--steps", train_options->steps, "Timed steps per run")->capture_default_str();
+  train->add_option("--warmup", train_options->warmup, "Untimed steps before them")->capture_default_str();
+  train->add_option("--episodes", train_options->episodes, "Part b: episodes of the dataset")->capture_default_str();
+  train->add_option("--python", train_options->python, "Interpreter of the peer")->capture_default_str();
+  train->add_option("--peer", train_options->peer_script, "The peer script (default: the source tree's)");
+  train->add_option("--dp-rank", train_options->dp_rank)->group("");
+  train->add_option("--dp-world", train_options->dp_world)->group("");
+  train->add_option("--dp-port", train_options->dp_port)->group("");
+  runner.Bind(train, [train_options] {
+    return train_options->dp_rank >= 0 ? bench::RunTrainBenchRank(*train_options)
+                                       : bench::RunTrainBench(*train_options);
+  });
 }
 
 }  // namespace roboloop::cli
