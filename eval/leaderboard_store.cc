@@ -8,7 +8,7 @@
 #include "common/fs.h"
 #include "common/status.h"
 #include "eval/protocol.h"
-#include "eval/sqlite_db.h"
+#include "common/sqlite.h"
 
 namespace roboloop::eval {
 namespace {
@@ -311,7 +311,7 @@ absl::StatusOr<std::unique_ptr<LeaderboardStore>> LeaderboardStore::Create(const
     ROBOLOOP_RETURN_IF_ERROR(Annotate(MakeDirs(ParentDir(path)), "leaderboard store " + options.root));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
-                            SqliteDb::Open(path, options.create_if_missing, options.busy_timeout_ms));
+                            SqliteDb::Open(path, options.busy_timeout_ms, options.create_if_missing));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));

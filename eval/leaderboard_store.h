@@ -15,9 +15,11 @@
 #include "absl/synchronization/mutex.h"
 #include "roboloop/v1/eval.pb.h"
 
-namespace roboloop::eval {
-
+namespace roboloop {
 class SqliteDb;
+}  // namespace roboloop
+
+namespace roboloop::eval {
 
 // What a leaderboard ranks by, best first.
 enum class RankMetric {

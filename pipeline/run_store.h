@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "eval/sqlite_db.h"
+#include "common/sqlite.h"
 #include "pipeline/scheduler.h"
 
 namespace roboloop::pipeline {
@@ -72,10 +72,10 @@ class RunStore {
   absl::StatusOr<std::vector<RunRecord>> ListRuns(int limit);
 
  private:
-  explicit RunStore(std::unique_ptr<eval::SqliteDb> db) : db_(std::move(db)) {}
+  explicit RunStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
 
   absl::Mutex mu_;
-  std::unique_ptr<eval::SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
 };
 
 // A StageExecutor that records every execution in a RunStore and, unless `use_cache` is off,

@@ -6,7 +6,7 @@
 #include "common/ids.h"
 #include "common/status.h"
 #include "registry/catalog_schema.h"
-#include "registry/sqlite.h"
+#include "common/sqlite.h"
 
 namespace roboloop::registry {
 namespace {

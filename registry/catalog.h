@@ -22,9 +22,11 @@
 #include "absl/synchronization/mutex.h"
 #include "roboloop/v1/registry.pb.h"
 
-namespace roboloop::registry {
-
+namespace roboloop {
 class SqliteDb;
+}  // namespace roboloop
+
+namespace roboloop::registry {
 
 // Who moved an alias, as recorded in its history.
 struct Actor {

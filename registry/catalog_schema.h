@@ -3,7 +3,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "registry/sqlite.h"
+#include "common/sqlite.h"
 
 namespace roboloop::registry {
 

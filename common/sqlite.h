@@ -1,4 +1,5 @@
-// A thin RAII layer over the SQLite C API, used only by the catalog (registry/catalog.cc).
+// A thin RAII layer over the SQLite C API with a statement cache, shared by the stores that use
+// SQLite (registry catalog, leaderboard, pipeline runs).
 // Not thread-safe: the owner serializes all use of one SqliteDb and its statements.
 #pragma once
 
@@ -14,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace roboloop::registry {
+namespace roboloop {
 
-// A value bound to a statement parameter: NULL, an integer or text.
-using SqlValue = std::variant<std::nullptr_t, int64_t, std::string>;
+// A value bound to a statement parameter: NULL, an integer, a double or text.
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
 
 class SqliteDb;
 
@@ -34,6 +35,8 @@ class SqliteStatement {
   absl::Status Run();
   // Column `i` of the current row as an integer (0 for NULL).
   int64_t Int(int i) const;
+  // Column `i` of the current row as a double (0 for NULL).
+  double Double(int i) const;
   // Column `i` of the current row as text ("" for NULL).
   std::string Text(int i) const;
   // True when column `i` of the current row is NULL.
@@ -51,9 +54,9 @@ class SqliteStatement {
 // One SQLite connection with a statement cache.
 class SqliteDb {
  public:
-  // Opens (creating) the database at `path` with the busy timeout set.
+  // Opens the database at `path` (creating it unless `create` is false) with the busy timeout.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
-                                                        int busy_timeout_ms);
+                                                        int busy_timeout_ms, bool create = true);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -96,4 +99,4 @@ class SqliteTransaction {
   bool done_ = false;
 };
 
-}  // namespace roboloop::registry
+}  // namespace roboloop

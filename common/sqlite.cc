@@ -1,11 +1,11 @@
-#include "registry/sqlite.h"
+#include "common/sqlite.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
-namespace roboloop::registry {
+namespace roboloop {
 
 SqliteStatement::SqliteStatement(SqliteDb* db, std::string sql, sqlite3_stmt* stmt)
     : db_(db), sql_(std::move(sql)), stmt_(stmt) {}
@@ -28,6 +28,8 @@ absl::Status SqliteStatement::Run() {
 
 int64_t SqliteStatement::Int(int i) const { return sqlite3_column_int64(stmt_, i); }
 
+double SqliteStatement::Double(int i) const { return sqlite3_column_double(stmt_, i); }
+
 std::string SqliteStatement::Text(int i) const {
   const unsigned char* text = sqlite3_column_text(stmt_, i);
   if (text == nullptr) return "";
@@ -45,9 +47,9 @@ SqliteDb::~SqliteDb() {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
-                                                         int busy_timeout_ms) {
+                                                         int busy_timeout_ms, bool create) {
   sqlite3* handle = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   std::unique_ptr<SqliteDb> db(new SqliteDb(handle, path));
   if (rc != SQLITE_OK) return db->Error(rc, "open");
@@ -57,8 +59,11 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
 }
 
 absl::Status SqliteDb::Error(int rc, const std::string& context) const {
-  std::string message = absl::StrCat("catalog ", path_, ": ", context, ": ",
+  std::string message = absl::StrCat("database ", path_, ": ", context, ": ",
                                      db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+    return absl::AlreadyExistsError(message);
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -102,6 +107,8 @@ absl::StatusOr<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(
     int rc = SQLITE_OK;
     if (const auto* number = std::get_if<int64_t>(&params[i])) {
       rc = sqlite3_bind_int64(stmt, index, *number);
+    } else if (const auto* real = std::get_if<double>(&params[i])) {
+      rc = sqlite3_bind_double(stmt, index, *real);
     } else if (const auto* text = std::get_if<std::string>(&params[i])) {
       rc = sqlite3_bind_text(stmt, index, text->data(), static_cast<int>(text->size()),
                              SQLITE_TRANSIENT);
@@ -151,4 +158,4 @@ absl::Status SqliteTransaction::Commit() {
   return absl::OkStatus();
 }
 
-}  // namespace roboloop::registry
+}  // namespace roboloop
