@@ -1,5 +1,7 @@
 #include "common/sqlite.h"
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -39,7 +41,8 @@ std::string SqliteStatement::Text(int i) const {
 
 bool SqliteStatement::IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
 
-SqliteDb::SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+SqliteDb::SqliteDb(sqlite3* db, std::string path, int busy_timeout_ms)
+    : db_(db), path_(std::move(path)), busy_timeout_ms_(busy_timeout_ms) {}
 
 SqliteDb::~SqliteDb() {
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
@@ -51,7 +54,7 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
   sqlite3* handle = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
-  std::unique_ptr<SqliteDb> db(new SqliteDb(handle, path));
+  std::unique_ptr<SqliteDb> db(new SqliteDb(handle, path, busy_timeout_ms));
   if (rc != SQLITE_OK) return db->Error(rc, "open");
   sqlite3_extended_result_codes(handle, 1);
   sqlite3_busy_timeout(handle, busy_timeout_ms);
@@ -88,6 +91,17 @@ absl::Status SqliteDb::Exec(const std::string& sql) {
   sqlite3_free(error);
   if (rc != SQLITE_OK) return Error(rc, sql.substr(0, 80));
   return absl::OkStatus();
+}
+
+absl::Status SqliteDb::UseWriteAheadLog() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+  while (true) {
+    int rc = sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return absl::OkStatus();
+    bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || std::chrono::steady_clock::now() >= deadline) return Error(rc, "PRAGMA journal_mode = WAL");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(

@@ -63,6 +63,10 @@ class SqliteDb {
 
   // Runs one or more statements without parameters.
   absl::Status Exec(const std::string& sql);
+  // Switches the database to write-ahead logging. Concurrent openers (several ranks creating one
+  // catalog) can get SQLITE_BUSY here without the busy handler being consulted, so this retries
+  // until the busy timeout has passed; a database already in WAL mode is left as it is.
+  absl::Status UseWriteAheadLog();
   // Prepares `sql` (cached) and binds `params` to ?1, ?2, ...
   absl::StatusOr<std::unique_ptr<SqliteStatement>> Prepare(const std::string& sql,
                                                            const std::vector<SqlValue>& params = {});
@@ -76,11 +80,12 @@ class SqliteDb {
 
  private:
   friend class SqliteStatement;
-  SqliteDb(sqlite3* db, std::string path);
+  SqliteDb(sqlite3* db, std::string path, int busy_timeout_ms);
   void Return(std::string sql, sqlite3_stmt* stmt);
 
   sqlite3* db_;
   std::string path_;
+  int busy_timeout_ms_;
   std::map<std::string, sqlite3_stmt*> cache_;
 };
 

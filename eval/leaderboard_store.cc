@@ -312,7 +312,7 @@ absl::StatusOr<std::unique_ptr<LeaderboardStore>> LeaderboardStore::Create(const
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
                             SqliteDb::Open(path, options.busy_timeout_ms, options.create_if_missing));
-  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+  ROBOLOOP_RETURN_IF_ERROR(db->UseWriteAheadLog());
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = NORMAL"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
   ROBOLOOP_RETURN_IF_ERROR(Migrate(*db));

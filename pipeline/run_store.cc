@@ -50,7 +50,8 @@ std::string StageCacheKey(const v1::Stage& resolved) {
 absl::StatusOr<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path) {
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(ParentDir(path)));
   ROBOLOOP_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, /*busy_timeout_ms=*/10000));
-  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;"));
+  ROBOLOOP_RETURN_IF_ERROR(db->UseWriteAheadLog());
+  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec(kSchema));
   ROBOLOOP_ASSIGN_OR_RETURN(int64_t version, db->QueryInt("SELECT MAX(version) FROM schema_version", {}, 0));
   if (version == 0) ROBOLOOP_RETURN_IF_ERROR(db->Run("INSERT INTO schema_version VALUES (1)"));

@@ -211,7 +211,7 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Create(const Options& options)
   if (options.path.empty()) return absl::InvalidArgumentError("catalog path is empty");
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
                             SqliteDb::Open(options.path, options.busy_timeout_ms));
-  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = WAL"));
+  ROBOLOOP_RETURN_IF_ERROR(db->UseWriteAheadLog());
   ROBOLOOP_RETURN_IF_ERROR(
       db->Exec(options.durable_commits ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));

@@ -1,4 +1,5 @@
 // Four processes register 200 checkpoints each of one model: versions must be exactly 1..800.
+// Eight processes creating one fresh registry at the same instant must all open it.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,45 @@ TEST(Concurrency, FourProcessesGetContiguousUniqueVersions) {
   history.set_model("shared-model");
   history.set_alias("latest");
   EXPECT_EQ((*registry)->AliasHistory(history)->events_size(), kProcesses * kPerProcess);
+}
+
+[[noreturn]] void OpenFreshRegistry(const std::string& root, int start_pipe) {
+  char go = 0;
+  if (read(start_pipe, &go, 1) != 1) _exit(4);
+  Registry::Options options;
+  options.root = root;
+  auto registry = Registry::Create(options);
+  if (!registry.ok()) {
+    std::fprintf(stderr, "open: %s\n", registry.status().ToString().c_str());
+    _exit(2);
+  }
+  _exit(0);
+}
+
+TEST(Concurrency, ManyProcessesCreatingOneFreshRegistryAllSucceed) {
+  for (int round = 0; round < 5; ++round) {
+    ScopedDir dir;
+    int start[2];
+    ASSERT_EQ(pipe(start), 0);
+    std::vector<pid_t> openers;
+    for (int i = 0; i < 8; ++i) {
+      pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        close(start[1]);
+        OpenFreshRegistry(dir.path(), start[0]);
+      }
+      openers.push_back(pid);
+    }
+    close(start[0]);
+    ASSERT_EQ(write(start[1], "gggggggg", 8), 8);
+    close(start[1]);
+    for (pid_t pid : openers) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << ": opener failed";
+    }
+  }
 }
 
 }  // namespace
