@@ -162,4 +162,22 @@ absl::Status GrpcChannel::CheckServing(const std::string& service) const {
   return absl::OkStatus();
 }
 
+CallCanceller::CallCanceller(grpc::ClientContext* context, const std::atomic<bool>* cancel) {
+  if (cancel == nullptr) return;
+  watcher_ = std::thread([this, context, cancel] {
+    while (!done_.load()) {
+      if (cancel->load()) {
+        context->TryCancel();
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+}
+
+CallCanceller::~CallCanceller() {
+  done_.store(true);
+  if (watcher_.joinable()) watcher_.join();
+}
+
 }  // namespace roboloop::common

@@ -3,8 +3,10 @@
 // that names the target.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -89,5 +91,19 @@ class GrpcChannel {
 // The service-config JSON that makes gRPC retry UNAVAILABLE for every method per `policy`
 // (policy.max_attempts >= 2; with 1 the channel is created without a retry policy).
 std::string RetryServiceConfigJson(const GrpcRetryPolicy& policy);
+
+// Cancels a call's context (TryCancel) when `*cancel` turns true while the canceller lives;
+// a null `cancel` watches nothing. Used for blocking unary calls that a pipeline stops.
+class CallCanceller {
+ public:
+  CallCanceller(grpc::ClientContext* context, const std::atomic<bool>* cancel);
+  ~CallCanceller();
+  CallCanceller(const CallCanceller&) = delete;
+  CallCanceller& operator=(const CallCanceller&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread watcher_;
+};
 
 }  // namespace roboloop::common

@@ -25,6 +25,12 @@ int ShutdownSignals::Wait() const {
   return signal_number;
 }
 
+int ShutdownSignals::WaitFor(absl::Duration timeout) const {
+  const timespec limit = absl::ToTimespec(timeout);
+  const int signal_number = sigtimedwait(&waited_, nullptr, &limit);
+  return signal_number > 0 ? signal_number : 0;
+}
+
 int ServeUntilShutdownSignal(GrpcServer& server, const ShutdownSignals& signals) {
   const int signal_number = signals.Wait();
   server.Shutdown();

@@ -28,6 +28,9 @@ class ShutdownSignals {
   // Blocks until SIGINT or SIGTERM arrives and returns its number.
   int Wait() const;
 
+  // As Wait, but gives up after `timeout` and returns 0.
+  int WaitFor(absl::Duration timeout) const;
+
  private:
   ShutdownSignals(sigset_t waited, sigset_t previous) : waited_(waited), previous_(previous) {}
 

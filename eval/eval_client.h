@@ -28,6 +28,11 @@ class EvalClient {
   // Thin wrappers over the unary RPCs.
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
+  // Promotes the candidate when it beats the champion (rollouts may run: `deadline` bounds
+  // them; raising `*cancel`, may be null, cancels the call).
+  absl::StatusOr<v1::PromotionDecision> Promote(const v1::PromoteCandidateRequest& request,
+                                                absl::Duration deadline = absl::Hours(24),
+                                                const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   explicit EvalClient(std::unique_ptr<common::GrpcChannel> channel);

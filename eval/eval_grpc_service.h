@@ -6,6 +6,7 @@
 
 #include "absl/time/time.h"
 #include "eval/eval_service.h"
+#include "registry/registry_client.h"
 #include "roboloop/v1/eval.grpc.pb.h"
 
 namespace roboloop::eval {
@@ -16,6 +17,9 @@ class EvalGrpcService final : public v1::EvalService::Service {
   // Options of the adapter.
   struct Options {
     absl::Duration cancel_poll = absl::Milliseconds(20);  // how often Evaluate checks for cancellation
+    // Where Promote moves aliases (not owned; thread-safe); null = Promote is FAILED_PRECONDITION.
+    registry::RegistryClient* registry = nullptr;
+    std::string dataset_cache_dir;  // local copies of training datasets (promotion's seed check)
   };
 
   // Serves `handler` (not owned; must outlive the service).
@@ -28,6 +32,9 @@ class EvalGrpcService final : public v1::EvalService::Service {
                            v1::LeaderboardResponse* response) override;
   grpc::Status Compare(grpc::ServerContext* context, const v1::CompareRequest* request,
                        v1::Comparison* response) override;
+  // eval/promotion.h PromoteIfBetter over the handler and the options' registry.
+  grpc::Status Promote(grpc::ServerContext* context, const v1::PromoteCandidateRequest* request,
+                       v1::PromotionDecision* response) override;
 
  private:
   const EvalServiceHandler* handler_;

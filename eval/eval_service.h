@@ -66,6 +66,9 @@ class EvalServiceHandler {
   // NotFound / FailedPrecondition naming the reference that has no usable evaluation.
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
 
+  // Where named protocols live (Options::protocols_dir).
+  const std::string& protocols_dir() const { return options_.protocols_dir; }
+
   // Shards re-dispatched after an endpoint failed, since the handler was created.
   int redispatched_shards() const { return redispatched_.load(); }
 

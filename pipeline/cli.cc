@@ -3,12 +3,16 @@
 #include <cstdio>
 #include <map>
 
+
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace roboloop::cli {
 namespace {
 constexpr char kUsagePrefix[] = "usage: ";
+constexpr char kExitCodePayload[] = "roboloop/exit-code";
 }  // namespace
 
 void AddFormatOption(CLI::App* command, Format* format) {
@@ -30,7 +34,16 @@ int CommandRunner::Run() const {
   bool usage = status.code() == absl::StatusCode::kInvalidArgument &&
                absl::StartsWith(message, kUsagePrefix);
   std::fprintf(stderr, "roboloop: %s\n", message.c_str());
+  if (auto code = status.GetPayload(kExitCodePayload); code.has_value()) {
+    int value = kExitError;
+    if (absl::SimpleAtoi(std::string(*code), &value)) return value;
+  }
   return usage ? kExitUsage : kExitError;
+}
+
+absl::Status WithExitCode(absl::Status status, int code) {
+  status.SetPayload(kExitCodePayload, absl::Cord(std::to_string(code)));
+  return status;
 }
 
 absl::Status UsageError(const std::string& message) {

@@ -17,7 +17,12 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitError = 1,   // the command ran and failed (bad input file, unreachable service, ...)
   kExitUsage = 2,   // the command line itself is wrong
+  kExitConditionNotMet = 3,  // a pipeline's loop ended without its condition
+  kExitCancelled = 130,      // stopped by SIGINT/SIGTERM (the run can be resumed)
 };
+
+// `status` (not OK) marked to make the command exit with `code` instead of kExitError.
+absl::Status WithExitCode(absl::Status status, int code);
 
 // Output format of listing commands.
 enum class Format { kTable, kJson };
@@ -34,7 +39,7 @@ class CommandRunner {
   // Runs the bound action of the parsed command: kExitOk on success, otherwise prints
   // "roboloop: <message>" to stderr and returns kExitError (kExitUsage for INVALID_ARGUMENT
   // raised before any work, signalled by the action returning an InvalidArgument status with
-  // the "usage: " prefix).
+  // the "usage: " prefix; the code of WithExitCode when the status carries one).
   int Run() const;
 
   // True when some bound command was chosen.

@@ -1,6 +1,10 @@
 #include "pipeline/cli_train.h"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -112,7 +116,18 @@ absl::Status RunRank(const TrainFlags& f, const train::RankInfo& rank) {
   return absl::OkStatus();
 }
 
+// A run TrainService started (ROBOLOOP_EXIT_WITH_PARENT=<its pid>) is stopped (SIGTERM: it
+// checkpoints) when the service dies, so a killed service leaves no training behind.
+void ExitWithParentIfAsked() {
+  const char* parent = std::getenv("ROBOLOOP_EXIT_WITH_PARENT");
+  if (parent == nullptr) return;
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(getppid()) != parent) std::raise(SIGTERM);
+  unsetenv("ROBOLOOP_EXIT_WITH_PARENT");
+}
+
 absl::Status Train(const TrainFlags& f) {
+  ExitWithParentIfAsked();
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<train::RankInfo> job, train::RankInfoFromEnvironment());
   if (job.has_value()) return RunRank(f, *job);
   // Check the config before spawning anything.

@@ -15,6 +15,7 @@
 #include "pipeline/cli_pipeline.h"
 #include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
+#include "pipeline/cli_run.h"
 #include "pipeline/cli_serve.h"
 #include "pipeline/cli_sim.h"
 #include "pipeline/cli_train.h"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   AddBenchCommands(app, runner);
   AddTrainCommand(app, runner, argc, argv);
   AddPipelineCommands(app, runner);
+  AddRunCommands(app, runner);
   AddExportCommand(app, runner);
 
   try {

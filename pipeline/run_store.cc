@@ -17,7 +17,8 @@ constexpr char kSchema[] = R"(
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, pipeline TEXT NOT NULL, spec_path TEXT NOT NULL, status TEXT NOT NULL,
-  created_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '');
+  created_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+  overrides_json TEXT NOT NULL DEFAULT '[]');
 CREATE TABLE IF NOT EXISTS stage_executions (
   id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(id), stage TEXT NOT NULL,
   cache_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
@@ -61,11 +62,13 @@ absl::StatusOr<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path
   return std::unique_ptr<RunStore>(new RunStore(std::move(db)));
 }
 
-absl::StatusOr<std::string> RunStore::CreateRun(const std::string& pipeline, const std::string& spec_path) {
+absl::StatusOr<std::string> RunStore::CreateRun(const std::string& pipeline, const std::string& spec_path,
+                                                const std::vector<std::string>& overrides) {
   const std::string id = NewUuid();
   absl::MutexLock lock(&mu_);
-  ROBOLOOP_RETURN_IF_ERROR(db_->Run("INSERT INTO runs (id, pipeline, spec_path, status, created_us) VALUES (?1, ?2, ?3, 'running', ?4)",
-                                    {id, pipeline, spec_path, NowUnixMicros()}));
+  ROBOLOOP_RETURN_IF_ERROR(db_->Run(
+      "INSERT INTO runs (id, pipeline, spec_path, status, created_us, overrides_json) VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
+      {id, pipeline, spec_path, NowUnixMicros(), nlohmann::json(overrides).dump()}));
   return id;
 }
 
@@ -98,11 +101,13 @@ absl::Status RunStore::FinishStage(int64_t execution_id, const std::string& stat
                   {execution_id, status, int64_t{attempts}, OutputsJson(outputs), message, NowUnixMicros()});
 }
 
-absl::StatusOr<std::optional<StageOutputs>> RunStore::FindCached(const std::string& cache_key) {
+absl::StatusOr<std::optional<StageOutputs>> RunStore::FindCached(const std::string& cache_key,
+                                                                 const std::string& run_id) {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(auto statement, db_->Prepare(
-      "SELECT outputs_json FROM stage_executions WHERE cache_key = ?1 AND status = 'finished' ORDER BY id DESC LIMIT 1",
-      {cache_key}));
+      "SELECT outputs_json FROM stage_executions WHERE cache_key = ?1 AND status IN ('finished', 'cached') "
+      "AND (?2 = '' OR run_id = ?2) ORDER BY id DESC LIMIT 1",
+      {cache_key, run_id}));
   ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
   if (!row) return std::optional<StageOutputs>();
   return std::optional<StageOutputs>(ParseOutputs(statement->Text(0)));
@@ -111,10 +116,13 @@ absl::StatusOr<std::optional<StageOutputs>> RunStore::FindCached(const std::stri
 absl::StatusOr<RunRecord> RunStore::GetRun(const std::string& run_id) {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(auto run, db_->Prepare(
-      "SELECT id, pipeline, spec_path, status, created_us, finished_us, message FROM runs WHERE id = ?1", {run_id}));
+      "SELECT id, pipeline, spec_path, status, created_us, finished_us, message, overrides_json FROM runs WHERE id = ?1",
+      {run_id}));
   ROBOLOOP_ASSIGN_OR_RETURN(bool found, run->Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no pipeline run ", run_id));
-  RunRecord record{run->Text(0), run->Text(1), run->Text(2), run->Text(3), run->Int(4), run->Int(5), run->Text(6), {}};
+  RunRecord record{run->Text(0), run->Text(1), run->Text(2), run->Text(3), run->Int(4), run->Int(5), run->Text(6), {}, {}};
+  const nlohmann::json overrides = nlohmann::json::parse(run->Text(7), nullptr, false);
+  if (overrides.is_array()) record.overrides = overrides.get<std::vector<std::string>>();
   ROBOLOOP_ASSIGN_OR_RETURN(auto stages, db_->Prepare(
       "SELECT id, stage, cache_key, status, attempts, started_us, finished_us, outputs_json, message "
       "FROM stage_executions WHERE run_id = ?1 ORDER BY id", {run_id}));
@@ -137,24 +145,34 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
   while (true) {
     ROBOLOOP_ASSIGN_OR_RETURN(bool row, runs->Step());
     if (!row) break;
-    records.push_back({runs->Text(0), runs->Text(1), runs->Text(2), runs->Text(3), runs->Int(4), runs->Int(5), runs->Text(6), {}});
+    records.push_back({runs->Text(0), runs->Text(1), runs->Text(2), runs->Text(3), runs->Int(4), runs->Int(5), runs->Text(6), {}, {}});
   }
   return records;
 }
 
-absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const std::atomic<bool>& cancel) {
+namespace {
+
+// Kinds whose effect depends on state outside their parameters (the champion, the leaderboard):
+// reused only within the run that did them (resume), never across runs.
+bool CacheableAcrossRuns(const v1::Stage& stage) { return stage.kind() != "promote" && stage.kind() != "report"; }
+
+}  // namespace
+
+absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
   const std::string key = StageCacheKey(stage);
-  if (use_cache_) {
-    ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key));
-    if (cached.has_value()) {
-      ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, stage.name(), key));
-      ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, "cached", 0, *cached, ""));
-      return *cached;
-    }
+  const std::string label = context.label.empty() ? stage.name() : context.label;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key, run_id_));
+  if (!cached.has_value() && use_cache_ && CacheableAcrossRuns(stage)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(cached, store_->FindCached(key));
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, stage.name(), key));
-  absl::StatusOr<StageOutputs> result = inner_->Run(stage, cancel);
-  ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, result.ok() ? "finished" : "failed", 1,
+  if (cached.has_value()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key));
+    ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, "cached", 0, *cached, ""));
+    return *cached;
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key));
+  absl::StatusOr<StageOutputs> result = inner_->Run(stage, context);
+  ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, result.ok() ? "finished" : absl::IsCancelled(result.status()) ? "cancelled" : "failed", 1,
                                                result.ok() ? *result : StageOutputs{},
                                                result.ok() ? "" : std::string(result.status().message())));
   return result;

@@ -23,7 +23,7 @@ struct StageExecutionRecord {
   int64_t id = 0;
   std::string stage;          // name (inside loops: "<loop>[<i>].<stage>")
   std::string cache_key;      // StageCacheKey of the resolved stage
-  std::string status;         // running | finished | failed | cached
+  std::string status;         // running | finished | failed | cancelled | cached
   int attempts = 0;
   int64_t started_us = 0, finished_us = 0;
   std::string outputs_json;   // {"output": "value"}
@@ -39,6 +39,7 @@ struct RunRecord {
   int64_t created_us = 0, finished_us = 0;
   std::string message;
   std::vector<StageExecutionRecord> stages;  // in start order
+  std::vector<std::string> overrides;        // the --set PATH=VALUE it ran with
 };
 
 // sha256 over the stage's kind and its parameters as canonical JSON (name, needs, retries and
@@ -50,8 +51,9 @@ class RunStore {
   // Opens (creating) the store at `path`, e.g. ".roboloop/pipeline/runs.db".
   static absl::StatusOr<std::unique_ptr<RunStore>> Open(const std::string& path);
 
-  // A new run (uuid) of `pipeline` from `spec_path`.
-  absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path);
+  // A new run (uuid) of `pipeline` from `spec_path` with `overrides` ("PATH=VALUE").
+  absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path,
+                                        const std::vector<std::string>& overrides = {});
   // Marks the run running again (resume).
   absl::Status ReopenRun(const std::string& run_id);
   // Ends the run with `status` and `message`.
@@ -63,8 +65,9 @@ class RunStore {
   // Records its end.
   absl::Status FinishStage(int64_t execution_id, const std::string& status, int attempts,
                            const StageOutputs& outputs, const std::string& message);
-  // Outputs of the newest finished execution with `cache_key`, if any.
-  absl::StatusOr<std::optional<StageOutputs>> FindCached(const std::string& cache_key);
+  // Outputs of the newest finished (or cache-answered) execution with `cache_key`, if any;
+  // of run `run_id` only when it is not empty.
+  absl::StatusOr<std::optional<StageOutputs>> FindCached(const std::string& cache_key, const std::string& run_id = "");
 
   // The run `run_id` with its executions; NotFound naming it.
   absl::StatusOr<RunRecord> GetRun(const std::string& run_id);
@@ -78,14 +81,16 @@ class RunStore {
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
 };
 
-// A StageExecutor that records every execution in a RunStore and, unless `use_cache` is off,
-// answers stages from the cache (recorded with status "cached") instead of running them.
+// A StageExecutor that records every execution in a RunStore and answers stages from earlier
+// executions (recorded with status "cached") instead of running them: from its own run always
+// (that is what resuming is), from any run unless `use_cache` is off — except promote and
+// report, whose effects depend on more than their parameters.
 class RecordingExecutor : public StageExecutor {
  public:
   RecordingExecutor(StageExecutor* inner, RunStore* store, std::string run_id, bool use_cache)
       : inner_(inner), store_(store), run_id_(std::move(run_id)), use_cache_(use_cache) {}
 
-  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>& cancel) override;
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override;
 
  private:
   StageExecutor* inner_;

@@ -162,10 +162,10 @@ class Runner {
     absl::Duration backoff = stage.backoff_s() > 0 ? absl::Seconds(stage.backoff_s()) : options_.default_backoff;
     absl::Status last;
     for (int attempt = 1; attempt <= attempts; ++attempt) {
-      Emit({attempt == 1 ? StageEvent::Kind::kStarted : StageEvent::Kind::kRetrying, label, attempt, last, {}});
-      absl::StatusOr<StageOutputs> result = Attempt(resolved);
+      Emit({attempt == 1 ? StageEvent::Kind::kStarted : StageEvent::Kind::kRetrying, label, attempt, last, {}, {}});
+      absl::StatusOr<StageOutputs> result = Attempt(resolved, label);
       if (result.ok()) {
-        Emit({StageEvent::Kind::kFinished, label, attempt, absl::OkStatus(), *result});
+        Emit({StageEvent::Kind::kFinished, label, attempt, absl::OkStatus(), *result, {}});
         return result;
       }
       last = result.status();
@@ -175,12 +175,12 @@ class Runner {
       }
       backoff *= 2;
     }
-    Emit({StageEvent::Kind::kFailed, label, attempts, last, {}});
+    Emit({StageEvent::Kind::kFailed, label, attempts, last, {}, {}});
     return Annotate(last, absl::StrCat("stage ", label));
   }
 
   // One attempt under the stage's timeout and the run's cancellation.
-  absl::StatusOr<StageOutputs> Attempt(const v1::Stage& stage) {
+  absl::StatusOr<StageOutputs> Attempt(const v1::Stage& stage, const std::string& label) {
     std::atomic<bool> cancel{false}, finished{false}, timed_out{false};
     const absl::Time deadline =
         stage.timeout_s() > 0 ? absl::Now() + absl::Seconds(stage.timeout_s()) : absl::InfiniteFuture();
@@ -194,7 +194,17 @@ class Runner {
         absl::SleepFor(absl::Milliseconds(10));
       }
     });
-    absl::StatusOr<StageOutputs> result = executor_.Run(stage, cancel);
+    StageContext context;
+    context.label = label;
+    context.cancel = &cancel;
+    context.progress = [this, &label](const StageProgress& progress) {
+      StageEvent event;
+      event.kind = StageEvent::Kind::kProgress;
+      event.stage = label;
+      event.progress = progress;
+      Emit(event);
+    };
+    absl::StatusOr<StageOutputs> result = executor_.Run(stage, context);
     finished.store(true);
     watcher.join();
     if (timed_out.load()) {
@@ -206,11 +216,13 @@ class Runner {
 
   absl::StatusOr<StageOutputs> RunLoop(const v1::Stage& loop, const std::map<std::string, StageOutputs>& inputs,
                                        const std::string& label, RunOutcome* outcome) {
-    Emit({StageEvent::Kind::kStarted, label, 1, absl::OkStatus(), {}});
+    Emit({StageEvent::Kind::kStarted, label, 1, absl::OkStatus(), {}, {}});
     StageOutputs outputs;
+    std::map<std::string, StageOutputs> carried = inputs;
     for (int iteration = 1; iteration <= loop.loop().max_iterations(); ++iteration) {
-      ROBOLOOP_ASSIGN_OR_RETURN(auto inner, RunScope(loop.loop().stages(), inputs,
+      ROBOLOOP_ASSIGN_OR_RETURN(auto inner, RunScope(loop.loop().stages(), carried,
                                                      absl::StrCat(label, "[", iteration, "]."), outcome));
+      for (const auto& [outer, from] : loop.loop().carry()) carried[outer] = inner[from];
       outputs["iterations"] = std::to_string(iteration);
       for (const v1::Stage& stage : loop.loop().stages()) {
         const StageOutputs& produced = inner[stage.name()];
@@ -226,7 +238,7 @@ class Runner {
       for (const auto& [name, out] : inner) all[name] = out;
       ROBOLOOP_ASSIGN_OR_RETURN(bool holds, ConditionHolds(loop.loop().until(), all, vars_));
       if (holds) {
-        Emit({StageEvent::Kind::kFinished, label, iteration, absl::OkStatus(), outputs});
+        Emit({StageEvent::Kind::kFinished, label, iteration, absl::OkStatus(), outputs, {}});
         return outputs;
       }
     }
@@ -234,7 +246,7 @@ class Runner {
     const absl::Status not_met = absl::FailedPreconditionError(absl::StrCat(
         "stage ", label, ": condition not met (", loop.loop().until(), ") after ", loop.loop().max_iterations(),
         " iterations"));
-    Emit({StageEvent::Kind::kFailed, label, loop.loop().max_iterations(), not_met, outputs});
+    Emit({StageEvent::Kind::kFailed, label, loop.loop().max_iterations(), not_met, outputs, {}});
     return not_met;
   }
 

@@ -22,23 +22,39 @@ namespace roboloop::pipeline {
 // Outputs of a finished stage: output name (as in OutputsOf) -> value.
 using StageOutputs = std::map<std::string, std::string>;
 
-// Runs one attempt of a stage whose references are already substituted. `cancel` is raised
-// on timeout or cancellation; an executor must return soon after (any status).
+// How far a running stage is, in its own unit (steps, episodes).
+struct StageProgress {
+  double done = 0;
+  double total = 0;   // 0 = unknown
+  std::string unit;   // e.g. "steps"
+  std::string note;   // e.g. "loss 0.012"
+};
+
+// What an executor gets besides the stage.
+struct StageContext {
+  std::string label;                                      // "<loop>[<iteration>].<stage>" inside loops
+  const std::atomic<bool>* cancel = nullptr;              // never null when the scheduler calls
+  std::function<void(const StageProgress&)> progress;     // may be empty
+};
+
+// Runs one attempt of a stage whose references are already substituted. `context.cancel` is
+// raised on timeout or cancellation; an executor must return soon after (any status).
 // Implementations are called from several threads at once, for different stages.
 class StageExecutor {
  public:
   virtual ~StageExecutor() = default;
-  virtual absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>& cancel) = 0;
+  virtual absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) = 0;
 };
 
 // A stage's progress, reported to the observer.
 struct StageEvent {
-  enum class Kind { kStarted, kRetrying, kFinished, kFailed, kSkipped };
+  enum class Kind { kStarted, kRetrying, kFinished, kFailed, kSkipped, kProgress };
   Kind kind = Kind::kStarted;
   std::string stage;    // stage name (inside loops: "<loop>[<iteration>].<stage>")
   int attempt = 1;      // 1-based
   absl::Status status;  // kRetrying / kFailed: why
   StageOutputs outputs; // kFinished
+  StageProgress progress; // kProgress
 };
 
 // Settings of a run.

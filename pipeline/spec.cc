@@ -268,6 +268,7 @@ class Validator {
       if (stage.kind() == "loop") {
         ROBOLOOP_RETURN_IF_ERROR(CheckScope(stage.loop().stages(), &stage, plan));
         ROBOLOOP_RETURN_IF_ERROR(CheckUntil(stage));
+        ROBOLOOP_RETURN_IF_ERROR(CheckCarry(stage, scope));
         // Outer stages the loop's inner stages use are dependencies of the loop.
         for (const v1::Stage& inner : stage.loop().stages()) {
           for (const std::string& dep : OuterDeps(inner, &stage)) deps.insert(dep);
@@ -297,6 +298,26 @@ class Validator {
       }
     }
     return deps;
+  }
+
+  // Each `carry` entry maps a stage visible outside the loop to a stage of the loop's own body
+  // that produces every output the outer one does.
+  absl::Status CheckCarry(const v1::Stage& loop, const v1::Stage* scope) const {
+    for (const auto& [outer, inner] : loop.loop().carry()) {
+      ROBOLOOP_ASSIGN_OR_RETURN(const Entry* from, Visible(loop.name(), outer, scope));
+      auto to = stages_.find(inner);
+      if (to == stages_.end() || to->second.loop != &loop) {
+        return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": '", inner, "' is not a stage of this loop"));
+      }
+      for (const std::string& output : OutputsOf(from->stage->kind())) {
+        if (OutputsOf(to->second.stage->kind()).count(output) == 0) {
+          return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": ", inner, " (", to->second.stage->kind(),
+                                                 ") has no output '", output, "' that ", outer, " (",
+                                                 from->stage->kind(), ") has"));
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status CheckUntil(const v1::Stage& loop) const {

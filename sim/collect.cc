@@ -63,7 +63,8 @@ class DatasetSink : public EpisodeSink {
     ROBOLOOP_CHECK(trajectory != nullptr);
     ++summary_.episodes_run;
     summary_.successes += record.success ? 1 : 0;
-    const bool keep = (record.success || !options_.success_only) && !trajectory->dones.empty();
+    const bool wanted = record.success ? !options_.failures_only : !options_.success_only;
+    const bool keep = wanted && !trajectory->dones.empty();
     pending_[record.episode_index] =
         keep ? TrajectoryToEpisode(task_, *trajectory) : data::Episode();
     return WriteReady();
@@ -111,6 +112,7 @@ std::string CollectEnvArgs(const Task& task, const CollectOptions& options) {
                            {"num_episodes", r.num_episodes},
                            {"max_steps", r.max_steps > 0 ? r.max_steps : task.max_steps()},
                            {"success_only", options.success_only},
+                           {"failures_only", options.failures_only},
                            {"robustness", RobustnessToJson(r.robustness)},
                            {"state_size", PhysicsStateSize(task.model())},
                            {"obs_keys", ObsKeyNames(task)}};
@@ -135,7 +137,9 @@ absl::StatusOr<DatasetSummary> CollectDataset(const Task& task, Policy& policy,
   if (sink.summary().episodes_written == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "collect: none of the ", sink.summary().episodes_run, " episodes of ", task.name(),
-        " qualified for ", options.output_path, options.success_only ? " (only successes kept)" : ""));
+        " qualified for ", options.output_path, options.success_only    ? " (only successes kept)"
+                          : options.failures_only ? " (only failures kept)"
+                                                  : ""));
   }
   ROBOLOOP_RETURN_IF_ERROR(writer->Close());
   DatasetSummary summary = sink.summary();

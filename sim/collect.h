@@ -22,6 +22,7 @@ struct CollectOptions {
   std::string policy_reference;   // how the policy was asked for ("expert", "random"), for env_args
   uint64_t policy_seed = 0;       // seed of the random policy, for env_args
   bool success_only = false;      // write only episodes that succeeded
+  bool failures_only = false;     // write only episodes that did not succeed
   data::StorageOptions storage;   // chunking and compression
 };
 

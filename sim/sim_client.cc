@@ -41,8 +41,10 @@ absl::Status SimClient::Rollout(const v1::RolloutRequest& request, const Episode
 }
 
 absl::StatusOr<v1::DatasetWritten> SimClient::Collect(const v1::CollectRequest& request,
-                                                      absl::Duration deadline) const {
+                                                      absl::Duration deadline,
+                                                      const std::atomic<bool>* cancel) const {
   auto context = channel_->NewContext(deadline);
+  common::CallCanceller canceller(context.get(), cancel);
   v1::DatasetWritten response;
   ROBOLOOP_RETURN_IF_ERROR(
       channel_->CallStatus(stub_->Collect(context.get(), request, &response), "Collect"));
@@ -50,8 +52,10 @@ absl::StatusOr<v1::DatasetWritten> SimClient::Collect(const v1::CollectRequest& 
 }
 
 absl::StatusOr<v1::DatasetWritten> SimClient::Relabel(const v1::RelabelRequest& request,
-                                                      absl::Duration deadline) const {
+                                                      absl::Duration deadline,
+                                                      const std::atomic<bool>* cancel) const {
   auto context = channel_->NewContext(deadline);
+  common::CallCanceller canceller(context.get(), cancel);
   v1::DatasetWritten response;
   ROBOLOOP_RETURN_IF_ERROR(
       channel_->CallStatus(stub_->Relabel(context.get(), request, &response), "Relabel"));

@@ -26,13 +26,16 @@ class SimClient {
   absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
                        absl::Duration deadline = absl::Hours(24)) const;
 
-  // Runs Collect on the server (the dataset is written on the server's filesystem).
+  // Runs Collect on the server (the dataset is written on the server's filesystem); raising
+  // `*cancel` (may be null) cancels the call, which stops the rollout and leaves no file.
   absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
-                                             absl::Duration deadline = absl::Hours(24)) const;
+                                             absl::Duration deadline = absl::Hours(24),
+                                             const std::atomic<bool>* cancel = nullptr) const;
 
-  // Runs Relabel on the server (both paths are on the server's filesystem).
+  // Runs Relabel on the server (both paths are on the server's filesystem); `cancel` as Collect.
   absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request,
-                                             absl::Duration deadline = absl::Hours(24)) const;
+                                             absl::Duration deadline = absl::Hours(24),
+                                             const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   explicit SimClient(std::unique_ptr<common::GrpcChannel> channel);

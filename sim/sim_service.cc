@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "common/fs.h"
 #include "common/status.h"
 #include "sim/checkpoint_policy.h"
@@ -94,6 +95,19 @@ v1::TaskInfo DescribeTask(const Task& task, const std::string& summary) {
   return info;
 }
 
+// Metadata of a dataset the server registers: what wrote it.
+std::string WrittenMetadata(const std::string& operation, const std::string& task, const std::string& policy,
+                            const v1::DatasetWritten& written) {
+  return nlohmann::json{{"source", absl::StrCat("sim ", operation)},
+                        {"task", task},
+                        {"policy", policy},
+                        {"episodes_run", written.episodes_run()},
+                        {"episodes_written", written.episodes_written()},
+                        {"successes", written.successes()},
+                        {"total_steps", written.total_steps()}}
+      .dump();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SimServiceHandler>> SimServiceHandler::Create(const Options& options) {
@@ -156,7 +170,9 @@ absl::StatusOr<std::string> SimServiceHandler::ResolveDatasetPath(const std::str
   if (options_.dataset_dir.empty()) return path;
   ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckSafeRelativePath(path),
                                     absl::StrCat("dataset path under ", options_.dataset_dir)));
-  return JoinPath(options_.dataset_dir, path);
+  const std::string resolved = JoinPath(options_.dataset_dir, path);
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(ParentDir(resolved)));
+  return resolved;
 }
 
 absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectRequest& request,
@@ -170,11 +186,52 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectR
   ROBOLOOP_ASSIGN_OR_RETURN(options.output_path, ResolveDatasetPath(request.output_path()));
   options.overwrite = request.overwrite();
   options.success_only = request.success_only();
+  options.failures_only = request.failures_only();
+  if (options.success_only && options.failures_only) {
+    return absl::InvalidArgumentError("collect: success_only and failures_only exclude each other");
+  }
+  if (!request.register_as().empty() && options_.checkpoints == nullptr) {
+    return absl::FailedPreconditionError("collect: register_as needs a server with a registry");
+  }
   options.policy_reference = rollout.policy();
   options.policy_seed = rollout.policy_seed();
   ROBOLOOP_ASSIGN_OR_RETURN(auto policy, MakePolicy(rollout, *task));
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, CollectDataset(*task, *policy, options));
-  return DatasetWrittenToProto(summary, request.output_path());
+  v1::DatasetWritten written = DatasetWrittenToProto(summary, request.output_path());
+  if (request.register_as().empty()) return written;
+  std::vector<std::string> parents(request.parent_refs().begin(), request.parent_refs().end());
+  ROBOLOOP_RETURN_IF_ERROR(RegisterWritten(summary.path, request.register_as(), parents,
+                                           WrittenMetadata("collect", rollout.task(), rollout.policy(), written),
+                                           &written));
+  return written;
+}
+
+absl::Status SimServiceHandler::RegisterWritten(const std::string& path, const std::string& name,
+                                                const std::vector<std::string>& parents,
+                                                const std::string& metadata_json,
+                                                v1::DatasetWritten* written) const {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, options_.checkpoints->UploadFile(path));
+  v1::RegisterDatasetRequest request;
+  request.set_name(name);
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(metadata_json);
+  for (const std::string& parent : parents) request.add_parent_refs(parent);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, options_.checkpoints->RegisterDataset(request));
+  written->set_dataset_id(dataset.id());
+  written->set_dataset_ref(absl::StrCat(dataset.name(), ":v", dataset.version()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SimServiceHandler::FetchDataset(const std::string& ref) const {
+  if (options_.checkpoints == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("dataset reference '", ref, "' needs a server with a registry"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, options_.checkpoints->GetDataset(ref));
+  const std::string path = JoinPath(options_.checkpoint_cache_dir, absl::StrCat("datasets/", dataset.blob().sha256(), ".hdf5"));
+  if (PathExists(path)) return path;
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(ParentDir(path)));
+  ROBOLOOP_RETURN_IF_ERROR(options_.checkpoints->DownloadToFile(dataset.blob().sha256(), path));
+  return path;
 }
 
 absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelRequest& request) const {
@@ -182,8 +239,15 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelR
     return absl::UnimplementedError(absl::StrCat(
         "relabelling with policy '", request.policy(), "' is not served: only \"expert\""));
   }
+  if (!request.register_as().empty() && options_.checkpoints == nullptr) {
+    return absl::FailedPreconditionError("relabel: register_as needs a server with a registry");
+  }
   RelabelOptions options;
-  ROBOLOOP_ASSIGN_OR_RETURN(options.input_path, ResolveDatasetPath(request.input_path()));
+  if (request.input_ref().empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(options.input_path, ResolveDatasetPath(request.input_path()));
+  } else {
+    ROBOLOOP_ASSIGN_OR_RETURN(options.input_path, FetchDataset(request.input_ref()));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(options.output_path, ResolveDatasetPath(request.output_path()));
   options.overwrite = request.overwrite();
   std::string task_name = request.task();
@@ -193,7 +257,13 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelR
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(task_name));
   ROBOLOOP_ASSIGN_OR_RETURN(auto expert, task->MakeExpert());
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetSummary summary, RelabelDataset(*task, *expert, options));
-  return DatasetWrittenToProto(summary, request.output_path());
+  v1::DatasetWritten written = DatasetWrittenToProto(summary, request.output_path());
+  if (request.register_as().empty()) return written;
+  std::vector<std::string> parents;
+  if (!request.input_ref().empty()) parents.push_back(request.input_ref());
+  ROBOLOOP_RETURN_IF_ERROR(RegisterWritten(summary.path, request.register_as(), parents,
+                                           WrittenMetadata("relabel", task_name, "expert", written), &written));
+  return written;
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> SimServiceHandler::MakePolicy(const v1::RolloutRequest& request,

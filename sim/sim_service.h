@@ -32,9 +32,10 @@ class SimServiceHandler {
     int max_envs = 4096;                     // largest `envs` a request may ask for
     int max_threads = 64;                    // largest `threads` a request may ask for
     std::string dataset_dir = "";            // Collect/Relabel paths live under it; empty = as given
-    // Serves checkpoint references (not owned; thread-safe; must outlive the handler); null = none.
+    // Serves checkpoint references and registers/fetches datasets (not owned; thread-safe; must
+    // outlive the handler); null = none.
     registry::RegistryClient* checkpoints = nullptr;
-    std::string checkpoint_cache_dir = "";   // local copies of policy blobs; required with checkpoints
+    std::string checkpoint_cache_dir = "";   // local copies of registry blobs; required with checkpoints
   };
 
   // InvalidArgument when the registry is missing or a limit is below 1.
@@ -56,13 +57,16 @@ class SimServiceHandler {
 
   // Validates `request` like Rollout, then writes its episodes as a dataset (sim/collect.h) at
   // output_path (resolved under options.dataset_dir when set; a path escaping it is
-  // InvalidArgument). Cancelled as Rollout is.
+  // InvalidArgument), keeping only successes or only failures when asked; with register_as it
+  // registers the file (uploaded to the registry) and names the dataset in the answer.
+  // Cancelled as Rollout is.
   absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
                                              const std::atomic<bool>* cancel) const;
 
   // Relabels input_path with the expert of `request.task` (or of the input's env_args task)
-  // into output_path (sim/collect.h RelabelDataset); paths resolve as for Collect. A policy
-  // other than "expert" is Unimplemented.
+  // into output_path (sim/collect.h RelabelDataset); paths resolve as for Collect; input_ref
+  // reads a registry dataset instead, register_as registers the result. A policy other than
+  // "expert" is Unimplemented.
   absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const;
 
   // Rollouts running right now (for monitoring and for tests of cancellation).
@@ -74,6 +78,12 @@ class SimServiceHandler {
                                                          const Task& task,
                                                          const std::atomic<bool>* cancel) const;
   absl::StatusOr<std::string> ResolveDatasetPath(const std::string& path) const;
+  // Uploads `path` and registers it as dataset `name`; fills written's dataset_id and ref.
+  absl::Status RegisterWritten(const std::string& path, const std::string& name,
+                               const std::vector<std::string>& parents, const std::string& metadata_json,
+                               v1::DatasetWritten* written) const;
+  // A local copy of registry dataset `ref` (cached by content).
+  absl::StatusOr<std::string> FetchDataset(const std::string& ref) const;
   absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const v1::RolloutRequest& request,
                                                      const Task& task) const;
 

@@ -74,6 +74,7 @@ absl::StatusOr<int> TrainServiceHandler::StartRun(const v1::TrainRequest& reques
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   env.push_back("ROBOLOOP_RUN_ID=" + run_id);
+  env.push_back("ROBOLOOP_EXIT_WITH_PARENT=" + std::to_string(getpid()));
   std::vector<char*> argv_c, env_c;
   for (std::string& a : argv) argv_c.push_back(a.data());
   argv_c.push_back(nullptr);
@@ -85,9 +86,23 @@ absl::StatusOr<int> TrainServiceHandler::StartRun(const v1::TrainRequest& reques
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // The run gets default signal handling (a service blocks SIGINT/SIGTERM for its own waiter)
+  // and its own process group, so a Ctrl-C meant for the caller reaches it only as Cancel.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv_c[0], &actions, nullptr, argv_c.data(), env_c.data());
+  const int rc = posix_spawn(&pid, argv_c[0], &actions, &attributes, argv_c.data(), env_c.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (rc != 0) return ErrnoStatus(rc, "starting " + options_.roboloop_binary + " train");
   return static_cast<int>(pid);
 }

@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 class CountingExecutor : public StageExecutor {
  public:
-  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>&) override {
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext&) override {
     absl::MutexLock lock(&mu_);
     ++calls[stage.name()];
     if (fail.count(stage.name())) return absl::InternalError("broken " + stage.name());

@@ -21,7 +21,7 @@ class ScriptedExecutor : public StageExecutor {
  public:
   std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, int call, const std::atomic<bool>&)> script;
 
-  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const std::atomic<bool>& cancel) override {
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override {
     int call;
     {
       absl::MutexLock lock(&mu);
@@ -31,7 +31,7 @@ class ScriptedExecutor : public StageExecutor {
       ++running;
       max_running = std::max(max_running, running);
     }
-    absl::StatusOr<StageOutputs> result = script(stage, call, cancel);
+    absl::StatusOr<StageOutputs> result = script(stage, call, *context.cancel);
     absl::MutexLock lock(&mu);
     --running;
     return result;
@@ -136,6 +136,32 @@ TEST_F(SchedulerTest, LoopRepeatsUntilItsConditionHolds) {
   EXPECT_EQ(outcome->loop_iterations.at("improve"), 3);
   EXPECT_EQ(outcome->outputs.at("improve").at("checkpoint"), "ck3");
   EXPECT_EQ(executor_.seen.back().evaluate().checkpoint(), "ck3");
+}
+
+TEST_F(SchedulerTest, LoopCarryFeedsEachIterationThePreviousIterationsOutputs) {
+  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+    if (stage.name() == "base") return StageOutputs{{"checkpoint", "ck0"}, {"run", "r0"}};
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck" + std::to_string(call)}, {"run", "r"}};
+    return StageOutputs{{"success.lower", call >= 3 ? "0.9" : "0.5"}};
+  };
+  auto outcome = Run(R"(stages:
+  - {name: base, kind: train, train: {dataset: d}}
+  - name: improve
+    kind: loop
+    loop:
+      max_iterations: 4
+      until: "${gate.success.lower} >= 0.85"
+      carry: {base: tune}
+      stages:
+        - {name: tune, kind: train, train: {dataset: d, init_from: "${base.checkpoint}"}}
+        - {name: gate, kind: evaluate, evaluate: {checkpoint: "${tune.checkpoint}"}}
+)");
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  std::vector<std::string> init_from;
+  for (const v1::Stage& stage : executor_.seen) {
+    if (stage.name() == "tune") init_from.push_back(stage.train().init_from());
+  }
+  EXPECT_EQ(init_from, (std::vector<std::string>{"ck0", "ck1", "ck2"}));
 }
 
 TEST_F(SchedulerTest, LoopWithoutItsConditionFailsWithConditionNotMet) {

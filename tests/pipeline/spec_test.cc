@@ -158,6 +158,20 @@ TEST_F(SpecTest, BadReferencesAreNamed) {
   EXPECT_THAT(Validate(until).status().message(), HasSubstr("loop.until must test an output of a stage inside the loop"));
 }
 
+TEST_F(SpecTest, LoopCarryMustPairAnOuterStageWithAMatchingStageOfTheLoop) {
+  auto with_carry = [](const std::string& carry) {
+    std::string text = kLoop;
+    text.replace(text.find("      stages:\n        - name: feedback"), 0, "      carry: " + carry + "\n");
+    return text;
+  };
+  EXPECT_TRUE(Validate(with_carry("{train: train2}")).status().message().find("'train2' is not a stage of this loop") !=
+              std::string::npos);
+  EXPECT_THAT(Validate(with_carry("{train: gate}")).status().message(),
+              HasSubstr("gate (evaluate) has no output 'checkpoint' that train (train) has"));
+  EXPECT_THAT(Validate(with_carry("{nosuch: gate}")).status().message(), HasSubstr("refers to unknown stage 'nosuch'"));
+  EXPECT_TRUE(Validate(with_carry("{}")).ok());
+}
+
 TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
   std::string overlap = kLoop;
   overlap.replace(overlap.find("episodes: 100, first_episode: 0"), 31, "episodes: 100, first_episode: 950");

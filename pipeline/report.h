@@ -1,0 +1,28 @@
+// The HTML report of a model (issue 8 report stage, issue 7 req 7 in part): one self-contained
+// page — champion, leaderboard rows with their 95 % intervals drawn as an SVG chart, the
+// champion's lineage (checkpoints and datasets) and the history of the champion alias — built
+// from the registry and EvalService through the pipeline's clients.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pipeline/services.h"
+
+namespace roboloop::pipeline {
+
+// What to report.
+struct ReportRequest {
+  std::string model;   // registry model
+  std::string title;   // page title
+  std::string output;  // HTML file to write (replaced atomically)
+};
+
+// Writes the report and returns its path. A model without evaluations still gets a page that
+// says so; registry or service errors are returned.
+absl::StatusOr<std::string> WriteModelReport(ServiceClients& clients, const ReportRequest& request);
+
+// `text` with &, <, >, " and ' escaped for HTML.
+std::string HtmlEscape(const std::string& text);
+
+}  // namespace roboloop::pipeline
