@@ -263,7 +263,10 @@ absl::Status Promote(const EvalRunFlags& f) {
 absl::Status ServeEval(const EvalRunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
   ROBOLOOP_ASSIGN_OR_RETURN(auto stack, EvalStack::Open(f));
-  eval::EvalGrpcService service(&stack->handler(), eval::EvalGrpcService::Options());
+  eval::EvalGrpcService::Options service_options;
+  service_options.registry = &stack->registry();
+  service_options.dataset_cache_dir = JoinPath(f.registry.root, "cache/datasets");
+  eval::EvalGrpcService service(&stack->handler(), service_options);
   common::GrpcServerOptions options;
   options.listen_address = f.listen;
   options.token_file = f.server_token_file;

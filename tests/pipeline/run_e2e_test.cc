@@ -1,0 +1,290 @@
+// `roboloop run` end to end (issue 8, req 9), driven as a user would with the real binary:
+// the quick start at a reduced size must beat a random policy by the paired test; a killed
+// runner resumes without redoing finished stages; SIGINT during training stops the training
+// service's job and the run resumes; services running as separate token-protected processes
+// run a pipeline.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/metrics.h"
+#include "tests/util/subprocess.h"
+
+namespace roboloop::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using roboloop::testing::ProgramResult;
+
+const std::string kSource = ROBOLOOP_SOURCE_DIR;
+
+// The quick start with fewer episodes and steps; same stages.
+std::vector<std::string> ReducedQuickstart(const std::string& root, int train_steps) {
+  return {roboloop::testing::RoboloopBinary(), "run", kSource + "/configs/pipelines/quickstart.yaml",
+          "--root", root, "--protocols-dir", kSource + "/configs/protocols",
+          "--set", "vars.model=quickstart-test", "--set", "demos.episodes=60",
+          "--set", "train.steps=" + std::to_string(train_steps), "--set", "finetune.steps=200",
+          "--set", "improve.max_iterations=1", "--set", "improve.until=${gate.success.lower} >= 0.0"};
+}
+
+// Successes per episode index, from JSON lines or an evaluation's "episodes".
+std::map<int64_t, bool> Successes(const std::vector<nlohmann::json>& episodes) {
+  std::map<int64_t, bool> out;
+  for (const nlohmann::json& e : episodes) out[e.value("episode_index", int64_t{0})] = e.value("success", false);
+  return out;
+}
+
+std::string RunIdOf(const std::string& out) {
+  std::smatch match;
+  static const std::regex kRun("run ([0-9a-f-]{36}):");
+  return std::regex_search(out, match, kRun) ? match[1].str() : "";
+}
+
+// Waits up to `seconds` for `path` to contain `text`.
+bool WaitForText(const std::string& path, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (roboloop::testing::ReadWholeFile(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Training processes (`... train ...`) whose command line mentions `needle`.
+int ProcessesMentioning(const std::string& needle) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
+    std::string cmdline = roboloop::testing::ReadWholeFile(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && cmdline.find(" train ") != std::string::npos) ++count;
+  }
+  return count;
+}
+
+std::string StatusOf(const std::string& root, const std::string& run) {
+  return roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "status", run, "--root", root}).out;
+}
+
+int Count(const std::string& text, const std::string& pattern) {
+  std::regex re(pattern);
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+TEST(RunE2eTest, ReducedQuickstartBeatsARandomPolicyByThePairedTest) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-quick");
+  const std::string root = dir + "/.roboloop";
+  ProgramResult run = roboloop::testing::RunProgram(ReducedQuickstart(root, 800), {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("champion of quickstart-test"));
+  EXPECT_THAT(run.out, HasSubstr("leaderboard row: quickstart-test:v"));
+  EXPECT_THAT(run.out, HasSubstr("report: "));
+  EXPECT_THAT(roboloop::testing::ReadWholeFile(root + "/pipeline/runs/" + RunIdOf(run.out) + "/quickstart-report.html"),
+              HasSubstr("Leaderboard"));
+
+  ProgramResult trained = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "eval", "quickstart-test@champion", "--protocol", "cartpole-swingup-gate",
+       "--protocols-dir", kSource + "/configs/protocols", "--root", root, "--format", "json"}, {}, dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_THAT(trained.out, HasSubstr("cached")) << "the pipeline's gate evaluation is reused";
+  const nlohmann::json evaluation = nlohmann::json::parse(trained.out.substr(trained.out.find('{')));
+  std::map<int64_t, bool> policy = Successes(evaluation.at("episodes").get<std::vector<nlohmann::json>>());
+
+  ProgramResult random = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "sim", "rollout", "--task", "cartpole-swingup", "--policy", "random",
+       "--seed", "0", "--first-episode", "1000000", "--episodes", "200", "--max-steps", "500", "--format", "json"});
+  ASSERT_EQ(random.exit_code, 0) << random.err;
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(random.out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.front() == '{') lines.push_back(nlohmann::json::parse(line));
+  }
+  std::map<int64_t, bool> baseline = Successes(lines);
+  ASSERT_EQ(policy.size(), 200u);
+  ASSERT_EQ(baseline.size(), 200u);
+  int64_t policy_only = 0, random_only = 0;
+  for (const auto& [episode, success] : policy) {
+    ASSERT_TRUE(baseline.count(episode)) << "episode " << episode << " is paired";
+    policy_only += success && !baseline[episode];
+    random_only += !success && baseline[episode];
+  }
+  absl::StatusOr<double> p = eval::McNemarExactP(policy_only, random_only);
+  ASSERT_TRUE(p.ok());
+  EXPECT_GT(policy_only, random_only);
+  EXPECT_LT(*p, 0.05) << "trained-only successes " << policy_only << ", random-only " << random_only;
+}
+
+TEST(RunE2eTest, ConditionNotMetExitsWithCode3AndKeepsWhatItRegistered) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-unmet");
+  const std::string root = dir + "/.roboloop";
+  std::vector<std::string> argv = ReducedQuickstart(root, 20);
+  argv.back() = "improve.until=${gate.success.lower} >= 0.999";
+  argv.insert(argv.end(), {"--set", "demos.episodes=10", "--set", "finetune.steps=10"});
+  ProgramResult run = roboloop::testing::RunProgram(argv, {}, dir);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("condition not met"));
+  ProgramResult listed = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--root", root});
+  EXPECT_THAT(listed.out, HasSubstr("quickstart-test")) << listed.out << listed.err;
+  EXPECT_THAT(StatusOf(root, RunIdOf(run.out)), HasSubstr("failed"));
+}
+
+TEST(RunE2eTest, AKilledRunnerResumesWithoutRedoingFinishedStages) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-kill");
+  const std::string root = dir + "/.roboloop";
+  roboloop::testing::RunningProgram running = roboloop::testing::StartProgram(ReducedQuickstart(root, 3000), {}, dir);
+  ASSERT_TRUE(WaitForText(running.out_path, "train: ", 120)) << roboloop::testing::ReadWholeFile(running.err_path);
+  const std::string run_id = RunIdOf(roboloop::testing::ReadWholeFile(running.out_path));
+  kill(running.pid, SIGKILL);
+  ProgramResult killed = roboloop::testing::FinishProgram(running);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  ASSERT_FALSE(run_id.empty()) << killed.out;
+  for (int i = 0; i < 100 && ProcessesMentioning(root) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(ProcessesMentioning(root), 0) << "the training of a killed runner stops with it";
+
+  std::vector<std::string> resume = {roboloop::testing::RoboloopBinary(), "run", "--resume", run_id, "--root", root,
+                                     "--protocols-dir", kSource + "/configs/protocols", "--set", "vars.model=quickstart-test",
+                                     "--set", "demos.episodes=60", "--set", "train.steps=400", "--set", "finetune.steps=50",
+                                     "--set", "improve.max_iterations=1", "--set", "improve.until=${gate.success.lower} >= 0.0"};
+  ProgramResult resumed = roboloop::testing::RunProgram(resume, {}, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const std::string status = StatusOf(root, run_id);
+  EXPECT_EQ(Count(status, R"(\ndemos\s+finished)"), 1) << status;
+  EXPECT_EQ(Count(status, R"(\ndemos\s+cached)"), 1) << "the resumed run reuses demos: " << status;
+  EXPECT_THAT(status, HasSubstr("finished"));
+}
+
+TEST(RunE2eTest, SigintDuringTrainingStopsTheTrainingJobAndTheRunResumes) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-sigint");
+  const std::string root = dir + "/.roboloop";
+  std::vector<std::string> argv = ReducedQuickstart(root, 5000);
+  roboloop::testing::RunningProgram running = roboloop::testing::StartProgram(argv, {}, dir);
+  ASSERT_TRUE(WaitForText(running.out_path, "train: ", 120)) << roboloop::testing::ReadWholeFile(running.err_path);
+  ASSERT_GT(ProcessesMentioning(root), 0) << "training runs";
+  kill(running.pid, SIGINT);
+  ProgramResult stopped = roboloop::testing::FinishProgram(running);
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.out << stopped.err;
+  EXPECT_THAT(stopped.err, HasSubstr("--resume"));
+  EXPECT_EQ(ProcessesMentioning(root), 0) << "Cancel stopped the training service's job";
+  const std::string run_id = RunIdOf(stopped.out);
+  EXPECT_THAT(StatusOf(root, run_id), HasSubstr("cancelled"));
+
+  std::vector<std::string> resume = {roboloop::testing::RoboloopBinary(), "run", "--resume", run_id};
+  for (size_t i = 3; i < argv.size(); ++i) resume.push_back(argv[i] == "train.steps=5000" ? "train.steps=300" : argv[i]);
+  ProgramResult resumed = roboloop::testing::RunProgram(resume, {}, dir);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+}
+
+// A `roboloop serve ...` process; SIGTERM on destruction.
+class Server {
+ public:
+  Server(std::vector<std::string> args, const std::string& socket, const std::string& cwd) {
+    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    running_ = roboloop::testing::StartProgram(argv, {}, cwd);
+    for (int i = 0; i < 400 && access(socket.c_str(), F_OK) != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ~Server() {
+    kill(running_.pid, SIGTERM);
+    roboloop::testing::FinishProgram(running_);
+  }
+
+ private:
+  roboloop::testing::RunningProgram running_;
+};
+
+TEST(RunE2eTest, ServicesAsSeparateProcessesWithATokenRunAPipeline) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-remote");
+  const std::string store = dir + "/store";
+  std::ofstream(dir + "/token") << "pipeline-secret\n";
+  const std::string registry = dir + "/registry.sock", sim = dir + "/sim.sock", train = dir + "/train.sock",
+                    evals = dir + "/eval.sock";
+  Server registry_server({"serve", "registry", "--listen", "unix:" + registry, "--root", store, "--token-file",
+                          dir + "/token"}, registry, dir);
+  Server sim_server({"serve", "sim", "--listen", "unix:" + sim, "--token-file", dir + "/token", "--registry",
+                     "unix:" + registry, "--registry-token-file", dir + "/token", "--root", dir + "/sim",
+                     "--dataset-dir", dir + "/sim/datasets"}, sim, dir);
+  Server train_server({"serve", "train", "--listen", "unix:" + train, "--server-token-file", dir + "/token",
+                       "--registry", "unix:" + registry, "--token-file", dir + "/token", "--root", dir + "/train"},
+                      train, dir);
+  Server eval_server({"serve", "eval", "--listen", "unix:" + evals, "--token-file", dir + "/token", "--registry",
+                      "unix:" + registry, "--registry-token-file", dir + "/token", "--root", store, "--sim",
+                      "unix:" + sim, "--sim-token-file", dir + "/token", "--protocols-dir", kSource + "/configs/protocols"},
+                     evals, dir);
+  std::ofstream(dir + "/services.yaml") << "registry: {address: \"unix:" << registry << "\", token_file: token}\n"
+                                        << "train: {address: \"unix:" << train << "\", token_file: token}\n"
+                                        << "eval: {address: \"unix:" << evals << "\", token_file: token}\n"
+                                        << "sim:\n  - {address: \"unix:" << sim << "\", token_file: token}\n";
+  std::ofstream(dir + "/p.yaml") << R"(name: remote
+stages:
+  - {name: demos, kind: collect, collect: {task: cartpole-swingup, episodes: 10}}
+  - name: train
+    kind: train
+    train: {dataset: "${demos.dataset}", model: remote-test, policy: {kind: mlp, hidden: [32]}, steps: 30}
+  - {name: gate, kind: evaluate, evaluate: {checkpoint: "${train.checkpoint}", protocol: cartpole-swingup-gate}}
+  - {name: promote, kind: promote, promote: {model: remote-test, candidate: "${train.checkpoint}", protocol: cartpole-swingup-gate}}
+)";
+  std::vector<std::string> argv = {roboloop::testing::RoboloopBinary(), "run", dir + "/p.yaml", "--services",
+                                   dir + "/services.yaml", "--root", dir + "/runner", "--protocols-dir",
+                                   kSource + "/configs/protocols"};
+  ProgramResult run = roboloop::testing::RunProgram(argv, {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("on remote services"));
+  EXPECT_THAT(run.out, HasSubstr("champion of remote-test"));
+  ProgramResult listed = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--registry", "unix:" + registry, "--token-file", dir + "/token"});
+  EXPECT_THAT(listed.out, HasSubstr("remote-demos")) << listed.out << listed.err;
+
+  std::ofstream(dir + "/wrong") << "not-the-token\n";
+  std::ofstream(dir + "/bad.yaml") << "registry: {address: \"unix:" << registry << "\", token_file: wrong}\n"
+                                   << "train: {address: \"unix:" << train << "\", token_file: wrong}\n"
+                                   << "eval: {address: \"unix:" << evals << "\", token_file: wrong}\n"
+                                   << "sim:\n  - {address: \"unix:" << sim << "\", token_file: wrong}\n";
+  argv[4] = dir + "/bad.yaml";
+  argv.push_back("--no-cache");
+  ProgramResult refused = roboloop::testing::RunProgram(argv, {}, dir);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("UNAUTHENTICATED")) << refused.err;
+}
+
+TEST(RunE2eTest, RunsStatusAndLogsInspectARun) {
+  const std::string dir = roboloop::testing::MakeTempDir("run-inspect");
+  const std::string root = dir + "/.roboloop";
+  std::ofstream(dir + "/p.yaml") << "name: tiny\nstages:\n  - {name: demos, kind: collect, collect: {task: cartpole-swingup, episodes: 3}}\n";
+  ProgramResult run = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "run", dir + "/p.yaml", "--root", root}, {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string id = RunIdOf(run.out);
+  EXPECT_THAT(roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "runs", "--root", root}).out,
+              HasSubstr(id));
+  EXPECT_THAT(StatusOf(root, ""), HasSubstr("demos"));
+  ProgramResult logs = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "logs", id, "demos", "--root", root});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr("finished: dataset="));
+  ProgramResult again = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "run", dir + "/p.yaml", "--root", root}, {}, dir);
+  EXPECT_THAT(StatusOf(root, RunIdOf(again.out)), HasSubstr("cached")) << "a second run reuses the first's collection";
+  ProgramResult forced = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "run", dir + "/p.yaml", "--root", root, "--no-cache"}, {}, dir);
+  EXPECT_THAT(StatusOf(root, RunIdOf(forced.out)), ::testing::Not(HasSubstr("cached")));
+  ProgramResult bad = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "logs", id, "nosuch", "--root", root});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("no stage 'nosuch'"));
+}
+
+}  // namespace
+}  // namespace roboloop::cli
