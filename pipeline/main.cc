@@ -13,7 +13,6 @@
 #include "pipeline/cli_eval.h"
 #include "pipeline/cli_export.h"
 #include "pipeline/cli_pipeline.h"
-#include "pipeline/cli_quickstart.h"
 #include "pipeline/cli_registry.h"
 #include "pipeline/cli_run.h"
 #include "pipeline/cli_serve.h"
@@ -54,7 +53,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   CommandRunner runner;
-  AddQuickstartCommand(app, runner);
   AddRegistryCommands(app, runner);
   roboloop::data::CliContext data_context;
   CLI::App* data_command = AddDataCommands(app, runner, &data_context);

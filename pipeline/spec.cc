@@ -407,8 +407,13 @@ class Validator {
       protocols[name] = *loaded;
       if (s.kind() == "promote") gates.insert(name);
     }
+    // An evaluation under a gate's own protocol is that gate's evaluation, not feedback.
+    std::set<std::string> gate_protocols;
+    for (const std::string& gate : gates) {
+      if (protocols.count(gate)) gate_protocols.insert(protocols.at(gate).name());
+    }
     for (const auto& [name, protocol] : protocols) {
-      if (gates.count(name) == 0) {
+      if (gates.count(name) == 0 && gate_protocols.count(protocol.name()) == 0) {
         const eval::SeedRange seeds = eval::ProtocolSeeds(protocol);
         used.push_back({seeds.base_seed, seeds.start, seeds.count, absl::StrCat("stage ", name, " (feedback evaluation)")});
       }

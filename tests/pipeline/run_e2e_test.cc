@@ -138,7 +138,7 @@ TEST(RunE2eTest, ConditionNotMetExitsWithCode3AndKeepsWhatItRegistered) {
   EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_THAT(run.err, HasSubstr("condition not met"));
   ProgramResult listed = roboloop::testing::RunProgram(
-      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--root", root});
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--datasets", "--root", root});
   EXPECT_THAT(listed.out, HasSubstr("quickstart-test")) << listed.out << listed.err;
   EXPECT_THAT(StatusOf(root, RunIdOf(run.out)), HasSubstr("failed"));
 }
@@ -246,7 +246,8 @@ stages:
   EXPECT_THAT(run.out, HasSubstr("on remote services"));
   EXPECT_THAT(run.out, HasSubstr("champion of remote-test"));
   ProgramResult listed = roboloop::testing::RunProgram(
-      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--registry", "unix:" + registry, "--token-file", dir + "/token"});
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--datasets", "--registry", "unix:" + registry, "--token-file",
+       dir + "/token"});
   EXPECT_THAT(listed.out, HasSubstr("remote-demos")) << listed.out << listed.err;
 
   std::ofstream(dir + "/wrong") << "not-the-token\n";
@@ -258,7 +259,7 @@ stages:
   argv.push_back("--no-cache");
   ProgramResult refused = roboloop::testing::RunProgram(argv, {}, dir);
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_THAT(refused.err, HasSubstr("UNAUTHENTICATED")) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("invalid bearer token")) << refused.err;
 }
 
 TEST(RunE2eTest, RunsStatusAndLogsInspectARun) {

@@ -177,6 +177,9 @@ TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
   overlap.replace(overlap.find("episodes: 100, first_episode: 0"), 31, "episodes: 100, first_episode: 950");
   EXPECT_THAT(Validate(overlap).status().message(),
               AllOf(HasSubstr("stage 'gate'"), HasSubstr("stage demos (collect)")));
+  EXPECT_TRUE(Validate(std::string(kLoop) + "  - name: final\n    kind: evaluate\n"
+                                            "    evaluate: {checkpoint: \"${improve.checkpoint}\", protocol: gate}\n").ok())
+      << "evaluating under the gate's own protocol is the gate, not feedback";
   std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1050\nepisodes: 10\nmax_steps: 50\n";
   EXPECT_THAT(Validate(kLoop).status().message(), HasSubstr("stage feedback (feedback evaluation)"));
   EXPECT_THAT(Validate(R"(stages:
