@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "pipeline/run_progress.h"
 #include "pipeline/run_store.h"
+#include "pipeline/scheduler.h"
 #include "pipeline/services.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
@@ -90,6 +91,13 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+// `text` with the run's references and variables substituted (itself when one has no value).
+std::string Resolved(const std::string& text, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome) {
+  const std::map<std::string, std::string> vars(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end());
+  absl::StatusOr<std::string> resolved = pipeline::Substitute(text, outcome.outputs, vars);
+  return resolved.ok() ? *resolved : text;
+}
+
 void PrintSummary(pipeline::ServiceClients& clients, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome,
                   const std::string& run_id) {
   std::printf("\nrun %s of %s finished\n", run_id.c_str(), loaded.pipeline.name().c_str());
@@ -99,15 +107,17 @@ void PrintSummary(pipeline::ServiceClients& clients, const pipeline::LoadedPipel
     if (it == outcome.outputs.end()) continue;
     if (stage.kind() == "promote") {
       const std::string& champion = it->second.count("champion") ? it->second.at("champion") : "";
-      std::printf("  champion of %s: %s (%s)\n", stage.promote().model().c_str(), champion.c_str(),
+      const std::string model = Resolved(stage.promote().model(), loaded, outcome);
+      const std::string protocol = Resolved(stage.promote().protocol(), loaded, outcome);
+      std::printf("  champion of %s: %s (%s)\n", model.c_str(), champion.c_str(),
                   it->second.count("promoted") && it->second.at("promoted") == "true" ? "promoted by this run" : "kept");
       v1::LeaderboardRequest request;
-      request.set_model(stage.promote().model());
+      request.set_model(model);
       request.set_top(50);
       absl::StatusOr<v1::LeaderboardResponse> board = clients.eval().Leaderboard(request);
       if (!board.ok()) continue;
       for (const v1::Evaluation& e : board->evaluations()) {
-        if (e.checkpoint_id() != champion || e.protocol().name() != stage.promote().protocol()) continue;
+        if (e.checkpoint_id() != champion || e.protocol().name() != protocol) continue;
         const v1::Aggregates& a = e.aggregates();
         std::printf("  leaderboard row: %s:v%d under %s: success %.3f [%.3f, %.3f] (%lld/%lld), return %.2f [%.2f, %.2f]\n",
                     e.model().c_str(), e.model_version(), e.protocol().name().c_str(), a.success().rate(),
