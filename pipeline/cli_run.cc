@@ -62,9 +62,7 @@ absl::StatusOr<pipeline::ServiceTargets> StartServices(const RunFlags& f, const 
   pipeline::EmbeddedOptions options;
   options.root = f.root;
   options.protocols_dir = f.protocols_dir;
-  for (const std::string& task : loaded.pipeline.task_files()) {
-    options.task_files.push_back(task.empty() || task.front() == '/' ? task : JoinPath(ParentDir(loaded.source), task));
-  }
+  options.task_files = pipeline::TaskFiles(loaded);
   ROBOLOOP_ASSIGN_OR_RETURN(*embedded, pipeline::EmbeddedServices::Start(options));
   return (*embedded)->targets();
 }
@@ -167,9 +165,14 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   options.run_id = run_id;
   options.run_dir = RunDir(f, run_id);
   options.cache_dir = JoinPath(f.root, "cache/datasets");
+  options.policy_cache_dir = JoinPath(f.root, "cache");
   options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, pipeline::LocalTasks(loaded));
+  options.tasks = tasks.get();
+  if (targets.embedded) options.train_root = f.root;
   pipeline::ServiceStageExecutor services_executor(clients.get(), options);
-  pipeline::RecordingExecutor executor(&services_executor, store.get(), run_id, !f.no_cache);
+  pipeline::RecordingExecutor executor(&services_executor, store.get(), run_id, !f.no_cache,
+                                       JoinPath(options.run_dir, "logs"));
   pipeline::RunProgressPrinter printer(stdout, JoinPath(options.run_dir, "logs"));
   std::atomic<bool> cancel{false};
   pipeline::SchedulerOptions scheduler;
@@ -245,21 +248,17 @@ absl::Status ShowStatus(const RunFlags& f) {
 absl::Status ShowLogs(const RunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(f.run));
-  const std::string dir = JoinPath(RunDir(f, run.id), "logs");
-  std::vector<std::string> labels;
+  std::vector<std::string> printed;
   for (const pipeline::StageExecutionRecord& s : run.stages) {
-    if (std::find(labels.begin(), labels.end(), s.stage) == labels.end()) labels.push_back(s.stage);
-  }
-  bool printed = false;
-  for (const std::string& label : labels) {
-    if (!f.stage.empty() && label != f.stage && !absl::EndsWith(label, "." + f.stage)) continue;
-    absl::StatusOr<std::string> text = ReadFile(JoinPath(dir, pipeline::FileStem(label) + ".log"));
+    if (!f.stage.empty() && s.stage != f.stage && !absl::EndsWith(s.stage, "." + f.stage)) continue;
+    if (s.log_path.empty() || std::find(printed.begin(), printed.end(), s.log_path) != printed.end()) continue;
+    absl::StatusOr<std::string> text = ReadFile(s.log_path);
     if (!text.ok()) continue;
-    std::printf("== %s\n%s", label.c_str(), text->c_str());
-    printed = true;
+    std::printf("== %s (%s)\n%s", s.stage.c_str(), s.log_path.c_str(), text->c_str());
+    printed.push_back(s.log_path);
   }
-  if (!printed) {
-    return absl::NotFoundError(f.stage.empty() ? absl::StrCat("run ", run.id, " has no stage logs in ", dir)
+  if (printed.empty()) {
+    return absl::NotFoundError(f.stage.empty() ? absl::StrCat("run ", run.id, " has no stage logs")
                                                : absl::StrCat("run ", run.id, " has no stage '", f.stage, "'"));
   }
   return absl::OkStatus();

@@ -14,6 +14,7 @@
 #include "pipeline/cli_export.h"
 #include "pipeline/cli_pipeline.h"
 #include "pipeline/cli_registry.h"
+#include "pipeline/cli_report.h"
 #include "pipeline/cli_run.h"
 #include "pipeline/cli_serve.h"
 #include "pipeline/cli_sim.h"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   AddTrainCommand(app, runner, argc, argv);
   AddPipelineCommands(app, runner);
   AddRunCommands(app, runner);
+  AddReportCommand(app, runner);
   AddExportCommand(app, runner);
 
   try {

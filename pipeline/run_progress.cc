@@ -2,18 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/fs.h"
 #include "common/ids.h"
-#include "pipeline/stage_executor.h"
+#include "pipeline/run_store.h"
 
 namespace roboloop::pipeline {
 namespace {
 
 constexpr double kPlainIntervalS = 10.0;
+constexpr int kBarWidth = 24;
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -36,7 +38,7 @@ RunProgressPrinter::RunProgressPrinter(FILE* out, std::string log_dir)
 }
 
 std::string RunProgressPrinter::LogPath(const std::string& label) const {
-  return JoinPath(log_dir_, FileStem(label) + ".log");
+  return StageLogPath(log_dir_, label);
 }
 
 void RunProgressPrinter::AppendLog(const std::string& label, const std::string& text) const {
@@ -54,6 +56,10 @@ std::string RunProgressPrinter::ProgressText(const StageEvent& event, double ela
   const StageProgress& p = event.progress;
   std::string text = absl::StrCat(event.stage, ": ");
   if (p.total > 0) {
+    if (tty_) {
+      const int filled = static_cast<int>(kBarWidth * std::min(1.0, p.done / p.total));
+      absl::StrAppend(&text, "[", std::string(filled, '='), std::string(kBarWidth - filled, ' '), "] ");
+    }
     absl::StrAppendFormat(&text, "%.0f/%.0f %s (%.0f%%)", p.done, p.total, p.unit, 100.0 * p.done / p.total);
   } else if (!p.unit.empty()) {
     absl::StrAppendFormat(&text, "%.0f %s", p.done, p.unit);

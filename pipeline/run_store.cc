@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS stage_executions (
   id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(id), stage TEXT NOT NULL,
   cache_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
   started_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0,
-  outputs_json TEXT NOT NULL DEFAULT '{}', message TEXT NOT NULL DEFAULT '');
+  outputs_json TEXT NOT NULL DEFAULT '{}', message TEXT NOT NULL DEFAULT '',
+  params_json TEXT NOT NULL DEFAULT '{}', log_path TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS stage_executions_by_key ON stage_executions(cache_key, status);
 )";
 
@@ -35,6 +36,26 @@ StageOutputs ParseOutputs(const std::string& json) {
 }
 
 }  // namespace
+
+std::string FileStem(const std::string& label) {
+  std::string stem = label;
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  }
+  return stem;
+}
+
+std::string StageLogPath(const std::string& log_dir, const std::string& label) {
+  return JoinPath(log_dir, FileStem(label) + ".log");
+}
+
+std::string StageParamsJson(const v1::Stage& resolved) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(resolved, &json, options);
+  return json;
+}
 
 std::string StageCacheKey(const v1::Stage& resolved) {
   v1::Stage key = resolved;
@@ -86,11 +107,13 @@ absl::Status RunStore::FinishRun(const std::string& run_id, const std::string& s
 }
 
 absl::StatusOr<int64_t> RunStore::StartStage(const std::string& run_id, const std::string& stage,
-                                             const std::string& cache_key) {
+                                             const std::string& cache_key, const std::string& params_json,
+                                             const std::string& log_path) {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(db_->Run(
-      "INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us) VALUES (?1, ?2, ?3, 'running', ?4)",
-      {run_id, stage, cache_key, NowUnixMicros()}));
+      "INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us, params_json, log_path) "
+      "VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6)",
+      {run_id, stage, cache_key, NowUnixMicros(), params_json, log_path}));
   return db_->QueryInt("SELECT last_insert_rowid()", {}, 0);
 }
 
@@ -124,14 +147,14 @@ absl::StatusOr<RunRecord> RunStore::GetRun(const std::string& run_id) {
   const nlohmann::json overrides = nlohmann::json::parse(run->Text(7), nullptr, false);
   if (overrides.is_array()) record.overrides = overrides.get<std::vector<std::string>>();
   ROBOLOOP_ASSIGN_OR_RETURN(auto stages, db_->Prepare(
-      "SELECT id, stage, cache_key, status, attempts, started_us, finished_us, outputs_json, message "
+      "SELECT id, stage, cache_key, status, attempts, started_us, finished_us, outputs_json, message, params_json, log_path "
       "FROM stage_executions WHERE run_id = ?1 ORDER BY id", {run_id}));
   while (true) {
     ROBOLOOP_ASSIGN_OR_RETURN(bool row, stages->Step());
     if (!row) break;
     record.stages.push_back({stages->Int(0), stages->Text(1), stages->Text(2), stages->Text(3),
                              static_cast<int>(stages->Int(4)), stages->Int(5), stages->Int(6), stages->Text(7),
-                             stages->Text(8)});
+                             stages->Text(8), stages->Text(9), stages->Text(10)});
   }
   return record;
 }
@@ -161,16 +184,17 @@ bool CacheableAcrossRuns(const v1::Stage& stage) { return stage.kind() != "promo
 absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
   const std::string key = StageCacheKey(stage);
   const std::string label = context.label.empty() ? stage.name() : context.label;
+  const std::string log_path = log_dir_.empty() ? "" : StageLogPath(log_dir_, label);
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key, run_id_));
   if (!cached.has_value() && use_cache_ && CacheableAcrossRuns(stage)) {
     ROBOLOOP_ASSIGN_OR_RETURN(cached, store_->FindCached(key));
   }
   if (cached.has_value()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key));
+    ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key, StageParamsJson(stage), log_path));
     ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, "cached", 0, *cached, ""));
     return *cached;
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key));
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, key, StageParamsJson(stage), log_path));
   absl::StatusOr<StageOutputs> result = inner_->Run(stage, context);
   ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, result.ok() ? "finished" : absl::IsCancelled(result.status()) ? "cancelled" : "failed", 1,
                                                result.ok() ? *result : StageOutputs{},

@@ -28,6 +28,8 @@ struct StageExecutionRecord {
   int64_t started_us = 0, finished_us = 0;
   std::string outputs_json;   // {"output": "value"}
   std::string message;        // error of a failed execution
+  std::string params_json;    // the resolved stage (its inputs: parameters with artifact ids)
+  std::string log_path;       // the stage's log file ("" when none)
 };
 
 // One run as stored.
@@ -41,6 +43,15 @@ struct RunRecord {
   std::vector<StageExecutionRecord> stages;  // in start order
   std::vector<std::string> overrides;        // the --set PATH=VALUE it ran with
 };
+
+// `label` as a file name: letters, digits, '-' and '_' kept, anything else '-'.
+std::string FileStem(const std::string& label);
+
+// The log file of stage `label` in `log_dir`.
+std::string StageLogPath(const std::string& log_dir, const std::string& label);
+
+// The resolved stage as JSON (proto field names), as stored with its execution.
+std::string StageParamsJson(const v1::Stage& resolved);
 
 // sha256 over the stage's kind and its parameters as canonical JSON (name, needs, retries and
 // timeouts excluded: they do not change what the stage produces).
@@ -59,9 +70,10 @@ class RunStore {
   // Ends the run with `status` and `message`.
   absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
 
-  // Records a stage execution's start; returns its id.
+  // Records a stage execution's start (its resolved parameters and log file); returns its id.
   absl::StatusOr<int64_t> StartStage(const std::string& run_id, const std::string& stage,
-                                     const std::string& cache_key);
+                                     const std::string& cache_key, const std::string& params_json = "{}",
+                                     const std::string& log_path = "");
   // Records its end.
   absl::Status FinishStage(int64_t execution_id, const std::string& status, int attempts,
                            const StageOutputs& outputs, const std::string& message);
@@ -87,8 +99,10 @@ class RunStore {
 // report, whose effects depend on more than their parameters.
 class RecordingExecutor : public StageExecutor {
  public:
-  RecordingExecutor(StageExecutor* inner, RunStore* store, std::string run_id, bool use_cache)
-      : inner_(inner), store_(store), run_id_(std::move(run_id)), use_cache_(use_cache) {}
+  // `log_dir` (may be empty) is where stage logs live (StageLogPath), recorded per execution.
+  RecordingExecutor(StageExecutor* inner, RunStore* store, std::string run_id, bool use_cache,
+                    std::string log_dir = "")
+      : inner_(inner), store_(store), run_id_(std::move(run_id)), use_cache_(use_cache), log_dir_(std::move(log_dir)) {}
 
   absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override;
 
@@ -97,6 +111,7 @@ class RecordingExecutor : public StageExecutor {
   RunStore* store_;
   std::string run_id_;
   bool use_cache_;
+  std::string log_dir_;
 };
 
 }  // namespace roboloop::pipeline

@@ -55,6 +55,34 @@ common::GrpcChannelOptions LocalChannel(const std::string& target) {
 
 }  // namespace
 
+std::vector<std::string> TaskFiles(const LoadedPipeline& loaded) {
+  std::vector<std::string> files;
+  for (const std::string& task : loaded.pipeline.task_files()) {
+    files.push_back(task.empty() || task.front() == '/' ? task : JoinPath(ParentDir(loaded.source), task));
+  }
+  return files;
+}
+
+namespace {
+
+// Built-ins, plugins and `task_files` into `tasks`.
+absl::Status RegisterTasks(const std::vector<std::string>& task_files, sim::TaskRegistry* tasks) {
+  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks));
+  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks));
+  for (const std::string& file : task_files) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(sim::RegisterYamlTask(file, tasks), absl::StrCat("task file ", file)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const LoadedPipeline& loaded) {
+  auto tasks = std::make_unique<sim::TaskRegistry>();
+  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(TaskFiles(loaded), tasks.get()));
+  return tasks;
+}
+
 absl::StatusOr<ServiceTargets> LoadServicesFile(const std::string& path) {
   v1::ServicesConfig config;
   ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(path, &config));
@@ -104,11 +132,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
 
   const std::string services_target =
       absl::StrCat("unix:", JoinPath(sockets, absl::StrCat("services-", getpid(), ".sock")));
-  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(&p.tasks));
-  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(&p.tasks));
-  for (const std::string& file : options.task_files) {
-    ROBOLOOP_RETURN_IF_ERROR(Annotate(sim::RegisterYamlTask(file, &p.tasks), absl::StrCat("task file ", file)));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(options.task_files, &p.tasks));
   sim::SimServiceHandler::Options sim;
   sim.registry = &p.tasks;
   sim.checkpoints = p.registry.get();

@@ -10,8 +10,10 @@
 #include "absl/status/statusor.h"
 #include "common/grpc_client.h"
 #include "eval/eval_client.h"
+#include "pipeline/spec.h"
 #include "registry/registry_client.h"
 #include "sim/sim_client.h"
+#include "sim/task_registry.h"
 #include "train/train_service.h"
 
 namespace roboloop::pipeline {
@@ -54,6 +56,13 @@ class EmbeddedServices {
   std::unique_ptr<Parts> parts_;
   ServiceTargets targets_;
 };
+
+// The pipeline's task_files, relative ones taken relative to the pipeline file's folder.
+std::vector<std::string> TaskFiles(const LoadedPipeline& loaded);
+
+// Built-in tasks, plugins (ROBOLOOP_TASK_PLUGINS) and the pipeline's task files, for what runs
+// in the runner's own process (report animations).
+absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const LoadedPipeline& loaded);
 
 // Connected clients of every service. Thread-safe as the clients are.
 class ServiceClients {

@@ -43,14 +43,6 @@ void ReportProgress(const StageContext& context, double done, double total, cons
 
 }  // namespace
 
-std::string FileStem(const std::string& label) {
-  std::string stem = label;
-  for (char& c : stem) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
-  }
-  return stem;
-}
-
 std::string ServiceStageExecutor::DefaultName(const std::string& label) const {
   const size_t dot = label.rfind('.');
   return absl::StrCat(options_.pipeline, "-", dot == std::string::npos ? label : label.substr(dot + 1));
@@ -245,6 +237,7 @@ absl::StatusOr<std::string> ServiceStageExecutor::RegisterFailures(const v1::Eva
   request.set_overwrite(true);
   request.set_output_path(ServerDatasetPath(context, "-failures"));
   request.set_register_as(name);
+  if (!evaluation.dataset_id().empty()) request.add_parent_refs(evaluation.dataset_id());
   ReportProgress(context, 0, static_cast<double>(protocol.episodes()), "episodes", "recording the failed episodes");
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, clients_->sim().Collect(request, absl::Hours(24), context.cancel));
   if (written.episodes_run() - written.successes() != success.trials() - success.successes()) {
@@ -300,6 +293,9 @@ absl::StatusOr<StageOutputs> ServiceStageExecutor::Report(const v1::Stage& stage
   request.title = absl::StrCat(options_.pipeline, " — ", r.model());
   request.output = r.output().empty() ? FileStem(context.label) + ".html" : r.output();
   if (request.output.front() != '/') request.output = JoinPath(options_.run_dir, request.output);
+  request.train_root = options_.train_root;
+  request.animation.tasks = options_.tasks;
+  request.animation.cache_dir = options_.policy_cache_dir;
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path, WriteModelReport(*clients_, request));
   ReportProgress(context, 1, 1, "", absl::StrCat("wrote ", path));
   return StageOutputs{{"path", path}};

@@ -8,8 +8,10 @@
 
 #include <string>
 
+#include "pipeline/run_store.h"
 #include "pipeline/scheduler.h"
 #include "pipeline/services.h"
+#include "sim/task_registry.h"
 
 namespace roboloop::pipeline {
 
@@ -19,7 +21,10 @@ struct ExecutorOptions {
   std::string run_id;     // datasets the sim service writes go to pipeline/<run_id>/ under its dataset folder
   std::string run_dir;    // local folder of the run: merged datasets, reports, stage logs
   std::string cache_dir;  // local copies of registry datasets (for merge)
+  std::string policy_cache_dir;  // local copies of policy blobs (report animations)
   int sim_threads = 2;    // physics threads of collections
+  std::string train_root;              // reports: where training logs are ("" = no loss curves)
+  const sim::TaskRegistry* tasks = nullptr;  // reports: tasks to animate episodes of (null = none)
 };
 
 // Thread-safe: stages run concurrently, each on its own calls.
@@ -58,8 +63,5 @@ class ServiceStageExecutor : public StageExecutor {
   ServiceClients* clients_;
   ExecutorOptions options_;
 };
-
-// `label` as a file name: letters, digits, '-' and '_' kept, anything else '-'.
-std::string FileStem(const std::string& label);
 
 }  // namespace roboloop::pipeline

@@ -11,6 +11,7 @@ PACKAGES=(
   libabsl-dev libsqlite3-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libhdf5-dev zlib1g-dev python3-h5py libssl-dev openssl
+  chromium  # the report test opens reports in headless Chromium
 )
 
 missing=()

@@ -61,8 +61,11 @@ absl::StatusOr<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::Create(
     const std::string& dir) {
   ROBOLOOP_ASSIGN_OR_RETURN(const std::string host, HostName());
   const absl::Time now = absl::Now();
-  const std::string path =
-      JoinPath(dir, absl::StrCat("events.out.tfevents.", absl::ToUnixSeconds(now), ".", host));
+  // A run resumed within the second its last writer started gets the next free suffix.
+  std::string path = JoinPath(dir, absl::StrCat("events.out.tfevents.", absl::ToUnixSeconds(now), ".", host));
+  for (int n = 1; PathExists(path); ++n) {
+    path = JoinPath(dir, absl::StrCat("events.out.tfevents.", absl::ToUnixSeconds(now), ".", host, ".", n));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(UniqueFd fd, OpenForAppend(path, O_EXCL));
   std::unique_ptr<TensorBoardWriter> writer(new TensorBoardWriter(path, std::move(fd)));
   tensorboard::Event event;

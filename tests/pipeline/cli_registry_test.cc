@@ -165,16 +165,6 @@ TEST_F(CliRegistryTest, RegistryLsDoesNotMapLibTorch) {
   EXPECT_THAT(maps, Not(HasSubstr("libtorch")));
 }
 
-TEST_F(CliRegistryTest, QuickstartRoundTrip) {
-  ProgramResult r = Roboloop({"quickstart"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("identical"));
-  EXPECT_THAT(r.out, HasSubstr("no problems"));
-  ProgramResult again = Roboloop({"quickstart"});
-  ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_THAT(again.out, HasSubstr("quickstart-sample:v2"));
-}
-
 TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
   std::string socket = dir_ + "/serve.sock";
   std::string token = WriteFile("token", "cli-token");

@@ -139,9 +139,12 @@ TEST(RunE2eTest, ConditionNotMetExitsWithCode3AndKeepsWhatItRegistered) {
   ProgramResult run = roboloop::testing::RunProgram(argv, {}, dir);
   EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
   EXPECT_THAT(run.err, HasSubstr("condition not met"));
-  ProgramResult listed = roboloop::testing::RunProgram(
+  ProgramResult datasets = roboloop::testing::RunProgram(
       {roboloop::testing::RoboloopBinary(), "registry", "ls", "--datasets", "--root", root});
-  EXPECT_THAT(listed.out, HasSubstr("quickstart-test")) << listed.out << listed.err;
+  EXPECT_THAT(datasets.out, HasSubstr("quickstart-merged")) << datasets.out << datasets.err;
+  ProgramResult checkpoints = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--root", root});
+  EXPECT_THAT(checkpoints.out, HasSubstr("quickstart-test")) << checkpoints.out << checkpoints.err;
   EXPECT_THAT(StatusOf(root, RunIdOf(run.out)), HasSubstr("failed"));
 }
 

@@ -93,6 +93,33 @@ TEST_F(RunStoreTest, NoCacheRunsEverythingAndChangedParametersMiss) {
   EXPECT_FALSE(store_->FindCached(StageCacheKey(a))->has_value());
 }
 
+TEST_F(RunStoreTest, ExecutionsRecordTheirInputsLogFileAndTheRunItsOverrides) {
+  auto run = store_->CreateRun("p", "p.yaml", {"a.dataset_name=x"});
+  ASSERT_TRUE(run.ok());
+  RecordingExecutor recording(&inner_, store_.get(), *run, true, dir_ + "/logs");
+  ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
+  auto record = store_->GetRun(*run);
+  ASSERT_TRUE(record.ok());
+  EXPECT_THAT(record->overrides, ::testing::ElementsAre("a.dataset_name=x"));
+  ASSERT_EQ(record->stages.size(), 2u);
+  EXPECT_THAT(record->stages[1].params_json, HasSubstr("\"datasets\":[\"ds-a-x\"]")) << "inputs as substituted";
+  EXPECT_EQ(record->stages[1].log_path, StageLogPath(dir_ + "/logs", "b"));
+  EXPECT_EQ(FileStem("improve[2].gate"), "improve-2--gate");
+}
+
+TEST_F(RunStoreTest, PromoteAndReportAreReusedOnlyWithinTheirOwnRun) {
+  std::ofstream(dir_ + "/promote.yaml") << "name: q\nstages:\n  - {name: p, kind: promote, promote: {model: m}}\n";
+  loaded_ = *LoadPipeline(dir_ + "/promote.yaml", {});
+  plan_ = *ValidatePipeline(loaded_, ValidationOptions());
+  auto first = store_->CreateRun("q", "promote.yaml");
+  ASSERT_TRUE(RunOnce(*first, true).ok());
+  ASSERT_TRUE(RunOnce(*first, true).ok());
+  EXPECT_EQ(inner_.calls["p"], 1) << "resuming the run reuses its own promotion";
+  auto second = store_->CreateRun("q", "promote.yaml");
+  ASSERT_TRUE(RunOnce(*second, true).ok());
+  EXPECT_EQ(inner_.calls["p"], 2) << "another run promotes again: the champion may have moved";
+}
+
 TEST_F(RunStoreTest, RunsSurviveReopeningAndUnknownRunsAreNamed) {
   auto run = store_->CreateRun("p", "p.yaml");
   ASSERT_TRUE(store_->FinishRun(*run, "finished", "").ok());

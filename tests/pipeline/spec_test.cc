@@ -87,6 +87,16 @@ TEST_F(SpecTest, TheShippedQuickstartIsValid) {
   EXPECT_EQ(plan->levels.front(), std::vector<std::string>{"demos"});
 }
 
+TEST_F(SpecTest, EveryShippedPipelineIsValid) {
+  for (const char* name : {"quickstart", "reacher", "push", "custom-task"}) {
+    auto loaded = LoadPipeline(std::string(ROBOLOOP_SOURCE_DIR) + "/configs/pipelines/" + name + ".yaml", {});
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ValidationOptions options;
+    options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
+    EXPECT_TRUE(ValidatePipeline(*loaded, options).ok()) << name;
+  }
+}
+
 TEST_F(SpecTest, OverridesSetFieldsAndNameTheirMistakes) {
   auto loaded = LoadPipeline(Write(kLoop), {{"train.steps", "5000"}, {"improve.loop.max_iterations", "2"},
                                             {"vars.model", "x"}, {"feedback.evaluate.force", "true"}});

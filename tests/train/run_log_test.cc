@@ -78,6 +78,15 @@ TEST_F(TensorBoardTest, NamesTheFileAfterTimeAndHost) {
   EXPECT_TRUE(PathExists(path));
 }
 
+TEST_F(TensorBoardTest, ASecondWriterInTheSameSecondGetsItsOwnFile) {
+  auto first = TensorBoardWriter::Create(dir_.File("tb/run2"));
+  auto second = TensorBoardWriter::Create(dir_.File("tb/run2"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status() << " (a resumed run must not collide with its predecessor's file)";
+  EXPECT_NE((*first)->path(), (*second)->path());
+  EXPECT_THAT((*second)->path(), ::testing::HasSubstr("events.out.tfevents."));
+}
+
 TEST_F(TensorBoardTest, ScalarsRoundTrip) {
   auto scalars = ReadTensorBoardScalars(WriteEvents());
   ASSERT_TRUE(scalars.ok()) << scalars.status();

@@ -1,0 +1,112 @@
+#include "sim/render.h"
+
+#include <GL/osmesa.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/png.h"
+#include "common/status.h"
+#include "sim/physics_state.h"
+
+namespace roboloop::sim {
+
+struct OffscreenRenderer::Gl {
+  OSMesaContext context = nullptr;
+  std::vector<unsigned char> buffer;  // OSMesa's RGBA colour buffer
+  mjvScene scene;
+  mjvCamera camera;
+  mjvOption option;
+  mjrContext render;
+  bool scene_made = false, render_made = false;
+
+  ~Gl() {
+    if (render_made) mjr_freeContext(&render);
+    if (scene_made) mjv_freeScene(&scene);
+    if (context != nullptr) OSMesaDestroyContext(context);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<OffscreenRenderer>> OffscreenRenderer::Create(const mjModel* model,
+                                                                             RenderOptions options) {
+  if (options.width < 1 || options.height < 1 || options.width > model->vis.global.offwidth ||
+      options.height > model->vis.global.offheight) {
+    return absl::InvalidArgumentError(absl::StrCat("render: ", options.width, "x", options.height,
+                                                   " does not fit the model's offscreen buffer ",
+                                                   model->vis.global.offwidth, "x", model->vis.global.offheight));
+  }
+  std::unique_ptr<OffscreenRenderer> renderer(new OffscreenRenderer(model, options));
+  renderer->gl_ = std::make_unique<Gl>();
+  Gl& gl = *renderer->gl_;
+  gl.context = OSMesaCreateContextExt(OSMESA_RGBA, 24, 8, 8, nullptr);
+  if (gl.context == nullptr) return absl::InternalError("render: OSMesaCreateContextExt failed");
+  const int width = model->vis.global.offwidth, height = model->vis.global.offheight;
+  gl.buffer.assign(static_cast<size_t>(width) * height * 4, 0);
+  if (!OSMesaMakeCurrent(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, width, height)) {
+    return absl::InternalError("render: OSMesaMakeCurrent failed");
+  }
+  mjv_defaultScene(&gl.scene);
+  mjv_makeScene(model, &gl.scene, 2000);
+  gl.scene_made = true;
+  mjv_defaultCamera(&gl.camera);
+  gl.camera.type = mjCAMERA_FREE;
+  for (int i = 0; i < 3; ++i) gl.camera.lookat[i] = model->stat.center[i];
+  gl.camera.distance = 1.6 * model->stat.extent;
+  gl.camera.elevation = -20;
+  gl.camera.azimuth = 90;
+  mjv_defaultOption(&gl.option);
+  mjr_defaultContext(&gl.render);
+  mjr_makeContext(model, &gl.render, mjFONTSCALE_100);
+  gl.render_made = true;
+  mjr_setBuffer(mjFB_OFFSCREEN, &gl.render);
+  if (gl.render.currentBuffer != mjFB_OFFSCREEN) return absl::InternalError("render: no offscreen framebuffer");
+  return renderer;
+}
+
+OffscreenRenderer::OffscreenRenderer(const mjModel* model, RenderOptions options) : model_(model), options_(options) {}
+
+OffscreenRenderer::~OffscreenRenderer() = default;
+
+absl::StatusOr<std::vector<uint8_t>> OffscreenRenderer::Render(mjData* data) {
+  Gl& gl = *gl_;
+  if (!OSMesaMakeCurrent(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, model_->vis.global.offwidth,
+                         model_->vis.global.offheight)) {
+    return absl::InternalError("render: OSMesaMakeCurrent failed");
+  }
+  mjv_updateScene(model_, data, &gl.option, nullptr, &gl.camera, mjCAT_ALL, &gl.scene);
+  const mjrRect viewport = {0, 0, options_.width, options_.height};
+  mjr_render(viewport, &gl.scene, &gl.render);
+  std::vector<uint8_t> bottom_up(static_cast<size_t>(options_.width) * options_.height * 3);
+  mjr_readPixels(bottom_up.data(), nullptr, viewport, &gl.render);
+  std::vector<uint8_t> rgb(bottom_up.size());
+  const size_t row = static_cast<size_t>(options_.width) * 3;
+  for (int y = 0; y < options_.height; ++y) {
+    std::copy_n(bottom_up.data() + (options_.height - 1 - y) * row, row, rgb.data() + y * row);
+  }
+  return rgb;
+}
+
+absl::StatusOr<std::vector<std::string>> RenderStatesAsPng(const mjModel* model, const std::vector<double>& states,
+                                                           int max_frames, RenderOptions options) {
+  const size_t size = static_cast<size_t>(PhysicsStateSize(model));
+  if (states.empty() || states.size() % size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("render: ", states.size(), " state values are not whole states of ",
+                                                   size, " values"));
+  }
+  const int steps = static_cast<int>(states.size() / size);
+  const int frames = std::max(1, std::min(max_frames, steps));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto renderer, OffscreenRenderer::Create(model, options));
+  std::unique_ptr<mjData, void (*)(mjData*)> data(mj_makeData(model), mj_deleteData);
+  std::vector<std::string> pngs;
+  for (int f = 0; f < frames; ++f) {
+    const int step = frames == 1 ? 0 : static_cast<int>(static_cast<int64_t>(f) * (steps - 1) / (frames - 1));
+    RestorePhysicsState(model, states.data() + static_cast<size_t>(step) * size, data.get());
+    mj_forward(model, data.get());
+    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<uint8_t> rgb, renderer->Render(data.get()));
+    ROBOLOOP_ASSIGN_OR_RETURN(std::string png, EncodePngRgb(options.width, options.height, rgb));
+    pngs.push_back(std::move(png));
+  }
+  return pngs;
+}
+
+}  // namespace roboloop::sim

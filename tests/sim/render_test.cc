@@ -1,0 +1,63 @@
+// Offscreen rendering with OSMesa: identical states give identical pixels, other states other
+// pixels, and a frame larger than the model's offscreen buffer is refused.
+#include "sim/render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/builtin_tasks.h"
+#include "sim/physics_state.h"
+#include "sim/task_registry.h"
+
+namespace roboloop::sim {
+namespace {
+
+class RenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BuiltinTaskOptions builtin;
+    builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
+    ASSERT_TRUE(RegisterBuiltins(&tasks_, builtin).ok());
+    auto task = tasks_.Create("cartpole-swingup");
+    ASSERT_TRUE(task.ok()) << task.status();
+    task_ = std::move(task).value();
+  }
+
+  // Two physics states: the initial one and one with the cart moved and the pole turned.
+  std::vector<double> TwoStates() {
+    const mjModel* m = task_->model();
+    std::unique_ptr<mjData, void (*)(mjData*)> d(mj_makeData(m), mj_deleteData);
+    std::vector<double> states(2 * PhysicsStateSize(m));
+    CapturePhysicsState(m, d.get(), states.data());
+    d->qpos[0] = 0.5;
+    d->qpos[1] = 1.2;
+    CapturePhysicsState(m, d.get(), states.data() + PhysicsStateSize(m));
+    return states;
+  }
+
+  TaskRegistry tasks_;
+  std::unique_ptr<Task> task_;
+};
+
+TEST_F(RenderTest, SameStateSamePixelsOtherStateOtherPixels) {
+  const std::vector<double> states = TwoStates();
+  auto first = RenderStatesAsPng(task_->model(), states, 2, RenderOptions());
+  auto again = RenderStatesAsPng(task_->model(), states, 2, RenderOptions());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ(*first, *again) << "rendering is deterministic";
+  EXPECT_NE((*first)[0], (*first)[1]) << "the moved cart shows";
+  EXPECT_EQ((*first)[0].substr(1, 3), "PNG");
+}
+
+TEST_F(RenderTest, BadSizesAndRaggedStatesAreRefused) {
+  RenderOptions huge;
+  huge.width = 100000;
+  EXPECT_THAT(OffscreenRenderer::Create(task_->model(), huge).status().message(),
+              ::testing::HasSubstr("does not fit the model's offscreen buffer"));
+  EXPECT_FALSE(RenderStatesAsPng(task_->model(), std::vector<double>(3), 2, RenderOptions()).ok());
+}
+
+}  // namespace
+}  // namespace roboloop::sim
