@@ -67,7 +67,7 @@ absl::Status Report(const ReportFlags& f) {
   request.output = f.output;
   if (targets.embedded) request.train_root = f.root;
   if (!f.no_animation) request.animation.tasks = tasks.get();
-  request.animation.cache_dir = JoinPath(f.root, "cache");
+  request.animation.cache_dir = JoinPath(f.root, "cache/policies");
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path, pipeline::WriteModelReport(*clients, request));
   std::printf("wrote %s\n", path.c_str());
   return absl::OkStatus();

@@ -165,7 +165,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   options.run_id = run_id;
   options.run_dir = RunDir(f, run_id);
   options.cache_dir = JoinPath(f.root, "cache/datasets");
-  options.policy_cache_dir = JoinPath(f.root, "cache");
+  options.policy_cache_dir = JoinPath(f.root, "cache/policies");
   options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, pipeline::LocalTasks(loaded));
   options.tasks = tasks.get();

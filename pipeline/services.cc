@@ -136,7 +136,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   sim::SimServiceHandler::Options sim;
   sim.registry = &p.tasks;
   sim.checkpoints = p.registry.get();
-  sim.checkpoint_cache_dir = JoinPath(options.root, "cache");
+  sim.checkpoint_cache_dir = JoinPath(options.root, "cache/policies");
+  sim.dataset_cache_dir = JoinPath(options.root, "cache/datasets");
   sim.dataset_dir = JoinPath(options.root, "datasets");
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim.dataset_dir));
   ROBOLOOP_ASSIGN_OR_RETURN(p.sim, sim::SimServiceHandler::Create(sim));

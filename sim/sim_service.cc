@@ -227,7 +227,9 @@ absl::StatusOr<std::string> SimServiceHandler::FetchDataset(const std::string& r
     return absl::FailedPreconditionError(absl::StrCat("dataset reference '", ref, "' needs a server with a registry"));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, options_.checkpoints->GetDataset(ref));
-  const std::string path = JoinPath(options_.checkpoint_cache_dir, absl::StrCat("datasets/", dataset.blob().sha256(), ".hdf5"));
+  const std::string dir = options_.dataset_cache_dir.empty() ? JoinPath(options_.checkpoint_cache_dir, "datasets")
+                                                             : options_.dataset_cache_dir;
+  const std::string path = JoinPath(dir, dataset.blob().sha256() + ".hdf5");
   if (PathExists(path)) return path;
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(ParentDir(path)));
   ROBOLOOP_RETURN_IF_ERROR(options_.checkpoints->DownloadToFile(dataset.blob().sha256(), path));

@@ -35,7 +35,8 @@ class SimServiceHandler {
     // Serves checkpoint references and registers/fetches datasets (not owned; thread-safe; must
     // outlive the handler); null = none.
     registry::RegistryClient* checkpoints = nullptr;
-    std::string checkpoint_cache_dir = "";   // local copies of registry blobs; required with checkpoints
+    std::string checkpoint_cache_dir = "";   // local copies of policy blobs; required with checkpoints
+    std::string dataset_cache_dir = "";      // local copies of registry datasets; "" = <checkpoint_cache_dir>/datasets
   };
 
   // InvalidArgument when the registry is missing or a limit is below 1.
