@@ -31,6 +31,22 @@ StageOutputs EvaluationOutputs(const v1::Evaluation& evaluation) {
           {"failures", ""}};
 }
 
+// A collection of `count` episodes from `first` of `task` with `policy`, 8 envs.
+v1::CollectRequest CollectRequestFor(const std::string& task, const std::string& policy, uint64_t base_seed,
+                                     int64_t first, int64_t count, int max_steps, int threads) {
+  v1::CollectRequest request;
+  v1::RolloutRequest* rollout = request.mutable_rollout();
+  rollout->set_task(task);
+  rollout->set_policy(policy);
+  rollout->set_base_seed(base_seed);
+  rollout->set_first_episode(first);
+  rollout->set_num_episodes(count);
+  rollout->set_max_steps(max_steps);
+  rollout->set_envs(8);
+  rollout->set_threads(threads);
+  return request;
+}
+
 absl::Status CancelledIfRaised(const StageContext& context) {
   if (context.cancel != nullptr && context.cancel->load()) return absl::CancelledError("the stage was cancelled");
   return absl::OkStatus();
@@ -67,16 +83,8 @@ absl::StatusOr<StageOutputs> ServiceStageExecutor::Run(const v1::Stage& stage, c
 
 absl::StatusOr<StageOutputs> ServiceStageExecutor::Collect(const v1::Stage& stage, const StageContext& context) {
   const v1::CollectStage& c = stage.collect();
-  v1::CollectRequest request;
-  v1::RolloutRequest* rollout = request.mutable_rollout();
-  rollout->set_task(c.task());
-  rollout->set_policy(c.policy().empty() ? "expert" : c.policy());
-  rollout->set_base_seed(c.base_seed());
-  rollout->set_first_episode(c.first_episode());
-  rollout->set_num_episodes(c.episodes());
-  rollout->set_max_steps(c.max_steps());
-  rollout->set_envs(8);
-  rollout->set_threads(options_.sim_threads);
+  v1::CollectRequest request = CollectRequestFor(c.task(), c.policy().empty() ? "expert" : c.policy(), c.base_seed(),
+                                                 c.first_episode(), c.episodes(), c.max_steps(), options_.sim_threads);
   request.set_success_only(c.success_only());
   request.set_overwrite(true);
   request.set_output_path(ServerDatasetPath(context, ""));
@@ -219,16 +227,10 @@ absl::StatusOr<std::string> ServiceStageExecutor::RegisterFailures(const v1::Eva
   const v1::RateEstimate& success = evaluation.aggregates().success();
   if (success.successes() == success.trials()) return std::string();
   const v1::Protocol& protocol = evaluation.protocol();
-  v1::CollectRequest request;
+  v1::CollectRequest request =
+      CollectRequestFor(protocol.task(), evaluation.checkpoint_id(), protocol.base_seed(), protocol.seed_start(),
+                        protocol.episodes(), protocol.max_steps(), options_.sim_threads);
   v1::RolloutRequest* rollout = request.mutable_rollout();
-  rollout->set_task(protocol.task());
-  rollout->set_policy(evaluation.checkpoint_id());
-  rollout->set_base_seed(protocol.base_seed());
-  rollout->set_first_episode(protocol.seed_start());
-  rollout->set_num_episodes(protocol.episodes());
-  rollout->set_max_steps(protocol.max_steps());
-  rollout->set_envs(8);
-  rollout->set_threads(options_.sim_threads);
   *rollout->mutable_robustness() = protocol.robustness();
   ROBOLOOP_ASSIGN_OR_RETURN(std::string chunk, eval::ChunkExecutionText(protocol.execution().chunk()));
   rollout->set_chunk_execution(chunk);
