@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "bench/bench_stats.h"
+#include "bench/testspeed.h"
 #include "common/status.h"
 #include "sim/builtin_tasks.h"
 #include "sim/rollout.h"
@@ -90,32 +91,6 @@ absl::Status ValidateOptions(const SimBenchOptions& o) {
   return absl::OkStatus();
 }
 
-// Runs testspeed once and returns its total physics steps per second over all threads.
-absl::StatusOr<double> RunTestspeed(const SimBenchOptions& o, int physics_steps) {
-  const std::string command =
-      absl::StrCat("'", o.testspeed, "' '", o.humanoid_model, "' ", physics_steps, " ", o.threads,
-                   " ", absl::StrFormat("%g", o.control_noise), " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot run ", command));
-  std::string output;
-  char buffer[512];
-  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
-  const int rc = pclose(pipe);
-  if (rc != 0) {
-    return absl::InternalError(absl::StrCat("`", command, "` failed (status ", rc, "): ", output));
-  }
-  // With several threads the first "steps per second" line is the all-thread total.
-  for (absl::string_view line : absl::StrSplit(output, '\n')) {
-    const size_t label = line.find("teps per second");
-    if (label == absl::string_view::npos) continue;
-    absl::string_view value = absl::StripAsciiWhitespace(line.substr(line.find(':') + 1));
-    double steps_per_s = 0;
-    if (absl::SimpleAtod(value, &steps_per_s)) return steps_per_s;
-  }
-  return absl::InternalError(absl::StrCat("no steps-per-second line in the output of `", command,
-                                          "`: ", output));
-}
-
 // One timed run of our pool; returns physics steps per second over all envs.
 absl::StatusOr<double> RunOurs(sim::RolloutEngine& engine, sim::Policy& policy, int horizon,
                                int64_t physics_steps) {
@@ -124,19 +99,6 @@ absl::StatusOr<double> RunOurs(sim::RolloutEngine& engine, sim::Policy& policy, 
   ROBOLOOP_RETURN_IF_ERROR(engine.Run(policy, sink));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return static_cast<double>(physics_steps) / seconds;
-}
-
-// /proc/loadavg's first three fields: on a shared machine, what else was running.
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return in ? absl::StrCat(one, " ", five, " ", fifteen) : "unknown";
-}
-
-void PrintSide(const char* label, const std::vector<double>& values) {
-  const Summary s = Summarize(values);
-  std::printf("  %-34s median %10.0f  min %10.0f  max %10.0f\n", label, s.median, s.min, s.max);
 }
 
 }  // namespace
@@ -164,7 +126,8 @@ absl::Status RunSimBench(const SimBenchOptions& o) {
   for (int run = 0; run < o.runs; ++run) {
     ROBOLOOP_ASSIGN_OR_RETURN(double our_rate,
                               RunOurs(*engine, policy, o.env_steps, our_physics_steps));
-    ROBOLOOP_ASSIGN_OR_RETURN(double anchor_rate, RunTestspeed(o, physics_steps_per_env));
+    ROBOLOOP_ASSIGN_OR_RETURN(double anchor_rate, RunTestspeed(o.testspeed, o.humanoid_model, physics_steps_per_env,
+                                                               o.threads, o.control_noise));
     std::printf("run %d: ours %.0f physics steps/s, testspeed %.0f, ratio %.3f\n", run + 1,
                 our_rate, anchor_rate, our_rate / anchor_rate);
     std::fflush(stdout);

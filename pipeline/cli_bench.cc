@@ -5,6 +5,8 @@
 #include "bench/data_bench.h"
 #include "bench/registry_bench.h"
 #include "bench/sim_bench.h"
+#include "bench/sim_policy_bench.h"
+#include "common/status.h"
 #include "bench/train_bench.h"
 
 namespace roboloop::cli {
@@ -28,9 +30,21 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   runner.Bind(registry, [options] { return bench::RunRegistryBench(*options); });
 
   auto sim_options = std::make_shared<bench::SimBenchOptions>();
-  CLI::App* sim = bench->add_subcommand("sim", "Env pool vs mujoco-testspeed on the humanoid");
+  auto policy_options = std::make_shared<bench::SimPolicyBenchOptions>();
+  auto part = std::make_shared<std::string>("all");
+  CLI::App* sim = bench->add_subcommand(
+      "sim", "Env pool vs mujoco-testspeed: (a) the humanoid, (b) cartpole-swingup and reacher with an MLP policy");
   sim->add_option("--runs", sim_options->runs, "Alternating runs per side")->capture_default_str();
-  runner.Bind(sim, [sim_options] { return bench::RunSimBench(*sim_options); });
+  sim->add_option("--part", *part, "a, b or all")->check(CLI::IsMember({"a", "b", "all"}))->capture_default_str();
+  sim->add_option("--policy-envs", policy_options->envs, "(b): envs of our pool")->capture_default_str();
+  sim->add_option("--policy-max-steps", policy_options->max_steps, "(b): env steps per episode (0 = the task's)")
+      ->capture_default_str();
+  runner.Bind(sim, [sim_options, policy_options, part] {
+    if (*part != "b") ROBOLOOP_RETURN_IF_ERROR(bench::RunSimBench(*sim_options));
+    if (*part == "a") return absl::OkStatus();
+    policy_options->runs = sim_options->runs;
+    return bench::RunSimPolicyBench(*policy_options);
+  });
 
   auto data_options = std::make_shared<bench::DataBenchOptions>();
   CLI::App* data = bench->add_subcommand("data", "HDF5 dataset write/load vs cp + sha256sum");

@@ -1,0 +1,54 @@
+#include "bench/testspeed.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "bench/bench_stats.h"
+#include "common/status.h"
+
+namespace roboloop::bench {
+
+absl::StatusOr<double> RunTestspeed(const std::string& testspeed, const std::string& model, int physics_steps,
+                                    int threads, double control_noise) {
+  const std::string command = absl::StrCat("'", testspeed, "' '", model, "' ", physics_steps, " ", threads, " ",
+                                           absl::StrFormat("%g", control_noise), " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot run ", command));
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int rc = pclose(pipe);
+  if (rc != 0) {
+    return absl::InternalError(absl::StrCat("`", command, "` failed (status ", rc, "): ", output));
+  }
+  // With several threads the first "steps per second" line is the all-thread total.
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    const size_t label = line.find("teps per second");
+    if (label == absl::string_view::npos) continue;
+    absl::string_view value = absl::StripAsciiWhitespace(line.substr(line.find(':') + 1));
+    double steps_per_s = 0;
+    if (absl::SimpleAtod(value, &steps_per_s)) return steps_per_s;
+  }
+  return absl::InternalError(absl::StrCat("no steps-per-second line in the output of `", command,
+                                          "`: ", output));
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? absl::StrCat(one, " ", five, " ", fifteen) : "unknown";
+}
+
+void PrintSide(const char* label, const std::vector<double>& values) {
+  const Summary s = Summarize(values);
+  std::printf("  %-34s median %10.0f  min %10.0f  max %10.0f\n", label, s.median, s.min, s.max);
+}
+
+}  // namespace roboloop::bench
