@@ -6,30 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/fs.h"
-#include "common/sha256.h"
 #include "common/status.h"
 #include "data/tools.h"
 
 namespace roboloop::eval {
 namespace {
-
-// Copies of dataset blobs are written one at a time per process (one temporary name per blob).
-absl::Mutex dataset_cache_mu;
-
-absl::StatusOr<std::string> CachedDataset(registry::RegistryClient& registry, const std::string& sha256,
-                                          const std::string& cache_dir) {
-  absl::MutexLock lock(&dataset_cache_mu);
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
-  const std::string path = JoinPath(cache_dir, sha256 + ".hdf5");
-  if (PathExists(path)) {
-    absl::StatusOr<std::string> digest = Sha256File(path);
-    if (digest.ok() && *digest == sha256) return path;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(registry.DownloadToFile(sha256, path));
-  return path;
-}
 
 // The collect seed range in a dataset file's env_args, if it has one.
 absl::StatusOr<std::optional<SeedRange>> CollectedRange(const std::string& path, const std::string& label) {
@@ -57,7 +39,7 @@ absl::Status AddDatasetRanges(registry::RegistryClient& registry, const std::str
   absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(id);
   if (!dataset.ok()) return Annotate(dataset.status(), absl::StrCat("training dataset ", id));
   const std::string label = absl::StrCat("dataset ", dataset->name(), ":v", dataset->version());
-  absl::StatusOr<std::string> path = CachedDataset(registry, dataset->blob().sha256(), cache_dir);
+  absl::StatusOr<std::string> path = registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5");
   if (!path.ok()) return Annotate(path.status(), label);
   absl::StatusOr<std::optional<SeedRange>> range = CollectedRange(*path, label);
   if (!range.ok()) return Annotate(range.status(), label);

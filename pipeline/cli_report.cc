@@ -49,16 +49,11 @@ absl::Status Report(const ReportFlags& f) {
     ROBOLOOP_ASSIGN_OR_RETURN(model, ModelOfRun(f));
   }
   std::unique_ptr<pipeline::EmbeddedServices> embedded;
-  pipeline::ServiceTargets targets;
-  if (f.services.empty()) {
-    pipeline::EmbeddedOptions options;
-    options.root = f.root;
-    options.protocols_dir = f.protocols_dir;
-    ROBOLOOP_ASSIGN_OR_RETURN(embedded, pipeline::EmbeddedServices::Start(options));
-    targets = embedded->targets();
-  } else {
-    ROBOLOOP_ASSIGN_OR_RETURN(targets, pipeline::LoadServicesFile(f.services));
-  }
+  pipeline::EmbeddedOptions options;
+  options.root = f.root;
+  options.protocols_dir = f.protocols_dir;
+  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::ServiceTargets targets,
+                            pipeline::StartOrLoadServices(f.services, options, &embedded));
   ROBOLOOP_ASSIGN_OR_RETURN(auto clients, pipeline::ServiceClients::Connect(targets));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, pipeline::LocalTasks(pipeline::LoadedPipeline()));
   pipeline::ReportRequest request;

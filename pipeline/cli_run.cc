@@ -55,18 +55,6 @@ absl::StatusOr<pipeline::LoadedPipeline> LoadWithOverrides(const std::string& fi
   return pipeline::LoadPipeline(file, overrides);
 }
 
-// The services the run uses: embedded ones (owned by `embedded`) or the file's.
-absl::StatusOr<pipeline::ServiceTargets> StartServices(const RunFlags& f, const pipeline::LoadedPipeline& loaded,
-                                                       std::unique_ptr<pipeline::EmbeddedServices>* embedded) {
-  if (!f.services.empty()) return pipeline::LoadServicesFile(f.services);
-  pipeline::EmbeddedOptions options;
-  options.root = f.root;
-  options.protocols_dir = f.protocols_dir;
-  options.task_files = pipeline::TaskFiles(loaded);
-  ROBOLOOP_ASSIGN_OR_RETURN(*embedded, pipeline::EmbeddedServices::Start(options));
-  return (*embedded)->targets();
-}
-
 // Raises `cancel` on SIGINT/SIGTERM until `done`.
 class SignalWatcher {
  public:
@@ -149,7 +137,12 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Plan plan, pipeline::ValidatePipeline(loaded, validation));
 
   std::unique_ptr<pipeline::EmbeddedServices> embedded;
-  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::ServiceTargets targets, StartServices(f, loaded, &embedded));
+  pipeline::EmbeddedOptions embedded_options;
+  embedded_options.root = f.root;
+  embedded_options.protocols_dir = f.protocols_dir;
+  embedded_options.task_files = pipeline::TaskFiles(loaded);
+  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::ServiceTargets targets,
+                            pipeline::StartOrLoadServices(f.services, embedded_options, &embedded));
   ROBOLOOP_ASSIGN_OR_RETURN(auto clients, pipeline::ServiceClients::Connect(targets));
   std::string run_id = f.resume;
   if (run_id.empty()) {

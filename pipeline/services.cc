@@ -177,6 +177,14 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   return services;
 }
 
+absl::StatusOr<ServiceTargets> StartOrLoadServices(const std::string& services_file,
+                                                   const EmbeddedOptions& embedded_options,
+                                                   std::unique_ptr<EmbeddedServices>* embedded) {
+  if (!services_file.empty()) return LoadServicesFile(services_file);
+  ROBOLOOP_ASSIGN_OR_RETURN(*embedded, EmbeddedServices::Start(embedded_options));
+  return (*embedded)->targets();
+}
+
 absl::StatusOr<std::unique_ptr<ServiceClients>> ServiceClients::Connect(const ServiceTargets& targets) {
   if (targets.sims.empty()) return absl::InvalidArgumentError("no sim endpoint to connect to");
   std::unique_ptr<ServiceClients> clients(new ServiceClients());

@@ -64,6 +64,12 @@ std::vector<std::string> TaskFiles(const LoadedPipeline& loaded);
 // in the runner's own process (report animations).
 absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const LoadedPipeline& loaded);
 
+// The services a command uses: those `services_file` names, or (when it is empty) every service
+// started embedded with `embedded_options`, owned by `*embedded`.
+absl::StatusOr<ServiceTargets> StartOrLoadServices(const std::string& services_file,
+                                                   const EmbeddedOptions& embedded_options,
+                                                   std::unique_ptr<EmbeddedServices>* embedded);
+
 // Connected clients of every service. Thread-safe as the clients are.
 class ServiceClients {
  public:

@@ -118,11 +118,7 @@ absl::StatusOr<StageOutputs> ServiceStageExecutor::Relabel(const v1::Stage& stag
 
 absl::StatusOr<std::string> ServiceStageExecutor::LocalDataset(const std::string& ref) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, clients_->registry().GetDataset(ref));
-  const std::string path = JoinPath(options_.cache_dir, absl::StrCat(dataset.blob().sha256(), ".hdf5"));
-  if (PathExists(path)) return path;
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(options_.cache_dir));
-  ROBOLOOP_RETURN_IF_ERROR(clients_->registry().DownloadToFile(dataset.blob().sha256(), path));
-  return path;
+  return clients_->registry().CachedCopy(dataset.blob().sha256(), options_.cache_dir, ".hdf5");
 }
 
 absl::StatusOr<StageOutputs> ServiceStageExecutor::Merge(const v1::Stage& stage, const StageContext& context) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/sha256.h"
@@ -86,6 +87,20 @@ absl::StatusOr<v1::BlobInfo> RegistryClient::SendFrom(const std::string& path,
     return channel_->CallStatus(status, absl::StrCat("uploading ", path));
   }
   return info;
+}
+
+absl::StatusOr<std::string> RegistryClient::CachedCopy(const std::string& sha256, const std::string& cache_dir,
+                                                      const std::string& suffix) {
+  static absl::Mutex cache_mu(absl::kConstInit);
+  absl::MutexLock lock(&cache_mu);
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
+  const std::string path = JoinPath(cache_dir, sha256 + suffix);
+  if (PathExists(path)) {
+    absl::StatusOr<std::string> digest = Sha256File(path);
+    if (digest.ok() && *digest == sha256) return path;
+  }
+  ROBOLOOP_RETURN_IF_ERROR(DownloadToFile(sha256, path));
+  return path;
 }
 
 absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std::string& path,

@@ -43,6 +43,13 @@ class RegistryClient {
   absl::Status DownloadToFile(const std::string& sha256, const std::string& path,
                               int64_t offset = 0, int64_t length = 0, ProgressFn progress = {});
 
+  // A verified local copy of blob `sha256` at `cache_dir`/<sha256><suffix>: an existing copy
+  // whose hash matches is reused, otherwise the blob is downloaded (DownloadToFile). Copies are
+  // written one at a time per process (concurrent downloads of one blob would share a
+  // temporary name).
+  absl::StatusOr<std::string> CachedCopy(const std::string& sha256, const std::string& cache_dir,
+                                         const std::string& suffix);
+
   // Downloads the whole blob into memory, verified.
   absl::StatusOr<std::string> DownloadToString(const std::string& sha256);
 

@@ -14,9 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "common/fs.h"
-#include "common/sha256.h"
 #include "common/status.h"
 #include "train/torch_runtime.h"
 
@@ -305,23 +303,6 @@ absl::StatusOr<CheckpointPolicySpec> CheckManifest(const nlohmann::json& manifes
 }
 
 
-// Copies of policy blobs are written one at a time per process: concurrent downloads of one
-// blob would share a temporary name.
-absl::Mutex cache_mu;
-
-absl::StatusOr<std::string> CachedPolicyBlob(registry::RegistryClient& registry,
-                                             const std::string& sha256, const std::string& cache_dir) {
-  absl::MutexLock lock(&cache_mu);
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
-  const std::string path = JoinPath(cache_dir, sha256 + ".safetensors");
-  if (PathExists(path)) {
-    absl::StatusOr<std::string> digest = Sha256File(path);
-    if (digest.ok() && *digest == sha256) return path;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(registry.DownloadToFile(sha256, path));
-  return path;
-}
-
 // The shortest decimal text that reads back as exactly `value`.
 std::string ShortestDecimal(double value) {
   char buffer[64];
@@ -441,7 +422,7 @@ absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryC
                                                    " actions; ", ChunkExecutionName(options.execution),
                                                    " needs N <= ", spec.chunk));
   }
-  absl::StatusOr<std::string> path = CachedPolicyBlob(registry, spec.policy_sha256, options.cache_dir);
+  absl::StatusOr<std::string> path = registry.CachedCopy(spec.policy_sha256, options.cache_dir, ".safetensors");
   if (!path.ok()) return Annotate(path.status(), absl::StrCat("checkpoint ", label, " policy blob"));
   nlohmann::json model_options = spec.options;
   model_options["normalization"] = spec.normalization;

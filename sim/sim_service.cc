@@ -229,11 +229,7 @@ absl::StatusOr<std::string> SimServiceHandler::FetchDataset(const std::string& r
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, options_.checkpoints->GetDataset(ref));
   const std::string dir = options_.dataset_cache_dir.empty() ? JoinPath(options_.checkpoint_cache_dir, "datasets")
                                                              : options_.dataset_cache_dir;
-  const std::string path = JoinPath(dir, dataset.blob().sha256() + ".hdf5");
-  if (PathExists(path)) return path;
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(ParentDir(path)));
-  ROBOLOOP_RETURN_IF_ERROR(options_.checkpoints->DownloadToFile(dataset.blob().sha256(), path));
-  return path;
+  return options_.checkpoints->CachedCopy(dataset.blob().sha256(), dir, ".hdf5");
 }
 
 absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelRequest& request) const {

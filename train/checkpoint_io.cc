@@ -13,20 +13,6 @@
 namespace roboloop::train {
 namespace {
 
-// Downloads blob `sha256` to `cache_dir`/<sha256><suffix> unless a verified copy is there.
-absl::StatusOr<std::string> CachedBlob(registry::RegistryClient& registry,
-                                       const std::string& sha256, const std::string& cache_dir,
-                                       const std::string& suffix) {
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
-  const std::string path = JoinPath(cache_dir, sha256 + suffix);
-  if (PathExists(path)) {
-    absl::StatusOr<std::string> digest = Sha256File(path);
-    if (digest.ok() && *digest == sha256) return path;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(registry.DownloadToFile(sha256, path));
-  return path;
-}
-
 // A dataset name from a file name: its stem, lower-cased, other characters as '-'.
 std::string NameFromPath(const std::string& path) {
   std::string stem = path.substr(path.find_last_of('/') + 1);
@@ -71,7 +57,7 @@ absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registr
     return Annotate(dataset.status(), absl::StrCat("dataset ", ref, " (neither a file nor a registry dataset)"));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path,
-                            CachedBlob(registry, dataset->blob().sha256(), cache_dir, ".hdf5"));
+                            registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5"));
   return ResolvedDataset{path, dataset->id()};
 }
 
@@ -90,7 +76,7 @@ absl::StatusOr<FetchedCheckpoint> FetchCheckpoint(registry::RegistryClient& regi
   }
   for (const v1::BlobRef& blob : checkpoint->blobs()) {
     const std::string suffix = blob.role() == "policy" ? ".safetensors" : ".state";
-    absl::StatusOr<std::string> path = CachedBlob(registry, blob.sha256(), cache_dir, suffix);
+    absl::StatusOr<std::string> path = registry.CachedCopy(blob.sha256(), cache_dir, suffix);
     if (!path.ok()) {
       return Annotate(path.status(), absl::StrCat("checkpoint ", ref, " blob ", blob.role()));
     }
