@@ -48,7 +48,9 @@ std::string FormatTimeUtc(int64_t unix_micros) {
                          parts.tm_sec, static_cast<int>(micros));
 }
 
-std::string CurrentUser() {
+namespace {
+
+std::string LookUpUser() {
   struct passwd entry;
   struct passwd* found = nullptr;
   char buffer[4096];
@@ -61,10 +63,22 @@ std::string CurrentUser() {
   return "unknown";
 }
 
-std::string HostName() {
+std::string LookUpHostName() {
   char buffer[256] = {};
   if (::gethostname(buffer, sizeof(buffer) - 1) != 0 || buffer[0] == '\0') return "unknown";
   return buffer;
+}
+
+}  // namespace
+
+std::string CurrentUser() {
+  static const std::string* const user = new std::string(LookUpUser());
+  return *user;
+}
+
+std::string HostName() {
+  static const std::string* const host = new std::string(LookUpHostName());
+  return *host;
 }
 
 }  // namespace roboloop

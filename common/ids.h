@@ -16,10 +16,11 @@ int64_t NowUnixMicros();
 // Formats `unix_micros` as ISO-8601 UTC with microseconds, e.g. "2024-05-01T12:00:00.000042Z".
 std::string FormatTimeUtc(int64_t unix_micros);
 
-// Returns the login name of the effective user ($USER as fallback, "unknown" as last resort).
+// Returns the login name of the effective user ($USER as fallback, "unknown" as last resort),
+// looked up once per process.
 std::string CurrentUser();
 
-// Returns this machine's host name ("unknown" when it cannot be read).
+// Returns this machine's host name ("unknown" when it cannot be read), read once per process.
 std::string HostName();
 
 }  // namespace roboloop

@@ -45,6 +45,7 @@ SqliteDb::SqliteDb(sqlite3* db, std::string path, int busy_timeout_ms)
     : db_(db), path_(std::move(path)), busy_timeout_ms_(busy_timeout_ms) {}
 
 SqliteDb::~SqliteDb() {
+  checkpointer_.reset();
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
   sqlite3_close_v2(db_);
 }
@@ -102,6 +103,16 @@ absl::Status SqliteDb::UseWriteAheadLog() {
     if (!busy || std::chrono::steady_clock::now() >= deadline) return Error(rc, "PRAGMA journal_mode = WAL");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+absl::Status SqliteDb::CheckpointInBackground(absl::Mutex* writers, int frames) {
+  ROBOLOOP_ASSIGN_OR_RETURN(checkpointer_,
+                            WalCheckpointer::Start(db_, path_, writers, frames, busy_timeout_ms_));
+  return absl::OkStatus();
+}
+
+int SqliteDb::checkpoint_passes() const {
+  return checkpointer_ != nullptr ? checkpointer_->passes() : 0;
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStatement>> SqliteDb::Prepare(

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/sqlite_checkpointer.h"
 
 namespace roboloop {
 
@@ -67,6 +68,12 @@ class SqliteDb {
   // catalog) can get SQLITE_BUSY here without the busy handler being consulted, so this retries
   // until the busy timeout has passed; a database already in WAL mode is left as it is.
   absl::Status UseWriteAheadLog();
+  // Takes write-ahead-log checkpoints off this writer connection's commits (see WalCheckpointer).
+  // `writers` is the mutex under which the owner commits on this connection; `frames` the log
+  // size that starts a checkpoint (SQLite's auto-checkpoint default is 1000).
+  absl::Status CheckpointInBackground(absl::Mutex* writers, int frames = 1000);
+  // Background checkpoints completed so far (0 without CheckpointInBackground).
+  int checkpoint_passes() const;
   // Prepares `sql` (cached) and binds `params` to ?1, ?2, ...
   absl::StatusOr<std::unique_ptr<SqliteStatement>> Prepare(const std::string& sql,
                                                            const std::vector<SqlValue>& params = {});
@@ -87,6 +94,7 @@ class SqliteDb {
   std::string path_;
   int busy_timeout_ms_;
   std::map<std::string, sqlite3_stmt*> cache_;
+  std::unique_ptr<WalCheckpointer> checkpointer_;
 };
 
 // Runs a BEGIN IMMEDIATE transaction; rolls back on destruction unless Commit() succeeded.

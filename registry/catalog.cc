@@ -196,44 +196,10 @@ absl::StatusOr<v1::AliasEvent> MoveAliasInTransaction(SqliteDb& db, const std::s
   return event;
 }
 
-}  // namespace
-
-Actor Actor::Local() { return Actor{CurrentUser(), HostName()}; }
-
-Catalog::Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader)
-    : db_(std::move(writer)), reader_(std::move(reader)) {}
-
-Catalog::~Catalog() = default;
-
-int Catalog::LatestSchemaVersion() { return LatestCatalogSchemaVersion(); }
-
-absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Create(const Options& options) {
-  if (options.path.empty()) return absl::InvalidArgumentError("catalog path is empty");
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
-                            SqliteDb::Open(options.path, options.busy_timeout_ms));
-  ROBOLOOP_RETURN_IF_ERROR(db->UseWriteAheadLog());
-  ROBOLOOP_RETURN_IF_ERROR(
-      db->Exec(options.durable_commits ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
-  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
-  ROBOLOOP_RETURN_IF_ERROR(MigrateCatalog(*db));
-  // A second connection for queries: in WAL mode it reads while the writer commits.
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> reader,
-                            SqliteDb::Open(options.path, options.busy_timeout_ms));
-  ROBOLOOP_RETURN_IF_ERROR(reader->Exec("PRAGMA foreign_keys = ON"));
-  return std::unique_ptr<Catalog>(new Catalog(std::move(db), std::move(reader)));
-}
-
-absl::StatusOr<int> Catalog::SchemaVersion() {
-  absl::MutexLock lock(&read_mu_);
-  return ReadCatalogSchemaVersion(*reader_);
-}
-
-absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const CheckpointRecord& record,
-                                                                   const Actor& actor) {
-  absl::MutexLock lock(&mu_);
-  SqliteDb& db = *db_;
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTransaction> transaction,
-                            SqliteTransaction::Begin(&db));
+// Inserts the rows of one checkpoint with the next version of its model and moves `latest`.
+absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointRows(SqliteDb& db,
+                                                              const CheckpointRecord& record,
+                                                              const Actor& actor) {
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
   if (existing) return Inserted<v1::Checkpoint>{*std::move(existing), false};
   int64_t now = NowUnixMicros();
@@ -260,8 +226,92 @@ absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const Checkpo
                                                   actor)
                                .status());
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> stored, FindCheckpoint(db, record.id));
-  ROBOLOOP_RETURN_IF_ERROR(transaction->Commit());
   return Inserted<v1::Checkpoint>{*std::move(stored), true};
+}
+
+// Inserts one checkpoint inside the open transaction under a savepoint, so that its failure
+// undoes only its own rows and leaves the others of a group commit in place.
+absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointAlone(SqliteDb& db,
+                                                               const CheckpointRecord& record,
+                                                               const Actor& actor) {
+  ROBOLOOP_RETURN_IF_ERROR(db.Exec("SAVEPOINT insert_checkpoint"));
+  absl::StatusOr<Inserted<v1::Checkpoint>> inserted = InsertCheckpointRows(db, record, actor);
+  if (!inserted.ok()) db.Exec("ROLLBACK TO insert_checkpoint").IgnoreError();
+  absl::Status released = db.Exec("RELEASE insert_checkpoint");
+  if (!released.ok()) return released;
+  return inserted;
+}
+
+}  // namespace
+
+Actor Actor::Local() { return Actor{CurrentUser(), HostName()}; }
+
+Catalog::Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader)
+    : db_(std::move(writer)), reader_(std::move(reader)) {}
+
+Catalog::~Catalog() = default;
+
+int Catalog::LatestSchemaVersion() { return LatestCatalogSchemaVersion(); }
+
+absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Create(const Options& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("catalog path is empty");
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db,
+                            SqliteDb::Open(options.path, options.busy_timeout_ms));
+  ROBOLOOP_RETURN_IF_ERROR(db->UseWriteAheadLog());
+  ROBOLOOP_RETURN_IF_ERROR(
+      db->Exec(options.durable_commits ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
+  ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON"));
+  ROBOLOOP_RETURN_IF_ERROR(MigrateCatalog(*db));
+  // A second connection for queries: in WAL mode it reads while the writer commits.
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> reader,
+                            SqliteDb::Open(options.path, options.busy_timeout_ms));
+  ROBOLOOP_RETURN_IF_ERROR(reader->Exec("PRAGMA foreign_keys = ON"));
+  std::unique_ptr<Catalog> catalog(new Catalog(std::move(db), std::move(reader)));
+  absl::MutexLock lock(&catalog->mu_);
+  ROBOLOOP_RETURN_IF_ERROR(catalog->db_->CheckpointInBackground(&catalog->mu_));
+  return catalog;
+}
+
+absl::StatusOr<int> Catalog::SchemaVersion() {
+  absl::MutexLock lock(&read_mu_);
+  return ReadCatalogSchemaVersion(*reader_);
+}
+
+absl::StatusOr<Inserted<v1::Checkpoint>> Catalog::InsertCheckpoint(const CheckpointRecord& record,
+                                                                   const Actor& actor) {
+  PendingCheckpoint mine{&record, &actor};
+  std::vector<PendingCheckpoint*> batch;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    queue_.push_back(&mine);
+    while (!mine.done && committing_) queue_done_.Wait(&queue_mu_);
+    if (mine.done) return std::move(mine.result);
+    committing_ = true;
+    batch.swap(queue_);
+  }
+  CommitCheckpoints(batch);
+  absl::MutexLock lock(&queue_mu_);
+  for (PendingCheckpoint* pending : batch) pending->done = true;
+  committing_ = false;
+  queue_done_.SignalAll();
+  return std::move(mine.result);
+}
+
+void Catalog::CommitCheckpoints(const std::vector<PendingCheckpoint*>& batch) {
+  absl::MutexLock lock(&mu_);
+  SqliteDb& db = *db_;
+  absl::StatusOr<std::unique_ptr<SqliteTransaction>> transaction = SqliteTransaction::Begin(&db);
+  for (PendingCheckpoint* pending : batch) {
+    if (!transaction.ok()) {
+      pending->result = transaction.status();
+      continue;
+    }
+    pending->result = InsertCheckpointAlone(db, *pending->record, *pending->actor);
+  }
+  if (!transaction.ok()) return;
+  absl::Status committed = (*transaction)->Commit();
+  if (committed.ok()) return;
+  for (PendingCheckpoint* pending : batch) pending->result = committed;
 }
 
 absl::StatusOr<Inserted<v1::Dataset>> Catalog::InsertDataset(const DatasetRecord& record) {

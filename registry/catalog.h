@@ -102,7 +102,10 @@ class Catalog {
   absl::StatusOr<int> SchemaVersion();
 
   // Inserts a checkpoint with the next version of its model and moves `latest` to it. When a
-  // checkpoint with the same id exists, returns it unchanged (created = false).
+  // checkpoint with the same id exists, returns it unchanged (created = false). Concurrent calls
+  // are committed together (group commit: one transaction and one log sync for all of them,
+  // each under its own savepoint, so one caller's error does not fail the others); each returns
+  // once its checkpoint is durable.
   absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpoint(const CheckpointRecord& record,
                                                             const Actor& actor);
   // Inserts a dataset with the next version of its name. The same content under the same name
@@ -172,7 +175,22 @@ class Catalog {
   absl::StatusOr<std::vector<std::string>> AllDatasetIds();
 
  private:
+  // One caller of InsertCheckpoint waiting for its group commit.
+  struct PendingCheckpoint {
+    const CheckpointRecord* record;
+    const Actor* actor;
+    absl::StatusOr<Inserted<v1::Checkpoint>> result = absl::UnknownError("not committed");
+    bool done = false;
+  };
+
   Catalog(std::unique_ptr<SqliteDb> writer, std::unique_ptr<SqliteDb> reader);
+  // Inserts `batch` in one transaction and fills in each result.
+  void CommitCheckpoints(const std::vector<PendingCheckpoint*>& batch);
+
+  absl::Mutex queue_mu_;
+  absl::CondVar queue_done_;
+  std::vector<PendingCheckpoint*> queue_ ABSL_GUARDED_BY(queue_mu_);  // awaiting a leader
+  bool committing_ ABSL_GUARDED_BY(queue_mu_) = false;  // a leader is committing a batch
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);  // writes (transactions)

@@ -1,0 +1,54 @@
+// Moves SQLite write-ahead-log checkpoints off the committing thread.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace roboloop {
+
+// Watches one writer connection's commits through its WAL hook (which replaces SQLite's
+// auto-checkpoint) and, once a commit leaves at least `frames` frames in the log, checkpoints on
+// a background thread with its own connection, in two passes: a PASSIVE pass that copies the log
+// into the database while writers go on, then, holding `writers` (the mutex under which this
+// process commits), a second pass for the frames committed meanwhile. After it the log is fully
+// copied, so the next commit restarts it from the beginning: the log stays near `frames` frames
+// and no commit waits for more than the short second pass.
+// The writer connection and `writers` must outlive this object.
+class WalCheckpointer {
+ public:
+  static absl::StatusOr<std::unique_ptr<WalCheckpointer>> Start(sqlite3* writer, const std::string& path,
+                                                                absl::Mutex* writers, int frames,
+                                                                int busy_timeout_ms);
+  // Stops the thread and restores SQLite's own auto-checkpoint on the writer.
+  ~WalCheckpointer();
+  WalCheckpointer(const WalCheckpointer&) = delete;
+  WalCheckpointer& operator=(const WalCheckpointer&) = delete;
+
+  // Background checkpoints completed so far.
+  int passes() const;
+
+ private:
+  WalCheckpointer(sqlite3* writer, sqlite3* connection, absl::Mutex* writers, int frames);
+  static int OnCommit(void* self, sqlite3* db, const char* schema, int frames_in_log);
+  void Run();
+  void Checkpoint();
+
+  sqlite3* const writer_;
+  sqlite3* const connection_;
+  absl::Mutex* const writers_;
+  const int frames_;
+  mutable absl::Mutex mu_;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int passes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+}  // namespace roboloop
