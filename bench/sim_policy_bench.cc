@@ -36,6 +36,7 @@ class TimedPolicy : public sim::Policy {
     seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return status;
   }
+  void EndEpisode(int64_t episode_index) override { inner_->EndEpisode(episode_index); }
   double seconds() const { return seconds_; }
   void Reset() { seconds_ = 0; }
 
@@ -57,6 +58,12 @@ class StepCountingSink : public sim::EpisodeSink {
   int64_t steps_ = 0;
 };
 
+// Scale of the action layer's weights relative to the hidden layers', as policy heads are
+// initialised in PPO-style code: actions stay near the centre of the range (like testspeed's
+// 0.01 control noise) instead of saturating, which would hold reacher's elbow at its joint
+// limit and make MuJoCo's constraint solver run on our side only.
+constexpr float kActionLayerGain = 0.01f;
+
 // A seeded MLP obs -> hidden -> hidden -> action ("mlp" kind, layers.<i>.{weight,bias}).
 absl::StatusOr<sim::NeuralPolicyOptions> WriteRandomMlp(const std::string& path, int64_t obs, int64_t hidden,
                                                         int64_t action) {
@@ -66,7 +73,8 @@ absl::StatusOr<sim::NeuralPolicyOptions> WriteRandomMlp(const std::string& path,
   train::TensorMap tensors;
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     train::FloatTensor weight{{widths[i + 1], widths[i]}, {}}, bias{{widths[i + 1]}, {}};
-    const float scale = 1.0f / std::sqrt(static_cast<float>(widths[i]));
+    const float gain = i + 2 == widths.size() ? kActionLayerGain : 1.0f;
+    const float scale = gain / std::sqrt(static_cast<float>(widths[i]));
     for (int64_t k = 0; k < widths[i + 1] * widths[i]; ++k) weight.values.push_back(scale * uniform(rng));
     bias.values.assign(widths[i + 1], 0.0f);
     tensors[absl::StrCat("layers.", i, ".weight")] = weight;
@@ -97,6 +105,7 @@ absl::StatusOr<TaskFigures> BenchTask(const SimPolicyBenchOptions& o, const sim:
   rollout.num_envs = o.envs;
   rollout.num_episodes = o.envs;
   rollout.num_threads = o.threads;
+  rollout.overlap_inference = o.overlap_inference;
   rollout.max_steps = o.max_steps > 0 ? o.max_steps : task->max_steps();
   ROBOLOOP_ASSIGN_OR_RETURN(auto engine, sim::RolloutEngine::Create(task.get(), rollout));
   // testspeed does the same total physics work: our envs' steps split over its threads.

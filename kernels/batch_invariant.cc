@@ -3,6 +3,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <c10/util/intrusive_ptr.h>
+
 #include <cmath>
 #include <vector>
 
@@ -42,6 +44,39 @@ const float* DataOrNull(const torch::Tensor& t) {
   return t.defined() ? t.data_ptr<float>() : nullptr;
 }
 
+// A weight transposed and zero-padded to [k, LinearPaddedColumns(n)], the layout the row-wise
+// linear kernel reads, with what identifies the weight it was made from. The weak pointer
+// keeps the weight's TensorImpl address from being reused while the entry exists.
+struct PackedWeight {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> source;
+  const void* data = nullptr;
+  int64_t version = 0;
+  torch::Tensor packed;
+
+  bool Packs(const torch::Tensor& weight) const {
+    return !source.expired() && source._unsafe_get_target() == weight.unsafeGetTensorImpl() &&
+           data == weight.data_ptr() && version == weight._version();
+  }
+};
+
+constexpr size_t kMaxPackedWeights = 64;
+
+// The packed form of `weight` [n, k], made once per weight and reused until the weight is
+// freed or changed (every in-place change bumps its version). One cache per thread.
+const torch::Tensor& PackedWeightFor(const torch::Tensor& weight, int64_t k, int64_t n) {
+  thread_local std::vector<PackedWeight> cache;
+  for (const PackedWeight& entry : cache) {
+    if (entry.Packs(weight)) return entry.packed;
+  }
+  if (cache.size() >= kMaxPackedWeights) cache.clear();
+  torch::Tensor packed = torch::zeros({k, LinearPaddedColumns(n)}, torch::kFloat);
+  packed.narrow(1, 0, n).copy_(weight.t());
+  cache.push_back({c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+                       weight.getIntrusivePtr()),
+                   weight.data_ptr(), weight._version(), std::move(packed)});
+  return cache.back().packed;
+}
+
 torch::Tensor InvariantLinear(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias) {
   torch::Tensor rows = RowMatrix("Linear", x);
@@ -52,8 +87,7 @@ torch::Tensor InvariantLinear(const torch::Tensor& x, const torch::Tensor& weigh
               weight.defined() ? weight.sizes() : torch::IntArrayRef{});
   const int64_t k = rows.size(1), n = weight.size(0);
   torch::Tensor b = OptionalVector("Linear", "bias", bias, n);
-  torch::Tensor wt = torch::zeros({k, LinearPaddedColumns(n)}, torch::kFloat);
-  wt.narrow(1, 0, n).copy_(weight.t());
+  const torch::Tensor& wt = PackedWeightFor(weight, k, n);
   torch::Tensor y = torch::empty({rows.size(0), n}, torch::kFloat);
   const RowwiseKernels& kernels = SelectedRowwiseKernels();
   at::parallel_for(0, rows.size(0), kRowsPerTask, [&](int64_t begin, int64_t end) {
@@ -93,25 +127,33 @@ torch::Tensor InvariantSoftmax(const torch::Tensor& x) {
   return y.reshape(x.sizes());
 }
 
-float ApplyScalar(Activation activation, float x) {
-  switch (activation) {
-    case Activation::kRelu: return x > 0.0f ? x : 0.0f;
-    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
-    case Activation::kSilu: return x / (1.0f + std::exp(-x));
-    case Activation::kTanh: return std::tanh(x);
-  }
-  return x;
+float Relu(float x) { return x > 0.0f ? x : 0.0f; }
+float Gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+float Tanh(float x) { return std::tanh(x); }
+
+// out[i] = fn(in[i]) for every element, over torch's intra-op threads.
+template <float (*fn)(float)>
+void ApplyElementwise(const float* in, float* out, int64_t count) {
+  at::parallel_for(0, count, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = fn(in[i]);
+  });
 }
 
-// Each element goes through the same scalar libm path, whatever its position.
+// Each element's result depends on that element alone, through the same scalar function
+// whatever its position (relu vectorises, and a vector max equals the scalar one bitwise).
 torch::Tensor InvariantActivate(Activation activation, const torch::Tensor& x) {
   torch::Tensor input = RowMatrix("Activate", x);
   torch::Tensor y = torch::empty_like(input);
   const float* in = input.data_ptr<float>();
   float* out = y.data_ptr<float>();
-  at::parallel_for(0, input.numel(), 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = ApplyScalar(activation, in[i]);
-  });
+  const int64_t count = input.numel();
+  switch (activation) {
+    case Activation::kRelu: ApplyElementwise<Relu>(in, out, count); break;
+    case Activation::kGelu: ApplyElementwise<Gelu>(in, out, count); break;
+    case Activation::kSilu: ApplyElementwise<Silu>(in, out, count); break;
+    case Activation::kTanh: ApplyElementwise<Tanh>(in, out, count); break;
+  }
   return y.reshape(x.sizes());
 }
 

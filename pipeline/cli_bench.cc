@@ -39,6 +39,9 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   sim->add_option("--policy-envs", policy_options->envs, "(b): envs of our pool")->capture_default_str();
   sim->add_option("--policy-max-steps", policy_options->max_steps, "(b): env steps per episode (0 = the task's)")
       ->capture_default_str();
+  sim->add_option("--policy-tasks", policy_options->tasks, "(b): tasks to run")->capture_default_str();
+  sim->add_flag("!--policy-no-overlap", policy_options->overlap_inference,
+                "(b): run the policy and physics one after the other instead of overlapping halves");
   runner.Bind(sim, [sim_options, policy_options, part] {
     if (*part != "b") ROBOLOOP_RETURN_IF_ERROR(bench::RunSimBench(*sim_options));
     if (*part == "a") return absl::OkStatus();

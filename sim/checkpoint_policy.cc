@@ -7,7 +7,6 @@
 #include <deque>
 #include <fstream>
 #include <map>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -49,7 +48,6 @@ class ChunkedPolicy : public Policy {
   const ActionSpec& action_spec() const override { return action_spec_; }
 
   absl::Status Act(const PolicyBatch& batch, float* actions) override {
-    ForgetAbsentEpisodes(batch);
     query_rows_.clear();
     for (int row = 0; row < batch.batch; ++row) {
       ROBOLOOP_ASSIGN_OR_RETURN(EpisodeState * state, Observe(batch, row));
@@ -64,6 +62,8 @@ class ChunkedPolicy : public Policy {
     return absl::OkStatus();
   }
 
+  void EndEpisode(int64_t episode_index) override { episodes_.erase(episode_index); }
+
  private:
   // Steps between queries: H for full chunks, N for a receding horizon, 1 for ensembling.
   int QueryPeriod() const {
@@ -76,14 +76,6 @@ class ChunkedPolicy : public Policy {
         return 1;
     }
     return 1;
-  }
-
-  void ForgetAbsentEpisodes(const PolicyBatch& batch) {
-    present_.clear();
-    present_.insert(batch.episode_index, batch.episode_index + batch.batch);
-    for (auto it = episodes_.begin(); it != episodes_.end();) {
-      it = present_.count(it->first) ? std::next(it) : episodes_.erase(it);
-    }
   }
 
   // Appends the row's observation to its episode's history (a new episode at step 0 fills
@@ -175,7 +167,6 @@ class ChunkedPolicy : public Policy {
   ObsSpec obs_spec_;
   ActionSpec action_spec_;
   std::map<int64_t, EpisodeState> episodes_;
-  std::set<int64_t> present_;
   std::vector<int> query_rows_;
   std::vector<float> query_obs_;
   std::vector<int32_t> query_history_length_;

@@ -34,6 +34,10 @@ class Policy {
   // Writes batch.batch x action_spec().size() floats into `actions`. An error stops the
   // rollout (it is a bug or an unusable policy, not a property of one episode).
   virtual absl::Status Act(const PolicyBatch& batch, float* actions) = 0;
+  // Called once an episode has ended, after its last Act row; a policy that keeps state per
+  // episode frees it here. Batches may hold any subset of the running episodes, so the end
+  // of an episode cannot be told from its absence in a batch. The default does nothing.
+  virtual void EndEpisode(int64_t /*episode_index*/) {}
 };
 
 }  // namespace roboloop::sim

@@ -50,12 +50,17 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
       obs_size_(task->obs_spec().size()),
       action_size_(task->action_spec().size()) {
   const size_t n = envs_.size();
-  active_.reserve(n);
   slot_obs_.resize(n * obs_size_);
-  batch_obs_.resize(n * obs_size_);
-  batch_actions_.resize(n * action_size_);
-  batch_episode_.resize(n);
-  batch_step_.resize(n);
+  const bool overlap = options_.overlap_inference && pool_->num_threads() > 1 && n > 1;
+  groups_.resize(overlap ? 2 : 1);
+  for (EnvGroup& group : groups_) {
+    const size_t rows = (n + groups_.size() - 1) / groups_.size();
+    group.active.reserve(rows);
+    group.batch_obs.resize(rows * obs_size_);
+    group.batch_actions.resize(rows * action_size_);
+    group.batch_episode.resize(rows);
+    group.batch_step.resize(rows);
+  }
 }
 
 bool RolloutEngine::Cancelled() const {
@@ -70,32 +75,47 @@ absl::Status RolloutEngine::StartEpisode(int slot, int64_t episode_index) {
 
 absl::Status RolloutEngine::StartInitialEpisodes() {
   const int64_t end = options_.first_episode + options_.num_episodes;
-  next_episode_ = options_.first_episode;
-  active_.clear();
-  for (int slot = 0; slot < static_cast<int>(envs_.size()) && next_episode_ < end; ++slot) {
-    ROBOLOOP_RETURN_IF_ERROR(StartEpisode(slot, next_episode_++));
-    active_.push_back(slot);
+  const int first_slots = static_cast<int>(
+      std::min<int64_t>(static_cast<int64_t>(envs_.size()), end - options_.first_episode));
+  std::vector<absl::Status> started(first_slots);
+  auto reset_slot = [this, &started](int slot) {
+    started[slot] = StartEpisode(slot, options_.first_episode + slot);
+  };
+  pool_->ParallelFor(first_slots, reset_slot);
+  for (const absl::Status& status : started) ROBOLOOP_RETURN_IF_ERROR(status);
+  next_episode_ = options_.first_episode + first_slots;
+  // Slots [0, n/2) form the first group, the rest the second.
+  const size_t first_group_slots = envs_.size() / groups_.size();
+  for (EnvGroup& group : groups_) group.active.clear();
+  for (int slot = 0; slot < first_slots; ++slot) {
+    groups_[static_cast<size_t>(slot) < first_group_slots ? 0 : groups_.size() - 1].active.push_back(slot);
   }
   return absl::OkStatus();
 }
 
-void RolloutEngine::GatherBatch() {
-  for (size_t row = 0; row < active_.size(); ++row) {
-    const int slot = active_[row];
+absl::Status RolloutEngine::Act(Policy& policy, EnvGroup& group, const std::string& who) {
+  for (size_t row = 0; row < group.active.size(); ++row) {
+    const int slot = group.active[row];
     std::copy_n(&slot_obs_[static_cast<size_t>(slot) * obs_size_], obs_size_,
-                &batch_obs_[row * obs_size_]);
-    batch_episode_[row] = envs_[slot]->episode_index();
-    batch_step_[row] = envs_[slot]->length();
+                &group.batch_obs[row * obs_size_]);
+    group.batch_episode[row] = envs_[slot]->episode_index();
+    group.batch_step[row] = envs_[slot]->length();
   }
+  PolicyBatch batch{group.batch_obs.data(), group.batch_episode.data(), group.batch_step.data(),
+                    static_cast<int>(group.active.size())};
+  return Annotate(policy.Act(batch, group.batch_actions.data()), who);
 }
 
-void RolloutEngine::StepBatch() {
-  auto step_row = [this](int row) {
-    const int slot = active_[row];
-    envs_[slot]->Step(&batch_actions_[static_cast<size_t>(row) * action_size_], action_size_,
-                      &slot_obs_[static_cast<size_t>(slot) * obs_size_]);
-  };
-  pool_->ParallelFor(static_cast<int>(active_.size()), step_row);
+void RolloutEngine::StepRow::operator()(int row) const {
+  const int slot = group->active[row];
+  engine->envs_[slot]->Step(&group->batch_actions[static_cast<size_t>(row) * engine->action_size_],
+                            engine->action_size_,
+                            &engine->slot_obs_[static_cast<size_t>(slot) * engine->obs_size_]);
+}
+
+void RolloutEngine::StartStep(EnvGroup& group) {
+  step_row_.group = &group;
+  pool_->Start(static_cast<int>(group.active.size()), step_row_);
 }
 
 EpisodeRecord RolloutEngine::MakeRecord(const Env& env) const {
@@ -114,21 +134,51 @@ EpisodeRecord RolloutEngine::MakeRecord(const Env& env) const {
   return record;
 }
 
-absl::Status RolloutEngine::CollectFinished(EpisodeSink& sink) {
+absl::Status RolloutEngine::CollectFinished(EnvGroup& group, Policy& policy, EpisodeSink& sink) {
   const int64_t end = options_.first_episode + options_.num_episodes;
   size_t kept = 0;
-  for (size_t row = 0; row < active_.size(); ++row) {
-    const int slot = active_[row];
+  for (size_t row = 0; row < group.active.size(); ++row) {
+    const int slot = group.active[row];
     Env& env = *envs_[slot];
     if (env.done()) {
+      policy.EndEpisode(env.episode_index());
       ROBOLOOP_RETURN_IF_ERROR(sink.OnEpisode(
           MakeRecord(env), options_.record_trajectories ? &env.trajectory() : nullptr));
       if (next_episode_ >= end) continue;
       ROBOLOOP_RETURN_IF_ERROR(StartEpisode(slot, next_episode_++));
     }
-    active_[kept++] = slot;
+    group.active[kept++] = slot;
   }
-  active_.resize(kept);
+  group.active.resize(kept);
+  return absl::OkStatus();
+}
+
+absl::Status RolloutEngine::RunSerial(Policy& policy, EpisodeSink& sink, const std::string& who) {
+  EnvGroup& group = groups_[0];
+  while (!group.active.empty()) {
+    if (Cancelled()) return absl::CancelledError("rollout cancelled");
+    ROBOLOOP_RETURN_IF_ERROR(Act(policy, group, who));
+    StartStep(group);
+    pool_->Finish();
+    ROBOLOOP_RETURN_IF_ERROR(CollectFinished(group, policy, sink));
+  }
+  return absl::OkStatus();
+}
+
+// Each turn steps the group whose actions are ready while the caller runs the policy on the
+// other group, whose finished episodes were collected on the previous turn.
+absl::Status RolloutEngine::RunOverlapped(Policy& policy, EpisodeSink& sink, const std::string& who) {
+  if (!groups_[0].active.empty()) ROBOLOOP_RETURN_IF_ERROR(Act(policy, groups_[0], who));
+  for (size_t turn = 0; !groups_[0].active.empty() || !groups_[1].active.empty(); turn ^= 1) {
+    if (Cancelled()) return absl::CancelledError("rollout cancelled");
+    EnvGroup& stepped = groups_[turn];
+    EnvGroup& next = groups_[turn ^ 1];
+    StartStep(stepped);
+    const absl::Status acted = next.active.empty() ? absl::OkStatus() : Act(policy, next, who);
+    pool_->Finish();
+    ROBOLOOP_RETURN_IF_ERROR(acted);
+    ROBOLOOP_RETURN_IF_ERROR(CollectFinished(stepped, policy, sink));
+  }
   return absl::OkStatus();
 }
 
@@ -137,16 +187,7 @@ absl::Status RolloutEngine::Run(Policy& policy, EpisodeSink& sink) {
   ROBOLOOP_RETURN_IF_ERROR(CheckObsSpecMatches(task_->obs_spec(), policy.obs_spec(), who));
   ROBOLOOP_RETURN_IF_ERROR(CheckActionSpecMatches(task_->action_spec(), policy.action_spec(), who));
   ROBOLOOP_RETURN_IF_ERROR(StartInitialEpisodes());
-  while (!active_.empty()) {
-    if (Cancelled()) return absl::CancelledError("rollout cancelled");
-    GatherBatch();
-    PolicyBatch batch{batch_obs_.data(), batch_episode_.data(), batch_step_.data(),
-                      static_cast<int>(active_.size())};
-    ROBOLOOP_RETURN_IF_ERROR(Annotate(policy.Act(batch, batch_actions_.data()), who));
-    StepBatch();
-    ROBOLOOP_RETURN_IF_ERROR(CollectFinished(sink));
-  }
-  return absl::OkStatus();
+  return groups_.size() == 1 ? RunSerial(policy, sink, who) : RunOverlapped(policy, sink, who);
 }
 
 namespace {

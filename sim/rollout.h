@@ -1,7 +1,10 @@
 // The env pool and rollout engine (issue 4, reqs 5 and 6): N envs stepped by K threads;
 // per env step the policy runs once for the whole batch of running envs, then the workers
-// step physics in parallel. Finished envs auto-reset to the next episode or drop out.
-// Episode i is determined by (task, options, base seed, i, policy) only.
+// step physics in parallel. With more than one thread the envs form two halves that take
+// turns: while the workers step one half, the caller's thread runs the policy on the other,
+// so inference overlaps physics. Finished envs auto-reset to the next episode or drop out.
+// Episode i is determined by (task, options, base seed, i, policy) only, for any envs,
+// threads or overlap.
 #pragma once
 
 #include <atomic>
@@ -53,6 +56,8 @@ struct RolloutOptions {
   int64_t num_episodes = 1;        // episodes to run: [first_episode, first + num)
   int num_envs = 1;                // envs stepped together (batch size of the policy)
   int num_threads = 1;             // threads stepping physics (including the caller's)
+  bool overlap_inference = true;   // with num_threads > 1: run the policy on one half of the
+                                   // envs while the workers step the other half
   int max_steps = 0;               // horizon override; 0 = the task's
   bool record_trajectories = false;  // pass each episode's Trajectory to the sink
   RobustnessOptions robustness;    // perturbations of every env
@@ -73,13 +78,33 @@ class RolloutEngine {
   absl::Status Run(Policy& policy, EpisodeSink& sink);
 
  private:
+  // The envs one policy call sees: a fixed subset of the slots and its batch buffers.
+  struct EnvGroup {
+    std::vector<int> active;              // slots with a running episode, in slot order
+    std::vector<float> batch_obs;         // active x obs_size, the policy's input
+    std::vector<float> batch_actions;     // active x action_size, the policy's output
+    std::vector<int64_t> batch_episode;
+    std::vector<int32_t> batch_step;
+  };
+
+  // Steps one row of `group` (the pool's loop body).
+  struct StepRow {
+    RolloutEngine* engine;
+    const EnvGroup* group;
+    void operator()(int row) const;
+  };
+
   RolloutEngine(const Task* task, const RolloutOptions& options,
                 std::vector<std::unique_ptr<Env>> envs, std::unique_ptr<WorkerPool> pool);
   absl::Status StartEpisode(int slot, int64_t episode_index);
   absl::Status StartInitialEpisodes();
-  void GatherBatch();
-  void StepBatch();
-  absl::Status CollectFinished(EpisodeSink& sink);
+  absl::Status Act(Policy& policy, EnvGroup& group, const std::string& who);
+  // Starts stepping the group's envs on the pool; pool_->Finish() completes it.
+  void StartStep(EnvGroup& group);
+  // Passes the group's finished episodes to the policy and the sink and restarts their slots.
+  absl::Status CollectFinished(EnvGroup& group, Policy& policy, EpisodeSink& sink);
+  absl::Status RunSerial(Policy& policy, EpisodeSink& sink, const std::string& who);
+  absl::Status RunOverlapped(Policy& policy, EpisodeSink& sink, const std::string& who);
   EpisodeRecord MakeRecord(const Env& env) const;
   bool Cancelled() const;
 
@@ -90,12 +115,9 @@ class RolloutEngine {
   int obs_size_;
   int action_size_;
   int64_t next_episode_ = 0;
-  std::vector<int> active_;            // slots with a running episode, in slot order
   std::vector<float> slot_obs_;        // num_envs x obs_size: each slot's current obs
-  std::vector<float> batch_obs_;       // active x obs_size, the policy's input
-  std::vector<float> batch_actions_;   // active x action_size, the policy's output
-  std::vector<int64_t> batch_episode_;
-  std::vector<int32_t> batch_step_;
+  std::vector<EnvGroup> groups_;       // one group, or two halves when overlapping
+  StepRow step_row_{this, nullptr};    // the loop StartStep launched
 };
 
 // Runs a rollout and returns its records sorted by episode index.

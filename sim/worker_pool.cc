@@ -30,24 +30,24 @@ void WorkerPool::DrainIndices() {
   }
 }
 
-void WorkerPool::RunLoop(int n, Body body, void* context) {
-  if (workers_.empty() || n <= 1) {
-    for (int i = 0; i < n; ++i) body(context, i);
-    return;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    body_ = body;
-    context_ = context;
-    count_ = n;
-    next_index_.store(0);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
-  }
+void WorkerPool::StartLoop(int n, Body body, void* context) {
+  absl::MutexLock lock(&mu_);
+  body_ = body;
+  context_ = context;
+  count_ = n;
+  next_index_.store(0);
+  // A loop of one index runs on the caller alone: waking the workers would cost more.
+  if (workers_.empty() || n <= 1) return;
+  busy_workers_ = static_cast<int>(workers_.size());
+  ++generation_;
+}
+
+void WorkerPool::Finish() {
   DrainIndices();
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](int* busy) { return *busy == 0; }, &busy_workers_));
+  count_ = 0;
 }
 
 void WorkerPool::WorkerMain() {

@@ -13,9 +13,9 @@
 
 namespace roboloop::sim {
 
-// Runs ParallelFor loops over `num_threads` threads (the caller's thread counts as one).
-// ParallelFor may be called from one thread at a time; the pool joins its workers on
-// destruction.
+// Runs parallel loops over `num_threads` threads (the caller's thread counts as one). One
+// loop runs at a time and loops are started from one thread at a time; the pool joins its
+// workers on destruction.
 class WorkerPool {
  public:
   // Options of a pool.
@@ -32,15 +32,28 @@ class WorkerPool {
   // Calls fn(i) for every i in [0, n), spread over the threads; returns when all are done.
   template <typename Fn>
   void ParallelFor(int n, Fn& fn) {
-    RunLoop(n, [](void* context, int i) { (*static_cast<Fn*>(context))(i); }, &fn);
+    Start(n, fn);
+    Finish();
   }
+
+  // Starts fn(i) for every i in [0, n) on the workers and returns at once, so the caller
+  // can do other work meanwhile; Finish() must follow before the next Start and before
+  // `fn` goes away. With no workers, nothing runs until Finish.
+  template <typename Fn>
+  void Start(int n, Fn& fn) {
+    StartLoop(n, [](void* context, int i) { (*static_cast<Fn*>(context))(i); }, &fn);
+  }
+
+  // Runs the started loop's remaining indices on the caller's thread and returns when all
+  // are done. A no-op when no loop was started.
+  void Finish();
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
  private:
   using Body = void (*)(void* context, int index);
   explicit WorkerPool(int num_threads);
-  void RunLoop(int n, Body body, void* context);
+  void StartLoop(int n, Body body, void* context);
   void WorkerMain();
   void DrainIndices();
 

@@ -52,6 +52,28 @@ TEST_F(BatchInvariantTest, LinearRowsAreBatchInvariantAndCorrect) {
   EXPECT_LE(testing::RelativeError(Linear(x, w, torch::Tensor()), expected - b), 1e-6);
 }
 
+// The packed copy of a weight is reused between calls; a changed or a new weight must never
+// be served from it.
+TEST_F(BatchInvariantTest, LinearFollowsWeightsChangedInPlaceAndNewWeights) {
+  BatchInvariantScope invariant;
+  torch::Tensor x = at::normal(0.0, 1.0, {5, 48}, gen_).to(torch::kFloat);
+  torch::Tensor w = at::normal(0.0, 1.0, {20, 48}, gen_).to(torch::kFloat);
+  auto expect_matches = [&](const torch::Tensor& weight) {
+    const torch::Tensor expected = torch::matmul(x.to(torch::kDouble), weight.to(torch::kDouble).t());
+    EXPECT_LE(testing::RelativeError(Linear(x, weight, torch::Tensor()), expected), 1e-6);
+  };
+  expect_matches(w);
+  w.mul_(-3.0);
+  expect_matches(w);
+  w.narrow(0, 4, 1).fill_(7.0);
+  expect_matches(w);
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor fresh = at::normal(0.0, 1.0, {20, 48}, gen_).to(torch::kFloat);
+    expect_matches(fresh);
+  }
+  expect_matches(w);
+}
+
 TEST_F(BatchInvariantTest, LayerNormRowsAreBatchInvariantAndCorrect) {
   torch::Tensor w = at::normal(1.0, 0.1, {70}, gen_).to(torch::kFloat);
   torch::Tensor b = at::normal(0.0, 0.1, {70}, gen_).to(torch::kFloat);
