@@ -19,7 +19,7 @@ struct SimPolicyBenchOptions {
   int hidden = 256;              // width of both hidden layers
   int max_steps = 0;             // env steps per episode; 0 = the task's horizon
   double control_noise = 0.01;   // testspeed's control noise
-  bool overlap_inference = true;  // our pool runs the policy on one half while stepping the other
+  bool overlap_inference = false;  // our pool runs the policy on one half while stepping the other
   std::vector<std::string> tasks = {"cartpole-swingup", "reacher"};
   std::string testspeed = "/usr/bin/mujoco-testspeed";
   std::string scratch_dir = "/tmp";  // where the MLP file is written

@@ -40,8 +40,8 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   sim->add_option("--policy-max-steps", policy_options->max_steps, "(b): env steps per episode (0 = the task's)")
       ->capture_default_str();
   sim->add_option("--policy-tasks", policy_options->tasks, "(b): tasks to run")->capture_default_str();
-  sim->add_flag("!--policy-no-overlap", policy_options->overlap_inference,
-                "(b): run the policy and physics one after the other instead of overlapping halves");
+  sim->add_flag("--policy-overlap", policy_options->overlap_inference,
+                "(b): overlap inference with physics (RolloutOptions::overlap_inference)");
   runner.Bind(sim, [sim_options, policy_options, part] {
     if (*part != "b") ROBOLOOP_RETURN_IF_ERROR(bench::RunSimBench(*sim_options));
     if (*part == "a") return absl::OkStatus();

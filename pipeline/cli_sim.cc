@@ -291,6 +291,9 @@ void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
                                         "First episode index of the seed range");
   command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
   command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
+  command->add_flag_function(
+      "--overlap-inference", [r](int64_t count) { r->set_overlap_inference(count > 0); },
+      "With --threads > 1: run the policy on half the envs while the other half steps");
 }
 
 // Where the registry is (its token file is --registry-token-file, since --token-file belongs

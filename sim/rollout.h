@@ -1,8 +1,8 @@
 // The env pool and rollout engine (issue 4, reqs 5 and 6): N envs stepped by K threads;
 // per env step the policy runs once for the whole batch of running envs, then the workers
-// step physics in parallel. With more than one thread the envs form two halves that take
-// turns: while the workers step one half, the caller's thread runs the policy on the other,
-// so inference overlaps physics. Finished envs auto-reset to the next episode or drop out.
+// step physics in parallel. Optionally (overlap_inference, more than one thread) the envs form
+// two halves that take turns: while the workers step one half, the caller's thread runs the
+// policy on the other, so inference overlaps physics. Finished envs auto-reset to the next episode or drop out.
 // Episode i is determined by (task, options, base seed, i, policy) only, for any envs,
 // threads or overlap.
 #pragma once
@@ -56,8 +56,9 @@ struct RolloutOptions {
   int64_t num_episodes = 1;        // episodes to run: [first_episode, first + num)
   int num_envs = 1;                // envs stepped together (batch size of the policy)
   int num_threads = 1;             // threads stepping physics (including the caller's)
-  bool overlap_inference = true;   // with num_threads > 1: run the policy on one half of the
-                                   // envs while the workers step the other half
+  bool overlap_inference = false;  // with num_threads > 1: run the policy on one half of the
+                                   // envs while the workers step the other half (two calls
+                                   // per env step instead of one for the whole batch)
   int max_steps = 0;               // horizon override; 0 = the task's
   bool record_trajectories = false;  // pass each episode's Trajectory to the sink
   RobustnessOptions robustness;    // perturbations of every env

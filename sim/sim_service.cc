@@ -145,6 +145,7 @@ absl::StatusOr<RolloutOptions> SimServiceHandler::ValidatedRolloutOptions(
   options.num_threads = std::max(1, request.threads());
   options.max_steps = request.max_steps();
   options.record_trajectories = request.record_trajectories();
+  options.overlap_inference = request.overlap_inference();
   options.robustness = RobustnessFromProto(request.robustness());
   options.cancel = cancel;
   ROBOLOOP_RETURN_IF_ERROR(Annotate(ValidateRobustness(options.robustness, task.obs_spec()),

@@ -275,12 +275,20 @@ TEST_F(CheckpointRolloutTest, RecordsDoNotDependOnEnvsOrThreadsInEveryExecutionM
     absl::Status one_status, three_status;
     std::vector<v1::EpisodeRecord> one = Roll(Request("cartpole-swingup", execution), 1, 1, &one_status);
     std::vector<v1::EpisodeRecord> three = Roll(Request("cartpole-swingup", execution), 3, 2, &three_status);
+    // Overlapped halves: each chunk executor sees only part of the running episodes per call.
+    v1::RolloutRequest overlapped = Request("cartpole-swingup", execution);
+    overlapped.set_overlap_inference(true);
+    absl::Status halves_status;
+    std::vector<v1::EpisodeRecord> halves = Roll(overlapped, 4, 2, &halves_status);
     ASSERT_TRUE(one_status.ok()) << one_status;
     ASSERT_TRUE(three_status.ok()) << three_status;
+    ASSERT_TRUE(halves_status.ok()) << halves_status;
     ASSERT_EQ(one.size(), 6u);
     ASSERT_EQ(three.size(), 6u);
+    ASSERT_EQ(halves.size(), 6u);
     for (size_t i = 0; i < one.size(); ++i) {
       EXPECT_EQ(one[i].SerializeAsString(), three[i].SerializeAsString()) << execution << " episode " << i;
+      EXPECT_EQ(one[i].SerializeAsString(), halves[i].SerializeAsString()) << execution << " episode " << i;
     }
   }
 }

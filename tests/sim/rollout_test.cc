@@ -107,6 +107,7 @@ TEST(RolloutTest, OverlappedHalvesGiveTheSameEpisodesAsOneBatch) {
   RecordingPolicy overlapped(&random), serial(&random);
   RolloutOptions options = Options(20, 8, 2);
   options.max_steps = 30;
+  options.overlap_inference = true;
   const auto halves = Roll(*task, overlapped, options);
   options.overlap_inference = false;
   const auto whole = Roll(*task, serial, options);
