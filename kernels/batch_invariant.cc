@@ -128,7 +128,6 @@ torch::Tensor InvariantSoftmax(const torch::Tensor& x) {
 }
 
 float Relu(float x) { return x > 0.0f ? x : 0.0f; }
-float Gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
 float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float Tanh(float x) { return std::tanh(x); }
 
@@ -140,8 +139,9 @@ void ApplyElementwise(const float* in, float* out, int64_t count) {
   });
 }
 
-// Each element's result depends on that element alone, through the same scalar function
-// whatever its position (relu vectorises, and a vector max equals the scalar one bitwise).
+// Each element's result depends on that element alone, through the same function whatever its
+// position (relu vectorises, and a vector max equals the scalar one bitwise; gelu is the
+// row-wise kernels' lane-wise one).
 torch::Tensor InvariantActivate(Activation activation, const torch::Tensor& x) {
   torch::Tensor input = RowMatrix("Activate", x);
   torch::Tensor y = torch::empty_like(input);
@@ -150,7 +150,13 @@ torch::Tensor InvariantActivate(Activation activation, const torch::Tensor& x) {
   const int64_t count = input.numel();
   switch (activation) {
     case Activation::kRelu: ApplyElementwise<Relu>(in, out, count); break;
-    case Activation::kGelu: ApplyElementwise<Gelu>(in, out, count); break;
+    case Activation::kGelu: {
+      const RowwiseKernels& kernels = SelectedRowwiseKernels();
+      at::parallel_for(0, count, 4096, [&](int64_t begin, int64_t end) {
+        kernels.gelu(in + begin, end - begin, out + begin);
+      });
+      break;
+    }
     case Activation::kSilu: ApplyElementwise<Silu>(in, out, count); break;
     case Activation::kTanh: ApplyElementwise<Tanh>(in, out, count); break;
   }

@@ -22,6 +22,9 @@ struct RowwiseKernels {
                      const float* beta, float eps, float* y);
   // y = exp(x - max) / sum(exp(x - max)) per row of n.
   void (*softmax)(const float* x, int64_t rows, int64_t n, float* y);
+  // y[i] = gelu(x[i]) = x/2 (1 + erf(x/√2)) for i in [0, count), absolute error below 1e-7·|x|;
+  // each element's bits depend on its own value alone (no tail path of its own).
+  void (*gelu)(const float* x, int64_t count, float* y);
 };
 
 // Columns of the zero-padded transposed weight the linear kernel expects.
