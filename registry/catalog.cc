@@ -1,5 +1,6 @@
 #include "registry/catalog.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -196,12 +197,39 @@ absl::StatusOr<v1::AliasEvent> MoveAliasInTransaction(SqliteDb& db, const std::s
   return event;
 }
 
+// What FindCheckpoint returns for a checkpoint inserted just now: the record's fields, its
+// version and time, its blobs in role order and the one alias it has, `latest`.
+v1::Checkpoint InsertedCheckpoint(const CheckpointRecord& record, int64_t version, int64_t created_us) {
+  v1::Checkpoint checkpoint;
+  checkpoint.set_id(record.id);
+  checkpoint.set_model(record.model);
+  checkpoint.set_version(static_cast<int32_t>(version));
+  checkpoint.set_step(record.step);
+  checkpoint.set_run_id(record.run_id);
+  checkpoint.set_dataset_id(record.dataset_id);
+  checkpoint.set_parent_id(record.parent_id);
+  checkpoint.set_config_json(record.config_json);
+  checkpoint.set_metrics_json(record.metrics_json);
+  checkpoint.set_created_unix_us(created_us);
+  checkpoint.set_manifest_json(record.manifest_json);
+  std::vector<v1::BlobRef> blobs = record.blobs;
+  std::stable_sort(blobs.begin(), blobs.end(),
+                   [](const v1::BlobRef& a, const v1::BlobRef& b) { return a.role() < b.role(); });
+  for (v1::BlobRef& blob : blobs) *checkpoint.add_blobs() = std::move(blob);
+  checkpoint.add_aliases("latest");
+  return checkpoint;
+}
+
 // Inserts the rows of one checkpoint with the next version of its model and moves `latest`.
 absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointRows(SqliteDb& db,
                                                               const CheckpointRecord& record,
                                                               const Actor& actor) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
-  if (existing) return Inserted<v1::Checkpoint>{*std::move(existing), false};
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      int64_t known, db.QueryInt("SELECT COUNT(*) FROM checkpoints WHERE id = ?1", {record.id}, 0));
+  if (known > 0) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> existing, FindCheckpoint(db, record.id));
+    return Inserted<v1::Checkpoint>{*std::move(existing), false};
+  }
   int64_t now = NowUnixMicros();
   ROBOLOOP_RETURN_IF_ERROR(db.Run(
       "INSERT OR IGNORE INTO models(name, created_us) VALUES(?1, ?2)", {record.model, now}));
@@ -225,8 +253,7 @@ absl::StatusOr<Inserted<v1::Checkpoint>> InsertCheckpointRows(SqliteDb& db,
                                                   absl::StrCat("registered version ", version),
                                                   actor)
                                .status());
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Checkpoint> stored, FindCheckpoint(db, record.id));
-  return Inserted<v1::Checkpoint>{*std::move(stored), true};
+  return Inserted<v1::Checkpoint>{InsertedCheckpoint(record, version, now), true};
 }
 
 // Inserts one checkpoint inside the open transaction under a savepoint, so that its failure

@@ -107,6 +107,27 @@ TEST_F(CatalogTest, SameIdAgainReturnsExistingWithoutNewVersion) {
   EXPECT_EQ(catalog_->AliasHistory("a", "latest")->size(), 1u);
 }
 
+// The reply of an insert is built from the record, not read back: it must equal what a later
+// read returns, field for field (blobs given out of role order, parent, dataset and run set).
+TEST_F(CatalogTest, InsertReplyEqualsTheStoredCheckpoint) {
+  auto data = catalog_->InsertDataset(Data("demos", "rows"));
+  ASSERT_TRUE(data.ok()) << data.status();
+  auto expect_stored = [this](const v1::Checkpoint& reply) {
+    auto stored = catalog_->GetCheckpoint(reply.id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(reply.SerializeAsString(), stored->SerializeAsString()) << reply.DebugString();
+  };
+  v1::Checkpoint parent = Insert(Record("a", 1));
+  expect_stored(parent);
+  CheckpointRecord record = Record("a", 2, parent.id(), data->value.id());
+  record.run_id = "run-7";
+  record.blobs = {Blob("trainer_state", "s2"), Blob("norm_stats", "n2"), Blob("policy", "w2")};
+  v1::Checkpoint child = Insert(record);
+  ASSERT_EQ(child.blobs_size(), 3);
+  EXPECT_EQ(child.blobs(0).role(), "norm_stats");
+  expect_stored(child);
+}
+
 TEST_F(CatalogTest, UnknownParentViolatesForeignKey) {
   auto orphan = catalog_->InsertCheckpoint(Record("a", 1, Sha256Hex("nobody")), actor_);
   EXPECT_EQ(orphan.status().code(), absl::StatusCode::kFailedPrecondition);
