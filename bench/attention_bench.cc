@@ -67,9 +67,10 @@ void PrintSettings() {
   std::printf("settings: torch intra-op threads %d, kernel ISA %s, CPU %s\n",
               at::get_num_threads(), VarlenAttentionIsa(), CpuModel().c_str());
   std::printf("env: OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s OPENBLAS_NUM_THREADS=%s "
-              "OPENBLAS_CORETYPE=%s\n",
+              "OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s OPENBLAS_THREAD_TIMEOUT=%s\n",
               Env("OMP_NUM_THREADS").c_str(), Env("OMP_WAIT_POLICY").c_str(),
-              Env("OPENBLAS_NUM_THREADS").c_str(), Env("OPENBLAS_CORETYPE").c_str());
+              Env("OPENBLAS_NUM_THREADS").c_str(), Env("OPENBLAS_CORETYPE").c_str(),
+              Env("OPENBLAS_L2_SIZE").c_str(), Env("OPENBLAS_THREAD_TIMEOUT").c_str());
   std::printf("blas: %s\n", BlasLine().c_str());
 }
 
