@@ -2,9 +2,9 @@
 // per env step the policy runs once for the whole batch of running envs, then the workers
 // step physics in parallel. Optionally (overlap_inference, more than one thread) the envs form
 // two halves that take turns: while the workers step one half, the caller's thread runs the
-// policy on the other, so inference overlaps physics. Finished envs auto-reset to the next episode or drop out.
-// Episode i is determined by (task, options, base seed, i, policy) only, for any envs,
-// threads or overlap.
+// policy on the other, so inference overlaps physics. Finished envs auto-reset to the next
+// episode or drop out. Episode i is determined by (task, options, base seed, i, policy) only,
+// for any envs, threads or overlap.
 #pragma once
 
 #include <atomic>
