@@ -37,7 +37,8 @@ struct TileItem {
   int32_t first_row = 0;
 };
 
-// Rows per work item (and per tile of the inner loop's columns).
+// Rows per work item, and columns per tile of the inner loop. A sequence of at most kRowTile
+// tokens is one tile: its query pass also writes its dk and dv, and its key pass does nothing.
 inline constexpr int64_t kRowTile = 32;
 inline constexpr int64_t kColumnTile = 64;
 
@@ -64,8 +65,8 @@ struct BackwardArgs {
   const float* lse = nullptr;
   const float* row_dots = nullptr;
   float* dq = nullptr;  // written by the query pass
-  float* dk = nullptr;  // written by the key pass
-  float* dv = nullptr;  // written by the key pass
+  float* dk = nullptr;  // written by the key pass (the query pass for one-tile sequences)
+  float* dv = nullptr;  // written by the key pass (the query pass for one-tile sequences)
 };
 
 // Kernels of one ISA. Every function processes items [begin, end) of `items`, writes disjoint
@@ -77,8 +78,10 @@ struct AttentionKernels {
   size_t (*scratch_floats)(int64_t head_dim);
   void (*forward)(const ForwardArgs& args, const TileItem* items, int64_t begin, int64_t end,
                   float* scratch);
+  // dq of every item; dk and dv too for sequences of at most kRowTile tokens.
   void (*backward_queries)(const BackwardArgs& args, const TileItem* items, int64_t begin,
                            int64_t end, float* scratch);
+  // dk and dv of sequences longer than kRowTile tokens.
   void (*backward_keys)(const BackwardArgs& args, const TileItem* items, int64_t begin,
                         int64_t end, float* scratch);
   // row_dots[r] = sum_c a[r*d + c] * b[r*d + c] for rows [begin, end), sequential over c.

@@ -8,6 +8,11 @@
 // (running max m, running sum l, unnormalised output). Backward recomputes probabilities from
 // the saved log-sum-exp in two passes: over query tiles for dq and over key tiles for dk, dv,
 // so every output row has exactly one writer and no cross-thread reduction is needed.
+// Tiles shrink to the sequence: a tile computes its present rows rounded up to 4 and its
+// present columns rounded up to the vector width, so short sequences (a policy's 24 tokens)
+// do not pay for 32 x 64 tiles. A sequence that fits in one row tile is finished by the query
+// pass alone, which derives dk and dv from the same probabilities and score gradients; the
+// key pass skips it.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -31,7 +36,13 @@ struct TileView {
   int64_t head;
   int64_t first_row;
   int64_t rows;  // rows of this tile actually present (<= kRowTile)
+  int64_t padded_rows;  // rows rounded up to a multiple of 4 (Gemm's row block)
 };
+
+int64_t RoundUpToRowBlock(int64_t n) { return (n + 3) / 4 * 4; }
+
+// Whether the query pass alone computes the whole backward of the tile's sequence.
+bool FitsOneTile(const TileView& view) { return view.length <= kRowTile; }
 
 TileView ViewOf(const AttentionShape& shape, const TileItem& item) {
   TileView view;
@@ -41,6 +52,7 @@ TileView ViewOf(const AttentionShape& shape, const TileItem& item) {
   view.head = item.head;
   view.first_row = item.first_row;
   view.rows = std::min(kRowTile, view.length - item.first_row);
+  view.padded_rows = RoundUpToRowBlock(view.rows);
   return view;
 }
 
@@ -103,6 +115,8 @@ struct Scratch {
   float* t1;     // [dp][tile] transposed operand
   float* s0;     // [kRowTile][kColumnTile] scores / probabilities
   float* s1;     // [kRowTile][kColumnTile] score gradients
+  float* s2;     // [kColumnTile][kRowTile] transposed probabilities (one-tile backward)
+  float* s3;     // [kColumnTile][kRowTile] transposed score gradients (one-tile backward)
   float* stat0;  // [tile] per-row statistic
   float* stat1;  // [tile] per-row statistic
 };
@@ -111,7 +125,7 @@ constexpr int64_t kMaxTile = kRowTile > kColumnTile ? kRowTile : kColumnTile;
 
 size_t ScratchFloats(int64_t head_dim) {
   int64_t dp = RoundUpToLanes(head_dim);
-  return static_cast<size_t>(8 * kMaxTile * dp + 2 * kRowTile * kColumnTile + 2 * kMaxTile);
+  return static_cast<size_t>(8 * kMaxTile * dp + 4 * kRowTile * kColumnTile + 2 * kMaxTile);
 }
 
 Scratch SliceScratch(float* base, int64_t dp) {
@@ -125,22 +139,27 @@ Scratch SliceScratch(float* base, int64_t dp) {
   base += kRowTile * kColumnTile;
   s.s1 = base;
   base += kRowTile * kColumnTile;
+  s.s2 = base;
+  base += kRowTile * kColumnTile;
+  s.s3 = base;
+  base += kRowTile * kColumnTile;
   s.stat0 = base;
   s.stat1 = base + kMaxTile;
   return s;
 }
 
-// One query row's online-softmax step over a score tile: keys [0, visible) of the tile count.
-// Replaces the scores by unnormalised probabilities (zero where masked), rescales the row's
-// output accumulator when the running max grows, and updates the running max and sum.
-void OnlineSoftmaxRow(float* scores, int64_t visible, float scale, float* running_max,
-                      float* running_sum, float* out_row, int64_t dp) {
+// One query row's online-softmax step over the `columns` scores of a tile row: keys
+// [0, visible) of the tile count. Replaces the scores by unnormalised probabilities (zero where
+// masked), rescales the row's output accumulator when the running max grows, and updates the
+// running max and sum.
+void OnlineSoftmaxRow(float* scores, int64_t columns, int64_t visible, float scale,
+                      float* running_max, float* running_sum, float* out_row, int64_t dp) {
   if (visible <= 0) {
-    std::fill(scores, scores + kColumnTile, 0.0f);
+    std::fill(scores, scores + columns, 0.0f);
     return;
   }
   V16 best = Splat(-std::numeric_limits<float>::infinity());
-  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+  for (int64_t j = 0; j < columns; j += kLanes) {
     V16 s = Load(scores + j) * scale;
     V16 masked = KeepRange(s, j, 0, visible, -std::numeric_limits<float>::infinity());
     best = masked > best ? masked : best;
@@ -148,7 +167,7 @@ void OnlineSoftmaxRow(float* scores, int64_t visible, float scale, float* runnin
   }
   float new_max = std::max(*running_max, MaxLanes(best));
   V16 sum = V16{};
-  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+  for (int64_t j = 0; j < columns; j += kLanes) {
     V16 p = KeepRange(Exp(Load(scores + j) - new_max), j, 0, visible);
     sum += p;
     Store(scores + j, p);
@@ -166,31 +185,32 @@ void OnlineSoftmaxRow(float* scores, int64_t visible, float scale, float* runnin
 void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s) {
   const AttentionShape& shape = args.shape;
   const TileView view = ViewOf(shape, item);
-  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
   const int64_t stride = shape.heads * d;
   const int64_t base = (view.start + view.first_row) * stride + view.head * d;
   float* running_max = s.stat0;
   float* running_sum = s.stat1;
-  GatherRows(args.q + base, stride, view.rows, d, dp, kRowTile, s.a);
-  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
-  std::fill(running_max, running_max + kRowTile, -std::numeric_limits<float>::infinity());
-  std::fill(running_sum, running_sum + kRowTile, 0.0f);
+  GatherRows(args.q + base, stride, view.rows, d, dp, rows, s.a);
+  std::fill(s.acc0, s.acc0 + rows * dp, 0.0f);
+  std::fill(running_max, running_max + rows, -std::numeric_limits<float>::infinity());
+  std::fill(running_sum, running_sum + rows, 0.0f);
   const int64_t key_end = KeyLimit(shape.mask, view, view.first_row + view.rows - 1);
   for (int64_t k0 = 0; k0 < key_end; k0 += kColumnTile) {
     const int64_t keys = std::min(kColumnTile, view.length - k0);
+    const int64_t columns = RoundUpToLanes(keys);
     const int64_t key_base = (view.start + k0) * stride + view.head * d;
-    GatherTransposed(args.k + key_base, stride, keys, d, dp, kColumnTile, s.t0);
-    GatherRows(args.v + key_base, stride, keys, d, dp, kColumnTile, s.b);
-    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
-    for (int64_t r = 0; r < kRowTile; ++r) {
+    GatherTransposed(args.k + key_base, stride, keys, d, dp, columns, s.t0);
+    GatherRows(args.v + key_base, stride, keys, d, dp, columns, s.b);
+    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
+    for (int64_t r = 0; r < rows; ++r) {
       int64_t visible =
           r < view.rows
               ? std::min(KeyLimit(shape.mask, view, view.first_row + r) - k0, keys)
               : 0;
-      OnlineSoftmaxRow(s.s0 + r * kColumnTile, visible, shape.scale, running_max + r,
+      OnlineSoftmaxRow(s.s0 + r * kColumnTile, columns, visible, shape.scale, running_max + r,
                        running_sum + r, s.acc0 + r * dp, dp);
     }
-    Gemm(kRowTile, dp, kColumnTile, s.s0, kColumnTile, s.b, dp, s.acc0, dp, true);
+    Gemm(rows, dp, columns, s.s0, kColumnTile, s.b, dp, s.acc0, dp, true);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* out_row = args.out + base + r * stride;
@@ -201,12 +221,14 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
   }
 }
 
-// Probabilities and score gradients of one tile row: p = exp(s*scale - lse) for lanes
-// [lo, hi), zero elsewhere; ds = p * (dp - rowdot). `lse` and `rowdot` are per lane when
-// `per_lane` (key pass: columns are queries), else scalars at index 0 (query pass).
-void ProbabilityAndGradRow(float* scores, float* grads, const float* lse, const float* rowdot,
-                           bool per_lane, float scale, int64_t lo, int64_t hi) {
-  for (int64_t j = 0; j < kColumnTile; j += kLanes) {
+// Probabilities and score gradients of the `columns` entries of one tile row:
+// p = exp(s*scale - lse) for lanes [lo, hi), zero elsewhere; ds = p * (dp - rowdot). `lse` and
+// `rowdot` are per lane when `per_lane` (key pass: columns are queries), else scalars at index
+// 0 (query pass).
+void ProbabilityAndGradRow(float* scores, float* grads, int64_t columns, const float* lse,
+                           const float* rowdot, bool per_lane, float scale, int64_t lo,
+                           int64_t hi) {
+  for (int64_t j = 0; j < columns; j += kLanes) {
     V16 row_lse = per_lane ? Load(lse + j) : Splat(lse[0]);
     V16 row_dot = per_lane ? Load(rowdot + j) : Splat(rowdot[0]);
     V16 p = KeepRange(Exp(Load(scores + j) * scale - row_lse), j, lo, hi);
@@ -215,75 +237,110 @@ void ProbabilityAndGradRow(float* scores, float* grads, const float* lse, const 
   }
 }
 
+// dst[columns][rows] = the transpose of src[rows][columns] (row stride `ld`).
+void TransposeTile(const float* src, int64_t ld, int64_t rows, int64_t columns, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c) dst[c * rows + r] = src[r * ld + c];
+  }
+}
+
+// dk and dv of a sequence held by one tile, from its probabilities P (s.s0) and score gradients
+// dS (s.s1), [rows][columns] with zeros outside the mask: dv = P^T dout, dk = dS^T q * scale.
+// q rows are in s.a and dout rows in s.b, zero-padded to `rows`.
+void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const Scratch& s,
+                         int64_t columns) {
+  const AttentionShape& shape = args.shape;
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
+  const int64_t stride = shape.heads * d;
+  const int64_t base = view.start * stride + view.head * d;
+  TransposeTile(s.s0, kColumnTile, rows, columns, s.s2);
+  TransposeTile(s.s1, kColumnTile, rows, columns, s.s3);
+  Gemm(columns, dp, rows, s.s2, rows, s.b, dp, s.acc1, dp, false);
+  Gemm(columns, dp, rows, s.s3, rows, s.a, dp, s.d, dp, false);
+  for (int64_t r = 0; r < view.length; ++r) {
+    float* dk_row = args.dk + base + r * stride;
+    float* dv_row = args.dv + base + r * stride;
+    for (int64_t c = 0; c < d; ++c) {
+      dk_row[c] = s.d[r * dp + c] * shape.scale;
+      dv_row[c] = s.acc1[r * dp + c];
+    }
+  }
+}
+
 void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {
   const AttentionShape& shape = args.shape;
   const TileView view = ViewOf(shape, item);
-  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
   const int64_t stride = shape.heads * d;
   const int64_t base = (view.start + view.first_row) * stride + view.head * d;
   const int64_t stat_base = (view.start + view.first_row) * shape.heads + view.head;
-  GatherRows(args.q + base, stride, view.rows, d, dp, kRowTile, s.a);
-  GatherRows(args.dout + base, stride, view.rows, d, dp, kRowTile, s.b);
-  GatherStats(args.lse + stat_base, shape.heads, view.rows, kRowTile, s.stat0);
-  GatherStats(args.row_dots + stat_base, shape.heads, view.rows, kRowTile, s.stat1);
-  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
+  GatherRows(args.q + base, stride, view.rows, d, dp, rows, s.a);
+  GatherRows(args.dout + base, stride, view.rows, d, dp, rows, s.b);
+  GatherStats(args.lse + stat_base, shape.heads, view.rows, rows, s.stat0);
+  GatherStats(args.row_dots + stat_base, shape.heads, view.rows, rows, s.stat1);
+  std::fill(s.acc0, s.acc0 + rows * dp, 0.0f);
   const int64_t key_end = KeyLimit(shape.mask, view, view.first_row + view.rows - 1);
+  int64_t columns = 0;
   for (int64_t k0 = 0; k0 < key_end; k0 += kColumnTile) {
     const int64_t keys = std::min(kColumnTile, view.length - k0);
+    columns = RoundUpToLanes(keys);
     const int64_t key_base = (view.start + k0) * stride + view.head * d;
-    GatherTransposed(args.k + key_base, stride, keys, d, dp, kColumnTile, s.t0);
-    GatherTransposed(args.v + key_base, stride, keys, d, dp, kColumnTile, s.t1);
-    GatherRows(args.k + key_base, stride, keys, d, dp, kColumnTile, s.c);
-    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
-    Gemm(kRowTile, kColumnTile, dp, s.b, dp, s.t1, kColumnTile, s.s1, kColumnTile, false);
-    for (int64_t r = 0; r < kRowTile; ++r) {
+    GatherTransposed(args.k + key_base, stride, keys, d, dp, columns, s.t0);
+    GatherTransposed(args.v + key_base, stride, keys, d, dp, columns, s.t1);
+    GatherRows(args.k + key_base, stride, keys, d, dp, columns, s.c);
+    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
+    Gemm(rows, columns, dp, s.b, dp, s.t1, columns, s.s1, kColumnTile, false);
+    for (int64_t r = 0; r < rows; ++r) {
       int64_t visible =
           r < view.rows
               ? std::min(KeyLimit(shape.mask, view, view.first_row + r) - k0, keys)
               : 0;
-      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, s.stat0 + r,
-                            s.stat1 + r, false, shape.scale, 0, visible);
+      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, columns,
+                            s.stat0 + r, s.stat1 + r, false, shape.scale, 0, visible);
     }
-    Gemm(kRowTile, dp, kColumnTile, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+    Gemm(rows, dp, columns, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* dq_row = args.dq + base + r * stride;
     const float* acc_row = s.acc0 + r * dp;
     for (int64_t c = 0; c < d; ++c) dq_row[c] = acc_row[c] * shape.scale;
   }
+  if (FitsOneTile(view)) OneTileKeyGradients(args, view, s, columns);
 }
 
 void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {
   const AttentionShape& shape = args.shape;
   const TileView view = ViewOf(shape, item);
-  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d);
+  if (FitsOneTile(view)) return;
+  const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
   const int64_t stride = shape.heads * d;
   const int64_t base = (view.start + view.first_row) * stride + view.head * d;
-  GatherRows(args.k + base, stride, view.rows, d, dp, kRowTile, s.a);
-  GatherRows(args.v + base, stride, view.rows, d, dp, kRowTile, s.b);
-  std::fill(s.acc0, s.acc0 + kRowTile * dp, 0.0f);
-  std::fill(s.acc1, s.acc1 + kRowTile * dp, 0.0f);
+  GatherRows(args.k + base, stride, view.rows, d, dp, rows, s.a);
+  GatherRows(args.v + base, stride, view.rows, d, dp, rows, s.b);
+  std::fill(s.acc0, s.acc0 + rows * dp, 0.0f);
+  std::fill(s.acc1, s.acc1 + rows * dp, 0.0f);
   for (int64_t q0 = FirstQuery(shape.mask, view, view.first_row); q0 < view.length;
        q0 += kColumnTile) {
     const int64_t queries = std::min(kColumnTile, view.length - q0);
+    const int64_t columns = RoundUpToLanes(queries);
     const int64_t query_base = (view.start + q0) * stride + view.head * d;
     const int64_t stat_base = (view.start + q0) * shape.heads + view.head;
-    GatherTransposed(args.q + query_base, stride, queries, d, dp, kColumnTile, s.t0);
-    GatherTransposed(args.dout + query_base, stride, queries, d, dp, kColumnTile, s.t1);
-    GatherRows(args.q + query_base, stride, queries, d, dp, kColumnTile, s.c);
-    GatherRows(args.dout + query_base, stride, queries, d, dp, kColumnTile, s.d);
-    GatherStats(args.lse + stat_base, shape.heads, queries, kColumnTile, s.stat0);
-    GatherStats(args.row_dots + stat_base, shape.heads, queries, kColumnTile, s.stat1);
-    Gemm(kRowTile, kColumnTile, dp, s.a, dp, s.t0, kColumnTile, s.s0, kColumnTile, false);
-    Gemm(kRowTile, kColumnTile, dp, s.b, dp, s.t1, kColumnTile, s.s1, kColumnTile, false);
-    for (int64_t r = 0; r < kRowTile; ++r) {
+    GatherTransposed(args.q + query_base, stride, queries, d, dp, columns, s.t0);
+    GatherTransposed(args.dout + query_base, stride, queries, d, dp, columns, s.t1);
+    GatherRows(args.q + query_base, stride, queries, d, dp, columns, s.c);
+    GatherRows(args.dout + query_base, stride, queries, d, dp, columns, s.d);
+    GatherStats(args.lse + stat_base, shape.heads, queries, columns, s.stat0);
+    GatherStats(args.row_dots + stat_base, shape.heads, queries, columns, s.stat1);
+    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
+    Gemm(rows, columns, dp, s.b, dp, s.t1, columns, s.s1, kColumnTile, false);
+    for (int64_t r = 0; r < rows; ++r) {
       int64_t lo = r < view.rows ? FirstQuery(shape.mask, view, view.first_row + r) - q0 : 0;
       int64_t hi = r < view.rows ? queries : 0;
-      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, s.stat0, s.stat1,
-                            true, shape.scale, lo, hi);
+      ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, columns, s.stat0,
+                            s.stat1, true, shape.scale, lo, hi);
     }
-    Gemm(kRowTile, dp, kColumnTile, s.s0, kColumnTile, s.d, dp, s.acc1, dp, true);
-    Gemm(kRowTile, dp, kColumnTile, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+    Gemm(rows, dp, columns, s.s0, kColumnTile, s.d, dp, s.acc1, dp, true);
+    Gemm(rows, dp, columns, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* dk_row = args.dk + base + r * stride;

@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 
+#include <malloc.h>
+
 #include <cmath>
 
 #include "train/safetensors.h"
@@ -82,6 +84,16 @@ torch::Tensor FromArray(const void* data, std::vector<int64_t> shape, torch::Sca
   return torch::from_blob(const_cast<void*>(data), shape, type).clone();
 }
 
+// A step allocates and frees the same activation and gradient buffers (up to ~13 MB each at
+// batch 256). glibc would serve each from a fresh mmap, or trim it from the heap on free, so
+// every step faulted in ~200 MB of new zeroed pages (a fifth of the step's time). Serving them
+// from the heap and never trimming keeps those pages mapped from one step to the next.
+void KeepStepBuffersResident() {
+  constexpr int kLargestHeapBlock = 32 << 20;  // glibc's upper limit for M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
 }  // namespace
 
 TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
@@ -102,6 +114,7 @@ Trainer::Trainer(const TrainerConfig& config) : config_(config) {}
 
 std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   if (config.threads > 0) at::set_num_threads(config.threads);
+  KeepStepBuffersResident();
   std::unique_ptr<Trainer> trainer(new Trainer(config));
   torch::manual_seed(config.seed);
   trainer->model_ = MakePolicyModel(config.policy);
