@@ -16,8 +16,11 @@ enum class MaskKind : int32_t {
   kPrefixLm = 2,       // prefix bidirectional; suffix sees the prefix and earlier suffix keys
 };
 
-// Shape of one packed batch. Tensors are [total_tokens, heads, head_dim] contiguous fp32;
-// per-row statistics (lse, row dots) are [total_tokens, heads].
+// Shape of one packed batch. Tensors are [total_tokens, heads, head_dim] fp32 with contiguous
+// [heads, head_dim] rows, `input_row_stride` floats apart for q, k, v, dq, dk, dv (heads *
+// head_dim when separate, 3 * heads * head_dim when they are views of one [tokens, 3, heads,
+// head_dim] tensor) and `output_row_stride` apart for out and dout; per-row statistics (lse,
+// row dots) are [total_tokens, heads].
 struct AttentionShape {
   const int32_t* cu_seqlens = nullptr;      // batch + 1 offsets, from 0 to total_tokens
   const int32_t* prefix_lengths = nullptr;  // batch entries for kPrefixLm, else unused
@@ -26,6 +29,8 @@ struct AttentionShape {
   int64_t head_dim = 0;                     // features per head
   MaskKind mask = MaskKind::kBidirectional;  // mask of every sequence
   float scale = 1.0f;                       // multiplies q.k before the softmax
+  int64_t input_row_stride = 0;             // floats between tokens of q, k, v, dq, dk, dv
+  int64_t output_row_stride = 0;            // floats between tokens of out and dout
 };
 
 // One unit of parallel work: `rows` consecutive rows of one (sequence, head), starting at

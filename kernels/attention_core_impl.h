@@ -186,8 +186,10 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
   const AttentionShape& shape = args.shape;
   const TileView view = ViewOf(shape, item);
   const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
-  const int64_t stride = shape.heads * d;
-  const int64_t base = (view.start + view.first_row) * stride + view.head * d;
+  const int64_t stride = shape.input_row_stride, out_stride = shape.output_row_stride;
+  const int64_t row0 = view.start + view.first_row;
+  const int64_t base = row0 * stride + view.head * d;
+  const int64_t out_base = row0 * out_stride + view.head * d;
   float* running_max = s.stat0;
   float* running_sum = s.stat1;
   GatherRows(args.q + base, stride, view.rows, d, dp, rows, s.a);
@@ -213,7 +215,7 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
     Gemm(rows, dp, columns, s.s0, kColumnTile, s.b, dp, s.acc0, dp, true);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
-    float* out_row = args.out + base + r * stride;
+    float* out_row = args.out + out_base + r * out_stride;
     const float* acc_row = s.acc0 + r * dp;
     for (int64_t c = 0; c < d; ++c) out_row[c] = acc_row[c] / running_sum[r];
     int64_t token = view.start + view.first_row + r;
@@ -251,7 +253,7 @@ void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const S
                          int64_t columns) {
   const AttentionShape& shape = args.shape;
   const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
-  const int64_t stride = shape.heads * d;
+  const int64_t stride = shape.input_row_stride;
   const int64_t base = view.start * stride + view.head * d;
   TransposeTile(s.s0, kColumnTile, rows, columns, s.s2);
   TransposeTile(s.s1, kColumnTile, rows, columns, s.s3);
@@ -271,11 +273,13 @@ void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scr
   const AttentionShape& shape = args.shape;
   const TileView view = ViewOf(shape, item);
   const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
-  const int64_t stride = shape.heads * d;
-  const int64_t base = (view.start + view.first_row) * stride + view.head * d;
+  const int64_t stride = shape.input_row_stride, out_stride = shape.output_row_stride;
+  const int64_t row0 = view.start + view.first_row;
+  const int64_t base = row0 * stride + view.head * d;
   const int64_t stat_base = (view.start + view.first_row) * shape.heads + view.head;
   GatherRows(args.q + base, stride, view.rows, d, dp, rows, s.a);
-  GatherRows(args.dout + base, stride, view.rows, d, dp, rows, s.b);
+  GatherRows(args.dout + row0 * out_stride + view.head * d, out_stride, view.rows, d, dp, rows,
+             s.b);
   GatherStats(args.lse + stat_base, shape.heads, view.rows, rows, s.stat0);
   GatherStats(args.row_dots + stat_base, shape.heads, view.rows, rows, s.stat1);
   std::fill(s.acc0, s.acc0 + rows * dp, 0.0f);
@@ -313,7 +317,7 @@ void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scrat
   const TileView view = ViewOf(shape, item);
   if (FitsOneTile(view)) return;
   const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
-  const int64_t stride = shape.heads * d;
+  const int64_t stride = shape.input_row_stride, out_stride = shape.output_row_stride;
   const int64_t base = (view.start + view.first_row) * stride + view.head * d;
   GatherRows(args.k + base, stride, view.rows, d, dp, rows, s.a);
   GatherRows(args.v + base, stride, view.rows, d, dp, rows, s.b);
@@ -324,11 +328,12 @@ void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scrat
     const int64_t queries = std::min(kColumnTile, view.length - q0);
     const int64_t columns = RoundUpToLanes(queries);
     const int64_t query_base = (view.start + q0) * stride + view.head * d;
+    const int64_t dout_base = (view.start + q0) * out_stride + view.head * d;
     const int64_t stat_base = (view.start + q0) * shape.heads + view.head;
     GatherTransposed(args.q + query_base, stride, queries, d, dp, columns, s.t0);
-    GatherTransposed(args.dout + query_base, stride, queries, d, dp, columns, s.t1);
+    GatherTransposed(args.dout + dout_base, out_stride, queries, d, dp, columns, s.t1);
     GatherRows(args.q + query_base, stride, queries, d, dp, columns, s.c);
-    GatherRows(args.dout + query_base, stride, queries, d, dp, columns, s.d);
+    GatherRows(args.dout + dout_base, out_stride, queries, d, dp, columns, s.d);
     GatherStats(args.lse + stat_base, shape.heads, queries, columns, s.stat0);
     GatherStats(args.row_dots + stat_base, shape.heads, queries, columns, s.stat1);
     Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);

@@ -139,21 +139,31 @@ absl::Status CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const t
   return CheckPrefixLengths(prefix_lengths, cu_seqlens, options.mask);
 }
 
-// Checked inputs in the kernels' layout: contiguous fp32 tensors and the shape over them.
+// qkv: [total_tokens, 3, heads, head_dim], whose three slices are then checked as q, k, v.
+absl::Status CheckPackedQkv(const torch::Tensor& qkv) {
+  if (!qkv.defined()) return Invalid("qkv", "is undefined");
+  if (qkv.dim() != 4 || qkv.size(1) != 3) {
+    return Invalid("qkv", absl::StrCat("must be [total_tokens, 3, heads, head_dim], got ",
+                                       ShapeString(qkv)));
+  }
+  return absl::OkStatus();
+}
+
+// Checked inputs in the kernels' layout: fp32 tensors with contiguous [heads, head_dim] rows
+// (separate contiguous tensors, or slices of one contiguous qkv) and the shape over them.
 struct Prepared {
   torch::Tensor q, k, v, cu_seqlens, prefix_lengths;
+  torch::Tensor qkv;  // the fp32 [tokens, 3, heads, head_dim] that q, k, v slice, if packed
   AttentionShape shape;
 };
 
 torch::Tensor AsFloat(const torch::Tensor& t) { return t.to(torch::kFloat).contiguous(); }
 
-Prepared Prepare(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                 const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,
-                 const VarlenAttentionOptions& options) {
-  Prepared p;
-  p.q = AsFloat(q);
-  p.k = AsFloat(k);
-  p.v = AsFloat(v);
+// Completes p (q, k, v and input_row_stride set) with the index vectors and the shape.
+Prepared PrepareShape(Prepared p, const torch::Tensor& cu_seqlens,
+                      const torch::Tensor& prefix_lengths, const VarlenAttentionOptions& options) {
+  const torch::Tensor& q = p.q;
+  p.shape.output_row_stride = q.size(1) * q.size(2);
   p.cu_seqlens = cu_seqlens.contiguous();
   p.prefix_lengths = options.mask == MaskKind::kPrefixLm ? prefix_lengths.contiguous()
                                                           : torch::zeros({0}, torch::kInt);
@@ -167,6 +177,28 @@ Prepared Prepare(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
                                          ? options.softmax_scale
                                          : 1.0 / std::sqrt(static_cast<double>(q.size(2))));
   return p;
+}
+
+Prepared Prepare(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                 const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,
+                 const VarlenAttentionOptions& options) {
+  Prepared p;
+  p.q = AsFloat(q);
+  p.k = AsFloat(k);
+  p.v = AsFloat(v);
+  p.shape.input_row_stride = q.size(1) * q.size(2);
+  return PrepareShape(std::move(p), cu_seqlens, prefix_lengths, options);
+}
+
+Prepared PrepareQkv(const torch::Tensor& qkv, const torch::Tensor& cu_seqlens,
+                    const torch::Tensor& prefix_lengths, const VarlenAttentionOptions& options) {
+  Prepared p;
+  p.qkv = AsFloat(qkv);
+  p.q = p.qkv.select(1, 0);
+  p.k = p.qkv.select(1, 1);
+  p.v = p.qkv.select(1, 2);
+  p.shape.input_row_stride = 3 * qkv.size(2) * qkv.size(3);
+  return PrepareShape(std::move(p), cu_seqlens, prefix_lengths, options);
 }
 
 // Runs `body(begin, end, scratch)` over [0, count) on torch's intra-op threads. Items are
@@ -189,7 +221,7 @@ void ParallelOverItems(int64_t count, size_t scratch_floats, const Body& body) {
 VarlenAttentionOutput RunForward(const Prepared& p) {
   const AttentionKernels& kernels = SelectedAttentionKernels();
   VarlenAttentionOutput result;
-  result.out = torch::empty_like(p.q);
+  result.out = torch::empty({p.q.size(0), p.q.size(1), p.q.size(2)}, p.q.options());
   result.lse = torch::empty({p.q.size(0), p.q.size(1)}, p.q.options());
   ForwardArgs args;
   args.shape = p.shape;
@@ -206,13 +238,18 @@ VarlenAttentionOutput RunForward(const Prepared& p) {
   return result;
 }
 
-VarlenAttentionGrads RunBackward(const Prepared& p, const torch::Tensor& out,
-                                 const torch::Tensor& lse, const torch::Tensor& dout) {
+// Where the backward writes: rows laid out like the prepared q, k, v (input_row_stride).
+struct GradTargets {
+  float* dq;
+  float* dk;
+  float* dv;
+};
+
+void RunBackward(const Prepared& p, const torch::Tensor& out, const torch::Tensor& lse,
+                 const torch::Tensor& dout, const GradTargets& targets) {
   const AttentionKernels& kernels = SelectedAttentionKernels();
   torch::Tensor out32 = AsFloat(out), dout32 = AsFloat(dout), lse32 = AsFloat(lse);
   torch::Tensor row_dots = torch::empty({p.q.size(0), p.q.size(1)}, p.q.options());
-  VarlenAttentionGrads grads{torch::empty_like(p.q), torch::empty_like(p.q),
-                             torch::empty_like(p.q)};
   BackwardArgs args;
   args.shape = p.shape;
   args.q = p.q.data_ptr<float>();
@@ -221,9 +258,9 @@ VarlenAttentionGrads RunBackward(const Prepared& p, const torch::Tensor& out,
   args.dout = dout32.data_ptr<float>();
   args.lse = lse32.data_ptr<float>();
   args.row_dots = row_dots.data_ptr<float>();
-  args.dq = grads.dq.data_ptr<float>();
-  args.dk = grads.dk.data_ptr<float>();
-  args.dv = grads.dv.data_ptr<float>();
+  args.dq = targets.dq;
+  args.dk = targets.dk;
+  args.dv = targets.dv;
   const int64_t rows = row_dots.numel();
   const int64_t d = p.shape.head_dim;
   at::parallel_for(0, rows, 256, [&](int64_t b, int64_t e) {
@@ -239,7 +276,26 @@ VarlenAttentionGrads RunBackward(const Prepared& p, const torch::Tensor& out,
   ParallelOverItems(count, scratch_floats, [&](int64_t b, int64_t e, float* scratch) {
     kernels.backward_keys(args, items.data(), b, e, scratch);
   });
+}
+
+// Separate contiguous dq, dk, dv for separate q, k, v.
+VarlenAttentionGrads RunSeparateBackward(const Prepared& p, const torch::Tensor& out,
+                                         const torch::Tensor& lse, const torch::Tensor& dout) {
+  VarlenAttentionGrads grads{torch::empty_like(p.q), torch::empty_like(p.q),
+                             torch::empty_like(p.q)};
+  RunBackward(p, out, lse, dout,
+              {grads.dq.data_ptr<float>(), grads.dk.data_ptr<float>(), grads.dv.data_ptr<float>()});
   return grads;
+}
+
+// One [tokens, 3, heads, head_dim] gradient for a packed qkv.
+torch::Tensor RunPackedBackward(const Prepared& p, const torch::Tensor& out,
+                                const torch::Tensor& lse, const torch::Tensor& dout) {
+  torch::Tensor dqkv = torch::empty_like(p.qkv);
+  float* base = dqkv.data_ptr<float>();
+  const int64_t head_row = p.q.size(1) * p.q.size(2);
+  RunBackward(p, out, lse, dout, {base, base + head_row, base + 2 * head_row});
+  return dqkv;
 }
 
 absl::Status CheckLikeQ(const std::string& name, const torch::Tensor& t, const torch::Tensor& q) {
@@ -300,9 +356,38 @@ class VarlenAttentionFunction : public torch::autograd::Function<VarlenAttention
     Prepared p = Prepare(saved[0], saved[1], saved[2], saved[3], saved[4], options);
     auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
     VarlenAttentionGrads grads =
-        CastGrads(RunBackward(p, saved[5], saved[6], grad_outputs[0]), dtype);
+        CastGrads(RunSeparateBackward(p, saved[5], saved[6], grad_outputs[0]), dtype);
     return {grads.dq, grads.dk, grads.dv, torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
+  }
+};
+
+// Autograd wrapper of the packed-qkv op; inputs are checked by VarlenAttentionQkv.
+class VarlenAttentionQkvFunction : public torch::autograd::Function<VarlenAttentionQkvFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
+                               const torch::Tensor& cu_seqlens,
+                               const torch::Tensor& prefix_lengths, int64_t mask,
+                               double softmax_scale) {
+    VarlenAttentionOptions options{static_cast<MaskKind>(mask), softmax_scale};
+    Prepared p = PrepareQkv(qkv, cu_seqlens, prefix_lengths, options);
+    VarlenAttentionOutput result = RunForward(p);
+    ctx->save_for_backward({p.qkv, p.cu_seqlens, p.prefix_lengths, result.out, result.lse});
+    ctx->saved_data["mask"] = mask;
+    ctx->saved_data["softmax_scale"] = softmax_scale;
+    ctx->saved_data["dtype"] = static_cast<int64_t>(qkv.scalar_type());
+    return result.out.to(qkv.scalar_type());
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_outputs) {
+    std::vector<torch::Tensor> saved = ctx->get_saved_variables();
+    VarlenAttentionOptions options{static_cast<MaskKind>(ctx->saved_data["mask"].toInt()),
+                                   ctx->saved_data["softmax_scale"].toDouble()};
+    Prepared p = PrepareQkv(saved[0], saved[1], saved[2], options);
+    auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
+    torch::Tensor dqkv = RunPackedBackward(p, saved[3], saved[4], grad_outputs[0]).to(dtype);
+    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -336,7 +421,7 @@ absl::StatusOr<VarlenAttentionGrads> VarlenAttentionBackward(
   try {
     torch::NoGradGuard no_grad;
     Prepared p = Prepare(q, k, v, cu_seqlens, prefix_lengths, options);
-    return CastGrads(RunBackward(p, out, lse, dout), q.scalar_type());
+    return CastGrads(RunSeparateBackward(p, out, lse, dout), q.scalar_type());
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("varlen attention backward: ", e.what_without_backtrace()));
   }
@@ -354,6 +439,24 @@ absl::StatusOr<torch::Tensor> VarlenAttention(const torch::Tensor& q, const torc
     return VarlenAttentionFunction::apply(q, k, v, cu_seqlens, prefix,
                                           static_cast<int64_t>(options.mask),
                                           options.softmax_scale);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("varlen attention: ", e.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
+                                                 const torch::Tensor& cu_seqlens,
+                                                 const torch::Tensor& prefix_lengths,
+                                                 const VarlenAttentionOptions& options) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckPackedQkv(qkv));
+  ROBOLOOP_RETURN_IF_ERROR(CheckInputs(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2),
+                                       cu_seqlens, prefix_lengths, options));
+  torch::Tensor prefix = options.mask == MaskKind::kPrefixLm ? prefix_lengths
+                                                              : torch::zeros({0}, torch::kInt);
+  try {
+    return VarlenAttentionQkvFunction::apply(qkv, cu_seqlens, prefix,
+                                             static_cast<int64_t>(options.mask),
+                                             options.softmax_scale);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("varlen attention: ", e.what_without_backtrace()));
   }

@@ -206,6 +206,30 @@ TEST(VarlenAttentionTest, SequenceAloneEqualsSequenceInBatchBitwise) {
   EXPECT_TRUE(torch::equal(alone->out, slice(packed->out)));
 }
 
+// The packed-qkv entry reads q, k, v in place and writes one gradient, with the same sums.
+TEST(VarlenAttentionTest, PackedQkvEqualsSeparateQkvBitwise) {
+  std::mt19937_64 rng(testing::RunSeed() + 35);
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+    PackedCase c = RandomCase(&rng, 5, 100, 3, 40, mask);
+    const OpResult separate = RunOp(c);
+    torch::Tensor qkv = torch::stack({c.q, c.k, c.v}, 1).requires_grad_();
+    absl::StatusOr<torch::Tensor> out =
+        VarlenAttentionQkv(qkv, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
+    ASSERT_TRUE(out.ok()) << out.status();
+    out->backward(c.dout);
+    SCOPED_TRACE(Describe(c));
+    EXPECT_TRUE(torch::equal(*out, separate.out));
+    EXPECT_TRUE(torch::equal(qkv.grad().select(1, 0), separate.dq));
+    EXPECT_TRUE(torch::equal(qkv.grad().select(1, 1), separate.dk));
+    EXPECT_TRUE(torch::equal(qkv.grad().select(1, 2), separate.dv));
+  }
+  const torch::Tensor pairs = torch::zeros({10, 2, 2, 8});
+  absl::StatusOr<torch::Tensor> bad = VarlenAttentionQkv(
+      pairs, torch::tensor({0, 10}, torch::kInt), torch::Tensor(), VarlenAttentionOptions{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("qkv must be [total_tokens, 3, heads, head_dim]"));
+}
+
 TEST(VarlenAttentionTest, PortableKernelsMatchSelectedKernels) {
   std::mt19937_64 rng(testing::RunSeed() + 40);
   PackedCase c = RandomCase(&rng, 3, 200, 2, 40, MaskKind::kCausal);
@@ -220,6 +244,7 @@ TEST(VarlenAttentionTest, PortableKernelsMatchSelectedKernels) {
   shape.head_dim = c.head_dim;
   shape.mask = c.mask;
   shape.scale = static_cast<float>(DefaultScale(c));
+  shape.input_row_stride = shape.output_row_stride = c.heads * c.head_dim;
   torch::Tensor out = torch::empty_like(c.q);
   torch::Tensor lse = torch::empty({c.q.size(0), c.heads}, torch::kFloat);
   ForwardArgs args{shape, c.q.data_ptr<float>(), c.k.data_ptr<float>(), c.v.data_ptr<float>(),

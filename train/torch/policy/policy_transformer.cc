@@ -59,12 +59,11 @@ class Block : public torch::nn::Module {
     const int64_t d_model = qkv.size(-1) / 3;
     const int64_t head_dim = d_model / heads_;
     if (layout.packed) {
-      const torch::Tensor split = qkv.view({qkv.size(0), 3, heads_, head_dim});
       kernels::VarlenAttentionOptions options;
       options.mask = kernels::MaskKind::kPrefixLm;
-      absl::StatusOr<torch::Tensor> out = kernels::VarlenAttention(
-          split.select(1, 0).contiguous(), split.select(1, 1).contiguous(),
-          split.select(1, 2).contiguous(), layout.cu_seqlens, layout.prefix_lengths, options);
+      absl::StatusOr<torch::Tensor> out = kernels::VarlenAttentionQkv(
+          qkv.view({qkv.size(0), 3, heads_, head_dim}), layout.cu_seqlens, layout.prefix_lengths,
+          options);
       TORCH_CHECK(out.ok(), "attention: ", out.status().message());
       return out->reshape({qkv.size(0), d_model});
     }
