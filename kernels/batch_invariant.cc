@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/gelu.h"
 #include "kernels/rowwise_core.h"
 
 namespace roboloop::kernels {
@@ -166,7 +167,7 @@ torch::Tensor InvariantActivate(Activation activation, const torch::Tensor& x) {
 torch::Tensor DefaultActivate(Activation activation, const torch::Tensor& x) {
   switch (activation) {
     case Activation::kRelu: return torch::relu(x);
-    case Activation::kGelu: return torch::gelu(x);
+    case Activation::kGelu: return Gelu(x);
     case Activation::kSilu: return torch::silu(x);
     case Activation::kTanh: return torch::tanh(x);
   }

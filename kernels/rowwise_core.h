@@ -22,9 +22,12 @@ struct RowwiseKernels {
                      const float* beta, float eps, float* y);
   // y = exp(x - max) / sum(exp(x - max)) per row of n.
   void (*softmax)(const float* x, int64_t rows, int64_t n, float* y);
-  // y[i] = gelu(x[i]) = x/2 (1 + erf(x/√2)) for i in [0, count), absolute error below 1e-7·|x|;
+  // y[i] = gelu(x[i]) = x/2 (1 + erf(x/√2)) for i in [0, count), absolute error below 3e-7·|x|;
   // each element's bits depend on its own value alone (no tail path of its own).
   void (*gelu)(const float* x, int64_t count, float* y);
+  // dx[i] = dy[i] * gelu'(x[i]) = dy[i] (Φ(x[i]) + x[i] φ(x[i])) for i in [0, count), with the
+  // same erf approximation as `gelu`.
+  void (*gelu_backward)(const float* x, const float* dy, int64_t count, float* dx);
 };
 
 // Columns of the zero-padded transposed weight the linear kernel expects.

@@ -98,10 +98,15 @@ void Softmax(const float* x, int64_t rows, int64_t n, float* y) {
 
 }  // namespace
 
-// gelu lane by lane. With z = |x|/√2 and q = erfc(z) from Abramowitz & Stegun 7.1.26
-// (|error| <= 1.5e-7), 1 + erf(x/√2) is 2 - q for x >= 0 and q for x < 0, so negative inputs
-// lose nothing to cancellation.
-V16 GeluLanes(V16 x) {
+// The normal distribution at x lane by lane: with z = |x|/√2, gauss = exp(-z²) = exp(-x²/2)
+// and q = erfc(z) from Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7); the cdf Φ(x) is
+// 1 - q/2 for x >= 0 and q/2 for x < 0, so negative inputs lose nothing to cancellation.
+struct NormalLanes {
+  V16 cdf;    // Φ(x)
+  V16 gauss;  // exp(-x²/2)
+};
+
+NormalLanes NormalOf(V16 x) {
   const V16 zero = Splat(0.0f);
   const V16 z = (x < zero ? -x : x) * static_cast<float>(M_SQRT1_2);
   const V16 t = Splat(1.0f) / (Splat(1.0f) + z * 0.3275911f);
@@ -110,8 +115,19 @@ V16 GeluLanes(V16 x) {
   poly = poly * t + 1.421413741f;
   poly = poly * t - 0.284496736f;
   poly = poly * t + 0.254829592f;
-  const V16 q = poly * t * Exp(-(z * z));
-  return x * 0.5f * (x < zero ? q : Splat(2.0f) - q);
+  const V16 gauss = Exp(-(z * z));
+  const V16 q = poly * t * gauss;
+  return {(x < zero ? q : Splat(2.0f) - q) * 0.5f, gauss};
+}
+
+// gelu(x) = x Φ(x) lane by lane.
+V16 GeluLanes(V16 x) { return x * NormalOf(x).cdf; }
+
+// dy · gelu'(x) = dy (Φ(x) + x φ(x)) lane by lane, φ(x) = exp(-x²/2) / √(2π).
+V16 GeluGradLanes(V16 x, V16 dy) {
+  const NormalLanes normal = NormalOf(x);
+  constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+  return dy * (normal.cdf + x * normal.gauss * kInvSqrt2Pi);
 }
 
 // Every element, the tail's included, goes through GeluLanes.
@@ -125,8 +141,21 @@ void Gelu(const float* x, int64_t count, float* y) {
   }
 }
 
+// Every element, the tail's included, goes through GeluGradLanes.
+void GeluBackward(const float* x, const float* dy, int64_t count, float* dx) {
+  int64_t j = 0;
+  for (; j + kLanes <= count; j += kLanes) {
+    Store(dx + j, GeluGradLanes(Load(x + j), Load(dy + j)));
+  }
+  if (j < count) {
+    float lanes[kLanes];
+    Store(lanes, GeluGradLanes(LoadTail(x, j, count, 0.0f), LoadTail(dy, j, count, 0.0f)));
+    std::copy(lanes, lanes + (count - j), dx + j);
+  }
+}
+
 extern const RowwiseKernels kRowwiseKernels;
 const RowwiseKernels kRowwiseKernels = {ROBOLOOP_KERNELS_ISA_NAME, &Linear, &LayerNorm,
-                                        &Softmax, &Gelu};
+                                        &Softmax, &Gelu, &GeluBackward};
 
 }  // namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA
