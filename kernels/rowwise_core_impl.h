@@ -96,8 +96,6 @@ void Softmax(const float* x, int64_t rows, int64_t n, float* y) {
   }
 }
 
-}  // namespace
-
 // The normal distribution at x lane by lane: with z = |x|/√2, gauss = exp(-z²) = exp(-x²/2)
 // and q = erfc(z) from Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7); the cdf Φ(x) is
 // 1 - q/2 for x >= 0 and q/2 for x < 0, so negative inputs lose nothing to cancellation.
@@ -153,6 +151,8 @@ void GeluBackward(const float* x, const float* dy, int64_t count, float* dx) {
     std::copy(lanes, lanes + (count - j), dx + j);
   }
 }
+
+}  // namespace
 
 extern const RowwiseKernels kRowwiseKernels;
 const RowwiseKernels kRowwiseKernels = {ROBOLOOP_KERNELS_ISA_NAME, &Linear, &LayerNorm,
