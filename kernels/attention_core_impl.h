@@ -76,6 +76,71 @@ int64_t FirstQuery(MaskKind mask, const TileView& view, int64_t j) {
   return 0;
 }
 
+// Keys [0, n) of a tile starting at key k0 that some row of the 4-row block at tile row r0
+// sees: the limit of the block's last present row (limits never decrease with the row).
+int64_t RowBlockKeys(MaskKind mask, const TileView& view, int64_t r0, int64_t k0,
+                     int64_t keys) {
+  const int64_t last = view.first_row + std::min(r0 + 3, view.rows - 1);
+  return std::clamp<int64_t>(KeyLimit(mask, view, last) - k0, 0, keys);
+}
+
+// Queries [lo, queries) of a tile starting at query q0 that see some key of the 4-row block at
+// tile row r0: the first query of the block's first key (first queries never decrease).
+int64_t RowBlockFirstQuery(MaskKind mask, const TileView& view, int64_t r0, int64_t q0,
+                           int64_t queries) {
+  return std::clamp<int64_t>(FirstQuery(mask, view, view.first_row + r0) - q0, 0, queries);
+}
+
+// Query tiles, per 4-row block: scores[r][0, n) = a[r] . bt over the block's visible keys
+// only (n = its key count rounded up to the vector width; later columns are left as they
+// were, and the softmax passes mask them by selection).
+void QueryBlockScores(MaskKind mask, const TileView& view, int64_t k0, int64_t keys,
+                      int64_t columns, const float* a, int64_t dp, const float* bt,
+                      float* scores) {
+  for (int64_t r0 = 0; r0 < view.padded_rows; r0 += 4) {
+    const int64_t n = RowBlockKeys(mask, view, r0, k0, keys);
+    if (n == 0) continue;
+    Gemm(4, RoundUpToLanes(n), dp, a + r0 * dp, dp, bt, columns, scores + r0 * kColumnTile,
+         kColumnTile, false);
+  }
+}
+
+// Query tiles, per 4-row block: acc[r] += p[r][0, n) . b_rows[0, n) over the block's visible
+// keys only (p is zero beyond them, so the sum is the full one without its zero terms).
+void QueryBlockAccumulate(MaskKind mask, const TileView& view, int64_t k0, int64_t keys,
+                          const float* p, const float* b_rows, int64_t dp, float* acc) {
+  for (int64_t r0 = 0; r0 < view.padded_rows; r0 += 4) {
+    const int64_t n = RowBlockKeys(mask, view, r0, k0, keys);
+    if (n == 0) continue;
+    Gemm(4, dp, n, p + r0 * kColumnTile, kColumnTile, b_rows, dp, acc + r0 * dp, dp, true);
+  }
+}
+
+// Key tiles, per 4-row block: scores[r][g, columns) = a[r] . bt from the vector group g that
+// holds the block's first visible query (earlier columns are left as they were).
+void KeyBlockScores(MaskKind mask, const TileView& view, int64_t q0, int64_t queries,
+                    int64_t columns, const float* a, int64_t dp, const float* bt,
+                    float* scores) {
+  for (int64_t r0 = 0; r0 < view.padded_rows; r0 += 4) {
+    const int64_t group = RowBlockFirstQuery(mask, view, r0, q0, queries) / kLanes * kLanes;
+    if (group >= columns) continue;
+    Gemm(4, columns - group, dp, a + r0 * dp, dp, bt + group, columns,
+         scores + r0 * kColumnTile + group, kColumnTile, false);
+  }
+}
+
+// Key tiles, per 4-row block: acc[r] += p[r][lo, queries) . b_rows[lo, queries) over the
+// queries that see the block (p is zero before them).
+void KeyBlockAccumulate(MaskKind mask, const TileView& view, int64_t q0, int64_t queries,
+                        const float* p, const float* b_rows, int64_t dp, float* acc) {
+  for (int64_t r0 = 0; r0 < view.padded_rows; r0 += 4) {
+    const int64_t lo = RowBlockFirstQuery(mask, view, r0, q0, queries);
+    if (lo >= queries) continue;
+    Gemm(4, dp, queries - lo, p + r0 * kColumnTile + lo, kColumnTile, b_rows + lo * dp, dp,
+         acc + r0 * dp, dp, true);
+  }
+}
+
 // Copies `rows` rows of `d` floats (row stride `stride`) into dst[padded_rows][dp], zero-padded.
 void GatherRows(const float* src, int64_t stride, int64_t rows, int64_t d, int64_t dp,
                 int64_t padded_rows, float* dst) {
@@ -203,7 +268,7 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
     const int64_t key_base = (view.start + k0) * stride + view.head * d;
     GatherTransposed(args.k + key_base, stride, keys, d, dp, columns, s.t0);
     GatherRows(args.v + key_base, stride, keys, d, dp, columns, s.b);
-    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
+    QueryBlockScores(shape.mask, view, k0, keys, columns, s.a, dp, s.t0, s.s0);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t visible =
           r < view.rows
@@ -212,7 +277,7 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
       OnlineSoftmaxRow(s.s0 + r * kColumnTile, columns, visible, shape.scale, running_max + r,
                        running_sum + r, s.acc0 + r * dp, dp);
     }
-    Gemm(rows, dp, columns, s.s0, kColumnTile, s.b, dp, s.acc0, dp, true);
+    QueryBlockAccumulate(shape.mask, view, k0, keys, s.s0, s.b, dp, s.acc0);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* out_row = args.out + out_base + r * out_stride;
@@ -224,7 +289,8 @@ void ForwardTile(const ForwardArgs& args, const TileItem& item, const Scratch& s
 }
 
 // Probabilities and score gradients of the `columns` entries of one tile row:
-// p = exp(s*scale - lse) for lanes [lo, hi), zero elsewhere; ds = p * (dp - rowdot). `lse` and
+// p = exp(s*scale - lse) and ds = p * (dp - rowdot) for lanes [lo, hi), zero elsewhere (by
+// selection, so entries outside [lo, hi) may hold anything). `lse` and
 // `rowdot` are per lane when `per_lane` (key pass: columns are queries), else scalars at index
 // 0 (query pass).
 void ProbabilityAndGradRow(float* scores, float* grads, int64_t columns, const float* lse,
@@ -235,7 +301,7 @@ void ProbabilityAndGradRow(float* scores, float* grads, int64_t columns, const f
     V16 row_dot = per_lane ? Load(rowdot + j) : Splat(rowdot[0]);
     V16 p = KeepRange(Exp(Load(scores + j) * scale - row_lse), j, lo, hi);
     Store(scores + j, p);
-    Store(grads + j, p * (Load(grads + j) - row_dot));
+    Store(grads + j, KeepRange(p * (Load(grads + j) - row_dot), j, lo, hi));
   }
 }
 
@@ -257,8 +323,13 @@ void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const S
   const int64_t base = view.start * stride + view.head * d;
   TransposeTile(s.s0, kColumnTile, rows, columns, s.s2);
   TransposeTile(s.s1, kColumnTile, rows, columns, s.s3);
-  Gemm(columns, dp, rows, s.s2, rows, s.b, dp, s.acc1, dp, false);
-  Gemm(columns, dp, rows, s.s3, rows, s.a, dp, s.d, dp, false);
+  for (int64_t j0 = 0; j0 < view.length; j0 += 4) {
+    const int64_t lo = std::clamp<int64_t>(FirstQuery(shape.mask, view, j0), 0, rows);
+    Gemm(4, dp, rows - lo, s.s2 + j0 * rows + lo, rows, s.b + lo * dp, dp, s.acc1 + j0 * dp, dp,
+         false);
+    Gemm(4, dp, rows - lo, s.s3 + j0 * rows + lo, rows, s.a + lo * dp, dp, s.d + j0 * dp, dp,
+         false);
+  }
   for (int64_t r = 0; r < view.length; ++r) {
     float* dk_row = args.dk + base + r * stride;
     float* dv_row = args.dv + base + r * stride;
@@ -292,8 +363,8 @@ void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scr
     GatherTransposed(args.k + key_base, stride, keys, d, dp, columns, s.t0);
     GatherTransposed(args.v + key_base, stride, keys, d, dp, columns, s.t1);
     GatherRows(args.k + key_base, stride, keys, d, dp, columns, s.c);
-    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
-    Gemm(rows, columns, dp, s.b, dp, s.t1, columns, s.s1, kColumnTile, false);
+    QueryBlockScores(shape.mask, view, k0, keys, columns, s.a, dp, s.t0, s.s0);
+    QueryBlockScores(shape.mask, view, k0, keys, columns, s.b, dp, s.t1, s.s1);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t visible =
           r < view.rows
@@ -302,7 +373,7 @@ void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scr
       ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, columns,
                             s.stat0 + r, s.stat1 + r, false, shape.scale, 0, visible);
     }
-    Gemm(rows, dp, columns, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+    QueryBlockAccumulate(shape.mask, view, k0, keys, s.s1, s.c, dp, s.acc0);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* dq_row = args.dq + base + r * stride;
@@ -336,16 +407,16 @@ void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scrat
     GatherRows(args.dout + dout_base, out_stride, queries, d, dp, columns, s.d);
     GatherStats(args.lse + stat_base, shape.heads, queries, columns, s.stat0);
     GatherStats(args.row_dots + stat_base, shape.heads, queries, columns, s.stat1);
-    Gemm(rows, columns, dp, s.a, dp, s.t0, columns, s.s0, kColumnTile, false);
-    Gemm(rows, columns, dp, s.b, dp, s.t1, columns, s.s1, kColumnTile, false);
+    KeyBlockScores(shape.mask, view, q0, queries, columns, s.a, dp, s.t0, s.s0);
+    KeyBlockScores(shape.mask, view, q0, queries, columns, s.b, dp, s.t1, s.s1);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t lo = r < view.rows ? FirstQuery(shape.mask, view, view.first_row + r) - q0 : 0;
       int64_t hi = r < view.rows ? queries : 0;
       ProbabilityAndGradRow(s.s0 + r * kColumnTile, s.s1 + r * kColumnTile, columns, s.stat0,
                             s.stat1, true, shape.scale, lo, hi);
     }
-    Gemm(rows, dp, columns, s.s0, kColumnTile, s.d, dp, s.acc1, dp, true);
-    Gemm(rows, dp, columns, s.s1, kColumnTile, s.c, dp, s.acc0, dp, true);
+    KeyBlockAccumulate(shape.mask, view, q0, queries, s.s0, s.d, dp, s.acc1);
+    KeyBlockAccumulate(shape.mask, view, q0, queries, s.s1, s.c, dp, s.acc0);
   }
   for (int64_t r = 0; r < view.rows; ++r) {
     float* dk_row = args.dk + base + r * stride;
