@@ -100,6 +100,10 @@ absl::Status ValidateOptions(const GrpcServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes must be positive, got ", options.max_message_bytes));
   }
+  if (options.idle_handler_threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "idle_handler_threads must be at least 1, got ", options.idle_handler_threads));
+  }
   if (options.shutdown_deadline < absl::ZeroDuration() ||
       options.drain_period < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("shutdown_deadline and drain_period must not be negative");
@@ -127,6 +131,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              options.idle_handler_threads);
   for (grpc::Service* service : services) builder.RegisterService(service);
   auto names = std::make_shared<ServiceNames>();
   builder.SetOption(std::make_unique<ServiceListOption>(names));

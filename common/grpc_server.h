@@ -35,6 +35,9 @@ struct GrpcServerOptions {
   absl::Duration drain_period = absl::ZeroDuration();
   // Largest message the server sends or accepts, in bytes.
   int max_message_bytes = 64 << 20;
+  // Handler threads kept waiting for calls between calls. gRPC's default (2) makes a server
+  // under a few concurrent clients end and start a thread for about every other call.
+  int idle_handler_threads = 16;
 };
 
 // A started gRPC server. Thread-safe: Shutdown, Wait and SetServingStatus may be called from
