@@ -312,6 +312,21 @@ void TransposeTile(const float* src, int64_t ld, int64_t rows, int64_t columns, 
   }
 }
 
+// Writes `rows` key rows from offset `base`: dk = dk_acc * scale, dv = dv_acc (both [rows][dp]).
+void WriteKeyGradients(const BackwardArgs& args, int64_t base, int64_t rows, const float* dk_acc,
+                       const float* dv_acc) {
+  const int64_t d = args.shape.head_dim, dp = RoundUpToLanes(d);
+  const int64_t stride = args.shape.input_row_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dk_row = args.dk + base + r * stride;
+    float* dv_row = args.dv + base + r * stride;
+    for (int64_t c = 0; c < d; ++c) {
+      dk_row[c] = dk_acc[r * dp + c] * args.shape.scale;
+      dv_row[c] = dv_acc[r * dp + c];
+    }
+  }
+}
+
 // dk and dv of a sequence held by one tile, from its probabilities P (s.s0) and score gradients
 // dS (s.s1), [rows][columns] with zeros outside the mask: dv = P^T dout, dk = dS^T q * scale.
 // q rows are in s.a and dout rows in s.b, zero-padded to `rows`.
@@ -330,14 +345,7 @@ void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const S
     Gemm(4, dp, rows - lo, s.s3 + j0 * rows + lo, rows, s.a + lo * dp, dp, s.d + j0 * dp, dp,
          false);
   }
-  for (int64_t r = 0; r < view.length; ++r) {
-    float* dk_row = args.dk + base + r * stride;
-    float* dv_row = args.dv + base + r * stride;
-    for (int64_t c = 0; c < d; ++c) {
-      dk_row[c] = s.d[r * dp + c] * shape.scale;
-      dv_row[c] = s.acc1[r * dp + c];
-    }
-  }
+  WriteKeyGradients(args, base, view.length, s.d, s.acc1);
 }
 
 void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {
@@ -418,14 +426,7 @@ void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scrat
     KeyBlockAccumulate(shape.mask, view, q0, queries, s.s0, s.d, dp, s.acc1);
     KeyBlockAccumulate(shape.mask, view, q0, queries, s.s1, s.c, dp, s.acc0);
   }
-  for (int64_t r = 0; r < view.rows; ++r) {
-    float* dk_row = args.dk + base + r * stride;
-    float* dv_row = args.dv + base + r * stride;
-    for (int64_t c = 0; c < d; ++c) {
-      dk_row[c] = s.acc0[r * dp + c] * shape.scale;
-      dv_row[c] = s.acc1[r * dp + c];
-    }
-  }
+  WriteKeyGradients(args, base, view.rows, s.acc0, s.acc1);
 }
 
 void Forward(const ForwardArgs& args, const TileItem* items, int64_t begin, int64_t end,
