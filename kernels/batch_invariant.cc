@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/gelu.h"
+#include "kernels/layer_norm.h"
 #include "kernels/rowwise_core.h"
 
 namespace roboloop::kernels {
@@ -193,7 +194,7 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor LayerNorm(const torch::Tensor& x, const torch::Tensor& weight,
                         const torch::Tensor& bias, double eps) {
   if (!batch_invariant_mode) {
-    return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+    return DifferentiableLayerNorm(x, weight, bias, eps);
   }
   return InvariantLayerNorm(x, weight, bias, eps);
 }

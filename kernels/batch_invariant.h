@@ -4,8 +4,8 @@
 // batch it is in. With the mode on, these ops compute every output row from its input row
 // alone, with a reduction order fixed by the row length, so a policy's action for one
 // environment is bitwise identical however environments are batched, ordered or sharded.
-// With the mode off they call the default LibTorch ops (gelu: the differentiable kernel of
-// kernels/gelu.h). Policy code calls these functions
+// With the mode off they call the default LibTorch ops (gelu and layer norm: the
+// differentiable kernels of kernels/gelu.h and kernels/layer_norm.h). Policy code calls these functions
 // instead of torch::nn::functional; evaluation turns the mode on with a BatchInvariantScope.
 //
 // The mode is per thread. Invariant-mode ops are inference-only: they take float32 CPU

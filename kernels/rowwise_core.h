@@ -28,6 +28,16 @@ struct RowwiseKernels {
   // dx[i] = dy[i] * gelu'(x[i]) = dy[i] (Φ(x[i]) + x[i] φ(x[i])) for i in [0, count), with the
   // same erf approximation as `gelu`.
   void (*gelu_backward)(const float* x, const float* dy, int64_t count, float* dx);
+  // Training layer norm: y as `layer_norm`'s formula (vectorised; its bits may differ from
+  // `layer_norm`'s), plus each row's mean and rstd = 1/sqrt(var + eps) for the backward.
+  void (*layer_norm_forward)(const float* x, int64_t rows, int64_t n, const float* gamma,
+                             const float* beta, float eps, float* y, float* mean, float* rstd);
+  // Its backward over rows: with x̂ = (x - mean) rstd and g = dy gamma,
+  // dx = rstd (g - mean(g) - x̂ mean(g x̂)) per row; adds Σ dy x̂ to dgamma[n] and Σ dy to
+  // dbeta[n] row by row in order. gamma null means ones; dgamma/dbeta may be null.
+  void (*layer_norm_backward)(const float* x, const float* dy, const float* mean,
+                              const float* rstd, int64_t rows, int64_t n, const float* gamma,
+                              float* dx, float* dgamma, float* dbeta);
 };
 
 // Columns of the zero-padded transposed weight the linear kernel expects.

@@ -69,6 +69,79 @@ void LayerNorm(const float* x, int64_t rows, int64_t n, const float* gamma, cons
   }
 }
 
+// Lanes [j, j+16) of an optional per-column vector: `fill` everywhere when it is null.
+V16 LoadOptional(const float* v, int64_t j, float fill) { return v ? Load(v + j) : Splat(fill); }
+
+void LayerNormForward(const float* x, int64_t rows, int64_t n, const float* gamma,
+                      const float* beta, float eps, float* y, float* mean, float* rstd) {
+  const int64_t full = n / kLanes * kLanes;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    const float m = BlockedSum(row, n, [](V16 v) { return v; }) / static_cast<float>(n);
+    const float var =
+        BlockedSum(row, n, [m](V16 v) { return (v - m) * (v - m); }) / static_cast<float>(n);
+    const float rs = 1.0f / std::sqrt(var + eps);
+    float* out = y + r * n;
+    for (int64_t j = 0; j < full; j += kLanes) {
+      Store(out + j, (Load(row + j) - m) * rs * LoadOptional(gamma, j, 1.0f) +
+                         LoadOptional(beta, j, 0.0f));
+    }
+    for (int64_t c = full; c < n; ++c) {
+      out[c] = (row[c] - m) * rs * (gamma ? gamma[c] : 1.0f) + (beta ? beta[c] : 0.0f);
+    }
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+// Row sums of g = dy gamma and of g x̂ (x̂ = (x - m) rs), in BlockedSum's order.
+void RowGradientSums(const float* row, const float* dy, int64_t n, const float* gamma, float m,
+                     float rs, float* sum_g, float* sum_gx) {
+  const int64_t full = n / kLanes * kLanes;
+  V16 g_acc = V16{}, gx_acc = V16{};
+  for (int64_t j = 0; j < full; j += kLanes) {
+    const V16 g = Load(dy + j) * LoadOptional(gamma, j, 1.0f);
+    g_acc += g;
+    gx_acc += g * ((Load(row + j) - m) * rs);
+  }
+  float tail_g = 0.0f, tail_gx = 0.0f;
+  for (int64_t c = full; c < n; ++c) {
+    const float g = dy[c] * (gamma ? gamma[c] : 1.0f);
+    tail_g += g;
+    tail_gx += g * ((row[c] - m) * rs);
+  }
+  *sum_g = SumLanes(g_acc) + tail_g;
+  *sum_gx = SumLanes(gx_acc) + tail_gx;
+}
+
+void LayerNormBackward(const float* x, const float* dy, const float* mean, const float* rstd,
+                       int64_t rows, int64_t n, const float* gamma, float* dx, float* dgamma,
+                       float* dbeta) {
+  const int64_t full = n / kLanes * kLanes;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    const float* up = dy + r * n;
+    float* out = dx + r * n;
+    const float m = mean[r], rs = rstd[r];
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    RowGradientSums(row, up, n, gamma, m, rs, &sum_g, &sum_gx);
+    const float mean_g = sum_g / static_cast<float>(n), mean_gx = sum_gx / static_cast<float>(n);
+    for (int64_t j = 0; j < full; j += kLanes) {
+      const V16 xhat = (Load(row + j) - m) * rs;
+      const V16 d = Load(up + j);
+      Store(out + j, (d * LoadOptional(gamma, j, 1.0f) - mean_g - xhat * mean_gx) * rs);
+      if (dgamma) Store(dgamma + j, Load(dgamma + j) + d * xhat);
+      if (dbeta) Store(dbeta + j, Load(dbeta + j) + d);
+    }
+    for (int64_t c = full; c < n; ++c) {
+      const float xhat = (row[c] - m) * rs;
+      out[c] = (up[c] * (gamma ? gamma[c] : 1.0f) - mean_g - xhat * mean_gx) * rs;
+      if (dgamma) dgamma[c] += up[c] * xhat;
+      if (dbeta) dbeta[c] += up[c];
+    }
+  }
+}
+
 void Softmax(const float* x, int64_t rows, int64_t n, float* y) {
   const float lowest = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
@@ -155,7 +228,8 @@ void GeluBackward(const float* x, const float* dy, int64_t count, float* dx) {
 }  // namespace
 
 extern const RowwiseKernels kRowwiseKernels;
-const RowwiseKernels kRowwiseKernels = {ROBOLOOP_KERNELS_ISA_NAME, &Linear, &LayerNorm,
-                                        &Softmax, &Gelu, &GeluBackward};
+const RowwiseKernels kRowwiseKernels = {
+    ROBOLOOP_KERNELS_ISA_NAME, &Linear,         &LayerNorm,        &Softmax,
+    &Gelu,                     &GeluBackward,   &LayerNormForward, &LayerNormBackward};
 
 }  // namespace roboloop::kernels::ROBOLOOP_KERNELS_ISA

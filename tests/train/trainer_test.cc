@@ -28,20 +28,21 @@ const TorchRuntime& Runtime() {
 
 constexpr int kObs = 5, kAct = 2, kHistory = 4, kChunk = 3;
 
-// A batch with mixed history lengths and padded action steps.
+// A batch with mixed history lengths and padded action steps; the first `full_histories`
+// samples have every history slot real.
 struct OwnedBatch {
   int batch = 0;
   std::vector<float> obs, actions;
   std::vector<int32_t> history_length;
   std::vector<uint8_t> valid;
 
-  explicit OwnedBatch(int n, uint32_t seed) : batch(n) {
+  explicit OwnedBatch(int n, uint32_t seed, int full_histories = 0) : batch(n) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal;
     for (int i = 0; i < n * kHistory * kObs; ++i) obs.push_back(normal(rng));
     for (int i = 0; i < n * kChunk * kAct; ++i) actions.push_back(normal(rng));
     for (int b = 0; b < n; ++b) {
-      history_length.push_back(1 + b % kHistory);
+      history_length.push_back(b < full_histories ? kHistory : 1 + b % kHistory);
       for (int c = 0; c < kChunk; ++c) valid.push_back(c <= (b % kChunk) ? 1 : 0);
     }
   }
@@ -87,6 +88,23 @@ TEST(TrainerTest, PackedAndPaddedTransformerLossAgreeWithin1e5) {
     ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
     EXPECT_LE(std::abs(a->loss - b->loss) / std::abs(b->loss), 1e-5) << "step " << step;
     EXPECT_LE(std::abs(a->grad_norm - b->grad_norm) / b->grad_norm, 1e-4) << "step " << step;
+  }
+}
+
+// Packs of full histories are encoded in place instead of gathered: alone (one pack of the
+// whole batch) and next to gathered packs (a 40-token budget: samples 0-4 and 5-9 are full).
+TEST(TrainerTest, FullHistoryPacksAgreeWithPaddedWithin1e5) {
+  for (const auto& [full, budget] : {std::pair{12, 8192}, std::pair{10, 40}}) {
+    const OwnedBatch batch(12, 4, full);
+    auto packed = MakeTrainer(Policy("transformer"), true, budget);
+    auto padded = MakeTrainer(Policy("transformer"), false);
+    for (int step = 0; step < 3; ++step) {
+      auto a = packed->Step(batch.View(), step);
+      auto b = padded->Step(batch.View(), step);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+      EXPECT_LE(std::abs(a->loss - b->loss) / std::abs(b->loss), 1e-5) << "budget " << budget << " step " << step;
+      EXPECT_LE(std::abs(a->grad_norm - b->grad_norm) / b->grad_norm, 1e-4) << "budget " << budget << " step " << step;
+    }
   }
 }
 

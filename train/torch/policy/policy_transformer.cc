@@ -8,8 +8,10 @@
 //
 // Token layout per sample, `history` observation slots then `chunk` action slots. Only the
 // last history_length observation slots are real (the window is left-padded). The packed path
-// gathers the real tokens of every sample into varlen sequences; the padded path keeps all
-// slots and masks the padded keys. Both give the same loss up to rounding.
+// gathers the real tokens of every sample into varlen sequences (a pack of full histories is
+// already in packed order and is used in place); the padded path keeps all slots and masks the
+// padded keys. Both give the same loss up to rounding.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -220,14 +222,37 @@ class TransformerModel : public PolicyModel {
     const torch::Tensor flat = tokens.reshape({-1, tokens.size(2)});
     std::vector<torch::Tensor> outputs;
     for (const Pack& pack : plan->packs) {
-      std::vector<int64_t> index = PackedTokenIndex(pack, history, chunk);
       TokenLayout layout;
       layout.cu_seqlens = torch::tensor(pack.cu_seqlens, torch::kInt);
       layout.prefix_lengths = torch::tensor(pack.prefix_lengths, torch::kInt);
+      if (HasFullHistories(pack, history)) {
+        outputs.push_back(EncodeFullPack(flat, pack, layout, history, chunk));
+        continue;
+      }
+      const std::vector<int64_t> index = PackedTokenIndex(pack, history, chunk);
       const torch::Tensor packed = Encode(flat.index_select(0, torch::tensor(index, torch::kLong)), layout);
       outputs.push_back(packed.index_select(0, ActionTokenRows(pack, chunk)));
     }
-    return torch::cat(outputs, 0).view({tokens.size(0), chunk, tokens.size(2)});
+    const torch::Tensor actions = outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0);
+    return actions.reshape({tokens.size(0), chunk, tokens.size(2)});
+  }
+
+  static bool HasFullHistories(const Pack& pack, int32_t history) {
+    return std::all_of(pack.prefix_lengths.begin(), pack.prefix_lengths.end(),
+                       [history](int32_t prefix) { return prefix == history; });
+  }
+
+  // A pack whose samples all have full histories is a contiguous run of padded rows in
+  // packed order already: it is encoded in place, without gathering, and its action rows are
+  // the last `row - history` slots of each sample.
+  torch::Tensor EncodeFullPack(const torch::Tensor& flat, const Pack& pack, const TokenLayout& layout,
+                               int32_t history, int32_t chunk) {
+    const int64_t row = history + chunk;
+    const int64_t first = pack.samples.front() * row;
+    const int64_t rows = static_cast<int64_t>(pack.samples.size()) * row;
+    const torch::Tensor input = first == 0 && rows == flat.size(0) ? flat : flat.narrow(0, first, rows);
+    const torch::Tensor encoded = Encode(input, layout).view({-1, row, flat.size(1)});
+    return encoded.slice(1, history).reshape({-1, flat.size(1)});
   }
 
   // Rows of a pack's action tokens, in sample order then chunk order.
