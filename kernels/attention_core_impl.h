@@ -152,13 +152,29 @@ void GatherRows(const float* src, int64_t stride, int64_t rows, int64_t d, int64
   }
 }
 
-// Copies the transpose of `rows` rows of `d` floats into dst[dp][padded_rows], zero-padded.
+// Copies the transpose of `rows` rows of `d` floats into dst[dp][padded_rows], zero-padded;
+// padded_rows is a multiple of the vector width. Works in 16 x 16 blocks held in registers.
 void GatherTransposed(const float* src, int64_t stride, int64_t rows, int64_t d, int64_t dp,
                       int64_t padded_rows, float* dst) {
-  std::fill(dst, dst + dp * padded_rows, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = src + r * stride;
-    for (int64_t c = 0; c < d; ++c) dst[c * padded_rows + r] = row[c];
+  V16 block[kLanes];
+  for (int64_t r0 = 0; r0 < padded_rows; r0 += kLanes) {
+    for (int64_t c0 = 0; c0 < dp; c0 += kLanes) {
+      const int64_t width = std::min(kLanes, d - c0);
+      for (int64_t i = 0; i < kLanes; ++i) {
+        const float* row = src + (r0 + i) * stride + c0;
+        if (r0 + i >= rows) {
+          block[i] = V16{};
+        } else if (width == kLanes) {
+          block[i] = Load(row);
+        } else {
+          float lanes[kLanes] = {};
+          std::copy(row, row + width, lanes);
+          block[i] = Load(lanes);
+        }
+      }
+      Transpose16(block);
+      for (int64_t l = 0; l < kLanes; ++l) Store(dst + (c0 + l) * padded_rows + r0, block[l]);
+    }
   }
 }
 
@@ -180,8 +196,6 @@ struct Scratch {
   float* t1;     // [dp][tile] transposed operand
   float* s0;     // [kRowTile][kColumnTile] scores / probabilities
   float* s1;     // [kRowTile][kColumnTile] score gradients
-  float* s2;     // [kColumnTile][kRowTile] transposed probabilities (one-tile backward)
-  float* s3;     // [kColumnTile][kRowTile] transposed score gradients (one-tile backward)
   float* stat0;  // [tile] per-row statistic
   float* stat1;  // [tile] per-row statistic
 };
@@ -190,7 +204,7 @@ constexpr int64_t kMaxTile = kRowTile > kColumnTile ? kRowTile : kColumnTile;
 
 size_t ScratchFloats(int64_t head_dim) {
   int64_t dp = RoundUpToLanes(head_dim);
-  return static_cast<size_t>(8 * kMaxTile * dp + 4 * kRowTile * kColumnTile + 2 * kMaxTile);
+  return static_cast<size_t>(8 * kMaxTile * dp + 2 * kRowTile * kColumnTile + 2 * kMaxTile);
 }
 
 Scratch SliceScratch(float* base, int64_t dp) {
@@ -203,10 +217,6 @@ Scratch SliceScratch(float* base, int64_t dp) {
   s.s0 = base;
   base += kRowTile * kColumnTile;
   s.s1 = base;
-  base += kRowTile * kColumnTile;
-  s.s2 = base;
-  base += kRowTile * kColumnTile;
-  s.s3 = base;
   base += kRowTile * kColumnTile;
   s.stat0 = base;
   s.stat1 = base + kMaxTile;
@@ -305,13 +315,6 @@ void ProbabilityAndGradRow(float* scores, float* grads, int64_t columns, const f
   }
 }
 
-// dst[columns][rows] = the transpose of src[rows][columns] (row stride `ld`).
-void TransposeTile(const float* src, int64_t ld, int64_t rows, int64_t columns, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < columns; ++c) dst[c * rows + r] = src[r * ld + c];
-  }
-}
-
 // Writes `rows` key rows from offset `base`: dk = dk_acc * scale, dv = dv_acc (both [rows][dp]).
 void WriteKeyGradients(const BackwardArgs& args, int64_t base, int64_t rows, const float* dk_acc,
                        const float* dv_acc) {
@@ -329,21 +332,20 @@ void WriteKeyGradients(const BackwardArgs& args, int64_t base, int64_t rows, con
 
 // dk and dv of a sequence held by one tile, from its probabilities P (s.s0) and score gradients
 // dS (s.s1), [rows][columns] with zeros outside the mask: dv = P^T dout, dk = dS^T q * scale.
-// q rows are in s.a and dout rows in s.b, zero-padded to `rows`.
-void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const Scratch& s,
-                         int64_t columns) {
+// q rows are in s.a and dout rows in s.b, zero-padded to `rows`. P^T and dS^T are read in
+// place as transposed GEMM operands.
+void OneTileKeyGradients(const BackwardArgs& args, const TileView& view, const Scratch& s) {
   const AttentionShape& shape = args.shape;
   const int64_t d = shape.head_dim, dp = RoundUpToLanes(d), rows = view.padded_rows;
   const int64_t stride = shape.input_row_stride;
   const int64_t base = view.start * stride + view.head * d;
-  TransposeTile(s.s0, kColumnTile, rows, columns, s.s2);
-  TransposeTile(s.s1, kColumnTile, rows, columns, s.s3);
   for (int64_t j0 = 0; j0 < view.length; j0 += 4) {
     const int64_t lo = std::clamp<int64_t>(FirstQuery(shape.mask, view, j0), 0, rows);
-    Gemm(4, dp, rows - lo, s.s2 + j0 * rows + lo, rows, s.b + lo * dp, dp, s.acc1 + j0 * dp, dp,
-         false);
-    Gemm(4, dp, rows - lo, s.s3 + j0 * rows + lo, rows, s.a + lo * dp, dp, s.d + j0 * dp, dp,
-         false);
+    const int64_t first = lo * kColumnTile + j0;
+    Gemm(4, dp, rows - lo, s.s0 + first, 1, s.b + lo * dp, dp, s.acc1 + j0 * dp, dp, false,
+         kColumnTile);
+    Gemm(4, dp, rows - lo, s.s1 + first, 1, s.a + lo * dp, dp, s.d + j0 * dp, dp, false,
+         kColumnTile);
   }
   WriteKeyGradients(args, base, view.length, s.d, s.acc1);
 }
@@ -363,10 +365,9 @@ void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scr
   GatherStats(args.row_dots + stat_base, shape.heads, view.rows, rows, s.stat1);
   std::fill(s.acc0, s.acc0 + rows * dp, 0.0f);
   const int64_t key_end = KeyLimit(shape.mask, view, view.first_row + view.rows - 1);
-  int64_t columns = 0;
   for (int64_t k0 = 0; k0 < key_end; k0 += kColumnTile) {
     const int64_t keys = std::min(kColumnTile, view.length - k0);
-    columns = RoundUpToLanes(keys);
+    const int64_t columns = RoundUpToLanes(keys);
     const int64_t key_base = (view.start + k0) * stride + view.head * d;
     GatherTransposed(args.k + key_base, stride, keys, d, dp, columns, s.t0);
     GatherTransposed(args.v + key_base, stride, keys, d, dp, columns, s.t1);
@@ -388,7 +389,7 @@ void BackwardQueryTile(const BackwardArgs& args, const TileItem& item, const Scr
     const float* acc_row = s.acc0 + r * dp;
     for (int64_t c = 0; c < d; ++c) dq_row[c] = acc_row[c] * shape.scale;
   }
-  if (FitsOneTile(view)) OneTileKeyGradients(args, view, s, columns);
+  if (FitsOneTile(view)) OneTileKeyGradients(args, view, s);
 }
 
 void BackwardKeyTile(const BackwardArgs& args, const TileItem& item, const Scratch& s) {

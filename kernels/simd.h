@@ -76,10 +76,36 @@ inline float MaxLanes(V16 v) {
   return best;
 }
 
-// C[4 x 16*NV] (+)= A[4 x k] * B[k x 16*NV]; all row-major with the given leading dims.
+// Transposes the 16 x 16 block held in rows[0..15] in place: lane l of row i trades places
+// with lane i of row l. Four butterfly stages; stage b swaps the off-diagonal b x b blocks of
+// every 2b x 2b block.
+inline void Transpose16(V16 rows[kLanes]) {
+  static const I16 kLow[4] = {
+      {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+      {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+      {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
+  static const I16 kHigh[4] = {
+      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+      {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+      {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int b = 1 << stage;
+    for (int i = 0; i < kLanes; ++i) {
+      if (i & b) continue;
+      const V16 x = rows[i], y = rows[i + b];
+      rows[i] = __builtin_shuffle(x, y, kLow[stage]);
+      rows[i + b] = __builtin_shuffle(x, y, kHigh[stage]);
+    }
+  }
+}
+
+// C[4 x 16*NV] (+)= A[4 x k] * B[k x 16*NV]; B and C row-major with the given leading dims,
+// A's element (r, p) at a[r * lda + p * a_step] (a_step 1: row-major; lda 1: A transposed).
 template <int NV>
-inline void GemmBlock4(const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                       int64_t ldc, int64_t k, bool accumulate) {
+inline void GemmBlock4(const float* a, int64_t lda, int64_t a_step, const float* b, int64_t ldb,
+                       float* c, int64_t ldc, int64_t k, bool accumulate) {
   V16 acc[4][NV];
   for (int r = 0; r < 4; ++r) {
     for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? Load(c + r * ldc + v * kLanes) : V16{};
@@ -88,7 +114,7 @@ inline void GemmBlock4(const float* a, int64_t lda, const float* b, int64_t ldb,
     V16 bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = Load(b + p * ldb + v * kLanes);
     for (int r = 0; r < 4; ++r) {
-      V16 ar = Splat(a[r * lda + p]);
+      V16 ar = Splat(a[r * lda + p * a_step]);
       for (int v = 0; v < NV; ++v) acc[r][v] += ar * bv[v];
     }
   }
@@ -97,22 +123,23 @@ inline void GemmBlock4(const float* a, int64_t lda, const float* b, int64_t ldb,
   }
 }
 
-// C[m x n] (+)= A[m x k] * B[k x n], row-major. Requires m % 4 == 0 and n % 16 == 0 (callers
-// pad with zeros). Each output element is a sequential sum over k in index order, whatever
-// m, n and the element's position: the basis of batch invariance.
+// C[m x n] (+)= A[m x k] * B[k x n], row-major, A's element (i, p) at
+// a[i * lda + p * a_step]. Requires m % 4 == 0 and n % 16 == 0 (callers pad with zeros). Each
+// output element is a sequential sum over k in index order, whatever m, n, the strides and the
+// element's position: the basis of batch invariance.
 inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                 int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+                 int64_t ldb, float* c, int64_t ldc, bool accumulate, int64_t a_step = 1) {
   for (int64_t i = 0; i < m; i += 4) {
     int64_t j = 0;
     for (; j + 4 * kLanes <= n; j += 4 * kLanes) {
-      GemmBlock4<4>(a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, k, accumulate);
+      GemmBlock4<4>(a + i * lda, lda, a_step, b + j, ldb, c + i * ldc + j, ldc, k, accumulate);
     }
     const float* a_rows = a + i * lda;
     float* c_rows = c + i * ldc + j;
     switch ((n - j) / kLanes) {
-      case 3: GemmBlock4<3>(a_rows, lda, b + j, ldb, c_rows, ldc, k, accumulate); break;
-      case 2: GemmBlock4<2>(a_rows, lda, b + j, ldb, c_rows, ldc, k, accumulate); break;
-      case 1: GemmBlock4<1>(a_rows, lda, b + j, ldb, c_rows, ldc, k, accumulate); break;
+      case 3: GemmBlock4<3>(a_rows, lda, a_step, b + j, ldb, c_rows, ldc, k, accumulate); break;
+      case 2: GemmBlock4<2>(a_rows, lda, a_step, b + j, ldb, c_rows, ldc, k, accumulate); break;
+      case 1: GemmBlock4<1>(a_rows, lda, a_step, b + j, ldb, c_rows, ldc, k, accumulate); break;
       default: break;
     }
   }
