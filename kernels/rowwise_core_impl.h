@@ -51,15 +51,21 @@ void Linear(const float* x, int64_t rows, int64_t k, const float* wt, int64_t n,
   }
 }
 
+// A row's mean and 1/sqrt(var + eps), the variance from a second pass over the deviations.
+void RowMoments(const float* row, int64_t n, float eps, float* mean, float* rstd) {
+  const float m = BlockedSum(row, n, [](V16 v) { return v; }) / static_cast<float>(n);
+  const float var =
+      BlockedSum(row, n, [m](V16 v) { return (v - m) * (v - m); }) / static_cast<float>(n);
+  *mean = m;
+  *rstd = 1.0f / std::sqrt(var + eps);
+}
+
 void LayerNorm(const float* x, int64_t rows, int64_t n, const float* gamma, const float* beta,
                float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * n;
-    const float mean = BlockedSum(row, n, [](V16 v) { return v; }) / static_cast<float>(n);
-    const float var =
-        BlockedSum(row, n, [mean](V16 v) { return (v - mean) * (v - mean); }) /
-        static_cast<float>(n);
-    const float rstd = 1.0f / std::sqrt(var + eps);
+    float mean = 0.0f, rstd = 0.0f;
+    RowMoments(row, n, eps, &mean, &rstd);
     float* out = y + r * n;
     for (int64_t c = 0; c < n; ++c) {
       float normalized = (row[c] - mean) * rstd;
@@ -77,10 +83,8 @@ void LayerNormForward(const float* x, int64_t rows, int64_t n, const float* gamm
   const int64_t full = n / kLanes * kLanes;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * n;
-    const float m = BlockedSum(row, n, [](V16 v) { return v; }) / static_cast<float>(n);
-    const float var =
-        BlockedSum(row, n, [m](V16 v) { return (v - m) * (v - m); }) / static_cast<float>(n);
-    const float rs = 1.0f / std::sqrt(var + eps);
+    float m = 0.0f, rs = 0.0f;
+    RowMoments(row, n, eps, &m, &rs);
     float* out = y + r * n;
     for (int64_t j = 0; j < full; j += kLanes) {
       Store(out + j, (Load(row + j) - m) * rs * LoadOptional(gamma, j, 1.0f) +
