@@ -16,9 +16,11 @@ function(roboloop_cc_library)
   roboloop_set_warnings(${target})
 endfunction()
 
-# Turns on the project's warning flags for one target.
+# Turns on the project's warning flags for one target (host compiler flags through nvcc for
+# CUDA sources).
 function(roboloop_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>")
 endfunction()
 
 # roboloop_cc_test(MODULE <module> NAME <file stem> [LABEL fast|slow] [DEPS ...] [TIMEOUT s])

@@ -10,6 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#ifdef ROBOLOOP_WITH_CUDA_KERNELS
+#include "kernels/cuda/varlen_attention_cuda.h"
+#endif
 
 namespace roboloop::kernels {
 namespace {
@@ -24,16 +27,38 @@ absl::Status Invalid(const std::string& input, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("varlen attention: ", input, " ", problem));
 }
 
-// q, k, v: defined, CPU, float32 or bfloat16 alike, 3-D, equal non-empty head shapes.
+// Where the kernels run: the CPU always, CUDA devices when LibTorch has CUDA.
+#ifdef ROBOLOOP_WITH_CUDA_KERNELS
+constexpr const char* kSupportedDevices = "the CPU or a CUDA device";
+bool IsSupportedDevice(const torch::Device& device) { return device.is_cpu() || device.is_cuda(); }
+#else
+constexpr const char* kSupportedDevices = "the CPU";
+bool IsSupportedDevice(const torch::Device& device) { return device.is_cpu(); }
+#endif
+
+// `t` lies on a supported device, the one q lies on.
+absl::Status CheckDeviceOf(const std::string& name, const torch::Tensor& t,
+                           const torch::Tensor& q) {
+  if (!IsSupportedDevice(t.device())) {
+    return Invalid(name, absl::StrCat("must be on ", kSupportedDevices, ", got ",
+                                      t.device().str()));
+  }
+  if (t.device() != q.device()) {
+    return Invalid(name, absl::StrCat("is on ", t.device().str(), " but q is on ",
+                                      q.device().str()));
+  }
+  return absl::OkStatus();
+}
+
+// q, k, v: defined, on one supported device, float32 or bfloat16 alike, 3-D, equal non-empty
+// head shapes.
 absl::Status CheckQkv(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   const char* names[] = {"q", "k", "v"};
   const torch::Tensor* tensors[] = {&q, &k, &v};
   for (int i = 0; i < 3; ++i) {
     const torch::Tensor& t = *tensors[i];
     if (!t.defined()) return Invalid(names[i], "is undefined");
-    if (!t.device().is_cpu()) {
-      return Invalid(names[i], absl::StrCat("must be on the CPU, got ", t.device().str()));
-    }
+    ROBOLOOP_RETURN_IF_ERROR(CheckDeviceOf(names[i], t, q));
     if (t.scalar_type() != torch::kFloat && t.scalar_type() != torch::kBFloat16) {
       return Invalid(names[i], absl::StrCat("must be float32 or bfloat16, got ",
                                             c10::toString(t.scalar_type())));
@@ -230,6 +255,12 @@ VarlenAttentionOutput RunForward(const Prepared& p) {
   args.v = p.v.data_ptr<float>();
   args.out = result.out.data_ptr<float>();
   args.lse = result.lse.data_ptr<float>();
+#ifdef ROBOLOOP_WITH_CUDA_KERNELS
+  if (p.q.is_cuda()) {
+    cuda::ForwardOnDevice(args, p.q.device());
+    return result;
+  }
+#endif
   const std::vector<TileItem> items = EnumerateTiles(p.shape);
   ParallelOverItems(static_cast<int64_t>(items.size()), kernels.scratch_floats(p.shape.head_dim),
                     [&](int64_t b, int64_t e, float* scratch) {
@@ -261,6 +292,13 @@ void RunBackward(const Prepared& p, const torch::Tensor& out, const torch::Tenso
   args.dq = targets.dq;
   args.dk = targets.dk;
   args.dv = targets.dv;
+#ifdef ROBOLOOP_WITH_CUDA_KERNELS
+  if (p.q.is_cuda()) {
+    cuda::BackwardOnDevice(args, out32.data_ptr<float>(), row_dots.data_ptr<float>(),
+                           p.q.size(0), p.q.device());
+    return;
+  }
+#endif
   const int64_t rows = row_dots.numel();
   const int64_t d = p.shape.head_dim;
   at::parallel_for(0, rows, 256, [&](int64_t b, int64_t e) {
@@ -300,9 +338,7 @@ torch::Tensor RunPackedBackward(const Prepared& p, const torch::Tensor& out,
 
 absl::Status CheckLikeQ(const std::string& name, const torch::Tensor& t, const torch::Tensor& q) {
   if (!t.defined()) return Invalid(name, "is undefined");
-  if (!t.device().is_cpu()) {
-    return Invalid(name, absl::StrCat("must be on the CPU, got ", t.device().str()));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckDeviceOf(name, t, q));
   if (t.sizes() != q.sizes()) {
     return Invalid(name, absl::StrCat("has shape ", ShapeString(t), " but q has ",
                                       ShapeString(q)));
@@ -316,11 +352,12 @@ absl::Status CheckLikeQ(const std::string& name, const torch::Tensor& t, const t
 
 absl::Status CheckLse(const torch::Tensor& lse, const torch::Tensor& q) {
   if (!lse.defined()) return Invalid("lse", "is undefined");
-  if (!lse.device().is_cpu() || lse.scalar_type() != torch::kFloat || lse.dim() != 2 ||
-      lse.size(0) != q.size(0) || lse.size(1) != q.size(1)) {
-    return Invalid("lse", absl::StrCat("must be a CPU float32 [", q.size(0), ", ", q.size(1),
+  ROBOLOOP_RETURN_IF_ERROR(CheckDeviceOf("lse", lse, q));
+  if (lse.scalar_type() != torch::kFloat || lse.dim() != 2 || lse.size(0) != q.size(0) ||
+      lse.size(1) != q.size(1)) {
+    return Invalid("lse", absl::StrCat("must be a float32 [", q.size(0), ", ", q.size(1),
                                        "] tensor, got ", c10::toString(lse.scalar_type()), " ",
-                                       ShapeString(lse), " on ", lse.device().str()));
+                                       ShapeString(lse)));
   }
   return absl::OkStatus();
 }

@@ -36,9 +36,11 @@ struct VarlenAttentionGrads {
   torch::Tensor dv;
 };
 
-// Forward pass without autograd. q, k, v: CPU, same dtype (float32, or bfloat16 which is
-// computed in fp32 and rounded back), same shape [total_tokens, heads, head_dim].
-// cu_seqlens: CPU int32 [batch + 1], starting at 0, non-decreasing, ending at total_tokens.
+// Forward pass without autograd. q, k, v: one device (the CPU; or a CUDA device when LibTorch
+// has CUDA, run by kernels/cuda/ for head_dim <= 256), same dtype (float32, or bfloat16 which
+// is computed in fp32 and rounded back), same shape [total_tokens, heads, head_dim].
+// cu_seqlens: CPU int32 [batch + 1] (on the CPU for CUDA inputs too: the host checks and
+// plans the tiles), starting at 0, non-decreasing, ending at total_tokens.
 // prefix_lengths: CPU int32 [batch] with 0 <= prefix <= length, required for kPrefixLm and
 // ignored (may be undefined) otherwise. Returns InvalidArgument naming the bad input.
 absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
@@ -47,7 +49,8 @@ absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
     const VarlenAttentionOptions& options);
 
 // Gradients of sum(out * dout) with respect to q, k, v, given the forward's `out` and `lse`
-// for the same inputs and options. Same checks as the forward, plus out/dout shaped like q.
+// for the same inputs and options. Same checks as the forward, plus out/dout shaped like q and
+// everything on q's device.
 absl::StatusOr<VarlenAttentionGrads> VarlenAttentionBackward(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,

@@ -1,5 +1,8 @@
 #include "tests/kernels/attention_test_util.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -94,6 +97,52 @@ double RelativeError(const torch::Tensor& a, const torch::Tensor& b) {
   double denominator = b64.norm().item<double>();
   double numerator = (a64 - b64).norm().item<double>();
   return denominator > 0 ? numerator / denominator : numerator;
+}
+
+std::vector<PackedCase> GridCases(uint64_t seed, int random_cases) {
+  std::mt19937_64 rng(seed);
+  std::vector<PackedCase> cases;
+  const int64_t corners[][2] = {{1, 16}, {8, 128}, {3, 17}, {2, 64}};
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+    for (const auto& corner : corners) {
+      PackedCase c;
+      c.heads = corner[0];
+      c.head_dim = corner[1];
+      c.mask = mask;
+      c.lengths = {1, 300, 64, 65, 2};
+      c.prefixes = {1, 150, 0, 65, 1};
+      FillRandom(&c, &rng);
+      cases.push_back(std::move(c));
+    }
+    for (int trial = 0; trial < random_cases; ++trial) {
+      int64_t heads = std::uniform_int_distribution<int64_t>(1, 8)(rng);
+      int64_t head_dim = std::uniform_int_distribution<int64_t>(16, 128)(rng);
+      int64_t batch = std::uniform_int_distribution<int64_t>(1, 4)(rng);
+      cases.push_back(RandomCase(&rng, batch, 300, heads, head_dim, mask));
+    }
+  }
+  return cases;
+}
+
+std::string Describe(const PackedCase& c) {
+  std::string text = "mask " + std::to_string(static_cast<int>(c.mask)) + " heads " +
+                     std::to_string(c.heads) + " dim " + std::to_string(c.head_dim) + " lengths";
+  for (size_t b = 0; b < c.lengths.size(); ++b) {
+    text += " " + std::to_string(c.lengths[b]) + "/p" + std::to_string(c.prefixes[b]);
+  }
+  return text;
+}
+
+void ExpectMatchesFloat64(const PackedCase& c, const AttentionResult& ours, double tolerance) {
+  SCOPED_TRACE(Describe(c));
+  Reference ref = ComputeReference(c, 1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  ASSERT_TRUE(ours.out.defined() && ours.lse.defined() && ours.dq.defined() &&
+              ours.dk.defined() && ours.dv.defined());
+  EXPECT_LE(RelativeError(ours.out, ref.out), tolerance);
+  EXPECT_LE(RelativeError(ours.lse, ref.lse), tolerance);
+  EXPECT_LE(RelativeError(ours.dq, ref.dq), tolerance);
+  EXPECT_LE(RelativeError(ours.dk, ref.dk), tolerance);
+  EXPECT_LE(RelativeError(ours.dv, ref.dv), tolerance);
 }
 
 }  // namespace roboloop::kernels::testing

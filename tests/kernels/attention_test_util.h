@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/attention_core.h"
@@ -48,5 +49,21 @@ torch::Tensor MaskMatrix(MaskKind mask, int64_t length, int64_t prefix);
 
 // ||a - b|| / ||b|| in float64.
 double RelativeError(const torch::Tensor& a, const torch::Tensor& b);
+
+// One run of an attention implementation: the forward and the gradients of sum(out * dout),
+// shaped like the case's tensors.
+struct AttentionResult {
+  torch::Tensor out, lse, dq, dk, dv;
+};
+
+// Cases over the grid of issue 5 (lengths 1..300, heads 1..8, head dims 16..128, every mask):
+// its corners, then `random_cases` random samples per mask, all drawn from `seed`.
+std::vector<PackedCase> GridCases(uint64_t seed, int random_cases);
+
+// A one-line description of a case for failure messages.
+std::string Describe(const PackedCase& c);
+
+// Expects every tensor of `ours` within relative error `tolerance` of the float64 reference.
+void ExpectMatchesFloat64(const PackedCase& c, const AttentionResult& ours, double tolerance);
 
 }  // namespace roboloop::kernels::testing

@@ -50,63 +50,21 @@ OpResult RunOp(const PackedCase& c) {
   return {out->detach(), q.grad(), k.grad(), v.grad()};
 }
 
-std::string Describe(const PackedCase& c) {
-  std::string text = "mask " + std::to_string(static_cast<int>(c.mask)) + " heads " +
-                     std::to_string(c.heads) + " dim " + std::to_string(c.head_dim) + " lengths";
-  for (size_t b = 0; b < c.lengths.size(); ++b) {
-    text += " " + std::to_string(c.lengths[b]) + "/p" + std::to_string(c.prefixes[b]);
-  }
-  return text;
-}
-
 void ExpectMatchesReference(const PackedCase& c) {
-  SCOPED_TRACE(Describe(c));
-  testing::Reference ref = ComputeReference(c, DefaultScale(c));
   OpResult ours = RunOp(c);
-  ASSERT_TRUE(ours.out.defined());
-  EXPECT_LE(RelativeError(ours.out, ref.out), kTolerance);
-  EXPECT_LE(RelativeError(ours.dq, ref.dq), kTolerance);
-  EXPECT_LE(RelativeError(ours.dk, ref.dk), kTolerance);
-  EXPECT_LE(RelativeError(ours.dv, ref.dv), kTolerance);
   absl::StatusOr<VarlenAttentionOutput> forward =
       VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
   ASSERT_TRUE(forward.ok()) << forward.status();
-  EXPECT_LE(RelativeError(forward->lse, ref.lse), kTolerance);
-  EXPECT_TRUE(torch::equal(forward->out, ours.out));
+  testing::ExpectMatchesFloat64(c, {ours.out, forward->lse, ours.dq, ours.dk, ours.dv},
+                                kTolerance);
+  EXPECT_TRUE(torch::equal(forward->out, ours.out)) << testing::Describe(c);
 }
 
-class ReferenceTest : public ::testing::TestWithParam<MaskKind> {};
-
-// The grid's corners: lengths 1 and 300, heads 1 and 8, head dims 16 and 128.
-TEST_P(ReferenceTest, GridCornersMatchFloat64) {
-  std::mt19937_64 rng(testing::RunSeed());
-  const int64_t corners[][2] = {{1, 16}, {8, 128}, {3, 17}, {2, 64}};
-  for (const auto& corner : corners) {
-    PackedCase c;
-    c.heads = corner[0];
-    c.head_dim = corner[1];
-    c.mask = GetParam();
-    c.lengths = {1, 300, 64, 65, 2};
-    c.prefixes = {1, 150, 0, 65, 1};
-    testing::FillRandom(&c, &rng);
-    ExpectMatchesReference(c);
-  }
+// The grid's corners (lengths 1 and 300, heads 1 and 8, head dims 16 and 128) and random
+// samples of lengths 1..300, heads 1..8, head dims 16..128, for every mask kind.
+TEST(VarlenAttentionTest, GridMatchesFloat64) {
+  for (const PackedCase& c : testing::GridCases(testing::RunSeed(), 6)) ExpectMatchesReference(c);
 }
-
-// Random samples of the grid lengths 1..300, heads 1..8, head dims 16..128.
-TEST_P(ReferenceTest, RandomGridSamplesMatchFloat64) {
-  std::mt19937_64 rng(testing::RunSeed() + 1 + static_cast<int>(GetParam()));
-  for (int trial = 0; trial < 6; ++trial) {
-    int64_t heads = std::uniform_int_distribution<int64_t>(1, 8)(rng);
-    int64_t head_dim = std::uniform_int_distribution<int64_t>(16, 128)(rng);
-    int64_t batch = std::uniform_int_distribution<int64_t>(1, 4)(rng);
-    ExpectMatchesReference(RandomCase(&rng, batch, 300, heads, head_dim, GetParam()));
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(AllMasks, ReferenceTest,
-                         ::testing::Values(MaskKind::kBidirectional, MaskKind::kCausal,
-                                           MaskKind::kPrefixLm));
 
 // Padded batch [batch, heads, max_len, dim] with plain fp32 ops and a key-padding mask.
 torch::Tensor PaddedAttention(const PackedCase& c, const torch::Tensor& q,
@@ -141,7 +99,7 @@ TEST(VarlenAttentionTest, PackedMatchesPaddedPlainOps) {
   std::mt19937_64 rng(testing::RunSeed() + 10);
   for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
     PackedCase c = RandomCase(&rng, 5, 200, 4, 64, mask);
-    SCOPED_TRACE(Describe(c));
+    SCOPED_TRACE(testing::Describe(c));
     torch::Tensor q = c.q.clone().requires_grad_();
     torch::Tensor k = c.k.clone().requires_grad_();
     torch::Tensor v = c.v.clone().requires_grad_();
@@ -217,7 +175,7 @@ TEST(VarlenAttentionTest, PackedQkvEqualsSeparateQkvBitwise) {
         VarlenAttentionQkv(qkv, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
     ASSERT_TRUE(out.ok()) << out.status();
     out->backward(c.dout);
-    SCOPED_TRACE(Describe(c));
+    SCOPED_TRACE(testing::Describe(c));
     EXPECT_TRUE(torch::equal(*out, separate.out));
     EXPECT_TRUE(torch::equal(qkv.grad().select(1, 0), separate.dq));
     EXPECT_TRUE(torch::equal(qkv.grad().select(1, 1), separate.dk));
@@ -284,6 +242,11 @@ TEST(VarlenAttentionTest, BadInputsAreRejectedWithClearMessages) {
   const std::vector<BadInput> cases = {
       {"double q", [](PackedCase* c, auto*) { c->q = c->q.to(torch::kDouble); },
        "q must be float32 or bfloat16"},
+      {"meta q",
+       [](PackedCase* c, auto*) {
+         c->q = torch::empty(c->q.sizes(), torch::TensorOptions().device(torch::kMeta));
+       },
+       "q must be on the CPU"},
       {"2-D k", [](PackedCase* c, auto*) { c->k = c->k.flatten(1); },
        "k must be [total_tokens, heads, head_dim]"},
       {"v shape", [](PackedCase* c, auto*) { c->v = c->v.narrow(2, 0, 8).contiguous(); },
