@@ -4,7 +4,6 @@
 
 #include <cuda_runtime.h>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention_tiles.h"
 
 namespace roboloop::kernels::cuda {
@@ -58,54 +57,35 @@ __global__ void RowDotsKernel(const float* dout, const float* out, int64_t head_
   if (r < rows) row_dots[r] = RowDot(dout + r * head_dim, out + r * head_dim, head_dim);
 }
 
-absl::Status LaunchStatus(const char* kernel) {
+CudaOutcome LaunchOutcome(const char* kernel) {
   cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("cuda attention: launching ", kernel, " failed: ",
-                                          cudaGetErrorString(error)));
+  if (error == cudaSuccess) return {};
+  return {std::string("cuda attention: launching ") + kernel +
+          " failed: " + cudaGetErrorString(error)};
 }
 
 // Launches `kernel` over every tile with `shared_floats` of dynamic shared memory, opting in
 // to more than the default 48 KiB when needed.
 template <typename Args>
-absl::Status LaunchTiles(void (*kernel)(Args, const TileItem*), const char* name,
-                         const Args& args, const DeviceTiles& tiles, int64_t shared_floats,
-                         void* stream) {
-  if (tiles.count == 0) return absl::OkStatus();
+CudaOutcome LaunchTiles(void (*kernel)(Args, const TileItem*), const char* name,
+                        const Args& args, const DeviceTiles& tiles, int64_t shared_floats,
+                        void* stream) {
+  if (tiles.count == 0) return {};
   const size_t bytes = static_cast<size_t>(shared_floats) * sizeof(float);
   if (cudaError_t error = cudaFuncSetAttribute(
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
       error != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("cuda attention: ", name, " needs ", bytes,
-                                            " bytes of shared memory: ",
-                                            cudaGetErrorString(error)));
+    return {std::string("cuda attention: ") + name + " needs " + std::to_string(bytes) +
+            " bytes of shared memory: " + cudaGetErrorString(error)};
   }
   kernel<<<static_cast<unsigned>(tiles.count), kRowTile, bytes,
            static_cast<cudaStream_t>(stream)>>>(args, tiles.items);
-  return LaunchStatus(name);
+  return LaunchOutcome(name);
 }
 
-template <int kMaxHeadDim>
-absl::Status ForwardFor(const ForwardArgs& args, const DeviceTiles& tiles, void* stream) {
-  return LaunchTiles(ForwardKernel<kMaxHeadDim>, "forward", args, tiles,
-                     ForwardTile<kMaxHeadDim>::SharedFloats(args.shape.head_dim), stream);
-}
-
-template <int kMaxHeadDim>
-absl::Status BackwardFor(const BackwardArgs& args, const DeviceTiles& tiles, void* stream) {
-  const int64_t d = args.shape.head_dim;
-  absl::Status status =
-      LaunchTiles(QueryGradKernel<kMaxHeadDim>, "query gradients", args, tiles,
-                  QueryGradTile<kMaxHeadDim>::SharedFloats(d), stream);
-  if (!status.ok()) return status;
-  return LaunchTiles(KeyGradKernel<kMaxHeadDim>, "key gradients", args, tiles,
-                     KeyGradTile<kMaxHeadDim>::SharedFloats(d), stream);
-}
-
-absl::Status UnsupportedHeadDim(int64_t head_dim) {
-  return absl::InvalidArgumentError(absl::StrCat("cuda attention: head_dim ", head_dim,
-                                                 " is above the CUDA kernels' limit of ",
-                                                 kCudaMaxHeadDim));
+CudaOutcome UnsupportedHeadDim(int64_t head_dim) {
+  return {"cuda attention: head_dim " + std::to_string(head_dim) +
+          " is above the CUDA kernels' limit of " + std::to_string(kCudaMaxHeadDim)};
 }
 
 }  // namespace
@@ -113,25 +93,26 @@ absl::Status UnsupportedHeadDim(int64_t head_dim) {
 int UsableDeviceCount() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
+    cudaGetLastError();  // clear the "no driver" error so later calls do not report it
     return 0;
   }
   return count;
 }
 
-absl::Status CudaAttentionForward(const ForwardArgs& args, const DeviceTiles& tiles,
-                                  void* stream) {
+CudaOutcome CudaAttentionForward(const ForwardArgs& args, const DeviceTiles& tiles,
+                                 void* stream) {
   const int64_t d = args.shape.head_dim;
-  if (d <= 32) return ForwardFor<32>(args, tiles, stream);
-  if (d <= 64) return ForwardFor<64>(args, tiles, stream);
-  if (d <= 128) return ForwardFor<128>(args, tiles, stream);
-  if (d <= kCudaMaxHeadDim) return ForwardFor<kCudaMaxHeadDim>(args, tiles, stream);
-  return UnsupportedHeadDim(d);
+  if (d > kCudaMaxHeadDim) return UnsupportedHeadDim(d);
+  return WithHeadDimBound(d, [&](auto bound) {
+    constexpr int kBound = decltype(bound)::value;
+    return LaunchTiles(ForwardKernel<kBound>, "forward", args, tiles,
+                       ForwardTile<kBound>::SharedFloats(d), stream);
+  });
 }
 
-absl::Status CudaAttentionBackward(const BackwardArgs& args, const float* out, float* row_dots,
-                                   int64_t total_tokens, const DeviceTiles& tiles,
-                                   void* stream) {
+CudaOutcome CudaAttentionBackward(const BackwardArgs& args, const float* out, float* row_dots,
+                                  int64_t total_tokens, const DeviceTiles& tiles,
+                                  void* stream) {
   const int64_t d = args.shape.head_dim;
   if (d > kCudaMaxHeadDim) return UnsupportedHeadDim(d);
   const int64_t rows = total_tokens * args.shape.heads;
@@ -139,15 +120,18 @@ absl::Status CudaAttentionBackward(const BackwardArgs& args, const float* out, f
     constexpr int kThreads = 256;
     RowDotsKernel<<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0,
                     static_cast<cudaStream_t>(stream)>>>(args.dout, out, d, rows, row_dots);
-    absl::Status status = LaunchStatus("row dots");
-    if (!status.ok()) return status;
+    if (CudaOutcome launched = LaunchOutcome("row dots"); !launched.ok()) return launched;
   }
   BackwardArgs with_dots = args;
   with_dots.row_dots = row_dots;
-  if (d <= 32) return BackwardFor<32>(with_dots, tiles, stream);
-  if (d <= 64) return BackwardFor<64>(with_dots, tiles, stream);
-  if (d <= 128) return BackwardFor<128>(with_dots, tiles, stream);
-  return BackwardFor<kCudaMaxHeadDim>(with_dots, tiles, stream);
+  return WithHeadDimBound(d, [&](auto bound) {
+    constexpr int kBound = decltype(bound)::value;
+    CudaOutcome queries = LaunchTiles(QueryGradKernel<kBound>, "query gradients", with_dots,
+                                      tiles, QueryGradTile<kBound>::SharedFloats(d), stream);
+    if (!queries.ok()) return queries;
+    return LaunchTiles(KeyGradKernel<kBound>, "key gradients", with_dots, tiles,
+                       KeyGradTile<kBound>::SharedFloats(d), stream);
+  });
 }
 
 }  // namespace roboloop::kernels::cuda

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention_core.h"
 #include "kernels/cuda/attention_cuda.h"
@@ -437,6 +438,16 @@ ROBOLOOP_HOST_DEVICE void RunKeyTile(const KeyGradTile<kMaxHeadDim>& tile, float
     sync();
   }
   for (int t = span.first; t < span.last; ++t) tile.Finish(rows[t - span.first], t);
+}
+
+// Calls f(std::integral_constant<int, kBound>{}) with the smallest compiled head_dim bound in
+// {32, 64, 128, kCudaMaxHeadDim} that holds `head_dim` (<= kCudaMaxHeadDim, checked by callers).
+template <typename F>
+auto WithHeadDimBound(int64_t head_dim, const F& f) {
+  if (head_dim <= 32) return f(std::integral_constant<int, 32>{});
+  if (head_dim <= 64) return f(std::integral_constant<int, 64>{});
+  if (head_dim <= 128) return f(std::integral_constant<int, 128>{});
+  return f(std::integral_constant<int, kCudaMaxHeadDim>{});
 }
 
 }  // namespace roboloop::kernels::cuda

@@ -3,28 +3,28 @@
 
 #include <cuda_runtime.h>
 
-#include "absl/strings/str_cat.h"
-
 namespace roboloop::kernels::cuda {
 namespace {
 
-absl::Status CudaError(const char* step, cudaError_t error) {
-  return absl::InternalError(absl::StrCat("cuda ", step, ": ", cudaGetErrorString(error)));
+std::string CudaError(const char* step, cudaError_t error) {
+  return std::string("cuda ") + step + ": " + cudaGetErrorString(error);
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceBuffer>> DeviceBuffer::Create(size_t bytes,
-                                                                   const void* host) {
+std::unique_ptr<DeviceBuffer> DeviceBuffer::Create(size_t bytes, const void* host,
+                                                   std::string* error) {
   void* data = nullptr;
-  if (cudaError_t error = cudaMalloc(&data, bytes > 0 ? bytes : 1); error != cudaSuccess) {
-    return CudaError("malloc", error);
+  if (cudaError_t status = cudaMalloc(&data, bytes > 0 ? bytes : 1); status != cudaSuccess) {
+    *error = CudaError("malloc", status);
+    return nullptr;
   }
   std::unique_ptr<DeviceBuffer> buffer(new DeviceBuffer(data, bytes));
-  if (host != nullptr) {
-    if (cudaError_t error = cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice);
-        error != cudaSuccess) {
-      return CudaError("copy to device", error);
+  if (host != nullptr && bytes > 0) {
+    if (cudaError_t status = cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice);
+        status != cudaSuccess) {
+      *error = CudaError("copy to device", status);
+      return nullptr;
     }
   }
   return buffer;
@@ -32,15 +32,16 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> DeviceBuffer::Create(size_t bytes,
 
 DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
 
-absl::Status DeviceBuffer::CopyToHost(void* host) const {
-  if (cudaError_t error = cudaDeviceSynchronize(); error != cudaSuccess) {
-    return CudaError("synchronize", error);
+CudaOutcome DeviceBuffer::CopyToHost(void* host) const {
+  if (cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
+    return {CudaError("synchronize", status)};
   }
-  if (cudaError_t error = cudaMemcpy(host, data_, bytes_, cudaMemcpyDeviceToHost);
-      error != cudaSuccess) {
-    return CudaError("copy to host", error);
+  if (bytes_ == 0) return {};
+  if (cudaError_t status = cudaMemcpy(host, data_, bytes_, cudaMemcpyDeviceToHost);
+      status != cudaSuccess) {
+    return {CudaError("copy to host", status)};
   }
-  return absl::OkStatus();
+  return {};
 }
 
 }  // namespace roboloop::kernels::cuda

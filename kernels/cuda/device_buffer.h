@@ -1,23 +1,24 @@
-// A float or int32 array in CUDA device memory, for torch-free callers of the CUDA kernels
-// (tests and benchmarks); torch-side code uses CUDA tensors instead.
+// A byte array in CUDA device memory, for torch-free callers of the CUDA kernels (the
+// standalone GPU check); torch-side code uses CUDA tensors instead.
 //
 // Thread-safety: one buffer must not be used by two threads at once.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
-#include "absl/status/statusor.h"
+#include "kernels/cuda/attention_cuda.h"
 
 namespace roboloop::kernels::cuda {
 
 // Owns `bytes` of device memory on the current device; freed on destruction.
 class DeviceBuffer {
  public:
-  // Allocates `bytes` (0 is allowed) and copies `host` (when not null) into it. Returns
-  // Internal naming the CUDA error when allocation or copy fails.
-  static absl::StatusOr<std::unique_ptr<DeviceBuffer>> Create(size_t bytes,
-                                                              const void* host = nullptr);
+  // Allocates `bytes` (0 is allowed) and copies `host` (when not null) into it. On failure
+  // returns null and sets *error to the failed step and the CUDA error.
+  static std::unique_ptr<DeviceBuffer> Create(size_t bytes, const void* host,
+                                              std::string* error);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -29,7 +30,7 @@ class DeviceBuffer {
   }
 
   // Waits for all work on the device, then copies the whole buffer into `host`.
-  absl::Status CopyToHost(void* host) const;
+  CudaOutcome CopyToHost(void* host) const;
 
  private:
   DeviceBuffer(void* data, size_t bytes) : data_(data), bytes_(bytes) {}

@@ -42,8 +42,8 @@ DeviceIndex CopyIndex(const AttentionShape& host, const torch::Device& device) {
   return index;
 }
 
-void ThrowIfFailed(const absl::Status& status) {
-  TORCH_CHECK(status.ok(), "varlen attention on ", "CUDA: ", status.ToString());
+void ThrowIfFailed(const CudaOutcome& outcome) {
+  TORCH_CHECK(outcome.ok(), "varlen attention on CUDA: ", outcome.error);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-// The CUDA attention's tile algorithm (kernels/cuda/attention_tiles.h) run by a host emulator
-// of its thread blocks: the same schedules and tile code as the GPU kernels, checked against
-// the float64 reference and the CPU kernels on every machine (issue 5, req 5-6).
-#include "kernels/cuda/attention_tiles.h"
+// The CUDA attention's tile algorithm (kernels/cuda/attention_tiles.h) run by the host
+// emulator of its thread blocks (kernels/cuda/attention_emulator.h): the same schedules and
+// tile code as the GPU kernels, checked against the float64 reference of the CPU tests (torch
+// autograd) and the CPU kernels on every machine (issue 5, req 5-6).
+#include "kernels/cuda/attention_emulator.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "kernels/varlen_attention.h"
@@ -18,97 +20,38 @@ using testing::PackedCase;
 
 constexpr double kTolerance = 1e-5;
 
-// Runs every tile with all kRowTile threads of a block on this thread: each schedule step
-// runs for every thread before the next, which is what the block barriers guarantee.
-constexpr ThreadSpan kWholeBlock{0, static_cast<int>(kRowTile)};
-const auto kNoBarrier = [] {};
-
-// The inputs of a case as the kernels see them (host pointers, contiguous fp32).
-struct RawInputs {
-  explicit RawInputs(const PackedCase& c)
-      : q(c.q.contiguous()),
-        k(c.k.contiguous()),
-        v(c.v.contiguous()),
-        dout(c.dout.contiguous()),
-        cu_seqlens(c.cu_seqlens.contiguous()),
-        prefix_lengths(c.prefix_lengths.contiguous()) {
-    shape.cu_seqlens = cu_seqlens.data_ptr<int32_t>();
-    shape.prefix_lengths = prefix_lengths.data_ptr<int32_t>();
-    shape.batch = cu_seqlens.size(0) - 1;
-    shape.heads = c.heads;
-    shape.head_dim = c.head_dim;
-    shape.mask = c.mask;
-    shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-    shape.input_row_stride = c.heads * c.head_dim;
-    shape.output_row_stride = c.heads * c.head_dim;
-  }
-  torch::Tensor q, k, v, dout, cu_seqlens, prefix_lengths;
+// Forward and backward of a case through the host emulator of the CUDA kernels.
+AttentionResult Emulate(const PackedCase& c) {
+  const torch::Tensor q = c.q.contiguous(), k = c.k.contiguous(), v = c.v.contiguous(),
+                      dout = c.dout.contiguous(), cu = c.cu_seqlens.contiguous(),
+                      prefix = c.prefix_lengths.contiguous();
   AttentionShape shape;
-};
-
-template <int kMaxHeadDim>
-void EmulateForward(const ForwardArgs& args, const std::vector<TileItem>& items) {
-  std::vector<float> shared(ForwardTile<kMaxHeadDim>::SharedFloats(args.shape.head_dim));
-  std::vector<ForwardRow<kMaxHeadDim>> rows(kRowTile);
-  for (const TileItem& item : items) {
-    RunQueryTile(ForwardTile<kMaxHeadDim>(args, item), shared.data(), kWholeBlock, rows.data(),
-                 kNoBarrier);
-  }
-}
-
-template <int kMaxHeadDim>
-void EmulateBackward(const BackwardArgs& args, const std::vector<TileItem>& items) {
-  const int64_t d = args.shape.head_dim;
-  std::vector<float> shared(std::max(QueryGradTile<kMaxHeadDim>::SharedFloats(d),
-                                     KeyGradTile<kMaxHeadDim>::SharedFloats(d)));
-  std::vector<GradRow<kMaxHeadDim>> rows(kRowTile);
-  for (const TileItem& item : items) {
-    RunQueryTile(QueryGradTile<kMaxHeadDim>(args, item), shared.data(), kWholeBlock,
-                 rows.data(), kNoBarrier);
-  }
-  for (const TileItem& item : items) {
-    RunKeyTile(KeyGradTile<kMaxHeadDim>(args, item), shared.data(), kWholeBlock, rows.data(),
-               kNoBarrier);
-  }
-}
-
-template <int kMaxHeadDim>
-AttentionResult EmulateFor(const PackedCase& c) {
-  RawInputs in(c);
-  const std::vector<TileItem> items = EnumerateTiles(in.shape);
-  AttentionResult r{torch::empty_like(in.q), torch::empty({in.q.size(0), c.heads}),
-                    torch::empty_like(in.q), torch::empty_like(in.q), torch::empty_like(in.q)};
-  ForwardArgs forward{in.shape, in.q.data_ptr<float>(), in.k.data_ptr<float>(),
-                      in.v.data_ptr<float>(), r.out.data_ptr<float>(), r.lse.data_ptr<float>()};
-  EmulateForward<kMaxHeadDim>(forward, items);
-
-  torch::Tensor row_dots = torch::empty({in.q.size(0), c.heads});
-  for (int64_t row = 0; row < row_dots.numel(); ++row) {
-    row_dots.data_ptr<float>()[row] =
-        RowDot(in.dout.data_ptr<float>() + row * c.head_dim,
-               r.out.data_ptr<float>() + row * c.head_dim, c.head_dim);
-  }
+  shape.cu_seqlens = cu.data_ptr<int32_t>();
+  shape.prefix_lengths = prefix.data_ptr<int32_t>();
+  shape.batch = cu.size(0) - 1;
+  shape.heads = c.heads;
+  shape.head_dim = c.head_dim;
+  shape.mask = c.mask;
+  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  shape.input_row_stride = shape.output_row_stride = c.heads * c.head_dim;
+  AttentionResult r{torch::empty_like(q), torch::empty({q.size(0), c.heads}), torch::empty_like(q),
+                    torch::empty_like(q), torch::empty_like(q)};
+  EmulateAttentionForward({shape, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                           r.out.data_ptr<float>(), r.lse.data_ptr<float>()});
   BackwardArgs backward;
-  backward.shape = in.shape;
-  backward.q = in.q.data_ptr<float>();
-  backward.k = in.k.data_ptr<float>();
-  backward.v = in.v.data_ptr<float>();
-  backward.dout = in.dout.data_ptr<float>();
+  backward.shape = shape;
+  backward.q = q.data_ptr<float>();
+  backward.k = k.data_ptr<float>();
+  backward.v = v.data_ptr<float>();
+  backward.dout = dout.data_ptr<float>();
   backward.lse = r.lse.data_ptr<float>();
-  backward.row_dots = row_dots.data_ptr<float>();
   backward.dq = r.dq.data_ptr<float>();
   backward.dk = r.dk.data_ptr<float>();
   backward.dv = r.dv.data_ptr<float>();
-  EmulateBackward<kMaxHeadDim>(backward, items);
+  torch::Tensor row_dots = torch::empty({q.size(0), c.heads});
+  EmulateAttentionBackward(backward, r.out.data_ptr<float>(), row_dots.data_ptr<float>(),
+                           q.size(0));
   return r;
-}
-
-// The instantiation the CUDA launcher picks for the case's head_dim.
-AttentionResult Emulate(const PackedCase& c) {
-  if (c.head_dim <= 32) return EmulateFor<32>(c);
-  if (c.head_dim <= 64) return EmulateFor<64>(c);
-  if (c.head_dim <= 128) return EmulateFor<128>(c);
-  return EmulateFor<kCudaMaxHeadDim>(c);
 }
 
 TEST(AttentionTilesTest, EmulatedBlocksMatchFloat64OverTheGrid) {

@@ -312,5 +312,32 @@ TEST(VarlenAttentionTest, BackwardRejectsMisshapedOutputs) {
   EXPECT_THAT(std::string(grads.status().message()), HasSubstr("dout has shape"));
 }
 
+// The ops on CUDA tensors (issue 5, req 6), through autograd, against the CPU ops. Runs only
+// with a CUDA build of LibTorch on a machine with a GPU.
+TEST(VarlenAttentionTest, CudaTensorsMatchTheCpuOp) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "LibTorch sees no CUDA device";
+  std::mt19937_64 rng(testing::RunSeed() + 90);
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+    PackedCase c = RandomCase(&rng, 5, 300, 4, 64, mask);
+    SCOPED_TRACE(testing::Describe(c));
+    auto run = [&](const torch::Device& device) {
+      PackedCase on_device = c;
+      on_device.q = c.q.to(device);
+      on_device.k = c.k.to(device);
+      on_device.v = c.v.to(device);
+      on_device.dout = c.dout.to(device);
+      OpResult r = RunOp(on_device);
+      if (!r.out.defined()) return r;
+      return OpResult{r.out.cpu(), r.dq.cpu(), r.dk.cpu(), r.dv.cpu()};
+    };
+    OpResult cpu = run(torch::kCPU), gpu = run(torch::kCUDA);
+    ASSERT_TRUE(gpu.out.defined());
+    EXPECT_LE(RelativeError(gpu.out, cpu.out), kTolerance);
+    EXPECT_LE(RelativeError(gpu.dq, cpu.dq), kTolerance);
+    EXPECT_LE(RelativeError(gpu.dk, cpu.dk), kTolerance);
+    EXPECT_LE(RelativeError(gpu.dv, cpu.dv), kTolerance);
+  }
+}
+
 }  // namespace
 }  // namespace roboloop::kernels
