@@ -68,3 +68,24 @@ function(roboloop_proto_library)
       PROTOC_OUT_DIR "${PROJECT_BINARY_DIR}/proto")
   endif()
 endfunction()
+
+# roboloop_clang_object(SOURCE <file> FLAGS <flag>... OUTPUT <var>)
+# Compiles one torch-free source of this directory with Clang (through ccache when present)
+# into an object file for a library's sources; sets <var> to its path. For kernels whose
+# vector code GCC compiles badly (kernels/CMakeLists.txt).
+function(roboloop_clang_object)
+  cmake_parse_arguments(ARG "" "SOURCE;OUTPUT" "FLAGS" ${ARGN})
+  get_filename_component(stem "${ARG_SOURCE}" NAME_WE)
+  set(object "${CMAKE_CURRENT_BINARY_DIR}/${stem}.clang.o")
+  set(build_flags ${CMAKE_CXX_FLAGS_RELEASE})
+  separate_arguments(build_flags)
+  add_custom_command(OUTPUT "${object}"
+    COMMAND ${CCACHE_PROGRAM} ${ROBOLOOP_CLANGXX} ${build_flags} -std=c++17 -fPIC -Wall -Wextra
+      ${ARG_FLAGS} -I "${PROJECT_SOURCE_DIR}" -MD -MF "${object}.d"
+      -c "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE}" -o "${object}"
+    DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE}"
+    DEPFILE "${object}.d"
+    COMMENT "Building ${ARG_SOURCE} with Clang"
+    VERBATIM)
+  set(${ARG_OUTPUT} "${object}" PARENT_SCOPE)
+endfunction()

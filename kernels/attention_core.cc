@@ -11,6 +11,11 @@ namespace avx512 {
 extern const AttentionKernels kAttentionKernels;
 }  // namespace avx512
 #endif
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
+namespace avx2 {
+extern const AttentionKernels kAttentionKernels;
+}  // namespace avx2
+#endif
 
 std::vector<TileItem> EnumerateTiles(const AttentionShape& shape) {
   std::vector<TileItem> items;
@@ -31,6 +36,10 @@ const AttentionKernels& SelectedAttentionKernels() {
   static const bool has_avx512 =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   if (has_avx512) return avx512::kAttentionKernels;
+#endif
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
+  static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (has_avx2) return avx2::kAttentionKernels;
 #endif
   return portable::kAttentionKernels;
 }

@@ -79,7 +79,7 @@ struct BackwardArgs {
 // thread) instead of allocating. Results depend on the inputs only, never on which thread
 // ran which item.
 struct AttentionKernels {
-  const char* isa;  // "avx512" or "portable"
+  const char* isa;  // "avx512", "avx2" or "portable"
   size_t (*scratch_floats)(int64_t head_dim);
   void (*forward)(const ForwardArgs& args, const TileItem* items, int64_t begin, int64_t end,
                   float* scratch);
@@ -94,7 +94,8 @@ struct AttentionKernels {
                    float* row_dots);
 };
 
-// The AVX-512 kernels when the CPU (and the build) supports them, else the portable ones.
+// The AVX-512 kernels when the CPU (and the build) supports them, else the AVX2 + FMA ones
+// when it supports those, else the portable ones.
 const AttentionKernels& SelectedAttentionKernels();
 
 // The portable kernels, always available (used by tests to cross-check the vector path).

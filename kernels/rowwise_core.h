@@ -11,7 +11,7 @@ namespace roboloop::kernels {
 
 // Row-wise kernels of one ISA. All matrices are row-major and contiguous.
 struct RowwiseKernels {
-  const char* isa;  // "avx512" or "portable"
+  const char* isa;  // "avx512", "avx2" or "portable"
   // y[rows][n] = x[rows][k] . w^T + bias, where `wt` is w transposed to [k][padded_n] with
   // zero columns up to padded_n = LinearPaddedColumns(n); `bias` may be null. `scratch` holds
   // LinearScratchFloats(k, n) floats owned by the calling thread.
@@ -49,7 +49,8 @@ size_t LinearScratchFloats(int64_t k, int64_t n);
 // Rows the linear kernel processes together (callers split work at multiples of it).
 inline constexpr int64_t kLinearRowBlock = 4;
 
-// The AVX-512 kernels when the CPU (and the build) supports them, else the portable ones.
+// The AVX-512 kernels when the CPU (and the build) supports them, else the AVX2 + FMA ones
+// when it supports those, else the portable ones.
 const RowwiseKernels& SelectedRowwiseKernels();
 
 }  // namespace roboloop::kernels

@@ -76,29 +76,47 @@ inline float MaxLanes(V16 v) {
   return best;
 }
 
+// Butterfly stage `b` of Transpose16 on one row pair: x keeps its low lane of every 2b-lane
+// group and takes y's, y the high ones. __builtin_shufflevector (GCC >= 12 and Clang) needs
+// literal lane lists.
+inline void TransposeStage1(V16& x, V16& y) {
+  const V16 low = __builtin_shufflevector(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,
+                                          28, 14, 30);
+  y = __builtin_shufflevector(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  x = low;
+}
+inline void TransposeStage2(V16& x, V16& y) {
+  const V16 low = __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12,
+                                          13, 28, 29);
+  y = __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+  x = low;
+}
+inline void TransposeStage4(V16& x, V16& y) {
+  const V16 low = __builtin_shufflevector(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24,
+                                          25, 26, 27);
+  y = __builtin_shufflevector(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  x = low;
+}
+inline void TransposeStage8(V16& x, V16& y) {
+  const V16 low = __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21,
+                                          22, 23);
+  y = __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                              31);
+  x = low;
+}
+
 // Transposes the 16 x 16 block held in rows[0..15] in place: lane l of row i trades places
 // with lane i of row l. Four butterfly stages; stage b swaps the off-diagonal b x b blocks of
 // every 2b x 2b block.
 inline void Transpose16(V16 rows[kLanes]) {
-  static const I16 kLow[4] = {
-      {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-      {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-      {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
-  static const I16 kHigh[4] = {
-      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
-      {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-      {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
-  for (int stage = 0; stage < 4; ++stage) {
-    const int b = 1 << stage;
-    for (int i = 0; i < kLanes; ++i) {
-      if (i & b) continue;
-      const V16 x = rows[i], y = rows[i + b];
-      rows[i] = __builtin_shuffle(x, y, kLow[stage]);
-      rows[i + b] = __builtin_shuffle(x, y, kHigh[stage]);
-    }
+  for (int i = 0; i < kLanes; i += 2) TransposeStage1(rows[i], rows[i + 1]);
+  for (int i = 0; i < kLanes; ++i) {
+    if (!(i & 2)) TransposeStage2(rows[i], rows[i + 2]);
   }
+  for (int i = 0; i < kLanes; ++i) {
+    if (!(i & 4)) TransposeStage4(rows[i], rows[i + 4]);
+  }
+  for (int i = 0; i < 8; ++i) TransposeStage8(rows[i], rows[i + 8]);
 }
 
 // C[4 x 16*NV] (+)= A[4 x k] * B[k x 16*NV]; B and C row-major with the given leading dims,
@@ -123,6 +141,14 @@ inline void GemmBlock4(const float* a, int64_t lda, int64_t a_step, const float*
   }
 }
 
+// Column vectors per GemmBlock4 call: its 4 x NV accumulators must stay in registers -- 32
+// zmm registers hold 4 x 4 with AVX-512; AVX2's 16 ymm registers hold 4 x 1 (two ymm each).
+#ifdef __AVX512F__
+constexpr int kGemmColumnVectors = 4;
+#else
+constexpr int kGemmColumnVectors = 1;
+#endif
+
 // C[m x n] (+)= A[m x k] * B[k x n], row-major, A's element (i, p) at
 // a[i * lda + p * a_step]. Requires m % 4 == 0 and n % 16 == 0 (callers pad with zeros). Each
 // output element is a sequential sum over k in index order, whatever m, n, the strides and the
@@ -131,8 +157,9 @@ inline void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
                  int64_t ldb, float* c, int64_t ldc, bool accumulate, int64_t a_step = 1) {
   for (int64_t i = 0; i < m; i += 4) {
     int64_t j = 0;
-    for (; j + 4 * kLanes <= n; j += 4 * kLanes) {
-      GemmBlock4<4>(a + i * lda, lda, a_step, b + j, ldb, c + i * ldc + j, ldc, k, accumulate);
+    for (; j + kGemmColumnVectors * kLanes <= n; j += kGemmColumnVectors * kLanes) {
+      GemmBlock4<kGemmColumnVectors>(a + i * lda, lda, a_step, b + j, ldb, c + i * ldc + j, ldc,
+                                     k, accumulate);
     }
     const float* a_rows = a + i * lda;
     float* c_rows = c + i * ldc + j;

@@ -77,7 +77,7 @@ absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
                                                  const torch::Tensor& prefix_lengths,
                                                  const VarlenAttentionOptions& options);
 
-// Name of the kernel ISA in use ("avx512" or "portable").
+// Name of the kernel ISA in use ("avx512", "avx2" or "portable").
 const char* VarlenAttentionIsa();
 
 }  // namespace roboloop::kernels

@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
+  clang  # compiles the AVX2 kernels (kernels/CMakeLists.txt)
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch
   libmujoco-dev libmujoco-samples libqhull-dev libgl-dev libopengl-dev libosmesa6-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
