@@ -100,6 +100,24 @@ ROBOLOOP_HOST_DEVICE float RowDot(const float* a, const float* b, int64_t head_d
   return sum;
 }
 
+// Keys [0, end) are seen by some query row of a query tile.
+ROBOLOOP_HOST_DEVICE int64_t QueryTileKeyEnd(const AttentionShape& shape,
+                                             const TileGeometry& tile) {
+  return MinOf(tile.length, VisibleKeyLimit(shape.mask, tile.length, tile.prefix,
+                                            tile.first_row + tile.rows - 1));
+}
+
+// Stages keys and values [k0, k0 + kCudaColumnTile) below key_end into shared tiles.
+ROBOLOOP_HOST_DEVICE void StageKeysAndValues(const float* k, const float* v,
+                                             const AttentionShape& shape,
+                                             const TileGeometry& tile, int64_t k0,
+                                             int64_t key_end, float* keys, float* values,
+                                             int thread, int threads) {
+  const int64_t count = MinOf(kCudaColumnTile, key_end - k0);
+  StageRows(k, tile, k0, count, shape.input_row_stride, shape.head_dim, keys, thread, threads);
+  StageRows(v, tile, k0, count, shape.input_row_stride, shape.head_dim, values, thread, threads);
+}
+
 // Running state of one query row in the forward pass.
 template <int kMaxHeadDim>
 struct ForwardRow {
@@ -119,8 +137,7 @@ struct ForwardTile {
   ROBOLOOP_HOST_DEVICE ForwardTile(const ForwardArgs& a, const TileItem& item)
       : args(a),
         tile(a.shape, item),
-        key_end(MinOf(tile.length, VisibleKeyLimit(a.shape.mask, tile.length, tile.prefix,
-                                                   tile.first_row + tile.rows - 1))) {}
+        key_end(QueryTileKeyEnd(a.shape, tile)) {}
 
   // Floats of shared memory the tile needs.
   ROBOLOOP_HOST_DEVICE static int64_t SharedFloats(int64_t head_dim) {
@@ -141,10 +158,8 @@ struct ForwardTile {
 
   ROBOLOOP_HOST_DEVICE void StageKeyTile(int64_t k0, float* shared, int thread,
                                          int threads) const {
-    const int64_t count = MinOf(kCudaColumnTile, key_end - k0);
-    const int64_t stride = args.shape.input_row_stride, d = args.shape.head_dim;
-    StageRows(args.k, tile, k0, count, stride, d, Keys(shared), thread, threads);
-    StageRows(args.v, tile, k0, count, stride, d, Values(shared), thread, threads);
+    StageKeysAndValues(args.k, args.v, args.shape, tile, k0, key_end, Keys(shared),
+                       Values(shared), thread, threads);
   }
 
   ROBOLOOP_HOST_DEVICE void Begin(ForwardRow<kMaxHeadDim>& row) const {
@@ -219,8 +234,7 @@ struct QueryGradTile {
   ROBOLOOP_HOST_DEVICE QueryGradTile(const BackwardArgs& a, const TileItem& item)
       : args(a),
         tile(a.shape, item),
-        key_end(MinOf(tile.length, VisibleKeyLimit(a.shape.mask, tile.length, tile.prefix,
-                                                   tile.first_row + tile.rows - 1))) {}
+        key_end(QueryTileKeyEnd(a.shape, tile)) {}
 
   ROBOLOOP_HOST_DEVICE static int64_t SharedFloats(int64_t head_dim) {
     return 2 * (kRowTile + kCudaColumnTile) * SharedRowStride(head_dim);
@@ -247,10 +261,8 @@ struct QueryGradTile {
 
   ROBOLOOP_HOST_DEVICE void StageKeyTile(int64_t k0, float* shared, int thread,
                                          int threads) const {
-    const int64_t count = MinOf(kCudaColumnTile, key_end - k0);
-    const int64_t stride = args.shape.input_row_stride, d = args.shape.head_dim;
-    StageRows(args.k, tile, k0, count, stride, d, Keys(shared), thread, threads);
-    StageRows(args.v, tile, k0, count, stride, d, Values(shared), thread, threads);
+    StageKeysAndValues(args.k, args.v, args.shape, tile, k0, key_end, Keys(shared),
+                       Values(shared), thread, threads);
   }
 
   ROBOLOOP_HOST_DEVICE void Begin(GradRow<kMaxHeadDim>& row) const {

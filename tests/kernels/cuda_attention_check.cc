@@ -178,10 +178,10 @@ Results<float> EmptyResults(const Case& c) {
   return r;
 }
 
-// Backward arguments over `r`'s outputs; q, k, v, dout and lse are given separately.
-BackwardArgs BackwardOver(const AttentionShape& shape, const float* q, const float* k,
-                          const float* v, const float* dout, const float* lse,
-                          Results<float>* r) {
+// Backward arguments over the given inputs and gradient outputs (host or device pointers).
+BackwardArgs BackwardOf(const AttentionShape& shape, const float* q, const float* k,
+                        const float* v, const float* dout, const float* lse, float* dq, float* dk,
+                        float* dv) {
   BackwardArgs args;
   args.shape = shape;
   args.q = q;
@@ -189,9 +189,9 @@ BackwardArgs BackwardOver(const AttentionShape& shape, const float* q, const flo
   args.v = v;
   args.dout = dout;
   args.lse = lse;
-  args.dq = r->dq.data();
-  args.dk = r->dk.data();
-  args.dv = r->dv.data();
+  args.dq = dq;
+  args.dk = dk;
+  args.dv = dv;
   return args;
 }
 
@@ -208,8 +208,8 @@ Results<float> RunCpu(const Case& c) {
   std::vector<float> row_dots(r.lse.size());
   kernels.row_dots(c.dout.data(), r.out.data(), c.head_dim, 0,
                    static_cast<int64_t>(row_dots.size()), row_dots.data());
-  BackwardArgs backward =
-      BackwardOver(shape, c.q.data(), c.k.data(), c.v.data(), c.dout.data(), r.lse.data(), &r);
+  BackwardArgs backward = BackwardOf(shape, c.q.data(), c.k.data(), c.v.data(), c.dout.data(),
+                                     r.lse.data(), r.dq.data(), r.dk.data(), r.dv.data());
   backward.row_dots = row_dots.data();
   kernels.backward_queries(backward, items.data(), 0, count, scratch.data());
   kernels.backward_keys(backward, items.data(), 0, count, scratch.data());
@@ -223,9 +223,9 @@ Results<float> RunEmulated(const Case& c, std::string*) {
   EmulateAttentionForward(
       {shape, c.q.data(), c.k.data(), c.v.data(), r.out.data(), r.lse.data()});
   std::vector<float> row_dots(r.lse.size());
-  EmulateAttentionBackward(
-      BackwardOver(shape, c.q.data(), c.k.data(), c.v.data(), c.dout.data(), r.lse.data(), &r),
-      r.out.data(), row_dots.data(), c.total());
+  EmulateAttentionBackward(BackwardOf(shape, c.q.data(), c.k.data(), c.v.data(), c.dout.data(),
+                                      r.lse.data(), r.dq.data(), r.dk.data(), r.dv.data()),
+                           r.out.data(), row_dots.data(), c.total());
   return r;
 }
 
@@ -284,16 +284,8 @@ Results<float> RunGpu(const Case& c, std::string* error) {
   CudaOutcome outcome = CudaAttentionForward(
       {shape, q, k, v, out->As<float>(), lse->As<float>()}, tiles, nullptr);
   if (!outcome.ok()) *error = outcome.error;
-  BackwardArgs backward;
-  backward.shape = shape;
-  backward.q = q;
-  backward.k = k;
-  backward.v = v;
-  backward.dout = dout;
-  backward.lse = lse->As<float>();
-  backward.dq = dq->As<float>();
-  backward.dk = dk->As<float>();
-  backward.dv = dv->As<float>();
+  const BackwardArgs backward = BackwardOf(shape, q, k, v, dout, lse->As<float>(),
+                                          dq->As<float>(), dk->As<float>(), dv->As<float>());
   outcome = CudaAttentionBackward(backward, out->As<float>(), row_dots->As<float>(), c.total(),
                                   tiles, nullptr);
   if (!outcome.ok() && error->empty()) *error = outcome.error;
