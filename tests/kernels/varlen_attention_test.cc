@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/rowwise_core.h"
 #include "tests/kernels/attention_test_util.h"
 
 namespace roboloop::kernels {
@@ -186,6 +187,19 @@ TEST(VarlenAttentionTest, PackedQkvEqualsSeparateQkvBitwise) {
       pairs, torch::tensor({0, 10}, torch::kInt), torch::Tensor(), VarlenAttentionOptions{});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("qkv must be [total_tokens, 3, heads, head_dim]"));
+}
+
+// The widest build the CPU can run is the one in use: a missing ISA build (say, no Clang for the
+// AVX2 one) would silently fall back to the portable kernels, many times slower.
+TEST(VarlenAttentionTest, KernelsUseTheWidestIsaTheCpuRuns) {
+  std::string expected = "portable";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+    expected = "avx512";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    expected = "avx2";
+  }
+  EXPECT_EQ(VarlenAttentionIsa(), expected);
+  EXPECT_EQ(SelectedRowwiseKernels().isa, expected);
 }
 
 TEST(VarlenAttentionTest, PortableKernelsMatchSelectedKernels) {
