@@ -79,8 +79,12 @@ function(roboloop_clang_object)
   set(object "${CMAKE_CURRENT_BINARY_DIR}/${stem}.clang.o")
   set(build_flags ${CMAKE_CXX_FLAGS_RELEASE})
   separate_arguments(build_flags)
+  set(launcher "")
+  if(CCACHE_PROGRAM)
+    set(launcher "${CCACHE_PROGRAM}")
+  endif()
   add_custom_command(OUTPUT "${object}"
-    COMMAND ${CCACHE_PROGRAM} ${ROBOLOOP_CLANGXX} ${build_flags} -std=c++17 -fPIC -Wall -Wextra
+    COMMAND ${launcher} ${ROBOLOOP_CLANGXX} ${build_flags} -std=c++17 -fPIC -Wall -Wextra
       ${ARG_FLAGS} -I "${PROJECT_SOURCE_DIR}" -MD -MF "${object}.d"
       -c "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE}" -o "${object}"
     DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE}"
