@@ -98,6 +98,9 @@ class ShardedRun {
   }
 
   absl::Status Report(int shard, bool success) {
+    // Counting and sending under progress_mu_ keeps the reports in order: two shards finishing
+    // together must not send 12 done and then 11.
+    absl::MutexLock ordered(&progress_mu_);
     ShardProgress progress;
     {
       absl::MutexLock lock(&mu_);
@@ -109,7 +112,6 @@ class ShardedRun {
       }
     }
     if (!options_.on_progress) return absl::OkStatus();
-    absl::MutexLock lock(&progress_mu_);
     absl::Status status = options_.on_progress(progress);
     if (!status.ok()) {
       absl::MutexLock run_lock(&mu_);
@@ -162,7 +164,7 @@ class ShardedRun {
   int alive_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Status progress_error_ ABSL_GUARDED_BY(mu_);
-  absl::Mutex progress_mu_;  // serializes on_progress calls
+  absl::Mutex progress_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // orders the counting and on_progress calls
   std::atomic<bool> stopped_{false};  // the run failed: shards in flight stop
 };
 
