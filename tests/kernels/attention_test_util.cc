@@ -52,6 +52,19 @@ PackedCase RandomCase(std::mt19937_64* rng, int64_t batch, int32_t max_length, i
   return c;
 }
 
+AttentionShape ShapeOf(const PackedCase& c) {
+  AttentionShape shape;
+  shape.cu_seqlens = c.cu_seqlens.data_ptr<int32_t>();
+  shape.prefix_lengths = c.prefix_lengths.data_ptr<int32_t>();
+  shape.batch = c.cu_seqlens.size(0) - 1;
+  shape.heads = c.heads;
+  shape.head_dim = c.head_dim;
+  shape.mask = c.mask;
+  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  shape.input_row_stride = shape.output_row_stride = c.heads * c.head_dim;
+  return shape;
+}
+
 torch::Tensor MaskMatrix(MaskKind mask, int64_t length, int64_t prefix) {
   torch::Tensor i = torch::arange(length, torch::kLong).unsqueeze(1);
   torch::Tensor j = torch::arange(length, torch::kLong).unsqueeze(0);

@@ -37,6 +37,10 @@ void FillRandom(PackedCase* c, std::mt19937_64* rng);
 PackedCase RandomCase(std::mt19937_64* rng, int64_t batch, int32_t max_length, int64_t heads,
                       int64_t head_dim, MaskKind mask);
 
+// The kernels' shape over a case's contiguous tensors (cu_seqlens and prefix_lengths as
+// built by FillRandom), scale 1/sqrt(head_dim). Valid while the case lives.
+AttentionShape ShapeOf(const PackedCase& c);
+
 // Float64 reference: per sequence plain matmul + mask + softmax + matmul, with autograd for
 // the gradients of sum(out * dout).
 struct Reference {

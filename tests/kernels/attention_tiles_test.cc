@@ -23,17 +23,8 @@ constexpr double kTolerance = 1e-5;
 // Forward and backward of a case through the host emulator of the CUDA kernels.
 AttentionResult Emulate(const PackedCase& c) {
   const torch::Tensor q = c.q.contiguous(), k = c.k.contiguous(), v = c.v.contiguous(),
-                      dout = c.dout.contiguous(), cu = c.cu_seqlens.contiguous(),
-                      prefix = c.prefix_lengths.contiguous();
-  AttentionShape shape;
-  shape.cu_seqlens = cu.data_ptr<int32_t>();
-  shape.prefix_lengths = prefix.data_ptr<int32_t>();
-  shape.batch = cu.size(0) - 1;
-  shape.heads = c.heads;
-  shape.head_dim = c.head_dim;
-  shape.mask = c.mask;
-  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  shape.input_row_stride = shape.output_row_stride = c.heads * c.head_dim;
+                      dout = c.dout.contiguous();
+  const AttentionShape shape = testing::ShapeOf(c);
   AttentionResult r{torch::empty_like(q), torch::empty({q.size(0), c.heads}), torch::empty_like(q),
                     torch::empty_like(q), torch::empty_like(q)};
   EmulateAttentionForward({shape, q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),

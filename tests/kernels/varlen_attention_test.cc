@@ -208,15 +208,7 @@ TEST(VarlenAttentionTest, PortableKernelsMatchSelectedKernels) {
   absl::StatusOr<VarlenAttentionOutput> selected =
       VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
   ASSERT_TRUE(selected.ok()) << selected.status();
-  AttentionShape shape;
-  shape.cu_seqlens = c.cu_seqlens.data_ptr<int32_t>();
-  shape.prefix_lengths = c.prefix_lengths.data_ptr<int32_t>();
-  shape.batch = static_cast<int64_t>(c.lengths.size());
-  shape.heads = c.heads;
-  shape.head_dim = c.head_dim;
-  shape.mask = c.mask;
-  shape.scale = static_cast<float>(DefaultScale(c));
-  shape.input_row_stride = shape.output_row_stride = c.heads * c.head_dim;
+  const AttentionShape shape = testing::ShapeOf(c);
   torch::Tensor out = torch::empty_like(c.q);
   torch::Tensor lse = torch::empty({c.q.size(0), c.heads}, torch::kFloat);
   ForwardArgs args{shape, c.q.data_ptr<float>(), c.k.data_ptr<float>(), c.v.data_ptr<float>(),
