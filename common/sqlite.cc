@@ -94,6 +94,8 @@ absl::Status SqliteDb::Exec(const std::string& sql) {
   return absl::OkStatus();
 }
 
+bool SqliteDb::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
 absl::Status SqliteDb::UseWriteAheadLog() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
   while (true) {
@@ -181,6 +183,16 @@ absl::Status SqliteTransaction::Commit() {
   ROBOLOOP_RETURN_IF_ERROR(db_->Exec("COMMIT"));
   done_ = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SqliteReadSnapshot>> SqliteReadSnapshot::Begin(SqliteDb* db) {
+  if (db->InTransaction()) return std::unique_ptr<SqliteReadSnapshot>(new SqliteReadSnapshot(nullptr));
+  ROBOLOOP_RETURN_IF_ERROR(db->Run("BEGIN DEFERRED"));
+  return std::unique_ptr<SqliteReadSnapshot>(new SqliteReadSnapshot(db));
+}
+
+SqliteReadSnapshot::~SqliteReadSnapshot() {
+  if (db_ != nullptr) db_->Run("COMMIT").IgnoreError();
 }
 
 }  // namespace roboloop

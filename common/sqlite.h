@@ -82,6 +82,8 @@ class SqliteDb {
   // Runs a query expected to return one integer (or no row: `fallback`).
   absl::StatusOr<int64_t> QueryInt(const std::string& sql, const std::vector<SqlValue>& params,
                                    int64_t fallback);
+  // True while a transaction is open on this connection.
+  bool InTransaction() const;
   // Converts the connection's last error (result code `rc`) into a Status naming `context`.
   absl::Status Error(int rc, const std::string& context) const;
 
@@ -110,6 +112,22 @@ class SqliteTransaction {
   explicit SqliteTransaction(SqliteDb* db) : db_(db) {}
   SqliteDb* db_;
   bool done_ = false;
+};
+
+// A read transaction (BEGIN DEFERRED): every statement run until destruction reads one
+// snapshot of the database, and the connection takes the write-ahead log's read lock once for
+// all of them instead of once per statement. Ends (COMMIT, which writes nothing) on destruction.
+// Inside a transaction already open on the connection it does nothing: that one is the snapshot.
+class SqliteReadSnapshot {
+ public:
+  static absl::StatusOr<std::unique_ptr<SqliteReadSnapshot>> Begin(SqliteDb* db);
+  ~SqliteReadSnapshot();
+  SqliteReadSnapshot(const SqliteReadSnapshot&) = delete;
+  SqliteReadSnapshot& operator=(const SqliteReadSnapshot&) = delete;
+
+ private:
+  explicit SqliteReadSnapshot(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;  // null when the snapshot is a transaction opened before
 };
 
 }  // namespace roboloop

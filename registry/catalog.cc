@@ -109,9 +109,11 @@ absl::Status FillCheckpointDetails(SqliteDb& db, v1::Checkpoint* checkpoint) {
   return absl::OkStatus();
 }
 
-// Runs a query selecting kCheckpointColumns and returns the complete checkpoints.
+// Runs a query selecting kCheckpointColumns and returns the complete checkpoints, all read
+// from one snapshot.
 absl::StatusOr<std::vector<v1::Checkpoint>> QueryCheckpoints(SqliteDb& db, const std::string& sql,
                                                              const std::vector<SqlValue>& params) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteReadSnapshot> snapshot, SqliteReadSnapshot::Begin(&db));
   std::vector<v1::Checkpoint> checkpoints;
   {
     ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
@@ -129,6 +131,7 @@ absl::StatusOr<std::vector<v1::Checkpoint>> QueryCheckpoints(SqliteDb& db, const
 
 absl::StatusOr<std::vector<v1::Dataset>> QueryDatasets(SqliteDb& db, const std::string& sql,
                                                        const std::vector<SqlValue>& params) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteReadSnapshot> snapshot, SqliteReadSnapshot::Begin(&db));
   std::vector<v1::Dataset> datasets;
   {
     ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
