@@ -83,7 +83,16 @@ void WalCheckpointer::Run() {
 }
 
 void WalCheckpointer::Checkpoint() {
-  sqlite3_wal_checkpoint_v2(connection_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  // Unlocked passes copy the frames committed during the previous pass, until few are left, so
+  // that the locked pass (which writers wait for) copies only those few.
+  constexpr int kMaxUnlockedPasses = 4;
+  constexpr int kFramesLeftForTheLockedPass = 64;
+  for (int pass = 0; pass < kMaxUnlockedPasses; ++pass) {
+    int log_frames = 0, copied_frames = 0;
+    const int rc = sqlite3_wal_checkpoint_v2(connection_, nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                             &log_frames, &copied_frames);
+    if (rc != SQLITE_OK || log_frames - copied_frames <= kFramesLeftForTheLockedPass) break;
+  }
   absl::MutexLock writers(writers_);
   sqlite3_wal_checkpoint_v2(connection_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
 }

@@ -15,9 +15,10 @@ namespace roboloop {
 
 // Watches one writer connection's commits through its WAL hook (which replaces SQLite's
 // auto-checkpoint) and, once a commit leaves at least `frames` frames in the log, checkpoints on
-// a background thread with its own connection, in two passes: a PASSIVE pass that copies the log
-// into the database while writers go on, then, holding `writers` (the mutex under which this
-// process commits), a second pass for the frames committed meanwhile. After it the log is fully
+// a background thread with its own connection: PASSIVE passes that copy the log into the
+// database while writers go on (each one the frames committed during the one before, up to four,
+// until at most 64 are left), then, holding `writers` (the mutex under which this process
+// commits), a last pass for the frames committed meanwhile. After it the log is fully
 // copied, so the next commit restarts it from the beginning: the log stays near `frames` frames
 // and no commit waits for more than the short second pass.
 // The writer connection and `writers` must outlive this object.
