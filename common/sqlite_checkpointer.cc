@@ -87,12 +87,16 @@ void WalCheckpointer::Checkpoint() {
   // that the locked pass (which writers wait for) copies only those few.
   constexpr int kMaxUnlockedPasses = 4;
   constexpr int kFramesLeftForTheLockedPass = 64;
+  int log_frames = 0;
   for (int pass = 0; pass < kMaxUnlockedPasses; ++pass) {
-    int log_frames = 0, copied_frames = 0;
+    int copied_frames = 0;
     const int rc = sqlite3_wal_checkpoint_v2(connection_, nullptr, SQLITE_CHECKPOINT_PASSIVE,
                                              &log_frames, &copied_frames);
     if (rc != SQLITE_OK || log_frames - copied_frames <= kFramesLeftForTheLockedPass) break;
   }
+  // The locked pass (two fsyncs that every commit waits for) runs only once the log has grown
+  // to kRestartMultiple times the checkpoint size: the log is restarted, but rarely.
+  if (log_frames < kRestartMultiple * frames_) return;
   absl::MutexLock writers(writers_);
   sqlite3_wal_checkpoint_v2(connection_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
 }

@@ -18,12 +18,16 @@ namespace roboloop {
 // a background thread with its own connection: PASSIVE passes that copy the log into the
 // database while writers go on (each one the frames committed during the one before, up to four,
 // until at most 64 are left), then, holding `writers` (the mutex under which this process
-// commits), a last pass for the frames committed meanwhile. After it the log is fully
-// copied, so the next commit restarts it from the beginning: the log stays near `frames` frames
-// and no commit waits for more than the short second pass.
+// commits), once the log holds kRestartMultiple x `frames` frames, a last pass for the frames
+// committed meanwhile. After it the log is fully copied, so the next commit restarts it from the
+// beginning: the log stays below about kRestartMultiple x `frames` frames, and commits wait for
+// the short last pass only once every kRestartMultiple checkpoints.
 // The writer connection and `writers` must outlive this object.
 class WalCheckpointer {
  public:
+  // How many checkpoint sizes the log may reach before a pass under `writers` restarts it.
+  static constexpr int kRestartMultiple = 8;
+
   static absl::StatusOr<std::unique_ptr<WalCheckpointer>> Start(sqlite3* writer, const std::string& path,
                                                                 absl::Mutex* writers, int frames,
                                                                 int busy_timeout_ms);
