@@ -22,6 +22,11 @@ namespace roboloop {
 // committed meanwhile. After it the log is fully copied, so the next commit restarts it from the
 // beginning: the log stays below about kRestartMultiple x `frames` frames, and commits wait for
 // the short last pass only once every kRestartMultiple checkpoints.
+// Until the log restarts, every commit asks for another pass, so under steady load the passes
+// run back to back and each copies only the few frames committed since the one before: counting
+// only uncopied frames instead (one pass per `frames` new frames, 18x fewer passes) made each
+// pass a burst of writes and fsyncs, and raised the registry benchmark's register p99 from
+// 5.2-5.8 ms to 6.8 ms.
 // The writer connection and `writers` must outlive this object.
 class WalCheckpointer {
  public:
