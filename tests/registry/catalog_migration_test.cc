@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "registry/catalog.h"
@@ -49,6 +50,22 @@ void RunSql(const std::string& path, const std::string& sql) {
   sqlite3_free(error);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+// Column `column` of every row of `sql` run on the database at `path`, joined by newlines.
+std::string QueryColumn(const std::string& path, const std::string& sql, int column) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string rows;
+  while (statement != nullptr && sqlite3_step(statement) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(statement, column);
+    absl::StrAppend(&rows, text != nullptr ? reinterpret_cast<const char*>(text) : "NULL", "\n");
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return rows;
 }
 
 std::string OldCheckpointRows(const std::string& id) {
@@ -96,6 +113,40 @@ TEST(CatalogMigration, VersionOneDatabaseIsMigratedAndKeepsItsRows) {
   EXPECT_EQ((*history)[1].user(), "carol");
   EXPECT_EQ((*history)[1].host(), "box");
   EXPECT_EQ((*history)[1].previous_id(), id);
+}
+
+TEST(CatalogMigration, AliasHistoryKeepsItsNumbersAndNewMovesFollowThem) {
+  ScopedDir dir;
+  std::string path = JoinPath(dir.path(), "catalog.db");
+  std::string id = Sha256Hex("old manifest");
+  RunSql(path, std::string(kSchemaV1) + OldCheckpointRows(id) + "UPDATE alias_history SET seq = 41;");
+  Catalog::Options options;
+  options.path = path;
+  auto catalog = Catalog::Create(options);
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  CheckpointRecord record;
+  record.manifest_json = "{\"new\":1}";
+  record.id = Sha256Hex(record.manifest_json);
+  record.model = "old-model";
+  record.config_json = record.metrics_json = "{}";
+  ASSERT_TRUE((*catalog)->InsertCheckpoint(record, {"carol", "box"}).ok());
+  catalog->reset();
+  EXPECT_EQ(QueryColumn(path, "SELECT seq FROM alias_history ORDER BY seq", 0), "41\n42\n");
+  EXPECT_EQ(QueryColumn(path, "SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'alias_history'", 0), "0\n")
+      << "an alias move must no longer write sqlite_sequence";
+}
+
+TEST(CatalogMigration, DatasetAndParentLookupsUseTheirPartialIndexes) {
+  ScopedDir dir;
+  Catalog::Options options;
+  options.path = JoinPath(dir.path(), "catalog.db");
+  ASSERT_TRUE(Catalog::Create(options).ok());
+  EXPECT_NE(QueryColumn(options.path, "EXPLAIN QUERY PLAN SELECT id FROM checkpoints WHERE dataset_id = 'd'", 3)
+                .find("checkpoints_by_dataset"),
+            std::string::npos);
+  EXPECT_NE(QueryColumn(options.path, "EXPLAIN QUERY PLAN SELECT id FROM checkpoints WHERE parent_id = 'p'", 3)
+                .find("checkpoints_by_parent"),
+            std::string::npos);
 }
 
 TEST(CatalogMigration, MigrationIsIdempotentAcrossReopens) {
