@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/dense.h"
 #include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/rowwise_core.h"
@@ -187,7 +188,7 @@ BatchInvariantScope::~BatchInvariantScope() { batch_invariant_mode = previous_; 
 
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
-  if (!batch_invariant_mode) return torch::nn::functional::linear(x, weight, bias);
+  if (!batch_invariant_mode) return Dense(x, weight, bias);
   return InvariantLinear(x, weight, bias);
 }
 
