@@ -448,6 +448,7 @@ TrainBenchOptions Effective(TrainBenchOptions o) {
     o.warmup = 1;
   }
   if (o.peer_script.empty()) o.peer_script = ROBOLOOP_TRAIN_PEER_SCRIPT;
+  if (o.threads == 0) o.threads = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   return o;
 }
 

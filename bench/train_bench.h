@@ -23,7 +23,7 @@ struct TrainBenchOptions {
   std::string part = "all";  // "a", "b", "c", "d" or "all"
   bool quick = false;        // smoke test: batch 32, 1 run, 2 timed steps, a small dataset
   int runs = 5;              // alternating runs per side
-  int threads = 1;           // torch intra-op threads of both sides (part d: 1 per rank)
+  int threads = 0;           // torch intra-op threads of both sides, 0 = the online cores (part d: 1 per rank)
   int batch = 256;           // samples per step (per rank in part d)
   int steps = 10;            // timed steps per run
   int warmup = 3;            // untimed steps before them

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
                  "d (data parallel) or all")->capture_default_str();
   app.add_flag("--quick", options.quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   app.add_option("--runs", options.runs, "Alternating runs per side")->capture_default_str();
-  app.add_option("--threads", options.threads, "Torch threads of both sides")->capture_default_str();
+  app.add_option("--threads", options.threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();
   app.add_option("--batch", options.batch, "Samples per step (per rank in part d)")->capture_default_str();
   app.add_option("--steps", options.steps, "Timed steps per run")->capture_default_str();
   app.add_option("--warmup", options.warmup, "Untimed steps before them")->capture_default_str();

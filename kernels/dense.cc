@@ -24,11 +24,17 @@ GemmBlock ThreadBlock(int64_t m, int64_t n, int64_t thread, int64_t threads) {
   return {0, m, panels * thread / threads, panels * (thread + 1) / threads};
 }
 
+// Below this many multiply-adds (~25 µs on one core) a GEMM runs on the calling thread alone:
+// waking the other threads would cost more than they save.
+constexpr int64_t kSerialMultiplyAdds = int64_t{1} << 20;
+
 // C (contiguous [m][n]) = A B + bias over the intra-op threads.
 void ParallelGemm(GemmBlockKernel kernel, MatrixView a, MatrixView b, int64_t m, int64_t n, int64_t k,
                   const float* bias, float* c) {
   const int64_t row_blocks = CeilDiv(m, kGemmRowBlock), panels = CeilDiv(n, kGemmPanelColumns);
-  const int64_t threads = std::min<int64_t>(at::get_num_threads(), m >= n ? row_blocks : panels);
+  const int64_t threads = m * n * k < kSerialMultiplyAdds
+                              ? 1
+                              : std::min<int64_t>(at::get_num_threads(), m >= n ? row_blocks : panels);
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scratch;
     for (int64_t t = begin; t < end; ++t) {

@@ -62,7 +62,7 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
                     "d (data parallel) or all")->capture_default_str();
   train->add_flag("--quick", train_options->quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   train->add_option("--runs", train_options->runs, "Alternating runs per side")->capture_default_str();
-  train->add_option("--threads", train_options->threads, "Torch threads of both sides")->capture_default_str();
+  train->add_option("--threads", train_options->threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();
   train->add_option("--batch", train_options->batch, "Samples per step (per rank in part d)")->capture_default_str();
   train->add_option("--steps", train_options->steps, "Timed steps per run")->capture_default_str();
   train->add_option("--warmup", train_options->warmup, "Untimed steps before them")->capture_default_str();

@@ -31,7 +31,7 @@ double FigureAfter(const std::string& line, const std::string& label) {
 }
 
 void ExpectSettingsAndGoal(const std::string& line) {
-  EXPECT_TRUE(std::regex_search(line, std::regex("threads 1 \\(OpenBLAS pool ([0-9]+|unknown)\\);"))) << line;
+  EXPECT_TRUE(std::regex_search(line, std::regex("threads [1-9][0-9]* \\(OpenBLAS pool ([0-9]+|unknown)\\);"))) << line;
   EXPECT_THAT(line, HasSubstr("BLAS_INFO="));
   EXPECT_THAT(line, HasSubstr("cpu: "));
   EXPECT_TRUE(std::regex_search(line, std::regex("\\(goal [^)]*: (met|NOT MET)\\)"))) << line;

@@ -35,12 +35,13 @@ class GemmKernelTest : public ::testing::TestWithParam<std::tuple<int64_t, int64
 };
 
 // Sizes with edges in every dimension: row tails below the 6-row block, column tails below a
-// 16-column panel, and reductions of one chunk, several, and several plus a tail.
+// 16-column panel, and reductions of one chunk, several, and several plus a tail. The last two
+// are large enough to be split over threads, by rows and by column panels.
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmKernelTest,
                          ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(5, 17, 3),
                                            std::make_tuple(6, 16, 16), std::make_tuple(13, 33, 128),
                                            std::make_tuple(64, 4, 130), std::make_tuple(7, 128, 600),
-                                           std::make_tuple(200, 40, 513)));
+                                           std::make_tuple(200, 40, 513), std::make_tuple(30, 1000, 70)));
 
 TEST_P(GemmKernelTest, ProductWithBiasMatchesFloat64) {
   const auto [m, n, k] = GetParam();
