@@ -45,8 +45,14 @@ size_t GemmScratchFloats(int64_t k, int64_t panels);
 // The AVX2 + FMA kernel when this build has it and the CPU supports AVX2 and FMA, else null.
 GemmBlockKernel Avx2GemmKernel();
 
-// The kernel the linears use: the AVX2 one on CPUs without AVX-512 (where OpenBLAS's own
-// AVX-512 kernels are the faster choice), else null (callers then use LibTorch's GEMM).
+// True when OpenBLAS's core `corename` (openblas_get_corename(): "Haswell", "Zen", "SkylakeX", ...)
+// runs 256-bit sgemm kernels, the width of ours; false for the AVX-512 cores and names not known.
+bool OpenBlasCoreIsAvx2Wide(const char* corename);
+
+// The kernel the linears use, else null (callers then use LibTorch's GEMM): the AVX2 one on CPUs
+// without AVX-512, and on AVX-512 CPUs only while the loaded OpenBLAS runs 256-bit kernels there
+// too (OPENBLAS_CORETYPE=Haswell, or a build that knows no AVX-512 core for the CPU); where
+// OpenBLAS runs AVX-512 kernels, their wider vectors are the faster choice.
 GemmBlockKernel SelectedGemmKernel();
 
 }  // namespace roboloop::kernels
