@@ -41,7 +41,7 @@ void ParallelGemm(GemmBlockKernel kernel, MatrixView a, MatrixView b, int64_t m,
       const GemmBlock block = ThreadBlock(m, n, t, threads);
       if (block.row_begin >= block.row_end || block.panel_begin >= block.panel_end) continue;
       scratch.resize(GemmScratchFloats(k, block.panel_end - block.panel_begin));
-      kernel(a, b, m, n, k, bias, c, n, block, scratch.data());
+      kernel(a, b, n, k, bias, c, n, block, scratch.data());
     }
   });
 }

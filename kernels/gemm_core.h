@@ -31,11 +31,11 @@ struct GemmBlock {
   int64_t panel_begin, panel_end;
 };
 
-// C[m][n] (row stride ldc, contiguous columns) = A[m][k] B[k][n] + bias[n] over `block`;
-// `bias` may be null. `scratch` holds GemmScratchFloats(k, panels of the block) floats owned by
+// C = A B + bias over the rows and column panels of `block`: C has n contiguous columns and row
+// stride ldc, A has k columns, B is [k][n], bias is [n] or null. `scratch` holds GemmScratchFloats(k, panels of the block) floats owned by
 // the calling thread. Each element sums its k products in a fixed order (chunks of
 // kGemmReductionChunk, in order), so its bits do not depend on how C is split into blocks.
-using GemmBlockKernel = void (*)(MatrixView a, MatrixView b, int64_t m, int64_t n, int64_t k,
+using GemmBlockKernel = void (*)(MatrixView a, MatrixView b, int64_t n, int64_t k,
                                  const float* bias, float* c, int64_t ldc, GemmBlock block,
                                  float* scratch);
 

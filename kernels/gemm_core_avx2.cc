@@ -107,7 +107,7 @@ constexpr TileFunction kTileByRows[kRows + 1] = {nullptr,         MultiplyTile<1
 
 }  // namespace
 
-void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t /*m*/, int64_t n, int64_t k,
+void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t n, int64_t k,
                    const float* bias, float* c, int64_t ldc, GemmBlock block, float* scratch) {
   const int64_t full_chunk = std::min(k, kGemmReductionChunk);
   float* packed = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 31) & ~uintptr_t{31});
