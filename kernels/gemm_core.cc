@@ -36,6 +36,7 @@ bool OpenBlasCoreIsAvx2Wide(const char* corename) {
   return false;
 }
 
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
 namespace {
 
 // The core name of the OpenBLAS that LibTorch loaded as libblas.so.3, or null when the BLAS
@@ -51,12 +52,17 @@ const char* LoadedOpenBlasCore() {
 }
 
 }  // namespace
+#endif
 
 GemmBlockKernel SelectedGemmKernel() {
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
   static const GemmBlockKernel selected =
       !__builtin_cpu_supports("avx512f") || OpenBlasCoreIsAvx2Wide(LoadedOpenBlasCore()) ? Avx2GemmKernel()
                                                                                          : nullptr;
   return selected;
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace roboloop::kernels
