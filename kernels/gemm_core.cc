@@ -10,6 +10,7 @@ namespace roboloop::kernels {
 
 #ifdef ROBOLOOP_KERNELS_HAVE_AVX2
 namespace avx2 {
+// The GemmBlockKernel compiled for AVX2 + FMA (gemm_core_avx2.cc).
 void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t n, int64_t k, const float* bias,
                    float* c, int64_t ldc, GemmBlock block, float* scratch);
 }  // namespace avx2

@@ -107,6 +107,8 @@ constexpr TileFunction kTileByRows[kRows + 1] = {nullptr,         MultiplyTile<1
 
 }  // namespace
 
+// The GemmBlockKernel contract (kernels/gemm_core.h): per reduction chunk, packs the block's
+// panels of B, then runs every 6-row x 16-column tile of the block over the chunk.
 void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t n, int64_t k,
                    const float* bias, float* c, int64_t ldc, GemmBlock block, float* scratch) {
   const int64_t full_chunk = std::min(k, kGemmReductionChunk);
