@@ -61,6 +61,9 @@ void AddConfigFlags(CLI::App* train, TrainFlags* f) {
                                       "Register a checkpoint every K steps");
   train->add_option_function<int>("--threads", [o](int v) { o->set_threads(v); },
                                   "Torch threads per rank (default 1)");
+  train->add_option_function<std::string>("--device", [o](const std::string& v) { o->set_device(v); },
+                                          "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | "
+                                          "auto (default cpu)");
   train->add_option_function<std::string>("--resume", [o](const std::string& v) { o->set_resume(v); },
                                           "Continue the run of this checkpoint");
   train->add_option_function<std::string>("--init-from", [o](const std::string& v) { o->set_init_from(v); },
@@ -190,7 +193,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner, int argc, char** argv
   flags->argv.assign(argv, argv + argc);
   CLI::App* train = app.add_subcommand("train", "Train a policy (data-parallel with --nproc-per-node)");
   train->add_option("config", flags->config_path, "YAML TrainConfig (proto/roboloop/v1/train.proto)");
-  train->add_option("--nproc-per-node", flags->nproc_per_node, "Local ranks (Gloo data parallel)");
+  train->add_option("--nproc-per-node", flags->nproc_per_node, "Local ranks (data parallel: Gloo on the CPU, NCCL on CUDA)");
   AddConfigFlags(train, flags.get());
   AddRegistryTargetOptions(train, &flags->target);
   runner.Bind(train, [flags] { return Train(*flags); });

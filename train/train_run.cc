@@ -145,8 +145,10 @@ nlohmann::json TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::
           {"token_budget", config.token_budget()},
           {"seed", config.seed()},
           {"threads", config.threads()},
+          {"device", config.device()},
           {"distributed",
-           {{"rank", rank.rank}, {"world_size", rank.world_size}, {"master_addr", rank.master_addr},
+           {{"rank", rank.rank}, {"world_size", rank.world_size}, {"local_rank", rank.local_rank},
+            {"master_addr", rank.master_addr},
             {"master_port", rank.master_port}, {"timeout_seconds", config.rendezvous_timeout_s()}}}};
 }
 
@@ -296,6 +298,7 @@ v1::TrainConfig WithDefaults(v1::TrainConfig c) {
   if (c.prefetch() == 0) c.set_prefetch(4);
   if (c.log_every() == 0) c.set_log_every(1);
   if (c.rendezvous_timeout_s() == 0) c.set_rendezvous_timeout_s(60);
+  if (c.device().empty()) c.set_device("cpu");
   return c;
 }
 

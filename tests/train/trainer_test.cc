@@ -1,6 +1,7 @@
 // The trainer and the trainable policies through the ABI-3 handle (train/torch_runtime.h):
 // packed vs padded loss, NaN stop, exact save/restore, batch-invariant inference of a saved
-// transformer, the flow-matching head, bad configs.
+// transformer, the flow-matching head, bad configs, the device option (the CUDA cases run
+// where LibTorch sees a GPU and are skipped elsewhere).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -66,12 +67,13 @@ nlohmann::json Policy(const std::string& kind, bool flow = false) {
 
 std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool packed = true,
                                           int token_budget = 8192,
-                                          const nlohmann::json& optimizer_extra = nlohmann::json::object()) {
+                                          const nlohmann::json& optimizer_extra = nlohmann::json::object(),
+                                          const std::string& device = "cpu") {
   nlohmann::json optimizer = {{"lr", 1e-3}, {"total_steps", 10}, {"warmup_steps", 2}};
   optimizer.update(optimizer_extra);
   const nlohmann::json config = {{"policy", policy}, {"optimizer", optimizer},
                                  {"packed", packed}, {"token_budget", token_budget},
-                                 {"seed", 7}, {"threads", 1}};
+                                 {"seed", 7}, {"threads", 1}, {"device", device}};
   auto trainer = Runtime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
@@ -248,6 +250,88 @@ TEST(TrainerTest, BadConfigsAreClearErrors) {
   extra["policy"]["layers"] = 2;
   EXPECT_THAT(Runtime().CreateTrainer(extra.dump()).status().message(),
               HasSubstr("layers is not an option of policy mlp"));
+}
+
+// CUDA devices LibTorch sees (0 with Debian's CPU-only LibTorch).
+int CudaDevices() {
+  return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0);
+}
+
+TEST(TrainerTest, DeviceOptionIsCheckedWhenTheTrainerIsCreated) {
+  nlohmann::json config = {{"policy", Policy("mlp")}, {"device", "tpu"}};
+  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
+              AllOf(HasSubstr("trainer option device 'tpu'"), HasSubstr("cpu, cuda, cuda:N, auto")));
+  config["device"] = "cuda:" + std::to_string(CudaDevices());
+  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
+              AllOf(HasSubstr("needs CUDA device " + std::to_string(CudaDevices())),
+                    HasSubstr("LibTorch sees " + std::to_string(CudaDevices()))));
+}
+
+TEST(TrainerTest, AutoDeviceTrainsOnTheCpuWhenNoGpuIsVisible) {
+  if (CudaDevices() > 0) GTEST_SKIP() << "a GPU is visible: auto picks it";
+  const OwnedBatch batch(8, 10);
+  auto cpu = MakeTrainer(Policy("transformer", true));
+  auto automatic = MakeTrainer(Policy("transformer", true), true, 8192, nlohmann::json::object(), "auto");
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_EQ(automatic->Step(batch.View(), step)->loss, cpu->Step(batch.View(), step)->loss) << step;
+  }
+}
+
+// A GPU run against the CPU run of the same seed and batches: the same noise (drawn on the
+// CPU), the same initial weights, other kernels; each step's loss within 1e-4 relative.
+TEST(TrainerTest, CudaTrainingFollowsTheCpuRunWithin1e4) {
+  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  const OwnedBatch batch(16, 11);
+  const std::vector<std::pair<nlohmann::json, bool>> cases = {
+      {Policy("mlp"), true}, {Policy("transformer"), true}, {Policy("transformer"), false},
+      {Policy("transformer", true), true}};
+  for (const auto& [policy, packed] : cases) {
+    auto cpu = MakeTrainer(policy, packed);
+    auto gpu = MakeTrainer(policy, packed, 8192, nlohmann::json::object(), "cuda");
+    for (int step = 0; step < 4; ++step) {
+      const double expected = cpu->Step(batch.View(), step)->loss;
+      auto actual = gpu->Step(batch.View(), step);
+      ASSERT_TRUE(actual.ok()) << actual.status();
+      EXPECT_LE(std::abs(actual->loss - expected) / expected, 1e-4) << policy.dump() << " step " << step;
+    }
+  }
+}
+
+// A state saved on the GPU resumes on the GPU (losses within 1e-6: CUDA's index_add backward
+// is not bitwise deterministic) and on the CPU (within 1e-4), and its policy file serves.
+TEST(TrainerTest, CudaStateResumesOnTheGpuAndOnTheCpu) {
+  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  const OwnedBatch batch(8, 12);
+  const std::string dir = testing::MakeTempDir("cuda_resume");
+  auto straight = MakeTrainer(Policy("transformer", true), true, 8192, {{"ema_decay", 0.5}}, "cuda");
+  std::vector<double> losses;
+  for (int step = 0; step < 5; ++step) {
+    if (step == 3) ASSERT_TRUE(straight->Save(dir + "/p.safetensors", dir + "/s.pt", "{}").ok());
+    losses.push_back(straight->Step(batch.View(), step)->loss);
+  }
+  for (const std::string device : {"cuda", "cpu"}) {
+    auto resumed = MakeTrainer(Policy("transformer", true), true, 8192, {{"ema_decay", 0.5}}, device);
+    ASSERT_TRUE(resumed->LoadState(dir + "/s.pt").ok()) << device;
+    const double tolerance = device == "cuda" ? 1e-6 : 1e-4;
+    for (int step = 3; step < 5; ++step) {
+      EXPECT_LE(std::abs(resumed->Step(batch.View(), step)->loss - losses[step]) / losses[step], tolerance)
+          << device << " step " << step;
+    }
+  }
+  auto policy = Runtime().LoadPolicy(dir + "/p.safetensors", "transformer", Policy("transformer", true).dump());
+  EXPECT_TRUE(policy.ok()) << policy.status();
+}
+
+TEST(TrainerTest, Bf16AutocastOnCudaTrainsCloseToFp32) {
+  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  const OwnedBatch batch(16, 13);
+  auto fp32 = MakeTrainer(Policy("transformer"), true, 8192, nlohmann::json::object(), "cuda");
+  auto bf16 = MakeTrainer(Policy("transformer"), true, 8192, {{"bf16", true}}, "cuda");
+  auto a = fp32->Step(batch.View(), 0);
+  auto b = bf16->Step(batch.View(), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_NE(a->loss, b->loss) << "autocast had no effect";
+  EXPECT_LE(std::abs(a->loss - b->loss) / a->loss, 5e-2);
 }
 
 TEST(TrainerTest, RendezvousTimeoutIsAnErrorWithinTheTimeout) {

@@ -55,6 +55,10 @@ c10::intrusive_ptr<c10d::ProcessGroup> JoinProcessGroup(const DistributedOptions
   c10::intrusive_ptr<c10d::Store> store = Rendezvous(options);
   if (options.backend == "nccl") {
 #ifdef ROBOLOOP_WITH_NCCL
+    // Blocking waits: a collective that outlives the timeout (a rank died) throws from wait()
+    // on this rank, which the step reports, instead of hanging. Values the user set are kept.
+    setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = Timeout(options);
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size,
@@ -85,8 +89,9 @@ void BroadcastFromRankZero(c10d::ProcessGroup& group, std::vector<torch::Tensor>
   }
 }
 
-double AllReduceMean(c10d::ProcessGroup& group, double value) {
-  std::vector<torch::Tensor> buffer = {torch::full({1}, value, torch::kDouble)};
+double AllReduceMean(c10d::ProcessGroup& group, double value, const torch::Device& device) {
+  std::vector<torch::Tensor> buffer = {
+      torch::full({1}, value, torch::TensorOptions().dtype(torch::kDouble).device(device))};
   group.allreduce(buffer)->wait();
   return buffer[0].item<double>() / group.getSize();
 }

@@ -17,10 +17,11 @@ namespace roboloop::train {
 struct DistributedOptions {
   int rank = 0;                        // this rank, 0..world_size-1
   int world_size = 1;                  // ranks in the job; 1 = no process group at all
+  int local_rank = 0;                  // this rank's index on its node (picks its GPU)
   std::string master_addr = "127.0.0.1";  // host of rank 0's TCPStore
   int master_port = 29500;             // port of rank 0's TCPStore
   double timeout_seconds = 30;         // rendezvous and collective timeout
-  std::string backend = "gloo";        // "gloo" (CPU) or "nccl" (only in CUDA builds)
+  std::string backend = "gloo";        // "gloo" (CPU tensors) or "nccl" (CUDA tensors; CUDA builds)
 };
 
 // Joins the job: rank 0 serves a TCPStore, the others connect, then a Gloo (or NCCL) process
@@ -31,8 +32,9 @@ c10::intrusive_ptr<c10d::ProcessGroup> JoinProcessGroup(const DistributedOptions
 // Broadcasts `tensors` from rank 0 in place (the initial weights of every replica).
 void BroadcastFromRankZero(c10d::ProcessGroup& group, std::vector<torch::Tensor> tensors);
 
-// Mean of `value` over the ranks of `group`.
-double AllReduceMean(c10d::ProcessGroup& group, double value);
+// Mean of `value` over the ranks of `group`, reduced in a tensor on `device` (the device the
+// group's backend works on: the CPU for Gloo, the rank's GPU for NCCL).
+double AllReduceMean(c10d::ProcessGroup& group, double value, const torch::Device& device);
 
 // A reducer over `parameters` with DDP's bucket sizes (1 MiB first bucket, then 25 MiB), in
 // reverse parameter order as gradients become ready. Call PrepareForBackward before each

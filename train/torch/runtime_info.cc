@@ -23,6 +23,7 @@ size_t DescribeRuntime(char* buffer, size_t capacity) {
       {"parallel_info", at::get_parallel_info()},
       {"build_config", at::show_config()},
       {"cuda_available", torch::cuda::is_available()},
+      {"cuda_devices", torch::cuda::device_count()},
   };
   std::string text = info.dump();
   if (capacity > 0) {

@@ -3,12 +3,15 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/cuda.h>
 
 #include <malloc.h>
 
 #include <cmath>
 
 #include "train/safetensors.h"
+#include "train/training_device.h"
 
 namespace roboloop::train {
 namespace {
@@ -62,6 +65,7 @@ DistributedOptions ParseDistributed(const nlohmann::json& json) {
   DistributedOptions d;
   d.rank = Get(json, "rank", d.rank);
   d.world_size = Get(json, "world_size", d.world_size);
+  d.local_rank = Get(json, "local_rank", d.local_rank);
   d.master_addr = Get(json, "master_addr", d.master_addr);
   d.master_port = Get(json, "master_port", d.master_port);
   d.timeout_seconds = Get(json, "timeout_seconds", d.timeout_seconds);
@@ -80,9 +84,45 @@ std::string TensorBytes(const torch::Tensor& t) {
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), c.numel());
 }
 
-torch::Tensor FromArray(const void* data, std::vector<int64_t> shape, torch::ScalarType type) {
-  return torch::from_blob(const_cast<void*>(data), shape, type).clone();
+// A copy of a caller-owned array on `device`.
+torch::Tensor FromArray(const void* data, std::vector<int64_t> shape, torch::ScalarType type,
+                        const torch::Device& device) {
+  const torch::Tensor view = torch::from_blob(const_cast<void*>(data), shape, type);
+  return device.is_cpu() ? view.clone() : view.to(device);
 }
+
+// Makes `device` the thread's current device of its kind, so that CUDA streams, NCCL
+// communicators and default allocations land on the rank's own GPU.
+void MakeCurrentDevice(const torch::Device& device) {
+  if (!device.is_cpu()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
+}
+
+// bf16 autocast of the forward on `device` (CPU or CUDA autocast) while alive, when enabled.
+class Bf16Autocast {
+ public:
+  Bf16Autocast(bool enabled, const torch::Device& device) : cuda_(device.is_cuda()) {
+    if (cuda_) {
+      at::autocast::set_enabled(enabled);
+      if (enabled) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    } else {
+      at::autocast::set_cpu_enabled(enabled);
+      if (enabled) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    }
+  }
+  ~Bf16Autocast() {
+    if (cuda_) {
+      at::autocast::set_enabled(false);
+    } else {
+      at::autocast::set_cpu_enabled(false);
+    }
+    at::autocast::clear_cache();
+  }
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  bool cuda_;
+};
 
 // A step allocates and frees the same activation and gradient buffers (up to ~13 MB each at
 // batch 256). glibc would serve each from a fresh mmap, or trim it from the heap on free, so
@@ -106,7 +146,14 @@ TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
   config.token_budget = Get(json, "token_budget", config.token_budget);
   config.seed = Get(json, "seed", config.seed);
   config.threads = Get(json, "threads", config.threads);
-  config.distributed = ParseDistributed(json.value("distributed", nlohmann::json::object()));
+  const nlohmann::json distributed = json.value("distributed", nlohmann::json::object());
+  config.distributed = ParseDistributed(distributed);
+  const absl::StatusOr<TrainingDevice> device =
+      ResolveTrainingDevice(Get(json, "device", std::string("cpu")), config.distributed.local_rank,
+                            static_cast<int>(torch::cuda::device_count()));
+  TORCH_CHECK(device.ok(), "trainer option ", device.status().message());
+  config.device = torch::Device(device->Name());
+  if (!distributed.contains("backend")) config.distributed.backend = device->Backend();
   return config;
 }
 
@@ -118,6 +165,8 @@ std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   std::unique_ptr<Trainer> trainer(new Trainer(config));
   torch::manual_seed(config.seed);
   trainer->model_ = MakePolicyModel(config.policy);
+  MakeCurrentDevice(config.device);
+  trainer->model_->to(config.device);
   std::vector<torch::Tensor> decay, no_decay;
   for (const torch::Tensor& p : trainer->model_->parameters()) {
     trainer->parameters_.push_back(p);
@@ -159,10 +208,12 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
               ", action ", config_.policy.action_dim, ", history ", config_.policy.history,
               ", chunk ", config_.policy.chunk, ")");
   PolicyInputs inputs;
-  inputs.obs = FromArray(b.obs, {b.batch, b.history, b.obs_dim}, torch::kFloat);
-  inputs.history_length = FromArray(b.history_length, {b.batch}, torch::kInt);
-  inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat);
-  inputs.action_valid = FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8).to(torch::kFloat);
+  const torch::Device& device = config_.device;
+  inputs.obs = FromArray(b.obs, {b.batch, b.history, b.obs_dim}, torch::kFloat, device);
+  inputs.history_length = FromArray(b.history_length, {b.batch}, torch::kInt, device);
+  inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat, device);
+  inputs.action_valid =
+      FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8, device).to(torch::kFloat);
   LossOptions loss_options;
   loss_options.packed = config_.packed;
   loss_options.token_budget = config_.token_budget;
@@ -173,14 +224,11 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
   if (reducer_) reducer_->prepare_for_forward();
   torch::Tensor loss;
   {
-    at::autocast::set_cpu_enabled(config_.optimizer.bf16);
-    if (config_.optimizer.bf16) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    const Bf16Autocast autocast(config_.optimizer.bf16, device);
     loss = model_->Loss(inputs, loss_options);
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
   }
   StepFigures figures;
-  figures.loss = group_ ? AllReduceMean(*group_, loss.item<double>()) : loss.item<double>();
+  figures.loss = group_ ? AllReduceMean(*group_, loss.item<double>(), device) : loss.item<double>();
   if (!std::isfinite(figures.loss)) {
     throw NonFiniteLoss("step " + std::to_string(step) + ": the loss is " +
                         std::to_string(figures.loss) + "; no update applied");
@@ -214,7 +262,7 @@ void Trainer::Save(const std::string& policy_path, const std::string& state_path
   TensorMap weights;
   size_t i = 0;
   for (const auto& item : model_->named_parameters()) {
-    const torch::Tensor source = (ema_.empty() ? item.value() : ema_[i]).detach().contiguous();
+    const torch::Tensor source = (ema_.empty() ? item.value() : ema_[i]).detach().cpu().contiguous();
     FloatTensor t;
     t.shape = source.sizes().vec();
     t.values.assign(source.data_ptr<float>(), source.data_ptr<float>() + source.numel());
@@ -226,8 +274,8 @@ void Trainer::Save(const std::string& policy_path, const std::string& state_path
 
   torch::serialize::OutputArchive archive;
   for (size_t p = 0; p < parameters_.size(); ++p) {
-    archive.write("param." + std::to_string(p), parameters_[p].detach());
-    if (!ema_.empty()) archive.write("ema." + std::to_string(p), ema_[p]);
+    archive.write("param." + std::to_string(p), parameters_[p].detach().cpu());
+    if (!ema_.empty()) archive.write("ema." + std::to_string(p), ema_[p].cpu());
   }
   torch::serialize::OutputArchive optimizer_archive;
   optimizer_->save(optimizer_archive);
@@ -239,7 +287,7 @@ void Trainer::Save(const std::string& policy_path, const std::string& state_path
 std::string Trainer::LoadState(const std::string& state_path) {
   torch::serialize::InputArchive archive;
   try {
-    archive.load_from(state_path);
+    archive.load_from(state_path, config_.device);
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, state_path, ": not a trainer state file: ", e.what_without_backtrace());
   }

@@ -28,7 +28,7 @@ struct OptimizerOptions {
   double min_lr_ratio = 0.1;    // the cosine decays to lr * min_lr_ratio
   double clip_norm = 1.0;       // max global gradient norm; 0 = no clipping
   double ema_decay = 0.0;       // EMA of weights (0 = off); the policy blob then holds the EMA
-  bool bf16 = false;            // bf16 autocast of the forward on CPU
+  bool bf16 = false;            // bf16 autocast of the forward (CPU or CUDA autocast)
 };
 
 // Everything a trainer is built from (the JSON of RoboloopTorchApi::trainer_create).
@@ -39,11 +39,15 @@ struct TrainerConfig {
   int64_t token_budget = 8192;   // transformer, packed: tokens per attention call
   uint64_t seed = 0;             // weight init and per-step noise
   int threads = 0;               // torch intra-op threads; 0 = leave as is
+  torch::Device device = torch::kCPU;  // where parameters, optimizer state and batches live
   DistributedOptions distributed;  // rank, world, rendezvous
 };
 
-// Parses {policy, optimizer, packed, token_budget, seed, threads, distributed}. Throws naming
-// the key at fault.
+// Parses {policy, optimizer, packed, token_budget, seed, threads, device, distributed}.
+// `device` takes the forms of train/training_device.h (default cpu), resolved with
+// distributed.local_rank against the GPUs LibTorch sees; distributed.backend defaults to the
+// device's (gloo on the CPU, nccl on CUDA). Throws naming the key at fault, or the device
+// when it is not visible.
 TrainerConfig ParseTrainerConfig(const nlohmann::json& json);
 
 // One step's figures (averaged over ranks).
@@ -70,21 +74,27 @@ struct NonFiniteLoss : std::runtime_error {
 // One replica of a data-parallel job. Not thread-safe.
 class Trainer {
  public:
-  // Builds the model (seeded), the optimizer and, for world_size > 1, joins the process group
-  // and broadcasts rank 0's weights. Throws c10::Error on bad config or rendezvous failure.
+  // Builds the model (seeded, on the CPU, so every device starts from the same weights), moves
+  // it to the configured device, builds the optimizer and, for world_size > 1, joins the
+  // process group and broadcasts rank 0's weights. Throws c10::Error on bad config or
+  // rendezvous failure.
   static std::unique_ptr<Trainer> Create(const TrainerConfig& config);
 
   // Runs forward, backward (gradients averaged across ranks), clipping and the AdamW update
-  // for global step `step` (which seeds the step's noise). Throws NonFiniteLoss naming the
+  // for global step `step` (which seeds the step's noise, drawn on the CPU whatever the
+  // device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
   // step when the loss or gradient norm is not finite (no update applied on any rank).
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
   // Writes the inference weights (the EMA when enabled) to `policy_path` as safetensors, and
-  // parameters, EMA, optimizer state and `driver_state` to `state_path`.
+  // parameters, EMA, optimizer state and `driver_state` to `state_path`. The policy file and
+  // the state's parameters are CPU tensors whatever the device; LoadState maps the rest, so a
+  // checkpoint loads on any machine.
   void Save(const std::string& policy_path, const std::string& state_path,
             const std::string& driver_state);
-  // Restores a state written by Save (bitwise); returns its driver_state. Throws naming the
-  // file when it does not fit this model.
+  // Restores a state written by Save (bitwise), on whichever device wrote it, onto this
+  // trainer's device; returns its driver_state. Throws naming the file when it does not fit
+  // this model.
   std::string LoadState(const std::string& state_path);
   // Replaces the weights with a policy file (fine-tuning); optimizer state is kept fresh.
   void LoadWeights(const std::string& policy_path);

@@ -1,6 +1,7 @@
 // Trainable policy modules (issue 6, req 2): one interface for training (a loss on a batch of
 // windows) and for inference (a batch of observation histories -> a batch of action chunks).
-// Inside libroboloop_torch.so only. Every tensor is float32 on the CPU unless noted.
+// Inside libroboloop_torch.so only. Every tensor is float32 and lies on the module's device
+// (the CPU, or a CUDA device in training) unless noted.
 #pragma once
 
 #include <memory>
@@ -23,7 +24,7 @@ struct PolicyInputs {
 struct LossOptions {
   bool packed = true;            // transformer: packed varlen attention; false = padded + mask
   int64_t token_budget = 8192;   // transformer, packed: most tokens per attention call
-  torch::Generator generator;    // flow matching: source of noise and times (must be defined)
+  torch::Generator generator;    // flow matching: CPU source of noise and times (must be defined)
 };
 
 // A policy network. Loss and Act may be called from one thread at a time.

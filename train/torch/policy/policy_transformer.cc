@@ -90,12 +90,13 @@ class Block : public torch::nn::Module {
 // Sinusoidal features [batch, width] of flow times t [batch] in [0, 1].
 torch::Tensor TimeFeatures(const torch::Tensor& t, int64_t width) {
   const int64_t half = width / 2;
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(t.device());
   const torch::Tensor freqs =
-      torch::exp(torch::arange(half, torch::kFloat) * (-std::log(10000.0) / half));
+      torch::exp(torch::arange(half, options) * (-std::log(10000.0) / half));
   const torch::Tensor angles = (t.to(torch::kFloat) * 1000.0).unsqueeze(-1) * freqs;
   torch::Tensor features = torch::cat({torch::sin(angles), torch::cos(angles)}, -1);
   if (features.size(-1) < width) {
-    features = torch::cat({features, torch::zeros({t.size(0), width - features.size(-1)})}, -1);
+    features = torch::cat({features, torch::zeros({t.size(0), width - features.size(-1)}, options)}, -1);
   }
   return features;
 }
@@ -126,11 +127,13 @@ class TransformerModel : public PolicyModel {
       return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, queries, options),
                              inputs.actions, inputs.action_valid);
     }
-    // Flow matching: x_t = (1 - t) noise + t action, target velocity = action - noise.
+    // Flow matching: x_t = (1 - t) noise + t action, target velocity = action - noise. The
+    // noise and times are drawn on the CPU generator and moved, so every device draws the same.
     const int64_t batch = inputs.obs.size(0);
+    const torch::Device device = inputs.actions.device();
     torch::Generator generator = options.generator;
-    const torch::Tensor noise = torch::randn(inputs.actions.sizes(), generator, torch::kFloat);
-    const torch::Tensor t = torch::rand({batch}, generator, torch::kFloat);
+    const torch::Tensor noise = torch::randn(inputs.actions.sizes(), generator, torch::kFloat).to(device);
+    const torch::Tensor t = torch::rand({batch}, generator, torch::kFloat).to(device);
     const torch::Tensor tt = t.view({batch, 1, 1});
     const torch::Tensor x_t = (1.0 - tt) * noise + tt * inputs.actions;
     return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, FlowQueries(x_t, t), options),
@@ -149,9 +152,10 @@ class TransformerModel : public PolicyModel {
     // Euler integration from the noise distribution's mean (zero), so that inference is
     // deterministic and batch-invariant.
     const int64_t steps = config_.transformer.flow_steps;
-    torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim});
+    const auto on_device = torch::TensorOptions().dtype(torch::kFloat).device(obs.device());
+    torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim}, on_device);
     for (int64_t k = 0; k < steps; ++k) {
-      const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps);
+      const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps, on_device);
       x = x + Predict(obs, history_length, FlowQueries(x, t), packed) / static_cast<double>(steps);
     }
     return x;
@@ -196,7 +200,8 @@ class TransformerModel : public PolicyModel {
 
   torch::Tensor EncodePadded(const torch::Tensor& tokens, const torch::Tensor& history_length) {
     const int64_t history = config_.history, total = tokens.size(1);
-    const torch::Tensor slot = torch::arange(total, torch::kLong);
+    const torch::Tensor slot =
+        torch::arange(total, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
     const torch::Tensor query = slot.view({1, total, 1}), key = slot.view({1, 1, total});
     const torch::Tensor first_real = (history - history_length.to(torch::kLong)).view({-1, 1, 1});
     const torch::Tensor key_real = (key >= first_real);
@@ -213,7 +218,7 @@ class TransformerModel : public PolicyModel {
                              const LossOptions& options) {
     const int32_t history = static_cast<int32_t>(config_.history);
     const int32_t chunk = static_cast<int32_t>(config_.chunk);
-    const torch::Tensor lengths = history_length.contiguous();
+    const torch::Tensor lengths = history_length.cpu().contiguous();
     absl::StatusOr<PackPlan> plan = PlanPacks(
         absl::MakeConstSpan(lengths.data_ptr<int32_t>(), lengths.numel()), chunk,
         static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())),
@@ -223,15 +228,16 @@ class TransformerModel : public PolicyModel {
     std::vector<torch::Tensor> outputs;
     for (const Pack& pack : plan->packs) {
       TokenLayout layout;
-      layout.cu_seqlens = torch::tensor(pack.cu_seqlens, torch::kInt);
+      layout.cu_seqlens = torch::tensor(pack.cu_seqlens, torch::kInt);  // the kernels read them on the CPU
       layout.prefix_lengths = torch::tensor(pack.prefix_lengths, torch::kInt);
       if (HasFullHistories(pack, history)) {
         outputs.push_back(EncodeFullPack(flat, pack, layout, history, chunk));
         continue;
       }
       const std::vector<int64_t> index = PackedTokenIndex(pack, history, chunk);
-      const torch::Tensor packed = Encode(flat.index_select(0, torch::tensor(index, torch::kLong)), layout);
-      outputs.push_back(packed.index_select(0, ActionTokenRows(pack, chunk)));
+      const torch::Tensor gather = torch::tensor(index, torch::kLong).to(flat.device());
+      const torch::Tensor packed = Encode(flat.index_select(0, gather), layout);
+      outputs.push_back(packed.index_select(0, ActionTokenRows(pack, chunk).to(flat.device())));
     }
     const torch::Tensor actions = outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0);
     return actions.reshape({tokens.size(0), chunk, tokens.size(2)});
