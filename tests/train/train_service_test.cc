@@ -1,5 +1,6 @@
 // TrainService over a real gRPC socket (issue 6, req 8): a run streams its events and
-// finishes; Cancel stops a run after registering a checkpoint; bad requests are refused.
+// finishes; Cancel stops a run after registering a checkpoint; bad requests (a missing
+// dataset, an unknown policy, an unknown device) are refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -120,6 +121,10 @@ TEST_F(TrainServiceTest, BadRequestsAreRefused) {
   const absl::Status status = client_->Train(unknown, [](const v1::TrainEvent&) {});
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr("known: mlp, transformer"));
+  v1::TrainRequest bad_device = Request(5);
+  bad_device.mutable_config()->set_device("tpu");
+  EXPECT_THAT(client_->Train(bad_device, [](const v1::TrainEvent&) {}).message(),
+              HasSubstr("device 'tpu' is not one of cpu, cuda, cuda:N, auto"));
 }
 
 }  // namespace
