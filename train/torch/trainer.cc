@@ -148,9 +148,11 @@ TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
   config.threads = Get(json, "threads", config.threads);
   const nlohmann::json distributed = json.value("distributed", nlohmann::json::object());
   config.distributed = ParseDistributed(distributed);
+  // CPU runs never ask for the GPUs, so a CUDA build does not initialise CUDA for them.
+  const std::string spec = Get(json, "device", std::string("cpu"));
+  const int visible_gpus = spec == "cpu" ? 0 : static_cast<int>(torch::cuda::device_count());
   const absl::StatusOr<TrainingDevice> device =
-      ResolveTrainingDevice(Get(json, "device", std::string("cpu")), config.distributed.local_rank,
-                            static_cast<int>(torch::cuda::device_count()));
+      ResolveTrainingDevice(spec, config.distributed.local_rank, visible_gpus);
   TORCH_CHECK(device.ok(), "trainer option ", device.status().message());
   config.device = torch::Device(device->Name());
   if (!distributed.contains("backend")) config.distributed.backend = device->Backend();
