@@ -150,7 +150,8 @@ TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
   config.distributed = ParseDistributed(distributed);
   // CPU runs never ask for the GPUs, so a CUDA build does not initialise CUDA for them.
   const std::string spec = Get(json, "device", std::string("cpu"));
-  const int visible_gpus = spec == "cpu" ? 0 : static_cast<int>(torch::cuda::device_count());
+  const bool cpu = spec.empty() || spec == "cpu";
+  const int visible_gpus = cpu ? 0 : static_cast<int>(torch::cuda::device_count());
   const absl::StatusOr<TrainingDevice> device =
       ResolveTrainingDevice(spec, config.distributed.local_rank, visible_gpus);
   TORCH_CHECK(device.ok(), "trainer option ", device.status().message());

@@ -90,7 +90,7 @@ class Block : public torch::nn::Module {
 // Sinusoidal features [batch, width] of flow times t [batch] in [0, 1].
 torch::Tensor TimeFeatures(const torch::Tensor& t, int64_t width) {
   const int64_t half = width / 2;
-  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(t.device());
+  const auto options = t.options().dtype(torch::kFloat);
   const torch::Tensor freqs =
       torch::exp(torch::arange(half, options) * (-std::log(10000.0) / half));
   const torch::Tensor angles = (t.to(torch::kFloat) * 1000.0).unsqueeze(-1) * freqs;
@@ -152,7 +152,7 @@ class TransformerModel : public PolicyModel {
     // Euler integration from the noise distribution's mean (zero), so that inference is
     // deterministic and batch-invariant.
     const int64_t steps = config_.transformer.flow_steps;
-    const auto on_device = torch::TensorOptions().dtype(torch::kFloat).device(obs.device());
+    const auto on_device = obs.options().dtype(torch::kFloat);
     torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim}, on_device);
     for (int64_t k = 0; k < steps; ++k) {
       const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps, on_device);
@@ -200,8 +200,7 @@ class TransformerModel : public PolicyModel {
 
   torch::Tensor EncodePadded(const torch::Tensor& tokens, const torch::Tensor& history_length) {
     const int64_t history = config_.history, total = tokens.size(1);
-    const torch::Tensor slot =
-        torch::arange(total, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()));
+    const torch::Tensor slot = torch::arange(total, tokens.options().dtype(torch::kLong));
     const torch::Tensor query = slot.view({1, total, 1}), key = slot.view({1, 1, total});
     const torch::Tensor first_real = (history - history_length.to(torch::kLong)).view({-1, 1, 1});
     const torch::Tensor key_real = (key >= first_real);
