@@ -77,4 +77,6 @@ std::string MachineSettings() {
   return text;
 }
 
+std::string DefaultPeerPython() { return ROBOLOOP_PYTHON; }
+
 }  // namespace roboloop::bench

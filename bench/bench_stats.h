@@ -35,4 +35,7 @@ void RemoveScratchDir(const std::string& dir, const std::string& requested);
 // Lines describing what moves the numbers: CPU model, cores, OMP_*/OPENBLAS_*/MKL_* variables.
 std::string MachineSettings();
 
+// The interpreter of the project's Python environment (python/pins.txt), which runs the peers.
+std::string DefaultPeerPython();
+
 }  // namespace roboloop::bench

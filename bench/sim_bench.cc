@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "bench/bench_stats.h"
-#include "bench/testspeed.h"
+#include "bench/rollout_anchor.h"
 #include "common/status.h"
 #include "sim/builtin_tasks.h"
 #include "sim/rollout.h"
@@ -28,7 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // testspeed's control noise: each dimension at centre + noise × half-range × (2·Halton − 1),
-// indexed by the step, so every env sees the same sequence (as every testspeed thread does).
+// indexed by the step, so every env sees the same sequence (as every anchor trajectory does).
 class ControlNoisePolicy : public sim::Policy {
  public:
   ControlNoisePolicy(const sim::Task& task, double noise)
@@ -126,9 +126,10 @@ absl::Status RunSimBench(const SimBenchOptions& o) {
   for (int run = 0; run < o.runs; ++run) {
     ROBOLOOP_ASSIGN_OR_RETURN(double our_rate,
                               RunOurs(*engine, policy, o.env_steps, our_physics_steps));
-    ROBOLOOP_ASSIGN_OR_RETURN(double anchor_rate, RunTestspeed(o.testspeed, o.humanoid_model, physics_steps_per_env,
-                                                               o.threads, o.control_noise));
-    std::printf("run %d: ours %.0f physics steps/s, testspeed %.0f, ratio %.3f\n", run + 1,
+    ROBOLOOP_ASSIGN_OR_RETURN(double anchor_rate,
+                              RunMujocoRollout({o.python, o.humanoid_model, physics_steps_per_env, o.threads,
+                                                o.control_noise, o.envs}));
+    std::printf("run %d: ours %.0f physics steps/s, mujoco.rollout %.0f, ratio %.3f\n", run + 1,
                 our_rate, anchor_rate, our_rate / anchor_rate);
     std::fflush(stdout);
     ours.push_back(our_rate);
@@ -137,15 +138,16 @@ absl::Status RunSimBench(const SimBenchOptions& o) {
   }
 
   const Summary r = Summarize(ratio);
-  std::printf("\nSimulation benchmark (a): humanoid-stand env pool vs mujoco-testspeed\n");
-  std::printf("  model %s, %d threads, %d envs, %d physics steps per env and per testspeed thread\n",
+  std::printf("\nSimulation benchmark (a): humanoid-stand env pool vs mujoco.rollout (MuJoCo %s)\n",
+              mj_versionString());
+  std::printf("  model %s, %d threads, %d envs and as many anchor trajectories, %d physics steps each\n",
               o.humanoid_model.c_str(), o.threads, o.envs, physics_steps_per_env);
   std::printf("  control noise %g of the control range, no resets, observation copy and state-hash "
               "chain on, %d alternating runs\n",
               o.control_noise, o.runs);
   PrintSide("ours (physics steps/s)", ours);
-  PrintSide("mujoco-testspeed (physics steps/s)", anchor);
-  std::printf("  ratio ours/testspeed               median %10.3f  min %10.3f  max %10.3f\n",
+  PrintSide("mujoco.rollout (physics steps/s)", anchor);
+  std::printf("  ratio ours/mujoco.rollout          median %10.3f  min %10.3f  max %10.3f\n",
               r.median, r.min, r.max);
   std::printf("\nsettings:\n%sload average (1/5/15 min): %s before, %s after\n",
               MachineSettings().c_str(), load_before.c_str(), LoadAverage().c_str());

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_stats.h"
-#include "bench/testspeed.h"
+#include "bench/rollout_anchor.h"
 #include "common/fs.h"
 #include "common/status.h"
 #include "sim/builtin_tasks.h"
@@ -108,8 +108,8 @@ absl::StatusOr<TaskFigures> BenchTask(const SimPolicyBenchOptions& o, const sim:
   rollout.overlap_inference = o.overlap_inference;
   rollout.max_steps = o.max_steps > 0 ? o.max_steps : task->max_steps();
   ROBOLOOP_ASSIGN_OR_RETURN(auto engine, sim::RolloutEngine::Create(task.get(), rollout));
-  // testspeed does the same total physics work: our envs' steps split over its threads.
-  const int anchor_steps_per_thread = rollout.max_steps * task->control_substeps() * o.envs / o.threads;
+  // The anchor does the same physics work: one trajectory per env, as many steps.
+  const int anchor_steps = rollout.max_steps * task->control_substeps();
   const std::string model = JoinPath(models_dir, task_name == "reacher" ? "reacher.xml" : "cartpole.xml");
   TaskFigures figures;
   for (int run = 0; run < o.runs; ++run) {
@@ -119,9 +119,9 @@ absl::StatusOr<TaskFigures> BenchTask(const SimPolicyBenchOptions& o, const sim:
     ROBOLOOP_RETURN_IF_ERROR(engine->Run(policy, sink));
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double ours = static_cast<double>(sink.steps() * task->control_substeps()) / seconds;
-    ROBOLOOP_ASSIGN_OR_RETURN(double anchor, RunTestspeed(o.testspeed, model, anchor_steps_per_thread, o.threads,
-                                                          o.control_noise));
-    std::printf("%s run %d: ours %.0f physics steps/s (inference %.0f%%), testspeed %.0f, ratio %.3f\n",
+    ROBOLOOP_ASSIGN_OR_RETURN(double anchor, RunMujocoRollout({o.python, model, anchor_steps, o.threads,
+                                                               o.control_noise, o.envs}));
+    std::printf("%s run %d: ours %.0f physics steps/s (inference %.0f%%), mujoco.rollout %.0f, ratio %.3f\n",
                 task_name.c_str(), run + 1, ours, 100 * policy.seconds() / seconds, anchor, ours / anchor);
     std::fflush(stdout);
     figures.ours.push_back(ours);
@@ -151,17 +151,17 @@ absl::Status RunSimPolicyBench(const SimPolicyBenchOptions& o) {
     ROBOLOOP_ASSIGN_OR_RETURN(TaskFigures figures, BenchTask(o, registry, task, builtin.models_dir));
     results.emplace_back(task, std::move(figures));
   }
-  std::printf("\nSimulation benchmark (b): batched MLP policy (hidden %dx2, relu, batch-invariant) vs mujoco-testspeed\n",
+  std::printf("\nSimulation benchmark (b): batched MLP policy (hidden %dx2, relu, batch-invariant) vs mujoco.rollout\n",
               o.hidden);
-  std::printf("  %d envs, %d threads, one episode per env (no resets mid-run); testspeed runs the same total physics\n"
-              "  steps split over its threads, control noise %g; %d alternating runs\n",
+  std::printf("  %d envs, %d threads, one episode per env (no resets mid-run); the anchor runs one trajectory per\n"
+              "  env of as many physics steps, control noise %g; %d alternating runs\n",
               o.envs, o.threads, o.control_noise, o.runs);
   for (const auto& [task, f] : results) {
     const Summary r = Summarize(f.ratio), share = Summarize(f.inference_share);
     std::printf("%s:\n", task.c_str());
     PrintSide("ours (physics steps/s)", f.ours);
-    PrintSide("mujoco-testspeed (physics steps/s)", f.anchor);
-    std::printf("  ratio ours/testspeed               median %10.3f  min %10.3f  max %10.3f\n", r.median, r.min, r.max);
+    PrintSide("mujoco.rollout (physics steps/s)", f.anchor);
+    std::printf("  ratio ours/mujoco.rollout          median %10.3f  min %10.3f  max %10.3f\n", r.median, r.min, r.max);
     std::printf("  inference share of wall time       median %9.1f%%  min %9.1f%%  max %9.1f%%\n", 100 * share.median,
                 100 * share.min, 100 * share.max);
   }

@@ -1,27 +1,29 @@
 // Part (b) of the simulation benchmark (issue 4, req 11b): cartpole-swingup and reacher driven
 // by a batched MLP policy (hidden 256×2, seeded random weights, through the torch boundary) at
-// 256 envs, against `mujoco-testspeed` on the same model file doing the same total physics
-// steps over the same threads, alternating runs; also the share of wall time spent in inference.
+// 256 envs, against MuJoCo's own rollout (`mujoco.rollout`, same libmujoco) on the same model
+// file doing the same physics steps over the same threads, alternating runs; also the share of
+// wall time spent in inference.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bench/bench_stats.h"
 
 namespace roboloop::bench {
 
 // Options of part (b).
 struct SimPolicyBenchOptions {
   int runs = 5;                  // alternating runs of each side
-  int threads = 2;               // physics threads of our pool and of testspeed
+  int threads = 2;               // physics threads of our pool and of the anchor
   int envs = 256;                // envs of our pool (one episode each)
   int hidden = 256;              // width of both hidden layers
   int max_steps = 0;             // env steps per episode; 0 = the task's horizon
   double control_noise = 0.01;   // testspeed's control noise
   bool overlap_inference = false;  // our pool runs the policy on one half while stepping the other
   std::vector<std::string> tasks = {"cartpole-swingup", "reacher"};
-  std::string testspeed = "/usr/bin/mujoco-testspeed";
+  std::string python = DefaultPeerPython();  // interpreter of the anchor (mujoco.rollout)
   std::string scratch_dir = "/tmp";  // where the MLP file is written
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bench/bench_stats.h"
 
 namespace roboloop::bench {
 
@@ -28,7 +29,7 @@ struct TrainBenchOptions {
   int steps = 10;            // timed steps per run
   int warmup = 3;            // untimed steps before them
   int episodes = 200;        // part b: episodes of the dataset
-  std::string python = "/usr/bin/python3";  // interpreter of the peer (Debian's python3-torch)
+  std::string python = DefaultPeerPython();  // interpreter of the peer (the project environment's torch)
   std::string peer_script;   // the peer; empty = bench/peers/train_peer.py of this source tree
   std::string work_dir;      // scratch folder (default: a new one under /tmp)
   // Arguments between this executable and the --dp-* flags that rerun it as one

@@ -23,11 +23,14 @@ function(roboloop_set_warnings target)
     "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>")
 endfunction()
 
-# roboloop_cc_test(MODULE <module> NAME <file stem> [LABEL fast|slow] [DEPS ...] [TIMEOUT s])
+# roboloop_cc_test(MODULE <module> NAME <file stem> [LABEL fast|slow] [DEPS ...] [TIMEOUT s]
+#                  [GPU_TESTS <gtest filter>])
 # Builds tests/<module>/<name>.cc into one test binary and registers its cases with
-# gtest_discover_tests, labelled fast (default) or slow.
+# gtest_discover_tests, labelled fast (default) or slow. The cases that GPU_TESTS matches (e.g.
+# "*Cuda*:*Gpu*") are registered instead under the prefix "gpu." with the label gpu: they skip
+# where no GPU is visible, and scripts/gpu-check.sh runs them with `ctest -L gpu`.
 function(roboloop_cc_test)
-  cmake_parse_arguments(ARG "" "MODULE;NAME;LABEL;TIMEOUT" "DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MODULE;NAME;LABEL;TIMEOUT;GPU_TESTS" "DEPS" ${ARGN})
   if(NOT ARG_LABEL)
     set(ARG_LABEL fast)
   endif()
@@ -40,11 +43,22 @@ function(roboloop_cc_test)
   target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}")
   target_compile_definitions(${target} PRIVATE
     ROBOLOOP_BINARY_DIR="${PROJECT_BINARY_DIR}"
-    ROBOLOOP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    ROBOLOOP_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    ROBOLOOP_PYTHON="${ROBOLOOP_PYTHON}"
+    ROBOLOOP_MUJOCO_INCLUDE_DIR="${ROBOLOOP_MUJOCO_DIR}/include")
   roboloop_set_warnings(${target})
-  gtest_discover_tests(${target}
-    PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
-    DISCOVERY_TIMEOUT 60)
+  if(ARG_GPU_TESTS)
+    gtest_discover_tests(${target} TEST_FILTER "-${ARG_GPU_TESTS}"
+      PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
+      DISCOVERY_TIMEOUT 60)
+    gtest_discover_tests(${target} TEST_FILTER "${ARG_GPU_TESTS}" TEST_PREFIX "gpu."
+      PROPERTIES LABELS gpu TIMEOUT ${ARG_TIMEOUT}
+      DISCOVERY_TIMEOUT 60)
+  else()
+    gtest_discover_tests(${target}
+      PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
+      DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
 
 # roboloop_proto_library(NAME <name> PROTO <file> [DEPS ...] [GRPC])

@@ -11,8 +11,8 @@ namespace {
 // Rows per task; also the block over which one partial weight/bias gradient is summed.
 constexpr int64_t kRowsPerBlock = 64;
 
-// LibTorch 1.13's custom autograd functions take no undefined tensors, so an absent weight or
-// bias travels as an empty tensor.
+// An absent weight or bias travels through the custom autograd function as an empty tensor, so
+// that every saved input is a defined tensor.
 torch::Tensor AbsentAsEmpty(const torch::Tensor& t) {
   return t.defined() ? t.contiguous() : torch::empty({0}, torch::kFloat);
 }

@@ -10,9 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#ifdef ROBOLOOP_WITH_CUDA_KERNELS
 #include "kernels/cuda/varlen_attention_cuda.h"
-#endif
 
 namespace roboloop::kernels {
 namespace {
@@ -27,14 +25,9 @@ absl::Status Invalid(const std::string& input, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("varlen attention: ", input, " ", problem));
 }
 
-// Where the kernels run: the CPU always, CUDA devices when LibTorch has CUDA.
-#ifdef ROBOLOOP_WITH_CUDA_KERNELS
+// Where the kernels run: the CPU and CUDA devices.
 constexpr const char* kSupportedDevices = "the CPU or a CUDA device";
 bool IsSupportedDevice(const torch::Device& device) { return device.is_cpu() || device.is_cuda(); }
-#else
-constexpr const char* kSupportedDevices = "the CPU";
-bool IsSupportedDevice(const torch::Device& device) { return device.is_cpu(); }
-#endif
 
 // `t` lies on a supported device, the one q lies on.
 absl::Status CheckDeviceOf(const std::string& name, const torch::Tensor& t,
@@ -255,12 +248,10 @@ VarlenAttentionOutput RunForward(const Prepared& p) {
   args.v = p.v.data_ptr<float>();
   args.out = result.out.data_ptr<float>();
   args.lse = result.lse.data_ptr<float>();
-#ifdef ROBOLOOP_WITH_CUDA_KERNELS
   if (p.q.is_cuda()) {
     cuda::ForwardOnDevice(args, p.q.device());
     return result;
   }
-#endif
   const std::vector<TileItem> items = EnumerateTiles(p.shape);
   ParallelOverItems(static_cast<int64_t>(items.size()), kernels.scratch_floats(p.shape.head_dim),
                     [&](int64_t b, int64_t e, float* scratch) {
@@ -292,13 +283,11 @@ void RunBackward(const Prepared& p, const torch::Tensor& out, const torch::Tenso
   args.dq = targets.dq;
   args.dk = targets.dk;
   args.dv = targets.dv;
-#ifdef ROBOLOOP_WITH_CUDA_KERNELS
   if (p.q.is_cuda()) {
     cuda::BackwardOnDevice(args, out32.data_ptr<float>(), row_dots.data_ptr<float>(),
                            p.q.size(0), p.q.device());
     return;
   }
-#endif
   const int64_t rows = row_dots.numel();
   const int64_t d = p.shape.head_dim;
   at::parallel_for(0, rows, 256, [&](int64_t b, int64_t e) {

@@ -33,7 +33,7 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   auto policy_options = std::make_shared<bench::SimPolicyBenchOptions>();
   auto part = std::make_shared<std::string>("all");
   CLI::App* sim = bench->add_subcommand(
-      "sim", "Env pool vs mujoco-testspeed: (a) the humanoid, (b) cartpole-swingup and reacher with an MLP policy");
+      "sim", "Env pool vs mujoco.rollout: (a) the humanoid, (b) cartpole-swingup and reacher with an MLP policy");
   sim->add_option("--runs", sim_options->runs, "Alternating runs per side")->capture_default_str();
   sim->add_option("--part", *part, "a, b or all")->check(CLI::IsMember({"a", "b", "all"}))->capture_default_str();
   sim->add_option("--policy-envs", policy_options->envs, "(b): envs of our pool")->capture_default_str();

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Configures (CMake + Ninja, Release) and builds roboloop into ./build (or $ROBOLOOP_BUILD_DIR).
+# Configures (CMake + Ninja, Release) and builds roboloop into ./build (or $ROBOLOOP_BUILD_DIR),
+# with LibTorch and MuJoCo from the project's Python environment (scripts/venv.sh) and nvcc from
+# the system CUDA toolkit or, where there is none, from that environment (docs/toolchain.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv.sh
 BUILD_DIR="${ROBOLOOP_BUILD_DIR:-build}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cuda_args=()
+  nvcc="$(roboloop_nvcc)"
+  if [ -n "$nvcc" ]; then cuda_args=("-DCMAKE_CUDA_COMPILER=$nvcc"); fi
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DROBOLOOP_VENV="$ROBOLOOP_VENV" \
+    "${cuda_args[@]}"
 fi
 ninja -C "$BUILD_DIR" -j "${ROBOLOOP_BUILD_JOBS:-$(nproc)}"

@@ -17,7 +17,7 @@ echo "== build: ${build_s}s"
 
 stage_start=$(date +%s)
 set +e
-(cd "$BUILD_DIR" && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure --timeout 600 -j "${ROBOLOOP_TEST_JOBS:-2}")
+(cd "$BUILD_DIR" && ctest --output-on-failure --timeout 600 -j "${ROBOLOOP_TEST_JOBS:-2}")
 tests_rc=$?
 set -e
 tests_s=$(( $(date +%s) - stage_start ))

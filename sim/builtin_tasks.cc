@@ -17,6 +17,12 @@ std::string BuiltinTaskOptions::DefaultModelsDir() {
   return ROBOLOOP_DEFAULT_TASK_MODELS;
 }
 
+std::string BuiltinTaskOptions::DefaultHumanoidModel() {
+  const char* from_env = std::getenv("ROBOLOOP_HUMANOID_MODEL");
+  if (from_env != nullptr && *from_env != '\0') return from_env;
+  return ROBOLOOP_DEFAULT_HUMANOID_MODEL;
+}
+
 absl::Status RegisterBuiltins(TaskRegistry* registry, const BuiltinTaskOptions& options) {
   const std::string cartpole = options.models_dir + "/cartpole.xml";
   ROBOLOOP_RETURN_IF_ERROR(registry->Register(
@@ -39,7 +45,7 @@ absl::Status RegisterBuiltins(TaskRegistry* registry, const BuiltinTaskOptions& 
       [push] { return MakePushTask(push); }));
   const std::string humanoid = options.humanoid_model;
   return registry->Register("humanoid-stand",
-                            "keep Debian's humanoid standing (500 steps, throughput task)",
+                            "keep Gymnasium's humanoid standing (500 steps, throughput task)",
                             [humanoid] { return MakeHumanoidStandTask(humanoid); });
 }
 

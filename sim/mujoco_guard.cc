@@ -1,6 +1,5 @@
 #include "sim/mujoco_guard.h"
 
-#include <cstring>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -51,10 +50,10 @@ absl::StatusOr<ModelPtr> LoadModelFromString(const std::string& name, const std:
   auto vfs = std::make_unique<mjVFS>();
   mj_defaultVFS(vfs.get());
   const std::string file = name + ".xml";
-  if (mj_makeEmptyFileVFS(vfs.get(), file.c_str(), static_cast<int>(xml.size())) != 0) {
+  if (mj_addBufferVFS(vfs.get(), file.c_str(), xml.data(), static_cast<int>(xml.size())) != 0) {
+    mj_deleteVFS(vfs.get());
     return absl::InvalidArgumentError(absl::StrCat("MJCF ", name, ": cannot stage it in memory"));
   }
-  std::memcpy(vfs->filedata[vfs->nfile - 1], xml.data(), xml.size());
   char error[kErrorBufferSize] = "";
   ModelPtr model;
   absl::Status status = GuardMujoco(

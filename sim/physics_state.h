@@ -1,6 +1,8 @@
-// The full physics state of MuJoCo 2.2.2, which lacks mj_getState (ARCHITECTURE §7):
-// time, qpos, qvel, act, qacc_warmstart, ctrl, mocap_pos, mocap_quat, userdata, in that
-// order, read field by field. Used for hashing, replay, datasets and relabelling.
+// The physics state of an episode: time, qpos, qvel, act, qacc_warmstart, ctrl, mocap_pos,
+// mocap_quat, userdata, in that order, read field by field (hashing needs no buffer). This is
+// MuJoCo 3's mj_getState(mjSTATE_INTEGRATION) less the inputs no task sets (applied forces,
+// eq_active, plugin state); the layout is the one datasets already store. Used for hashing,
+// replay, datasets and relabelling.
 #pragma once
 
 #include <cstdint>

@@ -46,7 +46,10 @@ absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
   if (t.abi_version != ROBOLOOP_TASK_PLUGIN_ABI_VERSION) {
     return absl::FailedPreconditionError(
         absl::StrCat("task built for plugin ABI version ", t.abi_version,
-                     ", this roboloop supports version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION));
+                     ", this roboloop supports version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION,
+                     t.abi_version == 1 ? " (version 1 is MuJoCo 2.2.2's structs: rebuild the "
+                                          "plugin against MuJoCo 3's headers)"
+                                        : ""));
   }
   if (t.name == nullptr || *t.name == '\0') return absl::InvalidArgumentError("task has no name");
   if (t.mjcf_xml == nullptr) return absl::InvalidArgumentError(absl::StrCat("task ", t.name, " has no MJCF"));

@@ -1,7 +1,9 @@
 /* The C ABI of out-of-tree task plugins (issue 4, req 2b). A plugin is a shared library
  * that exports ROBOLOOP_TASK_PLUGIN_ENTRY; it includes only this header and MuJoCo's.
- * Version 1. Any change to these structs bumps ROBOLOOP_TASK_PLUGIN_ABI_VERSION, and
- * roboloop refuses plugins built for another version. See docs/adding-a-task.md. */
+ * Version 2: the structs of version 1, with MuJoCo 3's mjModel and mjData behind the callbacks'
+ * pointers (version 1 plugins were built against MuJoCo 2.2.2, whose structs differ). Any change
+ * to these structs or to MuJoCo's bumps ROBOLOOP_TASK_PLUGIN_ABI_VERSION, and roboloop refuses
+ * plugins built for another version. See docs/adding-a-task.md. */
 #ifndef ROBOLOOP_SIM_TASK_PLUGIN_ABI_H_
 #define ROBOLOOP_SIM_TASK_PLUGIN_ABI_H_
 
@@ -13,7 +15,7 @@
 extern "C" {
 #endif
 
-#define ROBOLOOP_TASK_PLUGIN_ABI_VERSION 1u
+#define ROBOLOOP_TASK_PLUGIN_ABI_VERSION 2u
 #define ROBOLOOP_TASK_PLUGIN_ENTRY "roboloop_task_plugin"
 
 /* The episode's random stream, owned by roboloop; draw only from it in reset. */

@@ -38,12 +38,18 @@ std::vector<std::string> CandidatePaths() {
   return paths;
 }
 
+// LibTorch's OpenMP runtime reads OMP_WAIT_POLICY once, when dlopen loads it. Its default lets
+// idle workers spin, which made a 2-core training step 2.1-2.4x slower (docs/training.md,
+// "Threads"): waiting threads sleep unless the user chose otherwise.
+void ChooseOpenMpWaitPolicy() { setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0); }
+
 }  // namespace
 
 absl::StatusOr<const TorchRuntime*> TorchRuntime::Load() {
   static std::once_flag once;
   static absl::StatusOr<const TorchRuntime*>* result = nullptr;
   std::call_once(once, [] {
+    ChooseOpenMpWaitPolicy();
     std::vector<std::string> errors;
     for (const std::string& path : CandidatePaths()) {
       if (access(path.c_str(), F_OK) != 0) {

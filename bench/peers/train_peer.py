@@ -1,6 +1,6 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The training benchmark's peer (issue 6, req 10): roboloop's transformer policy written as a
-plain eager PyTorch loop (Debian python3-torch 1.13 + python3-h5py, nothing else).
+plain eager PyTorch loop (the project environment's torch 2.11 + h5py of python/pins.txt, nothing else).
 
 Model: obs tokens (Linear obs -> d_model + learned positions) then learned action-query tokens,
 pre-norm encoder blocks (LayerNorm, fused qkv, masked softmax attention, projection, LayerNorm,

@@ -11,7 +11,7 @@ constexpr int kRootQpos = 7;
 
 class HumanoidStandTask : public Task {
  public:
-  HumanoidStandTask(TaskDefinition def, int head) : Task(std::move(def)), head_(head) {}
+  HumanoidStandTask(TaskDefinition def, int head_geom) : Task(std::move(def)), head_(head_geom) {}
 
   void Reset(const mjModel* m, mjData* d, Rng& rng) const override {
     for (int i = kRootQpos; i < m->nq; ++i) d->qpos[i] += rng.Uniform(-0.01, 0.01);
@@ -33,7 +33,7 @@ class HumanoidStandTask : public Task {
   }
 
  private:
-  double HeadHeight(const mjData* d) const { return d->xpos[3 * head_ + 2]; }
+  double HeadHeight(const mjData* d) const { return d->geom_xpos[3 * head_ + 2]; }
 
   int head_;
 };
@@ -44,11 +44,11 @@ absl::StatusOr<std::unique_ptr<Task>> MakeHumanoidStandTask(const std::string& m
   TaskDefinition def;
   def.name = "humanoid-stand";
   def.description =
-      "Keep Debian's humanoid standing from its default pose; 500 steps at 50 Hz; success = "
+      "Keep Gymnasium's humanoid standing from its default pose; 500 steps at 50 Hz; success = "
       "head height > 1.2 m at the last step. Throughput task, no expert.";
   ROBOLOOP_ASSIGN_OR_RETURN(def.model, LoadModelFromFile(model_path));
   const mjModel* m = def.model.get();
-  ROBOLOOP_ASSIGN_OR_RETURN(int head, FindId(m, mjOBJ_BODY, "body", "head", def.name));
+  ROBOLOOP_ASSIGN_OR_RETURN(int head, FindId(m, mjOBJ_GEOM, "geom", "head", def.name));
   if (m->njnt == 0 || m->jnt_type[0] != mjJNT_FREE) {
     return absl::InvalidArgumentError("task humanoid-stand: the first joint must be a free joint");
   }

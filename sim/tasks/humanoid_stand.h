@@ -1,4 +1,4 @@
-// humanoid-stand (issue 4, req 3) on Debian's humanoid model (throughput task, no expert).
+// humanoid-stand (issue 4, req 3) on Gymnasium's humanoid model (throughput task, no expert).
 //   observation: qpos [nq], qvel [nv]; action: the model's actuator control ranges
 //   50 Hz (4 substeps of 5 ms); 500 steps; starts from the model's default standing pose
 //   (Debian's 2.2.2 model ships no keyframe) with ±0.01 uniform noise on non-root joints
@@ -14,7 +14,7 @@
 
 namespace roboloop::sim {
 
-// Builds humanoid-stand from the MJCF at `model_path` (body "head" and a root free joint).
+// Builds humanoid-stand from the MJCF at `model_path` (geom "head" and a root free joint).
 absl::StatusOr<std::unique_ptr<Task>> MakeHumanoidStandTask(const std::string& model_path);
 
 }  // namespace roboloop::sim

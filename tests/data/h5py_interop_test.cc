@@ -1,5 +1,5 @@
 // Interoperability with h5py (robomimic's writer and reader): files written by h5py read back
-// with the same values, and files written here read with h5py. Skipped without python3-h5py.
+// with the same values, and files written here read with h5py. h5py is the project environment's (python/pins.txt).
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -60,35 +60,18 @@ with h5py.File(sys.argv[1], "r") as f:
 print(json.dumps(out))
 )PY";
 
-// The first interpreter that imports h5py (Debian's python3-h5py lives in /usr/bin/python3,
-// which a pyenv python3 on PATH does not see); empty when none does.
-std::string FindPythonWithH5py() {
-  for (const std::string python : {"/usr/bin/python3", "python3"}) {
-    if (std::system((python + " -c 'import h5py' >/dev/null 2>&1").c_str()) == 0) return python;
-  }
-  return "";
-}
-
-const std::string& PythonWithH5py() {
-  static const std::string python = FindPythonWithH5py();
-  return python;
-}
-
-bool HaveH5py() { return !PythonWithH5py().empty(); }
-
 // Runs `script` with `args`, returning stdout (empty on failure).
 std::string RunPython(const TempDir& dir, const std::string& script, const std::string& args) {
   const std::string script_path = dir.File("script.py");
   std::ofstream(script_path) << script;
   const std::string out_path = dir.File("stdout.txt");
-  if (std::system((PythonWithH5py() + " " + script_path + " " + args + " > " + out_path).c_str()) != 0) return "";
+  if (std::system((std::string(ROBOLOOP_PYTHON) + " " + script_path + " " + args + " > " + out_path).c_str()) != 0) return "";
   std::stringstream out;
   out << std::ifstream(out_path).rdbuf();
   return out.str();
 }
 
 TEST(H5pyInteropTest, ReadsRobomimicFileWrittenByH5py) {
-  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
   TempDir dir;
   const std::string path = dir.File("robomimic.hdf5");
   RunPython(dir, kWriteScript, path + " gzip");
@@ -117,7 +100,6 @@ TEST(H5pyInteropTest, ReadsRobomimicFileWrittenByH5py) {
 }
 
 TEST(H5pyInteropTest, LzfCompressedFileGivesAClearError) {
-  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
   TempDir dir;
   const std::string path = dir.File("lzf.hdf5");
   RunPython(dir, kWriteScript, path + " lzf");
@@ -131,7 +113,6 @@ TEST(H5pyInteropTest, LzfCompressedFileGivesAClearError) {
 }
 
 TEST(H5pyInteropTest, H5pyReadsFileWrittenHere) {
-  if (!HaveH5py()) GTEST_SKIP() << "python3-h5py is not installed";
   TempDir dir;
   const std::string path = dir.File("ours.hdf5");
   DatasetWriter::Options options;

@@ -39,7 +39,10 @@ TEST(TorchBoundaryTest, VerboseVersionLoadsLibTorchOnDemand) {
   EXPECT_THAT(maps, HasSubstr("libroboloop_torch.so"));
   EXPECT_THAT(maps, HasSubstr("libtorch_cpu"));
   testing::ProgramResult r = RunProgram({testing::RoboloopBinary(), "--version", "--verbose"});
-  EXPECT_THAT(r.out, HasSubstr("libtorch 1."));
+  EXPECT_THAT(r.out, HasSubstr("libtorch 2.11"));
+  EXPECT_THAT(r.out, HasSubstr("cuda compiled in: yes (toolkit 13.0"));
+  EXPECT_THAT(r.out, HasSubstr("architectures 8.0 9.0"));
+  EXPECT_THAT(r.out, HasSubstr("mujoco 3."));
   EXPECT_THAT(r.out, HasSubstr("intra-op threads"));
 }
 

@@ -12,10 +12,13 @@
 namespace roboloop::sim {
 namespace {
 
-// Compiles `source` into a shared library in the test's temp dir and returns its path.
-std::string BuildPlugin(const std::string& source, const std::string& name) {
+// Compiles `source` (with `flags`) into a shared library in the test's temp dir against the
+// public headers (ours and MuJoCo's) and returns its path.
+std::string BuildPlugin(const std::string& source, const std::string& name,
+                        const std::string& flags = "") {
   const std::string output = ::testing::TempDir() + "/lib" + name + ".so";
-  const std::string command = "cc -shared -fPIC -O1 -I" ROBOLOOP_SOURCE_DIR " " + source +
+  const std::string command = "cc -shared -fPIC -O1 -I" ROBOLOOP_SOURCE_DIR
+                              " -I" ROBOLOOP_MUJOCO_INCLUDE_DIR " " + flags + " " + source +
                               " -o " + output + " -lm";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return output;
@@ -49,6 +52,18 @@ TEST(TaskPluginTest, RefusesAPluginBuiltForAnotherAbiVersion) {
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("ABI version 999"), std::string::npos) << status;
   EXPECT_NE(status.message().find(plugin), std::string::npos) << status;
+  EXPECT_TRUE(registry.Names().empty());
+}
+
+TEST(TaskPluginTest, RefusesAVersionOnePluginBuiltForMujocoTwo) {
+  const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/tests/sim/wrong_abi_plugin.c",
+                                         "version1", "-DCLAIMED_ABI_VERSION=1u");
+  TaskRegistry registry;
+  const absl::Status status = LoadTaskPlugin(plugin, &registry);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("ABI version 1, this roboloop supports version 2"),
+            std::string::npos) << status;
+  EXPECT_NE(status.message().find("rebuild the plugin against MuJoCo 3"), std::string::npos) << status;
   EXPECT_TRUE(registry.Names().empty());
 }
 

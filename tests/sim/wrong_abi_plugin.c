@@ -1,8 +1,13 @@
-/* A plugin that claims a future ABI version; the loader must refuse it (task_plugin_test). */
+/* A plugin that claims ABI version CLAIMED_ABI_VERSION (default: one from the future); the
+ * loader must refuse it (task_plugin_test). */
 #include "sim/task_plugin_abi.h"
 
+#ifndef CLAIMED_ABI_VERSION
+#define CLAIMED_ABI_VERSION 999u
+#endif
+
 static const RoboloopObsKey kObsKeys[] = {{"x", 1}};
-static const RoboloopTaskV1 kTasks[] = {{999u, "from-the-future", "", "<mujoco/>", 1, kObsKeys,
+static const RoboloopTaskV1 kTasks[] = {{CLAIMED_ABI_VERSION, "from-the-future", "", "<mujoco/>", 1, kObsKeys,
                                          1, 1, ROBOLOOP_SUCCESS_FINAL_STEPS, 1, NULL, NULL, NULL,
                                          NULL, NULL}};
 

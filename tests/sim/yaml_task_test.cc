@@ -92,5 +92,32 @@ TEST(YamlTaskTest, RegistersUnderItsName) {
   EXPECT_EQ(RegisterYamlTask(kExample, &registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
+// A task over MJCF that MuJoCo 2 refuses (gravcomp, actdim, actearly; issue 21, req 4): it loads,
+// gravity compensation holds the idle puck in place under gravity, and a controller reaches
+// the target (obs: puck[3], velocity[3], target[3]).
+TEST(YamlTaskTest, MujocoThreeModelLoadsHoversAndRollsOut) {
+  auto task = LoadYamlTask(ROBOLOOP_SOURCE_DIR "/configs/tasks/hover_reach.yaml");
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(DescribeObsSpec((*task)->obs_spec()), "{puck[3], velocity[3], target[3]}");
+  ASSERT_EQ((*task)->model()->na, 3);
+  EXPECT_EQ((*task)->model()->body_gravcomp[1], 1.0);
+  auto env = Env::Create(task->get(), EnvOptions());
+  ASSERT_TRUE(env.ok());
+  std::vector<float> obs((*task)->obs_spec().size());
+  float action[3];
+  for (bool drive : {true, false}) {
+    ASSERT_TRUE((*env)->Reset(EpisodeSeed(5, 0), 0, obs.data()).ok());
+    const float start_z = obs[2];
+    while (!(*env)->done()) {
+      for (int k = 0; k < 3; ++k) {
+        action[k] = drive ? 8.0f * (obs[6 + k] - obs[k]) - 1.0f * obs[3 + k] : 0.0f;
+      }
+      (*env)->Step(action, 3, obs.data());
+    }
+    EXPECT_EQ((*env)->success(), drive);
+    if (!drive) EXPECT_EQ(obs[2], start_z);  // gravity compensated: no fall
+  }
+}
+
 }  // namespace
 }  // namespace roboloop::sim

@@ -41,7 +41,8 @@ class TransformerPolicy(nn.Module):
 
 
 class SoftmaxPolicy(nn.Module):
-    """The template of the file that calls an op LibTorch 1.13 lacks."""
+    """The template of the file that calls an op this LibTorch lacks (as one saved by a newer
+    PyTorch would)."""
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.softmax(obs, -1)
@@ -82,7 +83,7 @@ def main(out_dir):
     template = os.path.join(out_dir, "softmax.pt")
     torch.jit.script(SoftmaxPolicy()).save(template)
     rewrite_code(template, os.path.join(out_dir, "missing_op.pt"), b"torch.softmax(obs, -1)",
-                 b"torch.scaled_dot_product_attention(obs, obs, obs)")
+                 b"torch.fused_policy_head_from_the_future(obs, obs)")
     loaded_scripted = torch.jit.load(os.path.join(out_dir, "scripted.pt"))
     loaded_traced = torch.jit.load(os.path.join(out_dir, "traced.pt"))
     with torch.no_grad():

@@ -77,9 +77,6 @@ std::vector<float> PaddedWindows(const std::vector<int32_t>& lengths, int histor
 class ExportPythonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::PythonTorchAvailable()) {
-      GTEST_SKIP() << testing::kTorchPython << " cannot import torch (install python3-torch)";
-    }
     auto runtime = TorchRuntime::Load();
     ASSERT_TRUE(runtime.ok()) << runtime.status();
     runtime_ = *runtime;

@@ -1,5 +1,5 @@
 // Helpers of the policy tests: MLP weight files written here and TorchScript files exported
-// at test time by Debian's python3-torch (tests/train/export_policies.py).
+// at test time by the project environment's torch (tests/train/export_policies.py).
 #pragma once
 
 #include <algorithm>
@@ -17,8 +17,8 @@
 
 namespace roboloop::train::testing {
 
-// The Python that ships torch (the pyenv python3 on PATH cannot import it).
-inline constexpr char kTorchPython[] = "/usr/bin/python3";
+// The project environment's Python, with the pinned torch of python/pins.txt.
+inline constexpr char kTorchPython[] = ROBOLOOP_PYTHON;
 
 // Seeded uniform weights of an MLP with widths obs_dim, hidden..., action_dim, in the
 // layers.<i>.{weight,bias} layout of kind "mlp".
@@ -52,11 +52,6 @@ inline std::string MlpOptionsJson(const std::vector<int64_t>& widths,
 // Writes a seeded MLP to `path`; fails the test on error.
 inline void WriteMlp(const std::string& path, const std::vector<int64_t>& widths, uint32_t seed) {
   ASSERT_TRUE(WriteSafetensors(path, RandomMlpTensors(widths, seed)).ok());
-}
-
-// True when kTorchPython can import torch.
-inline bool PythonTorchAvailable() {
-  return roboloop::testing::RunProgram({kTorchPython, "-c", "import torch"}).exit_code == 0;
 }
 
 // Runs export_policies.py into `dir`; fails the test when the script fails.

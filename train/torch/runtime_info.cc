@@ -1,9 +1,11 @@
 // Entry point of libroboloop_torch.so: the runtime description and the ABI table.
 #include <ATen/Parallel.h>
+#include <ATen/Context.h>
 #include <ATen/Version.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -20,8 +22,12 @@ size_t DescribeRuntime(char* buffer, size_t capacity) {
       {"libtorch_version", TORCH_VERSION},
       {"intra_op_threads", at::get_num_threads()},
       {"inter_op_threads", at::get_num_interop_threads()},
+      {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
       {"parallel_info", at::get_parallel_info()},
       {"build_config", at::show_config()},
+      {"cuda_compiled", at::globalContext().hasCUDART()},
+      {"cuda_toolkit", ROBOLOOP_CUDA_TOOLKIT_VERSION},
+      {"cuda_architectures", ROBOLOOP_CUDA_ARCHITECTURES},
       {"cuda_available", torch::cuda::is_available()},
       {"cuda_devices", torch::cuda::device_count()},
   };

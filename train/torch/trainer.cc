@@ -186,7 +186,7 @@ std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   if (config.distributed.world_size > 1) {
     trainer->group_ = JoinProcessGroup(config.distributed);
     BroadcastFromRankZero(*trainer->group_, trainer->parameters_);
-    trainer->reducer_ = MakeGradientReducer(trainer->parameters_, trainer->group_);
+    trainer->gradients_ = std::make_unique<GradientAverager>(trainer->parameters_, *trainer->group_);
   }
   if (o.ema_decay > 0) {
     for (const torch::Tensor& p : trainer->parameters_) trainer->ema_.push_back(p.detach().clone());
@@ -224,7 +224,6 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
 
   model_->train();
   optimizer_->zero_grad();
-  if (reducer_) reducer_->prepare_for_forward();
   torch::Tensor loss;
   {
     const Bf16Autocast autocast(config_.optimizer.bf16, device);
@@ -236,8 +235,8 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
     throw NonFiniteLoss("step " + std::to_string(step) + ": the loss is " +
                         std::to_string(figures.loss) + "; no update applied");
   }
-  if (reducer_) reducer_->prepare_for_backward({});
   loss.backward();
+  if (gradients_) gradients_->Average();
   const double max_norm = config_.optimizer.clip_norm > 0 ? config_.optimizer.clip_norm : INFINITY;
   figures.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, max_norm);
   if (!std::isfinite(figures.grad_norm)) {

@@ -112,8 +112,8 @@ class Trainer {
   std::vector<torch::Tensor> parameters_;
   std::vector<torch::Tensor> ema_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
-  std::unique_ptr<c10d::Reducer> reducer_;
+  std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<GradientAverager> gradients_;
 };
 
 // Copies safetensors weights into `module`'s parameters; every parameter must be present with

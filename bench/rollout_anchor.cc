@@ -1,4 +1,4 @@
-#include "bench/testspeed.h"
+#include "bench/rollout_anchor.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -14,10 +14,10 @@
 
 namespace roboloop::bench {
 
-absl::StatusOr<double> RunTestspeed(const std::string& testspeed, const std::string& model, int physics_steps,
-                                    int threads, double control_noise) {
-  const std::string command = absl::StrCat("'", testspeed, "' '", model, "' ", physics_steps, " ", threads, " ",
-                                           absl::StrFormat("%g", control_noise), " 2>&1");
+absl::StatusOr<double> RunMujocoRollout(const AnchorRun& run) {
+  const std::string command = absl::StrCat(
+      "'", run.python, "' '", ROBOLOOP_ROLLOUT_PEER_SCRIPT, "' '", run.model, "' ", run.physics_steps, " ",
+      run.threads, " ", absl::StrFormat("%g", run.control_noise), " ", run.trajectories, " 2>&1");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot run ", command));
   std::string output;
@@ -27,13 +27,10 @@ absl::StatusOr<double> RunTestspeed(const std::string& testspeed, const std::str
   if (rc != 0) {
     return absl::InternalError(absl::StrCat("`", command, "` failed (status ", rc, "): ", output));
   }
-  // With several threads the first "steps per second" line is the all-thread total.
   for (absl::string_view line : absl::StrSplit(output, '\n')) {
-    const size_t label = line.find("teps per second");
-    if (label == absl::string_view::npos) continue;
-    absl::string_view value = absl::StripAsciiWhitespace(line.substr(line.find(':') + 1));
+    if (!absl::ConsumePrefix(&line, "physics steps per second:")) continue;
     double steps_per_s = 0;
-    if (absl::SimpleAtod(value, &steps_per_s)) return steps_per_s;
+    if (absl::SimpleAtod(absl::StripAsciiWhitespace(line), &steps_per_s)) return steps_per_s;
   }
   return absl::InternalError(absl::StrCat("no steps-per-second line in the output of `", command,
                                           "`: ", output));

@@ -1,0 +1,64 @@
+// ConnectCpuCollectives: loads libroboloop_gloo.so in a symbol scope of its own.
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+#include "train/gloo/cpu_collectives.h"
+
+namespace roboloop::train {
+namespace {
+
+using ConnectFunction = decltype(&roboloop_gloo_connect);
+
+// The folder of the binary this code is linked into (libroboloop_torch.so, or a test program).
+std::string OwnFolder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ConnectCpuCollectives), &info) == 0 || info.dli_fname == nullptr) {
+    return ".";
+  }
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// RTLD_DEEPBIND puts the library's own dependencies (Debian's libgloo.so) ahead of the process's
+// global scope, where a binary linked with LibTorch has libtorch_cpu.so and its Gloo symbols;
+// RTLD_LOCAL keeps Debian's Gloo out of every other library's scope. Loaded once per process.
+// Looked for beside the binary, then in ../lib (where the build puts libraries).
+ConnectFunction LoadConnect() {
+  static ConnectFunction connect = [] () -> ConnectFunction {
+    std::string path, errors;
+    void* handle = nullptr;
+    for (const char* folder : {"/", "/../lib/"}) {
+      path = OwnFolder() + folder + "libroboloop_gloo.so";
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (handle != nullptr) break;
+      errors += std::string(errors.empty() ? "" : "; ") + dlerror();
+    }
+    if (handle == nullptr) {
+      throw std::runtime_error("cannot load the CPU collectives library libroboloop_gloo.so: " + errors);
+    }
+    auto function = reinterpret_cast<ConnectFunction>(dlsym(handle, "roboloop_gloo_connect"));
+    if (function == nullptr) {
+      throw std::runtime_error(path + " has no roboloop_gloo_connect: " + dlerror());
+    }
+    return function;
+  }();
+  return connect;
+}
+
+}  // namespace
+
+std::unique_ptr<CpuCollectives> ConnectCpuCollectives(const CpuCollectivesOptions& options,
+                                                      RendezvousStore& store) {
+  std::string error;
+  CpuCollectives* collectives = LoadConnect()(&options, &store, &error);
+  if (collectives == nullptr) {
+    throw std::runtime_error("gloo: rank " + std::to_string(options.rank) + " of " +
+                             std::to_string(options.size) + " could not connect to the others: " +
+                             error);
+  }
+  return std::unique_ptr<CpuCollectives>(collectives);
+}
+
+}  // namespace roboloop::train
