@@ -96,6 +96,10 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 
+# LibTorch's CMake finds CUDA with the legacy FindCUDA: point it at the toolkit nvcc belongs to
+# (the system's, or the PyPI wheels' folder, which install-deps.sh lays out as a toolkit).
+get_filename_component(roboloop_cuda_root "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+set(CUDA_TOOLKIT_ROOT_DIR "${roboloop_cuda_root}" CACHE PATH "CUDA toolkit LibTorch builds against")
 list(PREPEND CMAKE_PREFIX_PATH "${ROBOLOOP_TORCH_PREFIX}")
 find_package(Torch REQUIRED)
 message(STATUS "roboloop toolchain: LibTorch ${ROBOLOOP_TORCH_VERSION}, MuJoCo ${ROBOLOOP_MUJOCO_VERSION}, "

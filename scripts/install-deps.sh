@@ -69,7 +69,21 @@ install_python_environment() {
   echo "install-deps: installing ${wanted[*]} (pinned by python/pins.txt) into $ROBOLOOP_VENV"
   "$ROBOLOOP_VENV/bin/python" -m pip install -q --disable-pip-version-check \
     -c python/pins.txt "${wanted[@]}"
+  if [ -z "$(roboloop_system_nvcc)" ]; then lay_out_cuda_wheels_as_a_toolkit; fi
   echo "$stamp_text" > "$ROBOLOOP_VENV/roboloop-stamp"
+}
+
+# The CUDA wheels keep their libraries in lib/ under versioned names only, where nvcc's profile
+# looks in lib64/ and CMake's CUDA modules look for libNAME.so: links make the folder a toolkit.
+lay_out_cuda_wheels_as_a_toolkit() {
+  local toolkit library unversioned
+  for toolkit in "$ROBOLOOP_VENV"/lib/python3*/site-packages/nvidia/cu13; do
+    ln -sfn lib "$toolkit/lib64"
+    for library in "$toolkit"/lib/lib*.so.*; do
+      unversioned="${library%%.so.*}.so"
+      if [ ! -e "$unversioned" ]; then ln -s "$(basename "$library")" "$unversioned"; fi
+    done
+  done
 }
 
 install_debian_packages

@@ -73,11 +73,22 @@ absl::StatusOr<std::vector<double>> ComputeLqrGain(const mjModel* m, const LqrPr
                                                    " state weights and ", nu, " control weights"));
   }
   Matrix a(static_cast<size_t>(nx) * nx), b(static_cast<size_t>(nx) * nu);
-  ROBOLOOP_ASSIGN_OR_RETURN(DataPtr d, MakeData(m));
+  ModelPtr euler;
+  ROBOLOOP_RETURN_IF_ERROR(GuardMujoco("LQR linearisation", [&] {
+    // MuJoCo 3's mjd_transitionFD differentiates Euler and the implicit integrators, not RK4:
+    // an RK4 model is linearised through a copy that steps with Euler, whose one-step Jacobians
+    // agree with RK4's to first order in the timestep (the gains are what the experts use).
+    if (m->opt.integrator == mjINT_RK4) {
+      euler.reset(mj_copyModel(nullptr, m));
+      euler->opt.integrator = mjINT_EULER;
+    }
+  }));
+  const mjModel* linearised = euler ? euler.get() : m;
+  ROBOLOOP_ASSIGN_OR_RETURN(DataPtr d, MakeData(linearised));
   ROBOLOOP_RETURN_IF_ERROR(GuardMujoco("LQR linearisation", [&] {
     for (int i = 0; i < m->nq; ++i) d->qpos[i] = problem.qpos[i];
-    mj_forward(m, d.get());
-    mjd_transitionFD(m, d.get(), 1e-6, 1, a.data(), b.data(), nullptr, nullptr);
+    mj_forward(linearised, d.get());
+    mjd_transitionFD(linearised, d.get(), 1e-6, 1, a.data(), b.data(), nullptr, nullptr);
   }));
   ComposeSubsteps(problem.substeps, nx, nu, &a, &b);
   Matrix q(static_cast<size_t>(nx) * nx, 0.0), r(static_cast<size_t>(nu) * nu, 0.0);

@@ -22,10 +22,10 @@ TEST(MujocoGuardTest, MujocoErrorBecomesAStatusInsteadOfExiting) {
 }
 
 TEST(MujocoGuardTest, EngineErrorWhileCompilingIsReportedNotFatal) {
-  auto model = LoadModelFromString("tiny_stack", R"(<mujoco><size nstack="10"/><worldbody>
+  auto model = LoadModelFromString("tiny_stack", R"(<mujoco><size memory="10"/><worldbody>
       <body><freejoint/><geom size=".1"/></body></worldbody></mujoco>)");
   ASSERT_FALSE(model.ok());
-  EXPECT_NE(model.status().message().find("Stack overflow"), std::string::npos) << model.status();
+  EXPECT_NE(model.status().message().find("stack overflow"), std::string::npos) << model.status();
   EXPECT_NE(model.status().message().find("tiny_stack"), std::string::npos) << model.status();
 }
 

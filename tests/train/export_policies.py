@@ -7,7 +7,8 @@ Writes into OUT_DIR:
   traced.pt      torch.jit.trace of the same architecture with other weights
   cartpole.pt    a scripted TransformerEncoder policy for cartpole-balance (obs 5 -> action 1)
   missing_op.pt  a scripted policy whose code was rewritten to call
-                 aten::scaled_dot_product_attention, an op PyTorch added in 2.0
+                 aten::fused_policy_head_from_the_future, an op no LibTorch has (as a file
+                 saved by a newer PyTorch would call one this LibTorch lacks)
   expected.txt   "batch obs_dim action_dim", then the obs rows, then the scripted and the
                  traced policies' actions for them, one row per line
 """

@@ -121,7 +121,7 @@ TEST_F(TorchScriptPolicyTest, ANeuralPolicyOfOtherDimsThanTheTaskIsRefusedBefore
                                           task->obs_spec(), task->action_spec());
   EXPECT_THAT(
       missing_op.status().ToString(),
-      AllOf(HasSubstr(dir + "/missing_op.pt"), HasSubstr("aten::scaled_dot_product_attention")));
+      AllOf(HasSubstr(dir + "/missing_op.pt"), HasSubstr("aten::fused_policy_head_from_the_future")));
 }
 
 std::vector<sim::EpisodeRecord> Roll(const sim::Task& task, sim::Policy& policy, int envs,
