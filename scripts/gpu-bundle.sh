@@ -94,6 +94,9 @@ download_wheels() {
       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
       -d "$BUNDLE_DIR/wheels" "mujoco==$version"
   done
+  # Gymnasium (pure Python): its humanoid.xml is a built-in task's model (CMake asks for it).
+  "$pip_python" -m pip download -q --disable-pip-version-check --no-deps -d "$BUNDLE_DIR/wheels" \
+    "gymnasium==$(sed -n 's/^gymnasium==\([^ #]*\).*/\1/p' python/pins.txt)"
 }
 
 # Records what the bundle holds.

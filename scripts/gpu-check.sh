@@ -231,11 +231,13 @@ make_python_env() {
     "$python" -m venv --system-site-packages --without-pip "$VENV"
     see_user_site "$python"
     install_wheel "$wheel"
+    install_wheel "$(ls "$BUNDLE"/wheels/gymnasium-*-py3-none-any.whl | head -1)"
   fi
   "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as m, importlib.util as u, sys
 import torch
-assert u.find_spec("mujoco") and u.find_spec("nvidia.nccl"), "mujoco or nvidia-nccl missing"
+assert u.find_spec("mujoco") and u.find_spec("nvidia.nccl") and u.find_spec("gymnasium"), \
+    "mujoco, gymnasium or nvidia-nccl missing"
 print(f"python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
       f"mujoco {m.version('mujoco')}, GPUs visible to torch: {torch.cuda.device_count()}")
 EOF

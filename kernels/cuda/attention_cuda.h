@@ -1,6 +1,6 @@
 // Host entry points of the CUDA varlen attention (issue 5, req 6). Free of LibTorch, absl and
 // CUDA headers, so torch-side code (varlen_attention_cuda.cc), the gtest suite and the
-// standalone GPU check (tests/kernels/cuda_attention_check.cc, scripts/cuda-check.sh) all call
+// standalone GPU check (tests/kernels/cuda_attention_check.cc, run by scripts/gpu-check.sh) all call
 // it. The kernels run the per-tile algorithm of attention_tiles.h, one thread block per work
 // item of EnumerateTiles and one thread per row, in fp32 on CUDA cores (no TF32).
 //

@@ -156,7 +156,7 @@ TEST_F(EvalServiceTest, KillingOneOfTwoEndpointsMidEvaluationGivesTheOneEndpoint
   EXPECT_NE(sharded->id(), single->id());
   EXPECT_EQ(Results(*sharded), Results(*single));
   EXPECT_EQ(last_done, 12);
-  EXPECT_THAT(sharded->provenance().libraries().at("mujoco"), HasSubstr("2."));
+  EXPECT_THAT(sharded->provenance().libraries().at("mujoco"), HasSubstr("3."));
   EXPECT_FALSE(sharded->provenance().libraries().at("libtorch").empty());
   auto stored = store_->Get(sharded->id());
   ASSERT_TRUE(stored.ok()) << stored.status();

@@ -1,10 +1,10 @@
 // Standalone check of the CUDA varlen attention (issue 5, req 6) on a GPU: the kernels of
 // kernels/cuda/ against a float64 reference and against the CPU kernels, over the grid of the
 // CPU tests (lengths 1..300, heads 1..8, head dims 16..128, every mask), plus run-to-run and
-// batch-invariance bitwise checks. It needs no LibTorch, absl or GoogleTest, so
-// scripts/cuda-check.sh builds it with plain nvcc on a GPU machine; ctest runs it where nvcc
-// was found (skipping without a GPU) and with --emulate, which swaps the GPU for the host
-// emulator of the same tile code, so the check itself is exercised on every such machine.
+// batch-invariance bitwise checks. It needs no LibTorch, absl or GoogleTest. ctest runs it as
+// gpu.CudaAttentionCheck (skipping without a GPU; scripts/gpu-check.sh runs it on one) and
+// with --emulate, which swaps the GPU for the host emulator of the same tile code, so the
+// check itself is exercised on every machine.
 //
 // Usage: cuda_attention_check [--emulate] [--seed N] [--random-cases N]
 // Exit: 0 every check passed, 1 a check failed, 2 bad usage, 77 no usable GPU.

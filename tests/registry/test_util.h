@@ -56,7 +56,7 @@ inline nlohmann::json MakeManifest(const std::string& model, const std::vector<B
     "normalization": {"qpos": {"mean": [0, 0, 0, 0], "std": [1, 1, 1, 1]}},
     "action_chunk": {"horizon": 1, "execution": "receding"},
     "metrics": {"loss": 0.5},
-    "provenance": {"roboloop_version": "0.1.0", "libraries": {"mujoco": "2.2.2"}}
+    "provenance": {"roboloop_version": "0.1.0", "libraries": {"mujoco": "3.3.7"}}
   })");
   manifest["model"] = model;
   manifest["step"] = step;
