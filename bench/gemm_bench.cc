@@ -90,7 +90,7 @@ int main() {
   }
   std::printf("%storch intra-op threads %d (both sides); our kernel %s the linears on this CPU\n",
               bench::MachineSettings().c_str(), at::get_num_threads(),
-              kernels::SelectedGemmKernel() != nullptr ? "runs" : "does not run (OpenBLAS has AVX-512 kernels)");
+              kernels::SelectedGemmKernel() != nullptr ? "runs" : "does not run (no AVX2 + FMA)");
   std::printf("| product | ours GFLOP/s | LibTorch GFLOP/s | ratio, median of %d (min-max) |\n|---|---|---|---|\n",
               bench::kSamples);
   for (const bench::Shape& shape : bench::kShapes) bench::RunShape(shape, kernel);

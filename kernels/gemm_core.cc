@@ -1,10 +1,7 @@
 // Run-time choice of the GEMM kernel and its scratch size.
 #include "kernels/gemm_core.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
-#include <cstring>
 
 namespace roboloop::kernels {
 
@@ -29,41 +26,6 @@ GemmBlockKernel Avx2GemmKernel() {
   return nullptr;
 }
 
-bool OpenBlasCoreIsAvx2Wide(const char* corename) {
-  if (corename == nullptr) return false;
-  for (const char* avx2_core : {"Haswell", "Zen"}) {
-    if (std::strcmp(corename, avx2_core) == 0) return true;
-  }
-  return false;
-}
-
-#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
-namespace {
-
-// The core name of the OpenBLAS that LibTorch loaded as libblas.so.3, or null when the BLAS
-// is not OpenBLAS or not loaded.
-const char* LoadedOpenBlasCore() {
-  void* blas = dlopen("libblas.so.3", RTLD_LAZY | RTLD_NOLOAD);
-  if (blas == nullptr) return nullptr;
-  using CoreName = char* (*)();
-  const auto corename = reinterpret_cast<CoreName>(dlsym(blas, "openblas_get_corename"));
-  const char* name = corename == nullptr ? nullptr : corename();
-  dlclose(blas);
-  return name;
-}
-
-}  // namespace
-#endif
-
-GemmBlockKernel SelectedGemmKernel() {
-#ifdef ROBOLOOP_KERNELS_HAVE_AVX2
-  static const GemmBlockKernel selected =
-      !__builtin_cpu_supports("avx512f") || OpenBlasCoreIsAvx2Wide(LoadedOpenBlasCore()) ? Avx2GemmKernel()
-                                                                                         : nullptr;
-  return selected;
-#else
-  return nullptr;
-#endif
-}
+GemmBlockKernel SelectedGemmKernel() { return Avx2GemmKernel(); }
 
 }  // namespace roboloop::kernels

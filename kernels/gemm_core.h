@@ -1,8 +1,8 @@
 // Torch-free single-precision GEMM for the training linears (issue 6, req 10a): C = A B (+ a
 // bias per column), A read in place through its strides (no packing), B packed by the kernel
 // into panels of kGemmPanelColumns columns, C written once with the bias added in registers.
-// OpenBLAS, which LibTorch calls, packs A and zeroes C on every call: with d_model = 128 those
-// copies were a fifth of the GEMMs' time in the transformer's step.
+// LibTorch's BLAS packs A and zeroes C on every call: with d_model = 128 those copies were a
+// fifth of the GEMMs' time in the transformer's step.
 #pragma once
 
 #include <cstddef>
@@ -45,14 +45,9 @@ size_t GemmScratchFloats(int64_t k, int64_t panels);
 // The AVX2 + FMA kernel when this build has it and the CPU supports AVX2 and FMA, else null.
 GemmBlockKernel Avx2GemmKernel();
 
-// True when OpenBLAS's core `corename` (openblas_get_corename(): "Haswell", "Zen", "SkylakeX", ...)
-// runs 256-bit sgemm kernels, the width of ours; false for the AVX-512 cores and names not known.
-bool OpenBlasCoreIsAvx2Wide(const char* corename);
-
-// The kernel the linears use, else null (callers then use LibTorch's GEMM): the AVX2 one on CPUs
-// without AVX-512, and on AVX-512 CPUs only while the loaded OpenBLAS runs 256-bit kernels there
-// too (OPENBLAS_CORETYPE=Haswell, or a build that knows no AVX-512 core for the CPU); where
-// OpenBLAS runs AVX-512 kernels, their wider vectors are the faster choice.
+// The kernel the linears use, else null (callers then use LibTorch's GEMM): the AVX2 one wherever
+// the CPU has AVX2 and FMA. LibTorch 2.11's wheel calls MKL's sgemm, which it beat at the
+// step's shapes on AVX2 and AVX-512 hosts alike (docs/BENCHMARKS.md, gemm_bench).
 GemmBlockKernel SelectedGemmKernel();
 
 }  // namespace roboloop::kernels

@@ -82,15 +82,6 @@ TEST(GemmKernelEdgeTest, EmptyReductionGivesTheBias) {
   EXPECT_TRUE(torch::equal(MatMul(Avx2GemmKernel(), {&unused, 0, 1}, {&unused, 5, 1}, 3, 5, 0), torch::zeros({3, 5})));
 }
 
-TEST(GemmKernelEdgeTest, OnlyOpenBlasCoresOf256BitKernelsCountAsAvx2Wide) {
-  EXPECT_TRUE(OpenBlasCoreIsAvx2Wide("Haswell"));
-  EXPECT_TRUE(OpenBlasCoreIsAvx2Wide("Zen"));
-  for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids", "Sandybridge", "Prescott", "haswell"}) {
-    EXPECT_FALSE(OpenBlasCoreIsAvx2Wide(core)) << core;
-  }
-  EXPECT_FALSE(OpenBlasCoreIsAvx2Wide(nullptr));
-}
-
 // Forward and every gradient of Dense against float64 torch::nn::functional::linear.
 void ExpectDenseMatchesFloat64(const std::vector<int64_t>& x_shape, int64_t out, bool with_bias) {
   const int64_t in = x_shape.back();
