@@ -86,7 +86,7 @@ bool RunsOnOurGemm(const torch::Tensor& x, const torch::Tensor& weight, const to
   const auto is_cpu_float = [](const torch::Tensor& t) {
     return t.device().is_cpu() && t.scalar_type() == torch::kFloat;
   };
-  return SelectedGemmKernel() != nullptr && !at::autocast::is_cpu_enabled() && is_cpu_float(x) &&
+  return SelectedGemmKernel() != nullptr && !at::autocast::is_autocast_enabled(at::kCPU) && is_cpu_float(x) &&
          is_cpu_float(weight) && weight.dim() == 2 && x.dim() >= 1 && (!bias.defined() || is_cpu_float(bias));
 }
 

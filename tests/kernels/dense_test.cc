@@ -126,10 +126,10 @@ TEST(DenseTest, AutocastAndOtherDtypesFallBackToLibTorch) {
   const torch::Tensor x = torch::randn({6, 8}), w = torch::randn({3, 8}), b = torch::randn({3});
   const torch::Tensor doubles = Dense(x.to(torch::kDouble), w.to(torch::kDouble), b.to(torch::kDouble));
   EXPECT_EQ(doubles.scalar_type(), torch::kDouble);
-  at::autocast::set_cpu_enabled(true);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
   const torch::Tensor autocast = Dense(x, w, b);
-  at::autocast::set_cpu_enabled(false);
+  at::autocast::set_autocast_enabled(at::kCPU, false);
   at::autocast::clear_cache();
   EXPECT_EQ(autocast.scalar_type(), torch::kBFloat16);
 }

@@ -97,31 +97,27 @@ void MakeCurrentDevice(const torch::Device& device) {
   if (!device.is_cpu()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
 }
 
-// bf16 autocast of the forward on `device` (CPU or CUDA autocast) while alive, when enabled.
+// bf16 autocast of the forward on `device`'s type (CPU or CUDA autocast) while alive, when enabled.
 class Bf16Autocast {
  public:
-  Bf16Autocast(bool enabled, const torch::Device& device) : cuda_(device.is_cuda()) {
-    if (cuda_) {
-      at::autocast::set_enabled(enabled);
-      if (enabled) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    } else {
-      at::autocast::set_cpu_enabled(enabled);
-      if (enabled) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    }
+  Bf16Autocast(bool enabled, const torch::Device& device)
+      : type_(device.is_cuda() ? at::kCUDA : at::kCPU), enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(type_, true);
+    at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+    at::autocast::increment_nesting();
   }
   ~Bf16Autocast() {
-    if (cuda_) {
-      at::autocast::set_enabled(false);
-    } else {
-      at::autocast::set_cpu_enabled(false);
-    }
-    at::autocast::clear_cache();
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(type_, false);
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
   }
   Bf16Autocast(const Bf16Autocast&) = delete;
   Bf16Autocast& operator=(const Bf16Autocast&) = delete;
 
  private:
-  bool cuda_;
+  at::DeviceType type_;
+  bool enabled_;
 };
 
 // A step allocates and frees the same activation and gradient buffers (up to ~13 MB each at
