@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "train/torch/inference_policy.h"
@@ -42,6 +44,18 @@ std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::s
   if (kind == "torchscript") return LoadTorchScriptPolicy(path);
   if (kind == "mlp" || kind == "transformer") return LoadTrainablePolicy(path, kind, options);
   TORCH_CHECK(false, "unknown policy kind '", kind, "' (known: torchscript, mlp, transformer)");
+}
+
+// Policies run between env steps on small batches while the env pool's threads own the cores:
+// LibTorch's intra-op threads only add wake-ups there (the quick start's 200-episode gate took
+// 24.5 s on 2 intra-op threads, 7.1 s on 1; docs/training.md, "Threads"). A process that loads a
+// policy runs LibTorch on one intra-op thread unless the user set OMP_NUM_THREADS.
+void UseOneIntraOpThreadForInference() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* user = std::getenv("OMP_NUM_THREADS");
+    if (user == nullptr || *user == '\0') at::set_num_threads(1);
+  });
 }
 
 void Act(RoboloopTorchPolicy& policy, const float* obs, int batch, int obs_dim, float* actions,
@@ -87,6 +101,7 @@ RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const c
                                      char* error_buf, size_t error_cap) {
   const std::string file = path == nullptr ? "" : path;
   try {
+    UseOneIntraOpThreadForInference();
     auto policy = std::make_unique<RoboloopTorchPolicy>();
     policy->path = file;
     policy->model = LoadModel(file, kind == nullptr ? "" : kind, options_json);
