@@ -94,6 +94,12 @@ if(CCACHE_PROGRAM)
   set(CMAKE_CUDA_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
 endif()
 enable_language(CUDA)
+# CUDA 13 ships no nvToolsExt library (only the header-only nvtx3), and CMake 3.25's
+# FindCUDAToolkit then sets a property on the missing CUDA::nvToolsExt and fails (seen with the
+# PyPI toolkit on a bare Debian 12): an empty interface target stands in for it.
+if(NOT TARGET CUDA::nvToolsExt)
+  add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+endif()
 find_package(CUDAToolkit REQUIRED)
 
 # LibTorch's CMake finds CUDA with the legacy FindCUDA: point it at the toolkit nvcc belongs to
