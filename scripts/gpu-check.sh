@@ -122,7 +122,6 @@ unpack_debs() {
   relocate_package_files
   merge_multiarch_headers
   link_system_runtimes
-  stub_osmesa
   prefer_system_runtimes
   echo "unpacked $(ls "$BUNDLE"/debs/*.deb | wc -l) packages into $PREFIX ($(du -sh "$PREFIX" | cut -f1))"
 }
@@ -171,21 +170,6 @@ link_system_runtimes() {
 # The path of the system's library with this soname (from the loader's cache), or nothing.
 system_library() {
   /sbin/ldconfig -p | awk -v name="$1" '$1 == name && /x86-64/ {print $NF; exit}'
-}
-
-# libOSMesa is not carried (it pulls LLVM, ICU and z3). Where the system has none, a stub of
-# the three functions sim/render.cc calls lets everything link and start; it creates no
-# context, so rendering returns an error on this machine (no gpu test renders).
-stub_osmesa() {
-  [ ! -e "$PREFIX/usr/lib/$MULTIARCH/libOSMesa.so" ] || return 0
-  cat > "$WORK/osmesa_stub.c" <<'EOF'
-void *OSMesaCreateContextExt(unsigned f, int d, int s, int a, void *c) { return 0; }
-unsigned char OSMesaMakeCurrent(void *c, void *b, unsigned t, int w, int h) { return 0; }
-void OSMesaDestroyContext(void *c) {}
-EOF
-  cc -shared -fPIC -Wl,-soname,libOSMesa.so.8 -o "$PREFIX/usr/lib/$MULTIARCH/libOSMesa.so.8" \
-    "$WORK/osmesa_stub.c"
-  echo "linked a stub libOSMesa (no rendering here)"
 }
 
 # A carried library that no -dev link names is loaded only by its soname: where the system has
@@ -282,7 +266,6 @@ configure() {
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
     -DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf" \
     -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/usr/bin/protoc" \
-    -DROBOLOOP_OSMESA_LIBRARY="$PREFIX/usr/lib/$MULTIARCH/libOSMesa.so" \
     ${ROBOLOOP_GPU_CHECK_CMAKE_ARGS:-}
 }
 

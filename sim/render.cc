@@ -1,6 +1,7 @@
 #include "sim/render.h"
 
 #include <GL/osmesa.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 
@@ -10,6 +11,43 @@
 #include "sim/physics_state.h"
 
 namespace roboloop::sim {
+namespace {
+
+// The three OSMesa entry points, from libOSMesa loaded at run time (ARCHITECTURE §4): binaries
+// start without it, and only rendering needs it. RTLD_GLOBAL makes its gl* functions visible
+// to MuJoCo's GL loader, as when it was linked.
+struct OsMesaApi {
+  decltype(&OSMesaCreateContextExt) create_context = nullptr;
+  decltype(&OSMesaMakeCurrent) make_current = nullptr;
+  decltype(&OSMesaDestroyContext) destroy_context = nullptr;
+};
+
+absl::StatusOr<OsMesaApi> LoadOsMesa() {
+  constexpr char kLibrary[] = "libOSMesa.so.8";
+  void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "render: cannot load ", kLibrary, " (Debian: libosmesa6): ", dlerror()));
+  }
+  OsMesaApi api;
+  api.create_context =
+      reinterpret_cast<decltype(api.create_context)>(dlsym(handle, "OSMesaCreateContextExt"));
+  api.make_current = reinterpret_cast<decltype(api.make_current)>(dlsym(handle, "OSMesaMakeCurrent"));
+  api.destroy_context =
+      reinterpret_cast<decltype(api.destroy_context)>(dlsym(handle, "OSMesaDestroyContext"));
+  if (api.create_context == nullptr || api.make_current == nullptr || api.destroy_context == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("render: ", kLibrary, " lacks an OSMesa entry point"));
+  }
+  return api;
+}
+
+// Loaded once per process.
+const absl::StatusOr<OsMesaApi>& OsMesa() {
+  static const absl::StatusOr<OsMesaApi> api = LoadOsMesa();
+  return api;
+}
+
+}  // namespace
 
 struct OffscreenRenderer::Gl {
   OSMesaContext context = nullptr;
@@ -23,7 +61,7 @@ struct OffscreenRenderer::Gl {
   ~Gl() {
     if (render_made) mjr_freeContext(&render);
     if (scene_made) mjv_freeScene(&scene);
-    if (context != nullptr) OSMesaDestroyContext(context);
+    if (context != nullptr) OsMesa()->destroy_context(context);
   }
 };
 
@@ -38,11 +76,12 @@ absl::StatusOr<std::unique_ptr<OffscreenRenderer>> OffscreenRenderer::Create(con
   std::unique_ptr<OffscreenRenderer> renderer(new OffscreenRenderer(model, options));
   renderer->gl_ = std::make_unique<Gl>();
   Gl& gl = *renderer->gl_;
-  gl.context = OSMesaCreateContextExt(OSMESA_RGBA, 24, 8, 8, nullptr);
+  if (!OsMesa().ok()) return OsMesa().status();
+  gl.context = OsMesa()->create_context(OSMESA_RGBA, 24, 8, 8, nullptr);
   if (gl.context == nullptr) return absl::InternalError("render: OSMesaCreateContextExt failed");
   const int width = model->vis.global.offwidth, height = model->vis.global.offheight;
   gl.buffer.assign(static_cast<size_t>(width) * height * 4, 0);
-  if (!OSMesaMakeCurrent(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, width, height)) {
+  if (!OsMesa()->make_current(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, width, height)) {
     return absl::InternalError("render: OSMesaMakeCurrent failed");
   }
   mjv_defaultScene(&gl.scene);
@@ -69,7 +108,7 @@ OffscreenRenderer::~OffscreenRenderer() = default;
 
 absl::StatusOr<std::vector<uint8_t>> OffscreenRenderer::Render(mjData* data) {
   Gl& gl = *gl_;
-  if (!OSMesaMakeCurrent(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, model_->vis.global.offwidth,
+  if (!OsMesa()->make_current(gl.context, gl.buffer.data(), GL_UNSIGNED_BYTE, model_->vis.global.offwidth,
                          model_->vis.global.offheight)) {
     return absl::InternalError("render: OSMesaMakeCurrent failed");
   }
