@@ -1,5 +1,5 @@
-// Offscreen rendering of MuJoCo states with OSMesa, loaded at run time (ARCHITECTURE §4, §7): no display, no GPU;
-// identical pixels for identical states. Used by reports to animate episodes.
+// Offscreen rendering of MuJoCo states with OSMesa, loaded at run time (ARCHITECTURE §4, §7): no
+// display, no GPU; identical pixels for identical states. Used by reports to animate episodes.
 #pragma once
 
 #include <mujoco/mujoco.h>
