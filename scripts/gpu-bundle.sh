@@ -72,16 +72,16 @@ download_debs() {
   fi
 }
 
-# The mujoco version pinned by python/pins.txt.
-pinned_mujoco_version() {
-  sed -n 's/^mujoco==\([^ #]*\).*/\1/p' python/pins.txt
+# The version python/pins.txt pins for package $1.
+pinned_version() {
+  sed -n "s/^$1==\([^ #]*\).*/\1/p" python/pins.txt
 }
 
 # Downloads the pinned MuJoCo wheel (no dependencies: CMake needs only its library, headers and
 # metadata) for each CPython version the GPU machine may run.
 download_wheels() {
   local version python pip_python
-  version="$(pinned_mujoco_version)"
+  version="$(pinned_version mujoco)"
   [ -n "$version" ] || { echo "gpu-bundle: no mujoco pin in python/pins.txt" >&2; exit 1; }
   pip_python="$ROBOLOOP_VENV/bin/python"
   [ -x "$pip_python" ] || pip_python=python3
@@ -96,7 +96,7 @@ download_wheels() {
   done
   # Gymnasium (pure Python): its humanoid.xml is a built-in task's model (CMake asks for it).
   "$pip_python" -m pip download -q --disable-pip-version-check --no-deps -d "$BUNDLE_DIR/wheels" \
-    "gymnasium==$(sed -n 's/^gymnasium==\([^ #]*\).*/\1/p' python/pins.txt)"
+    "gymnasium==$(pinned_version gymnasium)"
 }
 
 # Records what the bundle holds.
