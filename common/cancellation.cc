@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/synchronization/notification.h"
+
 namespace roboloop::common {
 
 CancellationCallback::CancellationCallback(CancellationCallback&& other) noexcept
@@ -59,7 +61,7 @@ void CancellationToken::Cancel(const std::string& reason) {
   }
 }
 
-CancellationCallback CancellationToken::OnCancel(std::function<void()> callback) {
+CancellationCallback CancellationToken::OnCancel(std::function<void()> callback) const {
   {
     absl::MutexLock lock(&mutex_);
     if (!cancelled_.load(std::memory_order_relaxed)) {
@@ -72,18 +74,28 @@ CancellationCallback CancellationToken::OnCancel(std::function<void()> callback)
   return CancellationCallback();
 }
 
-CancellationCallback CancellationToken::LinkTo(CancellationToken* parent) {
+CancellationCallback CancellationToken::LinkTo(const CancellationToken* parent) {
   if (parent == nullptr) return CancellationCallback();
   return parent->OnCancel([this, parent] { Cancel(parent->Reason()); });
 }
 
-void CancellationToken::Unregister(std::uint64_t id) {
+void CancellationToken::Unregister(std::uint64_t id) const {
   absl::MutexLock lock(&mutex_);
   callbacks_.erase(id);
   // A callback running on another thread must finish before its captures may go away.
   if (running_id_ == id && running_thread_ != std::this_thread::get_id()) {
     while (running_id_ == id) callback_finished_.Wait(&mutex_);
   }
+}
+
+bool SleepUnlessCancelled(const CancellationToken* token, absl::Duration duration) {
+  if (token == nullptr) {
+    absl::SleepFor(duration);
+    return true;
+  }
+  absl::Notification cancelled;
+  CancellationCallback wake = token->OnCancel([&cancelled] { cancelled.Notify(); });
+  return !cancelled.WaitForNotificationWithTimeout(duration);
 }
 
 }  // namespace roboloop::common

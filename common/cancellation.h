@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace roboloop::common {
 
@@ -31,10 +32,10 @@ class CancellationCallback {
 
  private:
   friend class CancellationToken;
-  CancellationCallback(CancellationToken* token, std::uint64_t id) : token_(token), id_(id) {}
+  CancellationCallback(const CancellationToken* token, std::uint64_t id) : token_(token), id_(id) {}
   void Release();
 
-  CancellationToken* token_ = nullptr;
+  const CancellationToken* token_ = nullptr;
   std::uint64_t id_ = 0;
 };
 
@@ -58,27 +59,32 @@ class CancellationToken {
 
   // Runs `callback` once when the token is cancelled — at once, on this thread, when it already
   // is. The callback must not destroy its own registration.
-  [[nodiscard]] CancellationCallback OnCancel(std::function<void()> callback);
+  [[nodiscard]] CancellationCallback OnCancel(std::function<void()> callback) const;
 
   // Makes this token cancelled whenever `parent` is (with the parent's reason); null links
   // nothing. The link lives as long as the returned registration.
-  [[nodiscard]] CancellationCallback LinkTo(CancellationToken* parent);
+  [[nodiscard]] CancellationCallback LinkTo(const CancellationToken* parent);
 
  private:
   friend class CancellationCallback;
-  void Unregister(std::uint64_t id);
+  void Unregister(std::uint64_t id) const;
 
   std::atomic<bool> cancelled_{false};
   mutable absl::Mutex mutex_;
   std::string reason_ ABSL_GUARDED_BY(mutex_);
-  std::uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
-  std::map<std::uint64_t, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mutex_);
-  std::uint64_t running_id_ ABSL_GUARDED_BY(mutex_) = 0;        // callback running now (0 = none)
-  std::thread::id running_thread_ ABSL_GUARDED_BY(mutex_);      // the thread running it
-  absl::CondVar callback_finished_;                              // signalled after each callback
+  // Registrations are not part of the token's observable state: OnCancel works on a const token.
+  mutable std::uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  mutable std::map<std::uint64_t, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mutex_);
+  mutable std::uint64_t running_id_ ABSL_GUARDED_BY(mutex_) = 0;    // callback running now (0 = none)
+  mutable std::thread::id running_thread_ ABSL_GUARDED_BY(mutex_);  // the thread running it
+  mutable absl::CondVar callback_finished_;                          // signalled after each callback
 };
 
 // True when `token` is non-null and cancelled: for code whose token is optional.
 inline bool IsCancelled(const CancellationToken* token) { return token != nullptr && token->IsCancelled(); }
+
+// Sleeps for `duration` or until `token` (may be null) is cancelled, whichever comes first;
+// false when it was cancelled.
+bool SleepUnlessCancelled(const CancellationToken* token, absl::Duration duration);
 
 }  // namespace roboloop::common

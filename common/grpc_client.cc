@@ -162,22 +162,9 @@ absl::Status GrpcChannel::CheckServing(const std::string& service) const {
   return absl::OkStatus();
 }
 
-CallCanceller::CallCanceller(grpc::ClientContext* context, const std::atomic<bool>* cancel) {
-  if (cancel == nullptr) return;
-  watcher_ = std::thread([this, context, cancel] {
-    while (!done_.load()) {
-      if (cancel->load()) {
-        context->TryCancel();
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  });
-}
-
-CallCanceller::~CallCanceller() {
-  done_.store(true);
-  if (watcher_.joinable()) watcher_.join();
+CancellationCallback CancelCallOnCancel(grpc::ClientContext* context, const CancellationToken* cancel) {
+  if (cancel == nullptr) return CancellationCallback();
+  return cancel->OnCancel([context] { context->TryCancel(); });
 }
 
 }  // namespace roboloop::common

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/cancellation.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -92,18 +93,9 @@ class GrpcChannel {
 // (policy.max_attempts >= 2; with 1 the channel is created without a retry policy).
 std::string RetryServiceConfigJson(const GrpcRetryPolicy& policy);
 
-// Cancels a call's context (TryCancel) when `*cancel` turns true while the canceller lives;
-// a null `cancel` watches nothing. Used for blocking unary calls that a pipeline stops.
-class CallCanceller {
- public:
-  CallCanceller(grpc::ClientContext* context, const std::atomic<bool>* cancel);
-  ~CallCanceller();
-  CallCanceller(const CallCanceller&) = delete;
-  CallCanceller& operator=(const CallCanceller&) = delete;
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread watcher_;
-};
+// Cancels a call's context (TryCancel) when `cancel` is cancelled while the returned
+// registration lives (at once when it already is); a null `cancel` watches nothing. Used for
+// blocking unary calls that a pipeline stops.
+[[nodiscard]] CancellationCallback CancelCallOnCancel(grpc::ClientContext* context, const CancellationToken* cancel);
 
 }  // namespace roboloop::common

@@ -6,7 +6,11 @@ namespace roboloop {
 
 absl::Status Annotate(const absl::Status& status, const std::string& context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  absl::Status annotated(status.code(), absl::StrCat(context, ": ", status.message()));
+  status.ForEachPayload([&annotated](absl::string_view type_url, const absl::Cord& payload) {
+    annotated.SetPayload(type_url, payload);
+  });
+  return annotated;
 }
 
 absl::Status ErrnoStatus(int errno_value, const std::string& what) {

@@ -56,9 +56,9 @@ absl::StatusOr<v1::Comparison> EvalClient::Compare(const v1::CompareRequest& req
 
 absl::StatusOr<v1::PromotionDecision> EvalClient::Promote(const v1::PromoteCandidateRequest& request,
                                                          absl::Duration deadline,
-                                                         const std::atomic<bool>* cancel) const {
+                                                         const common::CancellationToken* cancel) const {
   auto context = channel_->NewContext(deadline);
-  common::CallCanceller canceller(context.get(), cancel);
+  common::CancellationCallback canceller = common::CancelCallOnCancel(context.get(), cancel);
   v1::PromotionDecision response;
   ROBOLOOP_RETURN_IF_ERROR(channel_->CallStatus(stub_->Promote(context.get(), request, &response), "Promote"));
   return response;

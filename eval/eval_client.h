@@ -29,10 +29,10 @@ class EvalClient {
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
   // Promotes the candidate when it beats the champion (rollouts may run: `deadline` bounds
-  // them; raising `*cancel`, may be null, cancels the call).
+  // them; cancelling `cancel`, may be null, cancels the call).
   absl::StatusOr<v1::PromotionDecision> Promote(const v1::PromoteCandidateRequest& request,
                                                 absl::Duration deadline = absl::Hours(24),
-                                                const std::atomic<bool>* cancel = nullptr) const;
+                                                const common::CancellationToken* cancel = nullptr) const;
 
  private:
   explicit EvalClient(std::unique_ptr<common::GrpcChannel> channel);

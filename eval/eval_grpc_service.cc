@@ -19,19 +19,19 @@ grpc::Status EvalGrpcService::Evaluate(grpc::ServerContext* context, const v1::E
   if (!auth.ok()) return auth;
   // The sync API has no cancellation callback: a watcher polls the context and raises the flag
   // the sharded rollout checks per episode.
-  std::atomic<bool> cancel{false};
+  common::CancellationToken cancel;
   absl::Notification finished;
   std::thread watcher([&] {
     while (!finished.WaitForNotificationWithTimeout(options_.cancel_poll)) {
       if (context->IsCancelled()) {
-        cancel.store(true);
+        cancel.Cancel("the call was cancelled");
         return;
       }
     }
   });
   auto write = [&](const v1::EvaluateProgress& progress) -> absl::Status {
     if (writer->Write(progress)) return absl::OkStatus();
-    cancel.store(true);
+    cancel.Cancel("the call was cancelled");
     return absl::CancelledError("the client closed the Evaluate stream");
   };
   absl::StatusOr<v1::Evaluation> evaluation = handler_->Evaluate(*request, write, &cancel);

@@ -180,7 +180,7 @@ absl::StatusOr<std::unique_ptr<EvalServiceHandler>> EvalServiceHandler::Create(c
 
 absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRequest& request,
                                                             const EvaluateProgressCallback& on_progress,
-                                                            const std::atomic<bool>* cancel) const {
+                                                            const common::CancellationToken* cancel) const {
   if (request.checkpoint_ref().empty()) return absl::InvalidArgumentError("an evaluation needs a checkpoint reference");
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, ResolveProtocol(request, options_.protocols_dir));
   std::vector<std::string> names(request.sim_endpoints().begin(), request.sim_endpoints().end());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cancellation.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "eval/leaderboard_store.h"
@@ -52,11 +53,11 @@ class EvalServiceHandler {
   // endpoints (re-dispatching the shard of an endpoint that fails), stores the evaluation and
   // returns it. `on_progress` (may be empty) is called from worker threads, one call at a time;
   // the episodes of a re-dispatched shard are counted again. When the run cannot complete
-  // (every endpoint failed, `cancel` turned true, progress failed) it is stored FAILED and the
+  // (every endpoint failed, `cancel` was cancelled, progress failed) it is stored FAILED and the
   // error is returned naming the evaluation id.
   absl::StatusOr<v1::Evaluation> Evaluate(const v1::EvaluateRequest& request,
                                           const EvaluateProgressCallback& on_progress,
-                                          const std::atomic<bool>* cancel) const;
+                                          const common::CancellationToken* cancel) const;
 
   // The store's Top over the request's filters (top 0 = 10).
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;

@@ -49,7 +49,7 @@ class ShardedRun {
       if (shard < 0) return;
       std::vector<v1::EpisodeRecord> records;
       const absl::Status status = endpoint.client->Rollout(ShardRequest(shard), [&](const v1::EpisodeRecord& r) {
-        if ((options_.cancel != nullptr && options_.cancel->load()) || stopped_.load()) {
+        if (common::IsCancelled(options_.cancel) || stopped_.load()) {
           return absl::CancelledError("evaluation cancelled");
         }
         records.push_back(r);
@@ -130,7 +130,7 @@ class ShardedRun {
       return true;
     }
     received_[shard] = ShardProgress();
-    const bool cancelled = options_.cancel != nullptr && options_.cancel->load();
+    const bool cancelled = common::IsCancelled(options_.cancel);
     if (!progress_error_.ok() || cancelled || IsRequestError(status) || stopped_.load()) {
       stopped_.store(true);
       if (error_.ok()) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cancellation.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "roboloop/v1/sim.pb.h"
@@ -43,7 +44,7 @@ struct Endpoint {
 // How a sharded rollout runs.
 struct ShardedRolloutOptions {
   int shards_per_endpoint = 2;                  // the range is split into endpoints x this many shards
-  const std::atomic<bool>* cancel = nullptr;    // when it turns true, the rollout stops (Cancelled)
+  const common::CancellationToken* cancel = nullptr;    // once cancelled, the rollout stops (Cancelled)
   std::atomic<int>* redispatched = nullptr;     // incremented per re-dispatched shard (may be null)
   // Called after each received record, from the endpoints' threads, one call at a time; an error
   // stops the rollout and is returned.

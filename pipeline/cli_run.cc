@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cancellation.h"
 #include "common/fs.h"
 #include "common/grpc_signals.h"
 #include "common/ids.h"
@@ -20,6 +21,7 @@
 #include "pipeline/services.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
+#include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/table.h"
 
 namespace roboloop::cli {
@@ -55,15 +57,15 @@ absl::StatusOr<pipeline::LoadedPipeline> LoadWithOverrides(const std::string& fi
   return pipeline::LoadPipeline(file, overrides);
 }
 
-// Raises `cancel` on SIGINT/SIGTERM until `done`.
+// Cancels `cancel` on SIGINT/SIGTERM until destroyed.
 class SignalWatcher {
  public:
-  SignalWatcher(const common::ShutdownSignals* signals, std::atomic<bool>* cancel)
+  SignalWatcher(const common::ShutdownSignals* signals, common::CancellationToken* cancel)
       : thread_([this, signals, cancel] {
           while (!done_.load()) {
             if (signals->WaitFor(absl::Milliseconds(200)) != 0) {
               std::fprintf(stderr, "\nroboloop: cancelling the run (running stages are stopped through their services)\n");
-              cancel->store(true);
+              cancel->Cancel("interrupted by a signal");
             }
           }
         }) {}
@@ -77,43 +79,30 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// `text` with the run's references and variables substituted (itself when one has no value).
-std::string Resolved(const std::string& text, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome) {
+// `stage` with the run's references and variables substituted where they have values.
+v1::Stage Resolved(const v1::Stage& stage, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome) {
   const std::map<std::string, std::string> vars(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end());
-  absl::StatusOr<std::string> resolved = pipeline::Substitute(text, outcome.outputs, vars);
-  return resolved.ok() ? *resolved : text;
+  v1::Stage resolved = stage;
+  (void)pipeline::VisitStageStrings(&resolved, [&](std::string* text) {
+    absl::StatusOr<std::string> substituted = pipeline::Substitute(*text, outcome.outputs, vars);
+    if (substituted.ok()) *text = *std::move(substituted);
+    return absl::OkStatus();
+  });
+  return resolved;
 }
 
-void PrintSummary(pipeline::ServiceClients& clients, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome,
-                  const std::string& run_id) {
+// Loop iterations and what each finished top-level stage's kind has to say of it.
+void PrintSummary(pipeline::StageServices& services, const pipeline::Plan& plan, const pipeline::LoadedPipeline& loaded,
+                  const RunOutcome& outcome, const std::string& run_id) {
   std::printf("\nrun %s of %s finished\n", run_id.c_str(), loaded.pipeline.name().c_str());
   for (const auto& [loop, iterations] : outcome.loop_iterations) std::printf("  %s: %d iteration(s)\n", loop.c_str(), iterations);
   for (const v1::Stage& stage : loaded.pipeline.stages()) {
     auto it = outcome.outputs.find(stage.name());
-    if (it == outcome.outputs.end()) continue;
-    if (stage.kind() == "promote") {
-      const std::string& champion = it->second.count("champion") ? it->second.at("champion") : "";
-      const std::string model = Resolved(stage.promote().model(), loaded, outcome);
-      const std::string protocol = Resolved(stage.promote().protocol(), loaded, outcome);
-      std::printf("  champion of %s: %s (%s)\n", model.c_str(), champion.c_str(),
-                  it->second.count("promoted") && it->second.at("promoted") == "true" ? "promoted by this run" : "kept");
-      v1::LeaderboardRequest request;
-      request.set_model(model);
-      request.set_top(50);
-      absl::StatusOr<v1::LeaderboardResponse> board = clients.eval().Leaderboard(request);
-      if (!board.ok()) continue;
-      for (const v1::Evaluation& e : board->evaluations()) {
-        if (e.checkpoint_id() != champion || e.protocol().name() != protocol) continue;
-        const v1::Aggregates& a = e.aggregates();
-        std::printf("  leaderboard row: %s:v%d under %s: success %.3f [%.3f, %.3f] (%lld/%lld), return %.2f [%.2f, %.2f]\n",
-                    e.model().c_str(), e.model_version(), e.protocol().name().c_str(), a.success().rate(),
-                    a.success().interval().low(), a.success().interval().high(),
-                    static_cast<long long>(a.success().successes()), static_cast<long long>(a.success().trials()),
-                    a.episode_return().mean(), a.episode_return().interval().low(), a.episode_return().interval().high());
-        break;
-      }
+    const pipeline::StageKind* kind = plan.kinds->Find(stage.kind());
+    if (it == outcome.outputs.end() || !kind->summarize) continue;
+    for (const std::string& line : kind->summarize(Resolved(stage, loaded, outcome), it->second, services)) {
+      std::printf("  %s\n", line.c_str());
     }
-    if (stage.kind() == "report" && it->second.count("path")) std::printf("  report: %s\n", it->second.at("path").c_str());
   }
 }
 
@@ -134,7 +123,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::LoadedPipeline loaded, LoadWithOverrides(f.file, f.sets));
   pipeline::ValidationOptions validation;
   validation.protocols_dir = f.protocols_dir;
-  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Plan plan, pipeline::ValidatePipeline(loaded, validation));
+  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Plan plan, pipeline::ValidatePipeline(loaded, pipeline::BuiltinStageKinds(), validation));
 
   std::unique_ptr<pipeline::EmbeddedServices> embedded;
   pipeline::EmbeddedOptions embedded_options;
@@ -167,7 +156,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   pipeline::RecordingExecutor executor(&services_executor, store.get(), run_id, !f.no_cache,
                                        JoinPath(options.run_dir, "logs"));
   pipeline::RunProgressPrinter printer(stdout, JoinPath(options.run_dir, "logs"));
-  std::atomic<bool> cancel{false};
+  common::CancellationToken cancel;
   pipeline::SchedulerOptions scheduler;
   scheduler.threads = f.threads;
   scheduler.cancel = &cancel;
@@ -179,11 +168,11 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   }
   if (outcome.ok()) {
     ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "finished", ""));
-    PrintSummary(*clients, loaded, *outcome, run_id);
+    PrintSummary(services_executor.services(), plan, loaded, *outcome, run_id);
     return absl::OkStatus();
   }
   const absl::Status& error = outcome.status();
-  if (cancel.load() || absl::IsCancelled(error)) {
+  if (cancel.IsCancelled() || absl::IsCancelled(error)) {
     ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "cancelled", std::string(error.message())));
     return WithExitCode(absl::CancelledError(absl::StrCat("run ", run_id, " cancelled; continue it with roboloop run --resume ",
                                                           run_id, " --root ", f.root)),
@@ -191,7 +180,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   }
   ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "failed", std::string(error.message())));
   const std::string message = absl::StrCat("run ", run_id, " failed: ", error.message());
-  if (absl::IsFailedPrecondition(error) && absl::StrContains(error.message(), "condition not met")) {
+  if (pipeline::UnmetLoopOf(error).has_value()) {
     return WithExitCode(absl::FailedPreconditionError(message + " (its checkpoints and datasets stay registered)"),
                         kExitConditionNotMet);
   }

@@ -173,20 +173,12 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
   return records;
 }
 
-namespace {
-
-// Kinds whose effect depends on state outside their parameters (the champion, the leaderboard):
-// reused only within the run that did them (resume), never across runs.
-bool CacheableAcrossRuns(const v1::Stage& stage) { return stage.kind() != "promote" && stage.kind() != "report"; }
-
-}  // namespace
-
 absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
   const std::string key = StageCacheKey(stage);
   const std::string label = context.label.empty() ? stage.name() : context.label;
   const std::string log_path = log_dir_.empty() ? "" : StageLogPath(log_dir_, label);
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key, run_id_));
-  if (!cached.has_value() && use_cache_ && CacheableAcrossRuns(stage)) {
+  if (!cached.has_value() && use_cache_ && context.kind->reusable_across_runs) {
     ROBOLOOP_ASSIGN_OR_RETURN(cached, store_->FindCached(key));
   }
   if (cached.has_value()) {

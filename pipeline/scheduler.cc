@@ -4,77 +4,58 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
 #include <chrono>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/status.h"
 
 namespace roboloop::pipeline {
 namespace {
 
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
+constexpr char kUnmetLoopPayload[] = "type.roboloop.dev/pipeline.UnmetLoop";
 
-// Replaces references in every string of `message`, except inside a loop's stages and
-// condition (substituted per iteration).
-absl::Status SubstituteAll(Message* message, const std::map<std::string, StageOutputs>& outputs,
-                           const std::map<std::string, std::string>& vars) {
-  const auto* r = message->GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  r->ListFields(*message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->message_type() != nullptr && field->message_type()->name() == "Stage") continue;
-    if (field->containing_type()->name() == "LoopStage" && field->name() == "until") continue;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < r->FieldSize(*message, field); ++i) {
-          ROBOLOOP_ASSIGN_OR_RETURN(std::string v, Substitute(r->GetRepeatedString(*message, field, i), outputs, vars));
-          r->SetRepeatedString(message, field, i, v);
-        }
-      } else {
-        ROBOLOOP_ASSIGN_OR_RETURN(std::string v, Substitute(r->GetString(*message, field), outputs, vars));
-        r->SetString(message, field, v);
-      }
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < r->FieldSize(*message, field); ++i) {
-          ROBOLOOP_RETURN_IF_ERROR(SubstituteAll(r->MutableRepeatedMessage(message, field, i), outputs, vars));
-        }
-      } else {
-        ROBOLOOP_RETURN_IF_ERROR(SubstituteAll(r->MutableMessage(message, field), outputs, vars));
-      }
-    }
-  }
-  return absl::OkStatus();
+absl::Status UnmetLoopError(const UnmetLoop& unmet) {
+  absl::Status status = absl::FailedPreconditionError(absl::StrCat(
+      "stage ", unmet.loop, ": condition not met (", unmet.condition, ") after ", unmet.iterations, " iterations"));
+  status.SetPayload(kUnmetLoopPayload,
+                    absl::Cord(absl::StrCat(unmet.iterations, "\n", unmet.loop, "\n", unmet.condition)));
+  return status;
 }
 
-absl::StatusOr<bool> ConditionHolds(const std::string& until, const std::map<std::string, StageOutputs>& outputs,
-                                    const std::map<std::string, std::string>& vars) {
-  static const std::regex kCondition(R"(\s*(\$\{[^}]+\})\s*(>=|<=|==|>|<)\s*(\S+)\s*)");
-  std::smatch match;
-  if (!std::regex_match(until, match, kCondition)) return absl::InvalidArgumentError("bad loop condition: " + until);
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string text, Substitute(match[1], outputs, vars));
-  double value = 0, bound = 0;
-  if (!absl::SimpleAtod(text, &value) || !absl::SimpleAtod(match[3].str(), &bound)) {
-    return absl::InvalidArgumentError(absl::StrCat("loop condition ", until, ": '", text, "' is not a number"));
+// Replaces the references in every string of `stage` (its loop body and condition excluded).
+absl::Status SubstituteAll(v1::Stage* stage, const std::map<std::string, StageOutputs>& outputs,
+                           const std::map<std::string, std::string>& vars) {
+  return VisitStageStrings(stage, [&](std::string* text) -> absl::Status {
+    ROBOLOOP_ASSIGN_OR_RETURN(*text, Substitute(*text, outputs, vars));
+    return absl::OkStatus();
+  });
+}
+
+// The loop's outputs besides `iterations`: of those its kind declares, the last value a stage
+// of its body produced in this iteration.
+void ForwardBodyOutputs(const StageKind& loop_kind, const google::protobuf::RepeatedPtrField<v1::Stage>& body,
+                        const std::map<std::string, StageOutputs>& produced_by, StageOutputs* outputs) {
+  for (const v1::Stage& stage : body) {
+    auto produced = produced_by.find(stage.name());
+    if (produced == produced_by.end()) continue;
+    for (const std::string& name : loop_kind.outputs) {
+      auto value = produced->second.find(name);
+      if (name != "iterations" && value != produced->second.end()) (*outputs)[name] = value->second;
+    }
   }
-  const std::string op = match[2];
-  if (op == ">=") return value >= bound;
-  if (op == "<=") return value <= bound;
-  if (op == ">") return value > bound;
-  if (op == "<") return value < bound;
-  return value == bound;
 }
 
 class Runner {
  public:
   Runner(const LoadedPipeline& loaded, const Plan& plan, StageExecutor& executor, const SchedulerOptions& options)
       : loaded_(loaded), plan_(plan), executor_(executor), options_(options), pool_(std::max(1, options.threads)),
-        vars_(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end()) {}
+        vars_(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end()), user_cancel_(run_cancel_.LinkTo(options.cancel)) {}
 
   ~Runner() { pool_.join(); }
 
@@ -86,7 +67,10 @@ class Runner {
   }
 
  private:
-  bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
+  // True once the run stops starting stages: cancelled by the caller or by a failure.
+  bool Stopping() const { return run_cancel_.IsCancelled(); }
+
+  const StageKind& KindOf(const v1::Stage& stage) const { return *plan_.kinds->Find(stage.kind()); }
 
   void Emit(StageEvent event) {
     if (!options_.observer) return;
@@ -105,6 +89,10 @@ class Runner {
     absl::Status failure;
     int running = 0;
     std::vector<std::thread> loop_threads;
+    common::CancellationCallback wake = run_cancel_.OnCancel([&mu, &changed] {
+      absl::MutexLock lock(&mu);
+      changed.SignalAll();
+    });
     auto ready = [&](const v1::Stage& stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
       for (const std::string& dep : plan_.depends_on.at(stage.name())) {
         if (done.count(dep) == 0) return false;
@@ -113,7 +101,7 @@ class Runner {
     };
     absl::MutexLock lock(&mu);
     while (true) {
-      if (failure.ok() && !Cancelled()) {
+      if (failure.ok() && !Stopping()) {
         for (const v1::Stage& stage : stages) {
           if (started.count(stage.name()) || !ready(stage)) continue;
           started.insert(stage.name());
@@ -122,38 +110,43 @@ class Runner {
           for (const auto& [name, out] : done) inputs[name] = out;
           auto work = [this, &stage, inputs, prefix, outcome, &mu, &changed, &done, &failure, &running]() {
             absl::StatusOr<StageOutputs> result = RunStage(stage, inputs, prefix, outcome);
-            absl::MutexLock inner(&mu);
-            if (result.ok()) {
-              done[stage.name()] = *result;
-            } else if (failure.ok()) {
-              failure = result.status();
+            bool first_failure = false;
+            {
+              absl::MutexLock inner(&mu);
+              if (result.ok()) {
+                done[stage.name()] = *result;
+              } else if (failure.ok()) {
+                failure = result.status();
+                first_failure = true;
+              }
+              --running;
+              changed.SignalAll();
             }
-            --running;
-            changed.SignalAll();
+            if (first_failure) run_cancel_.Cancel(absl::StrCat("stage ", prefix, stage.name(), " failed"));
           };
-          if (stage.kind() == "loop") {
+          if (KindOf(stage).repeats_body) {
             loop_threads.emplace_back(work);
           } else {
             boost::asio::post(pool_, work);
           }
         }
       }
-      const bool finished = running == 0 && (!failure.ok() || Cancelled() || started.size() == static_cast<size_t>(stages.size()));
+      const bool finished = running == 0 && (!failure.ok() || Stopping() || started.size() == static_cast<size_t>(stages.size()));
       if (finished) break;
-      changed.WaitWithTimeout(&mu, absl::Milliseconds(20));
+      changed.Wait(&mu);
     }
     mu.Unlock();
     for (std::thread& t : loop_threads) t.join();
     mu.Lock();
     if (!failure.ok()) return failure;
-    if (Cancelled()) return absl::CancelledError("the pipeline run was cancelled");
+    if (Stopping()) return absl::CancelledError(absl::StrCat("the pipeline run was cancelled: ", run_cancel_.Reason()));
     return done;
   }
 
   absl::StatusOr<StageOutputs> RunStage(const v1::Stage& stage, const std::map<std::string, StageOutputs>& inputs,
                                         const std::string& prefix, RunOutcome* outcome) {
     const std::string label = prefix + stage.name();
-    if (stage.kind() == "loop") return RunLoop(stage, inputs, label, outcome);
+    if (KindOf(stage).repeats_body) return RunLoop(stage, inputs, label, outcome);
     v1::Stage resolved = stage;
     if (absl::Status s = SubstituteAll(&resolved, inputs, vars_); !s.ok()) {
       return Annotate(s, absl::StrCat("stage ", label));
@@ -169,10 +162,7 @@ class Runner {
         return result;
       }
       last = result.status();
-      if (!IsTransient(last) || Cancelled() || attempt == attempts) break;
-      for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !Cancelled();) {
-        absl::SleepFor(absl::Milliseconds(10));
-      }
+      if (!IsTransient(last) || attempt == attempts || !common::SleepUnlessCancelled(&run_cancel_, backoff)) break;
       backoff *= 2;
     }
     Emit({StageEvent::Kind::kFailed, label, attempts, last, {}, {}});
@@ -181,21 +171,21 @@ class Runner {
 
   // One attempt under the stage's timeout and the run's cancellation.
   absl::StatusOr<StageOutputs> Attempt(const v1::Stage& stage, const std::string& label) {
-    std::atomic<bool> cancel{false}, finished{false}, timed_out{false};
-    const absl::Time deadline =
-        stage.timeout_s() > 0 ? absl::Now() + absl::Seconds(stage.timeout_s()) : absl::InfiniteFuture();
-    std::thread watcher([&] {
-      while (!finished.load()) {
-        if (absl::Now() >= deadline) timed_out.store(true);
-        if (timed_out.load() || Cancelled()) {
-          cancel.store(true);
-          return;
-        }
-        absl::SleepFor(absl::Milliseconds(10));
-      }
-    });
+    common::CancellationToken cancel;
+    common::CancellationCallback link = cancel.LinkTo(&run_cancel_);
+    absl::Notification finished;
+    std::atomic<bool> timed_out{false};
+    std::thread timer;
+    if (stage.timeout_s() > 0) {
+      timer = std::thread([&cancel, &finished, &timed_out, timeout = absl::Seconds(stage.timeout_s())] {
+        if (finished.WaitForNotificationWithTimeout(timeout)) return;
+        timed_out = true;
+        cancel.Cancel("timed out");
+      });
+    }
     StageContext context;
     context.label = label;
+    context.kind = &KindOf(stage);
     context.cancel = &cancel;
     context.progress = [this, &label](const StageProgress& progress) {
       StageEvent event;
@@ -205,12 +195,12 @@ class Runner {
       Emit(event);
     };
     absl::StatusOr<StageOutputs> result = executor_.Run(stage, context);
-    finished.store(true);
-    watcher.join();
-    if (timed_out.load()) {
+    finished.Notify();
+    if (timer.joinable()) timer.join();
+    if (timed_out) {
       return absl::DeadlineExceededError(absl::StrCat("timed out after ", stage.timeout_s(), " s"));
     }
-    if (Cancelled()) return absl::CancelledError("cancelled");
+    if (cancel.IsCancelled()) return absl::CancelledError(absl::StrCat("cancelled: ", cancel.Reason()));
     return result;
   }
 
@@ -224,11 +214,7 @@ class Runner {
                                                      absl::StrCat(label, "[", iteration, "]."), outcome));
       for (const auto& [outer, from] : loop.loop().carry()) carried[outer] = inner[from];
       outputs["iterations"] = std::to_string(iteration);
-      for (const v1::Stage& stage : loop.loop().stages()) {
-        const StageOutputs& produced = inner[stage.name()];
-        if (produced.count("checkpoint")) outputs["checkpoint"] = produced.at("checkpoint");
-        if (produced.count("dataset")) outputs["dataset"] = produced.at("dataset");
-      }
+      ForwardBodyOutputs(KindOf(loop), loop.loop().stages(), inner, &outputs);
       {
         absl::MutexLock lock(&outcome_mu_);
         outcome->loop_iterations[label] = iteration;
@@ -236,16 +222,15 @@ class Runner {
       if (loop.loop().until().empty()) continue;
       std::map<std::string, StageOutputs> all = inputs;
       for (const auto& [name, out] : inner) all[name] = out;
-      ROBOLOOP_ASSIGN_OR_RETURN(bool holds, ConditionHolds(loop.loop().until(), all, vars_));
+      ROBOLOOP_ASSIGN_OR_RETURN(LoopCondition condition, ParseLoopCondition(loop.loop().until()));
+      ROBOLOOP_ASSIGN_OR_RETURN(bool holds, ConditionHolds(condition, all, vars_));
       if (holds) {
         Emit({StageEvent::Kind::kFinished, label, iteration, absl::OkStatus(), outputs, {}});
         return outputs;
       }
     }
     if (loop.loop().until().empty()) return outputs;
-    const absl::Status not_met = absl::FailedPreconditionError(absl::StrCat(
-        "stage ", label, ": condition not met (", loop.loop().until(), ") after ", loop.loop().max_iterations(),
-        " iterations"));
+    const absl::Status not_met = UnmetLoopError({label, loop.loop().until(), loop.loop().max_iterations()});
     Emit({StageEvent::Kind::kFailed, label, loop.loop().max_iterations(), not_met, outputs, {}});
     return not_met;
   }
@@ -258,6 +243,8 @@ class Runner {
   std::map<std::string, std::string> vars_;
   absl::Mutex observer_mu_;
   absl::Mutex outcome_mu_;
+  common::CancellationToken run_cancel_;      // raised by the caller's token or the first failure
+  common::CancellationCallback user_cancel_;  // links run_cancel_ to options_.cancel
 };
 
 }  // namespace
@@ -266,29 +253,15 @@ bool IsTransient(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsAborted(status);
 }
 
-absl::StatusOr<std::string> Substitute(const std::string& text, const std::map<std::string, StageOutputs>& outputs,
-                                       const std::map<std::string, std::string>& vars) {
-  static const std::regex kReference(R"(\$\{([^}]*)\})");
-  std::string result;
-  auto last = text.cbegin();
-  for (std::sregex_iterator it(text.begin(), text.end(), kReference), end; it != end; ++it) {
-    const std::string ref = (*it)[1];
-    const size_t dot = ref.find('.');
-    const std::string head = ref.substr(0, dot), tail = dot == std::string::npos ? "" : ref.substr(dot + 1);
-    std::string value;
-    if (head == "vars" && vars.count(tail)) {
-      value = vars.at(tail);
-    } else if (outputs.count(head) && outputs.at(head).count(tail)) {
-      value = outputs.at(head).at(tail);
-    } else {
-      return absl::NotFoundError(absl::StrCat("${", ref, "} has no value (the stage did not produce it)"));
-    }
-    result.append(last, (*it)[0].first);
-    result += value;
-    last = (*it)[0].second;
-  }
-  result.append(last, text.cend());
-  return result;
+std::optional<UnmetLoop> UnmetLoopOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kUnmetLoopPayload);
+  if (!payload.has_value()) return std::nullopt;
+  const std::vector<std::string> parts = absl::StrSplit(std::string(*payload), absl::MaxSplits('\n', 2));
+  UnmetLoop unmet;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &unmet.iterations)) return std::nullopt;
+  unmet.loop = parts[1];
+  unmet.condition = parts[2];
+  return unmet;
 }
 
 absl::StatusOr<RunOutcome> RunPipeline(const LoadedPipeline& loaded, const Plan& plan, StageExecutor& executor,

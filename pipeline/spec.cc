@@ -6,6 +6,8 @@
 #include <functional>
 #include <regex>
 
+#include <google/protobuf/struct.pb.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -93,6 +95,23 @@ absl::Status SetScalar(Message* message, const FieldDescriptor* field, const std
   return absl::OkStatus();
 }
 
+// `--set STAGE.FIELD=VALUE` on a kind whose parameters are the generic `params:` mapping: the
+// value is kept as YAML would read it (number, boolean or text) and typed by validation.
+absl::Status SetGenericParam(const std::vector<std::string>& parts, const std::string& value, const std::string& what,
+                             google::protobuf::Struct* params) {
+  if (parts.size() != 2) return absl::InvalidArgumentError(absl::StrCat(what, ": expected STAGE.FIELD"));
+  google::protobuf::Value& slot = (*params->mutable_fields())[parts[1]];
+  double number = 0;
+  if (absl::SimpleAtod(value, &number)) {
+    slot.set_number_value(number);
+  } else if (value == "true" || value == "false") {
+    slot.set_bool_value(value == "true");
+  } else {
+    slot.set_string_value(value);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
   const std::string what = absl::StrCat("--set ", o.path, "=", o.value);
   const std::vector<std::string> parts = absl::StrSplit(o.path, '.');
@@ -109,7 +128,7 @@ absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
   if (own == nullptr || own->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
     const FieldDescriptor* params = stage->GetDescriptor()->FindFieldByName(stage->kind());
     if (params == nullptr || params->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": stage '", parts[0], "' has no kind parameters"));
+      return SetGenericParam(parts, o.value, what, stage->mutable_params());
     }
     message = stage->GetReflection()->MutableMessage(stage, params);
     if (parts[1] == stage->kind()) next = 2;  // "train.train.steps" names the same field
@@ -129,39 +148,16 @@ absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
   return absl::InvalidArgumentError(absl::StrCat(what, ": names a message, not a value"));
 }
 
-// Every string value of `message` and its sub-messages, except the stages and the condition
-// of a loop (checked in the loop's own scope).
-void CollectStrings(const Message& message, std::vector<std::string>* out) {
-  const Reflection* r = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  r->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->message_type() != nullptr && field->message_type()->name() == "Stage") continue;
-    if (field->containing_type()->name() == "LoopStage" && field->name() == "until") continue;
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < r->FieldSize(message, field); ++i) out->push_back(r->GetRepeatedString(message, field, i));
-      } else {
-        out->push_back(r->GetString(message, field));
-      }
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (field->is_repeated()) {
-        for (int i = 0; i < r->FieldSize(message, field); ++i) CollectStrings(r->GetRepeatedMessage(message, field, i), out);
-      } else {
-        CollectStrings(r->GetMessage(message, field), out);
-      }
-    }
-  }
-}
-
 // Validation of one pipeline.
 class Validator {
  public:
-  Validator(const LoadedPipeline& loaded, const ValidationOptions& options) : loaded_(loaded), options_(options) {}
+  Validator(const LoadedPipeline& loaded, const StageKindRegistry& kinds, const ValidationOptions& options)
+      : loaded_(loaded), kinds_(kinds), options_(options) {}
 
   absl::StatusOr<Plan> Run() {
     ROBOLOOP_RETURN_IF_ERROR(IndexStages(loaded_.pipeline.stages(), nullptr));
     Plan plan;
+    plan.kinds = &kinds_;
     ROBOLOOP_RETURN_IF_ERROR(CheckScope(loaded_.pipeline.stages(), nullptr, &plan));
     ROBOLOOP_RETURN_IF_ERROR(CheckSeeds());
     ROBOLOOP_ASSIGN_OR_RETURN(plan.levels, Levels(loaded_.pipeline.stages(), plan));
@@ -172,7 +168,10 @@ class Validator {
   struct Entry {
     const v1::Stage* stage = nullptr;
     const v1::Stage* loop = nullptr;  // enclosing loop stage, or null at top level
+    const StageKind* kind = nullptr;  // its record
   };
+
+  const StageKind& KindOf(const v1::Stage& stage) const { return *stages_.at(stage.name()).kind; }
 
   absl::Status Error(const std::string& stage, const std::string& what) const {
     auto line = loaded_.stage_lines.find(stage);
@@ -189,30 +188,46 @@ class Validator {
                                                        "' must start with a letter and hold letters, digits, '_' or '-'"));
       }
       if (stage.name() == "vars") return Error(stage.name(), "'vars' is reserved for pipeline variables");
-      if (!stages_.emplace(stage.name(), Entry{&stage, loop}).second) return Error(stage.name(), "is defined twice");
-      ROBOLOOP_RETURN_IF_ERROR(CheckKind(stage));
-      if (stage.kind() == "loop") ROBOLOOP_RETURN_IF_ERROR(IndexStages(stage.loop().stages(), &stage));
+      if (stages_.count(stage.name())) return Error(stage.name(), "is defined twice");
+      ROBOLOOP_ASSIGN_OR_RETURN(const StageKind* kind, CheckKind(stage));
+      stages_.emplace(stage.name(), Entry{&stage, loop, kind});
+      if (kind->repeats_body) ROBOLOOP_RETURN_IF_ERROR(IndexStages(stage.loop().stages(), &stage));
     }
     return absl::OkStatus();
   }
 
-  absl::Status CheckKind(const v1::Stage& stage) const {
-    const std::vector<std::string>& kinds = StageKinds();
-    if (std::find(kinds.begin(), kinds.end(), stage.kind()) == kinds.end()) {
-      return Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds, ", "), ")"));
+  absl::StatusOr<const StageKind*> CheckKind(const v1::Stage& stage) const {
+    const StageKind* kind = kinds_.Find(stage.kind());
+    if (kind == nullptr) {
+      return Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds_.Names(), ", "), ")"));
     }
-    const Reflection* r = stage.GetReflection();
-    if (!r->HasField(stage, stage.GetDescriptor()->FindFieldByName(stage.kind()))) {
-      return Error(stage.name(), absl::StrCat("kind ", stage.kind(), " needs its parameters under '", stage.kind(), ":'"));
-    }
-    for (const std::string& kind : kinds) {
-      if (kind != stage.kind() && r->HasField(stage, stage.GetDescriptor()->FindFieldByName(kind))) {
-        return Error(stage.name(), absl::StrCat("a stage of kind ", stage.kind(), " cannot have '", kind, ":' parameters"));
-      }
-    }
-    if (stage.kind() == "loop" && stage.loop().max_iterations() < 1) return Error(stage.name(), "loop.max_iterations must be at least 1");
+    ROBOLOOP_RETURN_IF_ERROR(CheckParamsPlacement(stage, *kind));
+    std::unique_ptr<Message> params(google::protobuf::MessageFactory::generated_factory()->GetPrototype(kind->params)->New());
+    if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) return Error(stage.name(), std::string(s.message()));
+    if (kind->repeats_body && stage.loop().max_iterations() < 1) return Error(stage.name(), "loop.max_iterations must be at least 1");
     if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
       return Error(stage.name(), "retries, backoff_s and timeout_s must not be negative");
+    }
+    return kind;
+  }
+
+  // A stage carries exactly its own kind's parameters: under the kind's name for ours, under
+  // `params:` for others.
+  absl::Status CheckParamsPlacement(const v1::Stage& stage, const StageKind& kind) const {
+    const Reflection* r = stage.GetReflection();
+    const bool own_field = HasOwnStageField(kind);
+    if (own_field && !r->HasField(stage, stage.GetDescriptor()->FindFieldByName(kind.name))) {
+      return Error(stage.name(), absl::StrCat("kind ", kind.name, " needs its parameters under '", kind.name, ":'"));
+    }
+    for (const std::string& other : kinds_.Names()) {
+      const FieldDescriptor* field = stage.GetDescriptor()->FindFieldByName(other);
+      if (other != kind.name && field != nullptr && r->HasField(stage, field)) {
+        return Error(stage.name(), absl::StrCat("a stage of kind ", kind.name, " cannot have '", other, ":' parameters"));
+      }
+    }
+    if (own_field && stage.has_params()) {
+      return Error(stage.name(), absl::StrCat("a stage of kind ", kind.name, " takes its parameters under '", kind.name,
+                                              ":', not 'params:'"));
     }
     return absl::OkStatus();
   }
@@ -244,7 +259,7 @@ class Validator {
     if (parts.size() < 2) return Error(stage.name(), absl::StrCat("${", ref, "}: expected ${STAGE.OUTPUT}"));
     if (parts[0] == stage.name()) return Error(stage.name(), absl::StrCat("${", ref, "}: a stage cannot use its own outputs"));
     ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), parts[0], scope));
-    const std::set<std::string>& outputs = OutputsOf(target->stage->kind());
+    const std::set<std::string>& outputs = target->kind->outputs;
     if (outputs.count(parts[1]) == 0) {
       return Error(stage.name(), absl::StrCat("${", ref, "}: a ", target->stage->kind(), " stage has no output '", parts[1],
                                               "' (outputs: ", absl::StrJoin(outputs, ", "), ")"));
@@ -260,12 +275,8 @@ class Validator {
         ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), need, scope));
         if (const v1::Stage* dep = InScope(target, scope)) deps.insert(dep->name());
       }
-      std::vector<std::string> strings;
-      CollectStrings(stage, &strings);
-      for (const std::string& text : strings) {
-        for (const std::string& ref : ReferencesIn(text)) ROBOLOOP_RETURN_IF_ERROR(CheckReference(stage, ref, scope, &deps));
-      }
-      if (stage.kind() == "loop") {
+      for (const std::string& ref : ReferencesOfStage(stage)) ROBOLOOP_RETURN_IF_ERROR(CheckReference(stage, ref, scope, &deps));
+      if (KindOf(stage).repeats_body) {
         ROBOLOOP_RETURN_IF_ERROR(CheckScope(stage.loop().stages(), &stage, plan));
         ROBOLOOP_RETURN_IF_ERROR(CheckUntil(stage));
         ROBOLOOP_RETURN_IF_ERROR(CheckCarry(stage, scope));
@@ -282,17 +293,13 @@ class Validator {
   std::set<std::string> OuterDeps(const v1::Stage& inner, const v1::Stage* loop) const {
     std::set<std::string> deps;
     std::vector<std::string> names(inner.needs().begin(), inner.needs().end());
-    std::vector<std::string> strings;
-    CollectStrings(inner, &strings);
-    for (const std::string& text : strings) {
-      for (const std::string& ref : ReferencesIn(text)) names.push_back(ref.substr(0, ref.find('.')));
-    }
+    for (const std::string& ref : ReferencesOfStage(inner)) names.push_back(ref.substr(0, ref.find('.')));
     const v1::Stage* outer = stages_.at(loop->name()).loop;
     for (const std::string& name : names) {
       auto it = stages_.find(name);
       if (it != stages_.end() && it->second.loop == outer) deps.insert(name);
     }
-    if (inner.kind() == "loop") {
+    if (KindOf(inner).repeats_body) {
       for (const v1::Stage& nested : inner.loop().stages()) {
         for (const std::string& dep : OuterDeps(nested, loop)) deps.insert(dep);
       }
@@ -309,8 +316,8 @@ class Validator {
       if (to == stages_.end() || to->second.loop != &loop) {
         return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": '", inner, "' is not a stage of this loop"));
       }
-      for (const std::string& output : OutputsOf(from->stage->kind())) {
-        if (OutputsOf(to->second.stage->kind()).count(output) == 0) {
+      for (const std::string& output : from->kind->outputs) {
+        if (to->second.kind->outputs.count(output) == 0) {
           return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": ", inner, " (", to->second.stage->kind(),
                                                  ") has no output '", output, "' that ", outer, " (",
                                                  from->stage->kind(), ") has"));
@@ -321,14 +328,11 @@ class Validator {
   }
 
   absl::Status CheckUntil(const v1::Stage& loop) const {
-    static const std::regex kCondition(R"(\s*\$\{([^}]+)\}\s*(>=|<=|==|>|<)\s*(-?[0-9.]+(e-?[0-9]+)?)\s*)");
-    std::smatch match;
     const std::string& until = loop.loop().until();
     if (until.empty()) return absl::OkStatus();
-    if (!std::regex_match(until, match, kCondition)) {
-      return Error(loop.name(), absl::StrCat("loop.until '", until, "' is not of the form ${STAGE.OUTPUT} OP NUMBER"));
-    }
-    const std::string ref = match[1];
+    absl::StatusOr<LoopCondition> condition = ParseLoopCondition(until);
+    if (!condition.ok()) return Error(loop.name(), absl::StrCat("loop.until ", condition.status().message()));
+    const std::string& ref = condition->reference;
     const std::string target = ref.substr(0, ref.find('.'));
     auto it = stages_.find(target);
     if (it == stages_.end() || it->second.loop != &loop) {
@@ -386,26 +390,24 @@ class Validator {
   absl::Status CheckSeeds() const {
     std::vector<eval::SeedRange> used;
     std::set<std::string> gates;
-    for (const auto& [name, entry] : stages_) {
-      const v1::Stage& s = *entry.stage;
-      if (s.kind() == "collect") {
-        used.push_back({s.collect().base_seed(), s.collect().first_episode(), s.collect().episodes(),
-                        absl::StrCat("stage ", name, " (collect)")});
-      }
-      if (s.kind() == "loop" && !s.loop().until().empty()) {
-        const std::string ref = ReferencesIn(s.loop().until()).front();
-        gates.insert(ref.substr(0, ref.find('.')));
-      }
-    }
     std::map<std::string, v1::Protocol> protocols;
     for (const auto& [name, entry] : stages_) {
       const v1::Stage& s = *entry.stage;
-      const std::string protocol = s.kind() == "evaluate" ? s.evaluate().protocol() : s.kind() == "promote" ? s.promote().protocol() : "";
-      if (protocol.empty() || !ReferencesIn(protocol).empty()) continue;
-      absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(protocol, options_.protocols_dir);
+      if (entry.kind->repeats_body && !s.loop().until().empty()) {
+        const std::string ref = ReferencesIn(s.loop().until()).front();
+        gates.insert(ref.substr(0, ref.find('.')));
+      }
+      if (!entry.kind->seeds) continue;
+      SeedClaims claims = entry.kind->seeds(s);
+      for (eval::SeedRange& range : claims.consumed) {
+        range.label = absl::StrCat("stage ", name, " (", range.label, ")");
+        used.push_back(range);
+      }
+      if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) continue;
+      absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
       if (!loaded.ok()) return Error(name, std::string(loaded.status().message()));
       protocols[name] = *loaded;
-      if (s.kind() == "promote") gates.insert(name);
+      if (claims.gate) gates.insert(name);
     }
     // An evaluation under a gate's own protocol is that gate's evaluation, not feedback.
     std::set<std::string> gate_protocols;
@@ -429,6 +431,7 @@ class Validator {
   }
 
   const LoadedPipeline& loaded_;
+  const StageKindRegistry& kinds_;
   const ValidationOptions& options_;
   std::map<std::string, Entry> stages_;
 };
@@ -457,39 +460,9 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::
   return loaded;
 }
 
-const std::vector<std::string>& StageKinds() {
-  static const std::vector<std::string> kKinds = {"collect", "relabel", "merge", "train", "evaluate",
-                                                  "compare", "promote", "report", "loop"};
-  return kKinds;
-}
-
-const std::set<std::string>& OutputsOf(const std::string& kind) {
-  static const std::map<std::string, std::set<std::string>> kOutputs = {
-      {"collect", {"dataset"}},
-      {"relabel", {"dataset"}},
-      {"merge", {"dataset"}},
-      {"train", {"checkpoint", "run"}},
-      {"evaluate", {"evaluation", "success.rate", "success.lower", "success.upper", "return.mean",
-                    "return.lower", "return.upper", "failures"}},
-      {"compare", {"verdict", "p_value"}},
-      {"promote", {"champion", "promoted"}},
-      {"report", {"path"}},
-      {"loop", {"iterations", "checkpoint", "dataset"}},
-  };
-  static const std::set<std::string> kNone;
-  auto it = kOutputs.find(kind);
-  return it == kOutputs.end() ? kNone : it->second;
-}
-
-std::vector<std::string> ReferencesIn(const std::string& text) {
-  static const std::regex kReference(R"(\$\{([^}]*)\})");
-  std::vector<std::string> refs;
-  for (std::sregex_iterator it(text.begin(), text.end(), kReference), end; it != end; ++it) refs.push_back((*it)[1]);
-  return refs;
-}
-
-absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const ValidationOptions& options) {
-  return Validator(loaded, options).Run();
+absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const StageKindRegistry& kinds,
+                                      const ValidationOptions& options) {
+  return Validator(loaded, kinds, options).Run();
 }
 
 }  // namespace roboloop::pipeline

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/stage_kind.h"
 #include "roboloop/v1/pipeline.pb.h"
 
 namespace roboloop::pipeline {
@@ -38,12 +39,6 @@ struct LoadedPipeline {
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
                                             const std::vector<Override>& overrides);
 
-// The stage kinds, in the order error messages list them.
-const std::vector<std::string>& StageKinds();
-
-// Outputs a stage of `kind` exposes to references (e.g. "checkpoint", "success.lower").
-const std::set<std::string>& OutputsOf(const std::string& kind);
-
 // Settings of validation.
 struct ValidationOptions {
   std::string protocols_dir = "configs/protocols";  // where named protocols live
@@ -51,18 +46,17 @@ struct ValidationOptions {
 
 // The order stages may run in: each level's stages depend only on earlier levels.
 struct Plan {
+  const StageKindRegistry* kinds = nullptr;                  // the kinds it was validated against
   std::vector<std::vector<std::string>> levels;              // top-level stages
   std::map<std::string, std::set<std::string>> depends_on;   // every stage -> its direct deps (same scope)
 };
 
-// Validates `loaded` and returns its plan. Errors are InvalidArgument
+// Validates `loaded` against `kinds` (which must outlive the plan) and returns its plan. Errors are InvalidArgument
 // "<file>:<line>: stage '<name>': <what>" — an unknown kind lists the known ones, a cycle is
 // named stage by stage ("a -> b -> a"), an unknown stage or output in a reference is named
 // with the outputs that exist, gate seeds overlapping collection or feedback seeds name both
 // ranges.
-absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const ValidationOptions& options);
-
-// The references `${...}` in `text`, without the braces (e.g. "train.checkpoint").
-std::vector<std::string> ReferencesIn(const std::string& text);
+absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const StageKindRegistry& kinds,
+                                      const ValidationOptions& options);
 
 }  // namespace roboloop::pipeline

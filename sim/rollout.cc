@@ -64,7 +64,7 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
 }
 
 bool RolloutEngine::Cancelled() const {
-  return options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed);
+  return common::IsCancelled(options_.cancel);
 }
 
 absl::Status RolloutEngine::StartEpisode(int slot, int64_t episode_index) {

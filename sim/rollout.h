@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cancellation.h"
 #include "absl/status/statusor.h"
 #include "sim/env.h"
 #include "sim/policy.h"
@@ -62,7 +63,7 @@ struct RolloutOptions {
   int max_steps = 0;               // horizon override; 0 = the task's
   bool record_trajectories = false;  // pass each episode's Trajectory to the sink
   RobustnessOptions robustness;    // perturbations of every env
-  const std::atomic<bool>* cancel = nullptr;  // when it turns true, Run stops (Cancelled)
+  const common::CancellationToken* cancel = nullptr;  // once cancelled, Run stops (Cancelled)
 };
 
 // Runs rollouts of one task. Not thread-safe: one Run at a time. Reusable for several Runs

@@ -42,9 +42,9 @@ absl::Status SimClient::Rollout(const v1::RolloutRequest& request, const Episode
 
 absl::StatusOr<v1::DatasetWritten> SimClient::Collect(const v1::CollectRequest& request,
                                                       absl::Duration deadline,
-                                                      const std::atomic<bool>* cancel) const {
+                                                      const common::CancellationToken* cancel) const {
   auto context = channel_->NewContext(deadline);
-  common::CallCanceller canceller(context.get(), cancel);
+  common::CancellationCallback canceller = common::CancelCallOnCancel(context.get(), cancel);
   v1::DatasetWritten response;
   ROBOLOOP_RETURN_IF_ERROR(
       channel_->CallStatus(stub_->Collect(context.get(), request, &response), "Collect"));
@@ -53,9 +53,9 @@ absl::StatusOr<v1::DatasetWritten> SimClient::Collect(const v1::CollectRequest& 
 
 absl::StatusOr<v1::DatasetWritten> SimClient::Relabel(const v1::RelabelRequest& request,
                                                       absl::Duration deadline,
-                                                      const std::atomic<bool>* cancel) const {
+                                                      const common::CancellationToken* cancel) const {
   auto context = channel_->NewContext(deadline);
-  common::CallCanceller canceller(context.get(), cancel);
+  common::CancellationCallback canceller = common::CancelCallOnCancel(context.get(), cancel);
   v1::DatasetWritten response;
   ROBOLOOP_RETURN_IF_ERROR(
       channel_->CallStatus(stub_->Relabel(context.get(), request, &response), "Relabel"));

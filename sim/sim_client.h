@@ -27,15 +27,15 @@ class SimClient {
                        absl::Duration deadline = absl::Hours(24)) const;
 
   // Runs Collect on the server (the dataset is written on the server's filesystem); raising
-  // `*cancel` (may be null) cancels the call, which stops the rollout and leaves no file.
+  // cancelling `cancel` (may be null) cancels the call, which stops the rollout and leaves no file.
   absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
                                              absl::Duration deadline = absl::Hours(24),
-                                             const std::atomic<bool>* cancel = nullptr) const;
+                                             const common::CancellationToken* cancel = nullptr) const;
 
   // Runs Relabel on the server (both paths are on the server's filesystem); `cancel` as Collect.
   absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request,
                                              absl::Duration deadline = absl::Hours(24),
-                                             const std::atomic<bool>* cancel = nullptr) const;
+                                             const common::CancellationToken* cancel = nullptr) const;
 
  private:
   explicit SimClient(std::unique_ptr<common::GrpcChannel> channel);

@@ -24,15 +24,15 @@ grpc::Status SimGrpcService::ListTasks(grpc::ServerContext* context, const v1::L
 }
 
 absl::Status SimGrpcService::RunCancellable(
-    grpc::ServerContext* context, const std::function<absl::Status(std::atomic<bool>*)>& work) const {
+    grpc::ServerContext* context, const std::function<absl::Status(common::CancellationToken*)>& work) const {
   // The sync API has no cancellation callback: a watcher polls the context and raises the
   // flag the engine checks every env step, so a cancelled call stops between steps.
-  std::atomic<bool> cancel{false};
+  common::CancellationToken cancel;
   absl::Notification finished;
   std::thread watcher([&] {
     while (!finished.WaitForNotificationWithTimeout(options_.cancel_poll)) {
       if (context->IsCancelled()) {
-        cancel.store(true);
+        cancel.Cancel("the call was cancelled");
         return;
       }
     }
@@ -47,10 +47,10 @@ grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::Rol
                                      grpc::ServerWriter<v1::EpisodeRecord>* writer) {
   grpc::Status auth = common::CheckCallAuthenticated(*context);
   if (!auth.ok()) return auth;
-  return common::AbslToGrpc(RunCancellable(context, [&](std::atomic<bool>* cancel) {
+  return common::AbslToGrpc(RunCancellable(context, [&](common::CancellationToken* cancel) {
     auto write = [&](const v1::EpisodeRecord& record) -> absl::Status {
       if (!writer->Write(record)) {
-        cancel->store(true);
+        cancel->Cancel("the client closed the stream");
         return absl::CancelledError("the client closed the Rollout stream");
       }
       return absl::OkStatus();
@@ -63,7 +63,7 @@ grpc::Status SimGrpcService::Collect(grpc::ServerContext* context, const v1::Col
                                      v1::DatasetWritten* response) {
   grpc::Status auth = common::CheckCallAuthenticated(*context);
   if (!auth.ok()) return auth;
-  return common::AbslToGrpc(RunCancellable(context, [&](std::atomic<bool>* cancel) {
+  return common::AbslToGrpc(RunCancellable(context, [&](common::CancellationToken* cancel) {
     absl::StatusOr<v1::DatasetWritten> written = handler_->Collect(*request, cancel);
     if (written.ok()) *response = *std::move(written);
     return written.status();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 
+#include "common/cancellation.h"
 #include "absl/time/time.h"
 #include "roboloop/v1/sim.grpc.pb.h"
 #include "sim/sim_service.h"
@@ -36,7 +37,7 @@ class SimGrpcService final : public v1::SimService::Service {
  private:
   // Runs `work(&cancel)` while a watcher raises `cancel` once `context` is cancelled.
   absl::Status RunCancellable(grpc::ServerContext* context,
-                              const std::function<absl::Status(std::atomic<bool>*)>& work) const;
+                              const std::function<absl::Status(common::CancellationToken*)>& work) const;
 
   const SimServiceHandler* handler_;
   Options options_;

@@ -136,7 +136,7 @@ absl::StatusOr<v1::ListTasksResponse> SimServiceHandler::ListTasks() const {
 }
 
 absl::StatusOr<RolloutOptions> SimServiceHandler::ValidatedRolloutOptions(
-    const v1::RolloutRequest& request, const Task& task, const std::atomic<bool>* cancel) const {
+    const v1::RolloutRequest& request, const Task& task, const common::CancellationToken* cancel) const {
   RolloutOptions options;
   options.base_seed = request.base_seed();
   options.first_episode = request.first_episode();
@@ -155,7 +155,7 @@ absl::StatusOr<RolloutOptions> SimServiceHandler::ValidatedRolloutOptions(
 
 absl::Status SimServiceHandler::Rollout(const v1::RolloutRequest& request,
                                         const EpisodeCallback& on_episode,
-                                        const std::atomic<bool>* cancel) const {
+                                        const common::CancellationToken* cancel) const {
   ActiveRolloutScope scope(&active_rollouts_);
   ROBOLOOP_RETURN_IF_ERROR(ValidateRange(request, options_));
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, options_.registry->Create(request.task()));
@@ -177,7 +177,7 @@ absl::StatusOr<std::string> SimServiceHandler::ResolveDatasetPath(const std::str
 }
 
 absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Collect(const v1::CollectRequest& request,
-                                                              const std::atomic<bool>* cancel) const {
+                                                              const common::CancellationToken* cancel) const {
   ActiveRolloutScope scope(&active_rollouts_);
   const v1::RolloutRequest& rollout = request.rollout();
   ROBOLOOP_RETURN_IF_ERROR(ValidateRange(rollout, options_));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cancellation.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "registry/registry_client.h"
@@ -49,12 +50,12 @@ class SimServiceHandler {
 
   // Validates `request` (task name, policy, seed range, envs, threads, robustness) before any
   // stepping, then runs it and calls `on_episode` for each finished episode in completion
-  // order, on the calling thread. When `cancel` (may be null) turns true, the rollout stops
+  // order, on the calling thread. When `cancel` (may be null) is cancelled, the rollout stops
   // within one env step and Rollout returns Cancelled. A policy other than "expert" or
   // "random" is a checkpoint reference (sim/checkpoint_policy.h), checked against the task
   // before stepping; FailedPrecondition when the handler has no registry.
   absl::Status Rollout(const v1::RolloutRequest& request, const EpisodeCallback& on_episode,
-                       const std::atomic<bool>* cancel) const;
+                       const common::CancellationToken* cancel) const;
 
   // Validates `request` like Rollout, then writes its episodes as a dataset (sim/collect.h) at
   // output_path (resolved under options.dataset_dir when set; a path escaping it is
@@ -62,7 +63,7 @@ class SimServiceHandler {
   // registers the file (uploaded to the registry) and names the dataset in the answer.
   // Cancelled as Rollout is.
   absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
-                                             const std::atomic<bool>* cancel) const;
+                                             const common::CancellationToken* cancel) const;
 
   // Relabels input_path with the expert of `request.task` (or of the input's env_args task)
   // into output_path (sim/collect.h RelabelDataset); paths resolve as for Collect; input_ref
@@ -77,7 +78,7 @@ class SimServiceHandler {
   explicit SimServiceHandler(const Options& options) : options_(options) {}
   absl::StatusOr<RolloutOptions> ValidatedRolloutOptions(const v1::RolloutRequest& request,
                                                          const Task& task,
-                                                         const std::atomic<bool>* cancel) const;
+                                                         const common::CancellationToken* cancel) const;
   absl::StatusOr<std::string> ResolveDatasetPath(const std::string& path) const;
   // Uploads `path` and registers it as dataset `name`; fills written's dataset_id and ref.
   absl::Status RegisterWritten(const std::string& path, const std::string& name,

@@ -75,5 +75,19 @@ TEST(CancellationTokenTest, NullTokenIsNeverCancelled) {
   EXPECT_TRUE(IsCancelled(&token));
 }
 
+TEST(CancellationTokenTest, SleepEndsEarlyWhenCancelled) {
+  CancellationToken token;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    token.Cancel();
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(SleepUnlessCancelled(&token, absl::Seconds(30)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  canceller.join();
+  CancellationToken idle;
+  EXPECT_TRUE(SleepUnlessCancelled(&idle, absl::Milliseconds(1)));
+}
+
 }  // namespace
 }  // namespace roboloop::common

@@ -201,9 +201,9 @@ TEST_F(EvalServiceTest, AnEvaluationWhoseEndpointsAllFailIsStoredFailedWithoutAR
 }
 
 TEST_F(EvalServiceTest, ACancelledEvaluationStopsAndIsStoredFailed) {
-  std::atomic<bool> cancel{false};
+  common::CancellationToken cancel;
   auto cancel_at_first = [&](const v1::EvaluateProgress&) {
-    cancel.store(true);
+    cancel.Cancel();
     return absl::OkStatus();
   };
   auto cancelled = handler_->Evaluate(Request({0, 1}), cancel_at_first, &cancel);

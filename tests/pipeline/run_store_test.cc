@@ -1,6 +1,7 @@
 // The run store and its cache, driven through the scheduler with a fake executor: a second
 // run (resume) skips the stages that finished, --no-cache runs them again.
 #include "pipeline/run_store.h"
+#include "pipeline/stage_kinds/builtin.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ class RunStoreTest : public ::testing::Test {
     dir_ = testing::MakeTempDir("runs");
     std::ofstream(dir_ + "/p.yaml") << kPipeline;
     loaded_ = *LoadPipeline(dir_ + "/p.yaml", {});
-    plan_ = *ValidatePipeline(loaded_, ValidationOptions());
+    plan_ = *ValidatePipeline(loaded_, BuiltinStageKinds(), ValidationOptions());
     store_ = std::move(*RunStore::Open(dir_ + "/store/runs.db"));
   }
 
@@ -110,7 +111,7 @@ TEST_F(RunStoreTest, ExecutionsRecordTheirInputsLogFileAndTheRunItsOverrides) {
 TEST_F(RunStoreTest, PromoteAndReportAreReusedOnlyWithinTheirOwnRun) {
   std::ofstream(dir_ + "/promote.yaml") << "name: q\nstages:\n  - {name: p, kind: promote, promote: {model: m}}\n";
   loaded_ = *LoadPipeline(dir_ + "/promote.yaml", {});
-  plan_ = *ValidatePipeline(loaded_, ValidationOptions());
+  plan_ = *ValidatePipeline(loaded_, BuiltinStageKinds(), ValidationOptions());
   auto first = store_->CreateRun("q", "promote.yaml");
   ASSERT_TRUE(RunOnce(*first, true).ok());
   ASSERT_TRUE(RunOnce(*first, true).ok());

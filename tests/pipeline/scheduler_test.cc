@@ -5,10 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "pipeline/stage_kinds/builtin.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop::pipeline {
@@ -19,7 +23,7 @@ using ::testing::HasSubstr;
 // Records calls; each stage's behaviour is scripted by name.
 class ScriptedExecutor : public StageExecutor {
  public:
-  std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, int call, const std::atomic<bool>&)> script;
+  std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, int call, const common::CancellationToken&)> script;
 
   absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override {
     int call;
@@ -28,6 +32,7 @@ class ScriptedExecutor : public StageExecutor {
       call = ++calls[stage.name()];
       order.push_back(stage.name());
       seen.push_back(stage);
+      if (on_kind) on_kind(context.kind);
       ++running;
       max_running = std::max(max_running, running);
     }
@@ -37,6 +42,7 @@ class ScriptedExecutor : public StageExecutor {
     return result;
   }
 
+  std::function<void(const StageKind*)> on_kind;  // called per stage, under `mu`
   absl::Mutex mu;
   std::map<std::string, int> calls;
   std::vector<std::string> order;
@@ -52,7 +58,7 @@ class SchedulerTest : public ::testing::Test {
     auto loaded = LoadPipeline(dir + "/p.yaml", {});
     if (!loaded.ok()) return loaded.status();
     loaded_ = *loaded;
-    auto plan = ValidatePipeline(loaded_, ValidationOptions());
+    auto plan = ValidatePipeline(loaded_, BuiltinStageKinds(), ValidationOptions());
     if (!plan.ok()) return plan.status();
     plan_ = *plan;
     options.default_backoff = absl::Milliseconds(10);
@@ -73,7 +79,7 @@ stages:
 )";
 
 TEST_F(SchedulerTest, RunsIndependentStagesConcurrentlyAndSubstitutesOutputs) {
-  executor_.script = [](const v1::Stage& stage, int, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+  executor_.script = [](const v1::Stage& stage, int, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck-" + stage.train().dataset()}};
     return StageOutputs{{"dataset", "ds-" + stage.name()}};
@@ -90,7 +96,7 @@ TEST_F(SchedulerTest, RunsIndependentStagesConcurrentlyAndSubstitutesOutputs) {
 }
 
 TEST_F(SchedulerTest, TransientFailuresAreRetriedWithBackoffAndOthersFailAtOnce) {
-  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+  executor_.script = [](const v1::Stage& stage, int call, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
     if (stage.name() == "a" && call < 3) return absl::UnavailableError("service restarting");
     if (stage.name() == "b") return absl::InvalidArgumentError("bad task");
     return StageOutputs{{"dataset", "x"}};
@@ -106,8 +112,8 @@ TEST_F(SchedulerTest, TransientFailuresAreRetriedWithBackoffAndOthersFailAtOnce)
 }
 
 TEST_F(SchedulerTest, TimeoutCancelsTheAttempt) {
-  executor_.script = [](const v1::Stage&, int, const std::atomic<bool>& cancel) -> absl::StatusOr<StageOutputs> {
-    while (!cancel.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  executor_.script = [](const v1::Stage&, int, const common::CancellationToken& cancel) -> absl::StatusOr<StageOutputs> {
+    while (!cancel.IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return absl::CancelledError("stopped");
   };
   auto outcome = Run("stages:\n  - {name: slow, kind: report, timeout_s: 0.2, retries: 1, report: {}}\n");
@@ -127,7 +133,7 @@ constexpr char kLoop[] = R"(stages:
 )";
 
 TEST_F(SchedulerTest, LoopRepeatsUntilItsConditionHolds) {
-  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+  executor_.script = [](const v1::Stage& stage, int call, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
     if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck" + std::to_string(call)}};
     return StageOutputs{{"success.lower", call >= 3 ? "0.9" : "0.5"}};
   };
@@ -139,7 +145,7 @@ TEST_F(SchedulerTest, LoopRepeatsUntilItsConditionHolds) {
 }
 
 TEST_F(SchedulerTest, LoopCarryFeedsEachIterationThePreviousIterationsOutputs) {
-  executor_.script = [](const v1::Stage& stage, int call, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+  executor_.script = [](const v1::Stage& stage, int call, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
     if (stage.name() == "base") return StageOutputs{{"checkpoint", "ck0"}, {"run", "r0"}};
     if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck" + std::to_string(call)}, {"run", "r"}};
     return StageOutputs{{"success.lower", call >= 3 ? "0.9" : "0.5"}};
@@ -165,21 +171,26 @@ TEST_F(SchedulerTest, LoopCarryFeedsEachIterationThePreviousIterationsOutputs) {
 }
 
 TEST_F(SchedulerTest, LoopWithoutItsConditionFailsWithConditionNotMet) {
-  executor_.script = [](const v1::Stage& stage, int, const std::atomic<bool>&) -> absl::StatusOr<StageOutputs> {
+  executor_.script = [](const v1::Stage& stage, int, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
     if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck"}};
     return StageOutputs{{"success.lower", "0.5"}};
   };
   auto outcome = Run(kLoop);
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(outcome.status().message(), HasSubstr("condition not met"));
+  std::optional<UnmetLoop> unmet = UnmetLoopOf(outcome.status());
+  ASSERT_TRUE(unmet.has_value()) << outcome.status();
+  EXPECT_EQ(unmet->loop, "improve");
+  EXPECT_EQ(unmet->iterations, 4);
+  EXPECT_THAT(unmet->condition, HasSubstr("gate.success.lower"));
+  EXPECT_FALSE(UnmetLoopOf(absl::FailedPreconditionError("condition not met")).has_value());
   EXPECT_EQ(executor_.calls["gate"], 4);
 }
 
 TEST_F(SchedulerTest, CancellationStopsRunningStagesAndStartsNoMore) {
-  std::atomic<bool> cancel{false};
-  executor_.script = [&](const v1::Stage&, int, const std::atomic<bool>& stage_cancel) -> absl::StatusOr<StageOutputs> {
-    cancel.store(true);
-    while (!stage_cancel.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  common::CancellationToken cancel;
+  executor_.script = [&](const v1::Stage&, int, const common::CancellationToken& stage_cancel) -> absl::StatusOr<StageOutputs> {
+    cancel.Cancel("test");
+    while (!stage_cancel.IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return absl::CancelledError("stopped");
   };
   SchedulerOptions options;
@@ -187,6 +198,34 @@ TEST_F(SchedulerTest, CancellationStopsRunningStagesAndStartsNoMore) {
   auto outcome = Run(kDiamond, options);
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kCancelled) << outcome.status();
   EXPECT_EQ(executor_.calls.count("merged"), 0u);
+}
+
+TEST_F(SchedulerTest, AFailingStageCancelsItsRunningSiblings) {
+  std::atomic<bool> sibling_cancelled{false};
+  executor_.script = [&](const v1::Stage& stage, int, const common::CancellationToken& stage_cancel) -> absl::StatusOr<StageOutputs> {
+    if (stage.name() == "a") return absl::InternalError("a broke");
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (!stage_cancel.IsCancelled() && absl::Now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    sibling_cancelled = stage_cancel.IsCancelled();
+    return absl::CancelledError("stopped");
+  };
+  auto outcome = Run(kDiamond);
+  EXPECT_EQ(outcome.status().code(), absl::StatusCode::kInternal) << outcome.status();
+  EXPECT_THAT(outcome.status().message(), HasSubstr("a broke"));
+  EXPECT_TRUE(sibling_cancelled);
+  EXPECT_EQ(executor_.calls.count("merged"), 0u);
+}
+
+TEST_F(SchedulerTest, ExecutorsGetTheirKindsRecord) {
+  std::vector<std::string> kinds;
+  executor_.script = [](const v1::Stage& stage, int, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck"}};
+    return StageOutputs{{"dataset", stage.name()}};
+  };
+  executor_.on_kind = [&](const StageKind* kind) { kinds.push_back(kind == nullptr ? "" : kind->name); };
+  ASSERT_TRUE(Run(kDiamond).ok());
+  std::sort(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds, (std::vector<std::string>{"collect", "collect", "merge", "train"}));
 }
 
 TEST(SubstituteTest, MissingValuesAreNamed) {

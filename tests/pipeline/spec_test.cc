@@ -1,5 +1,6 @@
 // Pipeline specs: loading, overrides and every validation error of issue 8, req 2.
 #include "pipeline/spec.h"
+#include "pipeline/stage_kinds/builtin.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ class SpecTest : public ::testing::Test {
     if (!loaded.ok()) return loaded.status();
     ValidationOptions options;
     options.protocols_dir = dir_;
-    return ValidatePipeline(*loaded, options);
+    return ValidatePipeline(*loaded, BuiltinStageKinds(), options);
   }
 
   std::string dir_;
@@ -82,7 +83,7 @@ TEST_F(SpecTest, TheShippedQuickstartIsValid) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   ValidationOptions options;
   options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
-  auto plan = ValidatePipeline(*loaded, options);
+  auto plan = ValidatePipeline(*loaded, BuiltinStageKinds(), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->levels.front(), std::vector<std::string>{"demos"});
 }
@@ -93,7 +94,7 @@ TEST_F(SpecTest, EveryShippedPipelineIsValid) {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ValidationOptions options;
     options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
-    EXPECT_TRUE(ValidatePipeline(*loaded, options).ok()) << name;
+    EXPECT_TRUE(ValidatePipeline(*loaded, BuiltinStageKinds(), options).ok()) << name;
   }
 }
 

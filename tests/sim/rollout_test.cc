@@ -149,7 +149,8 @@ TEST(RolloutTest, RefusesAPolicyForAnotherTaskBeforeStepping) {
 TEST(RolloutTest, CancellationStopsTheRollout) {
   auto task = testing::BuiltinTask("cartpole-swingup");
   RandomPolicy policy(*task, 1);
-  std::atomic<bool> cancel{true};
+  common::CancellationToken cancel;
+  cancel.Cancel();
   RolloutOptions options = Options(1000, 4, 2);
   options.cancel = &cancel;
   EXPECT_EQ(RunRollout(*task, policy, options).status().code(), absl::StatusCode::kCancelled);

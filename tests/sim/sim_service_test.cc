@@ -331,12 +331,12 @@ TEST(SimServiceHandlerTest, CancelFlagStopsARolloutWithoutTransport) {
   auto handler = SimServiceHandler::Create({&registry});
   ASSERT_TRUE(handler.ok());
   v1::RolloutRequest request = Request("cartpole-swingup", "random", 100000);
-  std::atomic<bool> cancel{false};
+  common::CancellationToken cancel;
   int received = 0;
   absl::Status status = (*handler)->Rollout(
       request,
       [&](const v1::EpisodeRecord&) {
-        if (++received == 2) cancel.store(true);
+        if (++received == 2) cancel.Cancel();
         return absl::OkStatus();
       },
       &cancel);

@@ -1,0 +1,26 @@
+// roboloop's own stage kinds (issue 27, req 1), one file each under pipeline/stage_kinds/, and
+// their registration.
+#pragma once
+
+#include "absl/status/status.h"
+#include "pipeline/stage_kind.h"
+
+namespace roboloop::pipeline {
+
+StageKind CollectStageKind();   // rolls out a policy on SimService and registers the dataset
+StageKind RelabelStageKind();   // relabels a dataset's episodes with the task's expert
+StageKind MergeStageKind();     // merges registry datasets here and registers the result
+StageKind TrainStageKind();     // trains on TrainService, streaming its steps
+StageKind EvaluateStageKind();  // evaluates a checkpoint under a protocol (optionally keeps failures)
+StageKind CompareStageKind();   // evaluates two checkpoints and compares them paired
+StageKind PromoteStageKind();   // promotes a candidate over the champion when it is better
+StageKind ReportStageKind();    // writes a model's HTML report
+StageKind LoopStageKind();      // repeats a body of stages until a condition holds
+
+// Registers every kind above into `kinds`, in that order.
+absl::Status RegisterBuiltinStageKinds(StageKindRegistry* kinds);
+
+// A registry holding exactly the built-in kinds (built once; thread-safe to read).
+const StageKindRegistry& BuiltinStageKinds();
+
+}  // namespace roboloop::pipeline

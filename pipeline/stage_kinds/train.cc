@@ -1,0 +1,90 @@
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "pipeline/stage_kinds/builtin.h"
+#include "pipeline/stage_services.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+// Stops a training run through TrainService.Cancel (its ranks checkpoint and exit) once the
+// stage is cancelled and the run's id is known, whichever comes last.
+class TrainRunCanceller {
+ public:
+  TrainRunCanceller(train::TrainClient* client, const common::CancellationToken* cancel)
+      : client_(client), cancel_(cancel), registration_(cancel->OnCancel([this] { CancelIfKnown(); })) {}
+
+  // Records the run's id (from its first event on).
+  void Started(const std::string& run_id) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!run_id_.empty()) return;
+      run_id_ = run_id;
+    }
+    if (cancel_->IsCancelled()) CancelIfKnown();
+  }
+
+ private:
+  void CancelIfKnown() {
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (run_id_.empty() || sent_) return;
+      sent_ = true;
+      id = run_id_;
+    }
+    (void)client_->Cancel(id);
+  }
+
+  train::TrainClient* client_;
+  const common::CancellationToken* cancel_;
+  absl::Mutex mu_;
+  std::string run_id_ ABSL_GUARDED_BY(mu_);
+  bool sent_ ABSL_GUARDED_BY(mu_) = false;
+  common::CancellationCallback registration_;  // last: unregistered before the fields above go
+};
+
+absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext& context, StageServices& services) {
+  v1::TrainRequest request;
+  *request.mutable_config() = stage.train();
+  if (request.config().model().empty()) request.mutable_config()->set_model(services.DefaultName(context.label));
+  request.set_world_size(std::max(1, stage.ranks()));
+  const double total = static_cast<double>(stage.train().steps() > 0 ? stage.train().steps() : 1000);
+  std::string run_id, checkpoint, failure;
+  TrainRunCanceller canceller(&services.clients().train(), context.cancel);
+  absl::Status status = services.clients().train().Train(request, [&](const v1::TrainEvent& event) {
+    run_id = event.run_id();
+    canceller.Started(run_id);
+    if (event.has_step()) {
+      context.Report(static_cast<double>(event.step().step()), total, "steps",
+                     absl::StrFormat("loss %.4g, %.0f samples/s", event.step().loss(), event.step().samples_per_s()));
+    } else if (event.has_finished()) {
+      checkpoint = event.finished().checkpoint_id();
+    } else if (event.has_failed()) {
+      failure = event.failed().message();
+    }
+  });
+  ROBOLOOP_RETURN_IF_ERROR(context.CheckCancelled());
+  ROBOLOOP_RETURN_IF_ERROR(status);
+  if (checkpoint.empty()) {
+    return absl::InternalError(absl::StrCat("training run ", run_id, " ended without a checkpoint",
+                                            failure.empty() ? "" : ": ", failure));
+  }
+  return StageOutputs{{"checkpoint", checkpoint}, {"run", run_id}};
+}
+
+}  // namespace
+
+StageKind TrainStageKind() {
+  StageKind kind;
+  kind.name = "train";
+  kind.params = v1::TrainConfig::descriptor();
+  kind.outputs = {"checkpoint", "run"};
+  kind.run = RunTrain;
+  return kind;
+}
+
+}  // namespace roboloop::pipeline
