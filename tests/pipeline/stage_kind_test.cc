@@ -1,0 +1,117 @@
+// A stage kind added from this file alone (issue 27, req 1): its record, one registration line,
+// and a pipeline that uses it — validated, overridden from the command line, and run by the
+// product's executor next to a built-in kind.
+#include "pipeline/stage_kind.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <google/protobuf/wrappers.pb.h>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/scheduler.h"
+#include "pipeline/spec.h"
+#include "pipeline/stage_executor.h"
+#include "pipeline/stage_kinds/builtin.h"
+#include "tests/util/subprocess.h"
+
+namespace roboloop::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+// `shout`: upper-cases its parameter's text; its output `text` may feed other stages.
+StageKind ShoutStageKind() {
+  StageKind kind;
+  kind.name = "shout";
+  kind.params = google::protobuf::StringValue::descriptor();
+  kind.outputs = {"text"};
+  kind.run = [](const v1::Stage& stage, const StageContext& context, StageServices&) -> absl::StatusOr<StageOutputs> {
+    absl::StatusOr<google::protobuf::StringValue> params =
+        StageParamsAs<google::protobuf::StringValue>(stage, *context.kind);
+    if (!params.ok()) return params.status();
+    std::string text = params->value();
+    for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return StageOutputs{{"text", text}};
+  };
+  return kind;
+}
+
+class StageKindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinStageKinds(&kinds_).ok());
+    ASSERT_TRUE(kinds_.Register(ShoutStageKind()).ok());
+  }
+
+  absl::StatusOr<LoadedPipeline> Load(const std::string& yaml, const std::vector<Override>& overrides = {}) {
+    const std::string path = testing::MakeTempDir("kind") + "/p.yaml";
+    std::ofstream(path) << yaml;
+    return LoadPipeline(path, overrides);
+  }
+
+  StageKindRegistry kinds_;
+};
+
+constexpr char kTwoShouts[] = R"(name: p
+vars: {who: world}
+stages:
+  - {name: hello, kind: shout, params: {value: "hello ${vars.who}"}}
+  - {name: again, kind: shout, params: {value: "${hello.text}!"}}
+)";
+
+TEST_F(StageKindTest, AKindRegisteredHereValidatesAndRunsThroughTheProductExecutor) {
+  auto loaded = Load(kTwoShouts);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto plan = ValidatePipeline(*loaded, kinds_, ValidationOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ServiceStageExecutor executor(nullptr, ExecutorOptions());
+  auto outcome = RunPipeline(*loaded, *plan, executor, SchedulerOptions());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->outputs.at("again").at("text"), "HELLO WORLD!");
+}
+
+TEST_F(StageKindTest, OverridesReachTheKindsParameters) {
+  auto loaded = Load(kTwoShouts, {{"hello.value", "bye"}});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto plan = ValidatePipeline(*loaded, kinds_, ValidationOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ServiceStageExecutor executor(nullptr, ExecutorOptions());
+  auto outcome = RunPipeline(*loaded, *plan, executor, SchedulerOptions());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->outputs.at("again").at("text"), "BYE!");
+}
+
+TEST_F(StageKindTest, ValidationReadsOutputsAndParametersFromTheRecord) {
+  auto unknown_output = Load("stages:\n  - {name: a, kind: shout, params: {value: x}}\n"
+                             "  - {name: b, kind: shout, params: {value: \"${a.volume}\"}}\n");
+  ASSERT_TRUE(unknown_output.ok());
+  EXPECT_THAT(ValidatePipeline(*unknown_output, kinds_, ValidationOptions()).status().message(),
+              HasSubstr("a shout stage has no output 'volume' (outputs: text)"));
+  auto bad_params = Load("stages:\n  - {name: a, kind: shout, params: {loudness: 11}}\n");
+  ASSERT_TRUE(bad_params.ok());
+  EXPECT_THAT(ValidatePipeline(*bad_params, kinds_, ValidationOptions()).status().message(),
+              AllOf(HasSubstr("stage 'a'"), HasSubstr("params are not a StringValue")));
+  auto misplaced = Load("stages:\n  - {name: a, kind: shout, report: {model: m}}\n");
+  ASSERT_TRUE(misplaced.ok());
+  EXPECT_THAT(ValidatePipeline(*misplaced, kinds_, ValidationOptions()).status().message(),
+              HasSubstr("a stage of kind shout cannot have 'report:' parameters"));
+  EXPECT_THAT(ValidatePipeline(*unknown_output, BuiltinStageKinds(), ValidationOptions()).status().message(),
+              HasSubstr("unknown kind 'shout'"));
+}
+
+TEST_F(StageKindTest, RegistryRefusesIncompleteOrDuplicateRecords) {
+  EXPECT_EQ(kinds_.Register(ShoutStageKind()).code(), absl::StatusCode::kAlreadyExists);
+  StageKind nameless = ShoutStageKind();
+  nameless.name = "";
+  EXPECT_EQ(kinds_.Register(nameless).code(), absl::StatusCode::kInvalidArgument);
+  StageKind idle = ShoutStageKind();
+  idle.name = "idle";
+  idle.run = nullptr;
+  EXPECT_THAT(kinds_.Register(idle).message(), HasSubstr("needs a run function"));
+}
+
+}  // namespace
+}  // namespace roboloop::pipeline
