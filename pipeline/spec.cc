@@ -460,6 +460,14 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::
   return loaded;
 }
 
+std::vector<std::string> TaskFiles(const LoadedPipeline& loaded) {
+  std::vector<std::string> files;
+  for (const std::string& task : loaded.pipeline.task_files()) {
+    files.push_back(task.empty() || task.front() == '/' ? task : JoinPath(ParentDir(loaded.source), task));
+  }
+  return files;
+}
+
 absl::StatusOr<Plan> ValidatePipeline(const LoadedPipeline& loaded, const StageKindRegistry& kinds,
                                       const ValidationOptions& options) {
   return Validator(loaded, kinds, options).Run();

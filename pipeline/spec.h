@@ -39,6 +39,9 @@ struct LoadedPipeline {
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
                                             const std::vector<Override>& overrides);
 
+// The pipeline's task_files, relative ones taken relative to the pipeline file's folder.
+std::vector<std::string> TaskFiles(const LoadedPipeline& loaded);
+
 // Settings of validation.
 struct ValidationOptions {
   std::string protocols_dir = "configs/protocols";  // where named protocols live

@@ -13,7 +13,7 @@ namespace roboloop::pipeline {
 class ServiceStageExecutor : public StageExecutor {
  public:
   // Uses `clients` (not owned; must outlive the executor).
-  ServiceStageExecutor(ServiceClients* clients, ExecutorOptions options) : services_(clients, std::move(options)) {}
+  ServiceStageExecutor(wiring::ServiceClients* clients, ExecutorOptions options) : services_(clients, std::move(options)) {}
 
   // InvalidArgument when the context names no kind or a kind that cannot run (a loop).
   absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "pipeline/services.h"
+#include "wiring/services.h"
 #include "pipeline/stage_kind.h"
 #include "roboloop/v1/eval.pb.h"
 #include "roboloop/v1/sim.pb.h"
@@ -36,11 +36,11 @@ v1::CollectRequest CollectRequestFor(const std::string& task, const std::string&
 class StageServices {
  public:
   // Uses `clients` (not owned; must outlive this; may be null for kinds that call no service).
-  StageServices(ServiceClients* clients, ExecutorOptions options)
+  StageServices(wiring::ServiceClients* clients, ExecutorOptions options)
       : clients_(clients), options_(std::move(options)) {}
 
   // The services' clients. Precondition: constructed with clients.
-  ServiceClients& clients() { return *clients_; }
+  wiring::ServiceClients& clients() { return *clients_; }
   const ExecutorOptions& options() const { return options_; }
 
   // "<pipeline>-<stage>" for a stage label ("loop[2].stage" counts as "stage").
@@ -58,7 +58,7 @@ class StageServices {
                                                const StageContext& context);
 
  private:
-  ServiceClients* clients_;
+  wiring::ServiceClients* clients_;
   ExecutorOptions options_;
 };
 

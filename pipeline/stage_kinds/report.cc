@@ -1,7 +1,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
-#include "pipeline/report.h"
+#include "report/report.h"
 #include "pipeline/run_store.h"
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
@@ -12,7 +12,7 @@ namespace {
 absl::StatusOr<StageOutputs> RunReport(const v1::Stage& stage, const StageContext& context, StageServices& services) {
   const v1::ReportStage& r = stage.report();
   const ExecutorOptions& options = services.options();
-  ReportRequest request;
+  report::ReportRequest request;
   request.model = r.model();
   request.title = absl::StrCat(options.pipeline, " — ", r.model());
   request.output = r.output().empty() ? FileStem(context.label) + ".html" : r.output();
@@ -20,7 +20,7 @@ absl::StatusOr<StageOutputs> RunReport(const v1::Stage& stage, const StageContex
   request.train_root = options.train_root;
   request.animation.tasks = options.tasks;
   request.animation.cache_dir = options.policy_cache_dir;
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string path, WriteModelReport(services.clients(), request));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string path, report::WriteModelReport(services.clients(), request));
   context.Report(1, 1, "", absl::StrCat("wrote ", path));
   return StageOutputs{{"path", path}};
 }

@@ -181,7 +181,7 @@ TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
   }
   std::string file = WriteFile("remote.bin", "remote bytes");
   ProgramResult put = Roboloop({"registry", "put", file, "--dataset", "remote", "--registry",
-                                "unix:" + socket, "--token-file", token},
+                                "unix:" + socket, "--registry-token-file", token},
                                /*with_root=*/false);
   EXPECT_EQ(put.exit_code, 0) << put.err;
   ProgramResult denied = Roboloop({"registry", "ls", "--registry", "unix:" + socket}, false);

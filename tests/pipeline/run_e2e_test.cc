@@ -223,8 +223,8 @@ TEST(RunE2eTest, ServicesAsSeparateProcessesWithATokenRunAPipeline) {
   Server sim_server({"serve", "sim", "--listen", "unix:" + sim, "--token-file", dir + "/token", "--registry",
                      "unix:" + registry, "--registry-token-file", dir + "/token", "--root", dir + "/sim",
                      "--dataset-dir", dir + "/sim/datasets"}, sim, dir);
-  Server train_server({"serve", "train", "--listen", "unix:" + train, "--server-token-file", dir + "/token",
-                       "--registry", "unix:" + registry, "--token-file", dir + "/token", "--root", dir + "/train"},
+  Server train_server({"serve", "train", "--listen", "unix:" + train, "--token-file", dir + "/token",
+                       "--registry", "unix:" + registry, "--registry-token-file", dir + "/token", "--root", dir + "/train"},
                       train, dir);
   Server eval_server({"serve", "eval", "--listen", "unix:" + evals, "--token-file", dir + "/token", "--registry",
                       "unix:" + registry, "--registry-token-file", dir + "/token", "--root", store, "--sim",
@@ -251,7 +251,7 @@ stages:
   EXPECT_THAT(run.out, HasSubstr("on remote services"));
   EXPECT_THAT(run.out, HasSubstr("champion of remote-test"));
   ProgramResult listed = roboloop::testing::RunProgram(
-      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--datasets", "--registry", "unix:" + registry, "--token-file",
+      {roboloop::testing::RoboloopBinary(), "registry", "ls", "--datasets", "--registry", "unix:" + registry, "--registry-token-file",
        dir + "/token"});
   EXPECT_THAT(listed.out, HasSubstr("remote-demos")) << listed.out << listed.err;
 

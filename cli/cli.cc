@@ -1,0 +1,53 @@
+#include "cli/cli.h"
+
+#include <cstdio>
+#include <map>
+
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace roboloop::cli {
+namespace {
+constexpr char kUsagePrefix[] = "usage: ";
+constexpr char kExitCodePayload[] = "roboloop/exit-code";
+}  // namespace
+
+void AddFormatOption(CLI::App* command, Format* format) {
+  static const std::map<std::string, Format> kFormats = {{"table", Format::kTable},
+                                                         {"json", Format::kJson}};
+  command->add_option("--format", *format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
+      ->default_str("table");
+}
+
+void CommandRunner::Bind(CLI::App* command, std::function<absl::Status()> action) {
+  command->callback([this, action = std::move(action)] { chosen_ = action; });
+}
+
+int CommandRunner::Run() const {
+  absl::Status status = chosen_();
+  if (status.ok()) return kExitOk;
+  std::string message(status.message());
+  bool usage = status.code() == absl::StatusCode::kInvalidArgument &&
+               absl::StartsWith(message, kUsagePrefix);
+  std::fprintf(stderr, "roboloop: %s\n", message.c_str());
+  if (auto code = status.GetPayload(kExitCodePayload); code.has_value()) {
+    int value = kExitError;
+    if (absl::SimpleAtoi(std::string(*code), &value)) return value;
+  }
+  return usage ? kExitUsage : kExitError;
+}
+
+absl::Status WithExitCode(absl::Status status, int code) {
+  status.SetPayload(kExitCodePayload, absl::Cord(std::to_string(code)));
+  return status;
+}
+
+absl::Status UsageError(const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat(kUsagePrefix, message));
+}
+
+}  // namespace roboloop::cli

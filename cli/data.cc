@@ -1,0 +1,114 @@
+#include "cli/data.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/fs.h"
+#include "common/status.h"
+#include "data/stats.h"
+#include "data/tools.h"
+#include "cli/flags.h"
+#include "wiring/registry_connection.h"
+
+namespace roboloop::cli {
+namespace {
+
+// Flags of `data register`.
+struct RegisterFlags {
+  wiring::RegistryTarget target;
+  std::string file;
+  std::string name;
+};
+
+// Parents recorded in the file's lineage that the registry knows; the rest stay only in the
+// metadata's lineage (e.g. parents that were never registered).
+std::vector<std::string> RegisteredParents(registry::RegistryClient& client,
+                                           const std::vector<std::string>& parent_ids) {
+  std::vector<std::string> known;
+  for (const std::string& id : parent_ids) {
+    if (client.GetDataset(id).ok()) {
+      known.push_back(id);
+    } else {
+      spdlog::warn("parent dataset {} is not in the registry; kept in the lineage metadata only", id);
+    }
+  }
+  return known;
+}
+
+// Turns a registry reference into a local copy of the dataset under ROOT/cache/datasets/
+// (downloaded once, verified); an existing file is returned unchanged.
+absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
+                                               const wiring::RegistryTarget& target) {
+  if (PathExists(file_or_ref)) return file_or_ref;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(target));
+  absl::StatusOr<v1::Dataset> dataset = connection->client().GetDataset(file_or_ref);
+  if (!dataset.ok()) {
+    return absl::NotFoundError(absl::StrCat("'", file_or_ref, "' is neither a file nor a dataset in the registry (",
+                                            dataset.status().message(), ")"));
+  }
+  const std::string cache = JoinPath(target.root, "cache/datasets");
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache));
+  const std::string path = JoinPath(cache, dataset->id() + ".hdf5");
+  if (!PathExists(path)) {
+    ROBOLOOP_RETURN_IF_ERROR(connection->client().DownloadToFile(dataset->blob().sha256(), path));
+  }
+  return path;
+}
+
+// Lets `data info` take a registry reference (FILE|REF) on the default local registry.
+void AcceptRegistryReferences(CLI::App* data_command) {
+  CLI::Option* file = data_command->get_subcommand("info")->get_option("file");
+  file->description("dataset file, or a registry reference (name:vN, name@latest, id)");
+  file->transform(CLI::Validator(
+      [](std::string& value) -> std::string {
+        absl::StatusOr<std::string> path = ResolveDatasetFile(value, wiring::RegistryTarget());
+        // Unresolved: the tool itself then reports the missing file (exit 1).
+        if (!path.ok()) {
+          spdlog::warn("{}", std::string(path.status().message()));
+          return "";
+        }
+        value = *path;
+        return "";
+      },
+      "FILE|REF"));
+}
+
+}  // namespace
+
+absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& path,
+                                 const std::string& name) {
+  ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
+                            data::PrepareRegistration(path, data::StatsOptions()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(target));
+  registry::RegistryClient& client = connection->client();
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(path));
+  v1::RegisterDatasetRequest request;
+  request.set_name(name);
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(metadata.metadata.dump());
+  for (const std::string& parent : RegisteredParents(client, metadata.parent_ids)) {
+    request.add_parent_refs(parent);
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
+  std::printf("registered dataset %s:v%d %s (%d parents)\n", dataset.name().c_str(), dataset.version(),
+              dataset.id().c_str(), dataset.parent_ids_size());
+  return absl::OkStatus();
+}
+
+CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context) {
+  CLI::App* data_command = data::AddDataCommands(app, context);
+  AcceptRegistryReferences(data_command);
+  auto flags = std::make_shared<RegisterFlags>();
+  CLI::App* reg = data_command->add_subcommand(
+      "register", "Validate FILE, store its statistics and register it in the registry");
+  reg->add_option("FILE", flags->file, "robomimic-layout HDF5 file")->required();
+  reg->add_option("--name", flags->name, "Dataset name")->required();
+  AddRegistryTargetFlags(reg, &flags->target);
+  runner.Bind(reg, [flags] { return RegisterDatasetFile(flags->target, flags->file, flags->name); });
+  return data_command;
+}
+
+}  // namespace roboloop::cli

@@ -1,0 +1,138 @@
+#include "cli/export.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/fs.h"
+#include "common/status.h"
+#include "cli/exported_python_module.h"
+#include "cli/flags.h"
+#include "wiring/registry_connection.h"
+
+namespace roboloop::cli {
+namespace {
+
+// The checkpoint blob holding the inference weights.
+constexpr char kPolicyBlobRole[] = "policy";
+
+// Flags of `roboloop export`, filled by CLI11 before the action runs.
+struct ExportFlags {
+  wiring::RegistryTarget target;
+  std::string ref;
+  std::string output;
+  bool force = false;
+};
+
+// Policy kinds roboloop_policy.py rebuilds.
+const std::vector<std::string>& ExportableKinds() {
+  static const std::vector<std::string> kKinds = {"mlp", "transformer"};
+  return kKinds;
+}
+
+// The checkpoint `ref` names; a clear error when it names a dataset or nothing.
+absl::StatusOr<v1::Checkpoint> ResolveCheckpoint(registry::RegistryClient& client,
+                                                 const std::string& ref) {
+  absl::StatusOr<v1::Checkpoint> checkpoint = client.GetCheckpoint(ref);
+  if (checkpoint.ok() || !absl::IsNotFound(checkpoint.status())) return checkpoint;
+  absl::StatusOr<v1::Dataset> dataset = client.GetDataset(ref);
+  if (dataset.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", ref, "' is dataset ", dataset->name(), ":v",
+                                                   dataset->version(),
+                                                   ", not a checkpoint: only checkpoints export"));
+  }
+  return checkpoint.status();
+}
+
+// The sha256 of the checkpoint's policy blob, or NotFound naming the checkpoint.
+absl::StatusOr<std::string> PolicyBlob(const v1::Checkpoint& checkpoint) {
+  for (const v1::BlobRef& blob : checkpoint.blobs()) {
+    if (blob.role() == kPolicyBlobRole) return blob.sha256();
+  }
+  return absl::NotFoundError(absl::StrCat("checkpoint ", checkpoint.model(), ":v",
+                                          checkpoint.version(), " has no '", kPolicyBlobRole,
+                                          "' blob to export"));
+}
+
+// Refuses an existing non-empty `dir` unless `force`; creates it otherwise.
+absl::Status PrepareOutputDir(const std::string& dir, bool force) {
+  if (PathExists(dir) && !force) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDir(dir));
+    if (!entries.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "output folder ", dir, " is not empty (pass --force to overwrite the export files)"));
+    }
+  }
+  return MakeDirs(dir);
+}
+
+// config.json of the export folder (the format roboloop_policy.load_policy reads).
+absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
+                                            const nlohmann::json& manifest) {
+  const nlohmann::json& policy = manifest.at("policy");
+  const std::string kind = policy.at("kind").get<std::string>();
+  bool exportable = false;
+  for (const std::string& known : ExportableKinds()) exportable |= kind == known;
+  if (!exportable) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint ", checkpoint.model(), ":v", checkpoint.version(),
+                     " has policy kind '", kind, "', which does not export (known: ",
+                     absl::StrJoin(ExportableKinds(), ", "), ")"));
+  }
+  return nlohmann::json{{"format", "roboloop-policy"},
+                        {"version", 1},
+                        {"policy", {{"kind", kind}, {"options", policy.at("options")}}},
+                        {"obs_spec", manifest.at("obs_spec")},
+                        {"action_spec", manifest.at("action_spec")},
+                        {"action_chunk", manifest.at("action_chunk")},
+                        {"checkpoint_id", checkpoint.id()},
+                        {"model", checkpoint.model()}};
+}
+
+absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, ResolveCheckpoint(client, flags.ref));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string policy_sha256, PolicyBlob(checkpoint));
+  const nlohmann::json manifest =
+      nlohmann::json::parse(checkpoint.manifest_json(), nullptr, /*allow_exceptions=*/false);
+  if (!manifest.is_object()) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", checkpoint.id(), ": manifest is not JSON"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, manifest));
+  ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));
+  ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(
+      policy_sha256, JoinPath(flags.output, "model.safetensors")));
+  ROBOLOOP_RETURN_IF_ERROR(
+      WriteFileAtomic(JoinPath(flags.output, "config.json"), config.dump(2) + "\n"));
+  ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.output, "normalization.json"),
+                                           manifest.at("normalization").dump(2) + "\n"));
+  ROBOLOOP_RETURN_IF_ERROR(
+      WriteFileAtomic(JoinPath(flags.output, "roboloop_policy.py"), ExportedPythonModule()));
+  std::printf("exported checkpoint %s:v%d (%s) to %s\n", checkpoint.model().c_str(),
+              checkpoint.version(), checkpoint.id().c_str(), flags.output.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddExportCommand(CLI::App& app, CommandRunner& runner) {
+  auto flags = std::make_shared<ExportFlags>();
+  CLI::App* command = app.add_subcommand(
+      "export", "Write a checkpoint as a folder that plain PyTorch runs (roboloop_policy.py)");
+  command->add_option("REF", flags->ref, "Checkpoint: id, id prefix, name:vN or name@alias")
+      ->required();
+  command->add_option("-o,--output", flags->output, "Destination folder")->required();
+  command->add_flag("--force", flags->force, "Overwrite the export files in a non-empty folder");
+  AddRegistryTargetFlags(command, &flags->target);
+  runner.Bind(command, [flags]() -> absl::Status {
+    ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags->target));
+    return Export(connection->client(), *flags);
+  });
+}
+
+}  // namespace roboloop::cli

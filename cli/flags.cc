@@ -1,0 +1,61 @@
+#include "cli/flags.h"
+
+#include <cstdio>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace roboloop::cli {
+
+void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& default_listen) {
+  flags->listen = default_listen;
+  command->add_option("--listen", flags->listen, "HOST:PORT or unix:PATH")->capture_default_str();
+  command->add_option("--token-file", flags->token_file, "Require this bearer token from clients");
+  command->add_option("--tls-cert", flags->tls_cert, "PEM certificate chain (with --tls-key)");
+  command->add_option("--tls-key", flags->tls_key, "PEM private key");
+  command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address (tokens travel in clear)");
+  command->add_option("--shutdown-deadline", flags->shutdown_deadline_s, "Seconds in-flight calls get on SIGINT/SIGTERM")
+      ->capture_default_str();
+}
+
+common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
+  common::GrpcServerOptions options;
+  options.listen_address = flags.listen;
+  options.token_file = flags.token_file;
+  options.tls_cert_file = flags.tls_cert;
+  options.tls_key_file = flags.tls_key;
+  options.insecure = flags.insecure;
+  options.shutdown_deadline = absl::Seconds(flags.shutdown_deadline_s);
+  return options;
+}
+
+void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
+  command->add_option("--registry", target->address,
+                      "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)");
+  command->add_option("--root", target->root, "Local store: embedded registry, leaderboard, runs")->capture_default_str();
+  command->add_option("--registry-token-file", target->token_file, "Bearer token file for --registry");
+  command->add_option("--registry-tls-ca", target->tls_ca_file, "PEM roots to trust for --registry; turns on TLS");
+  command->add_option("--registry-tls-server-name", target->tls_server_name,
+                      "Name expected in the registry's certificate");
+}
+
+absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = layout == JsonLayout::kIndented;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
+    return absl::InternalError(absl::StrCat("cannot print a ", message.GetDescriptor()->full_name(), " as JSON"));
+  }
+  return json;
+}
+
+absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string json, ProtoJson(message, layout));
+  std::printf("%s\n", json.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace roboloop::cli

@@ -1,0 +1,54 @@
+// Flag groups every command shares (issue 27, req 3), so a flag means the same thing wherever it
+// appears: the server flags of every `serve` command, the registry-target flags of every command
+// that reaches a registry, and JSON printing of proto messages.
+//
+//   --token-file F            the bearer token THIS server requires (serve commands only)
+//   --registry-token-file F   the token sent to --registry; likewise --registry-tls-ca, --registry-tls-server-name
+//   --sim-token-file F        the token sent to --sim
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/statusor.h"
+#include "common/grpc_server.h"
+#include "wiring/registry_connection.h"
+
+namespace roboloop::cli {
+
+// What every `serve` command takes.
+struct ServerFlags {
+  std::string listen;               // HOST:PORT or unix:PATH (each command sets its default)
+  std::string token_file;           // bearer token clients must send; empty = none
+  std::string tls_cert;             // PEM chain; with tls_key turns on TLS
+  std::string tls_key;              // PEM private key
+  bool insecure = false;            // allow plaintext on a non-loopback address
+  double shutdown_deadline_s = 10;  // seconds in-flight calls get on SIGINT/SIGTERM
+};
+
+// Adds --listen (default `default_listen`), --token-file, --tls-cert, --tls-key, --insecure and
+// --shutdown-deadline to `command`.
+void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& default_listen);
+
+// The server options `flags` describe.
+common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags);
+
+// Adds --registry, --root, --registry-token-file, --registry-tls-ca and
+// --registry-tls-server-name to `command`.
+void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target);
+
+// How JSON output is laid out: indented for one document, one line per message for streams (JSONL).
+enum class JsonLayout { kIndented, kOneLine };
+
+// `message` as JSON with the proto field names; InternalError naming its type if it cannot be
+// printed (e.g. a string that is not UTF-8).
+absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message,
+                                      JsonLayout layout = JsonLayout::kIndented);
+
+// Prints ProtoJson(message, layout) and a newline to stdout.
+absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout = JsonLayout::kIndented);
+
+}  // namespace roboloop::cli

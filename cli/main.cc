@@ -1,0 +1,94 @@
+// The `roboloop` command line: global flags and one subcommand tree per module.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "common/logging.h"
+#include "cli/cli.h"
+#include "cli/bench.h"
+#include "cli/data.h"
+#include "cli/eval.h"
+#include "cli/export.h"
+#include "cli/pipeline.h"
+#include "cli/registry.h"
+#include "cli/report.h"
+#include "cli/run.h"
+#include "cli/serve.h"
+#include "cli/sim.h"
+#include "cli/train.h"
+#include "cli/version.h"
+
+namespace {
+
+// When ROBOLOOP_MAPS_REPORT names a file, the process copies /proc/self/maps there at exit,
+// so tests can see which shared libraries a command mapped (the torch boundary test).
+void ReportMapsAtExitIfAsked() {
+  if (std::getenv("ROBOLOOP_MAPS_REPORT") == nullptr) return;
+  std::atexit([] {
+    std::ifstream maps("/proc/self/maps");
+    std::ofstream out(std::getenv("ROBOLOOP_MAPS_REPORT"));
+    out << maps.rdbuf();
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace roboloop::cli;
+  ReportMapsAtExitIfAsked();
+  // Line-buffered stdout, so progress and benchmark lines show up as they happen in pipes too.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  roboloop::InitLogging();
+
+  CLI::App app{"roboloop: collect, train, simulate, evaluate and promote robot policies"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  bool verbose = false;
+  std::string log_level = "info";
+  app.add_flag("--version", version, "Print the version and exit");
+  app.add_flag("-v,--verbose", verbose, "With --version: also load LibTorch and report it");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+
+  CommandRunner runner;
+  AddRegistryCommands(app, runner);
+  roboloop::data::CliContext data_context;
+  CLI::App* data_command = AddDataCommands(app, runner, &data_context);
+  AddSimCommands(app, runner);
+  AddEvalCommands(app, runner);
+  CLI::App* serve = AddServeCommands(app, runner);
+  AddServeSimCommand(serve, runner);
+  AddServeTrainCommand(serve, runner);
+  AddBenchCommands(app, runner);
+  AddTrainCommand(app, runner, argc, argv);
+  AddPipelineCommands(app, runner);
+  AddRunCommands(app, runner);
+  AddReportCommand(app, runner);
+  AddExportCommand(app, runner);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (absl::Status s = roboloop::SetLogLevel(log_level); !s.ok()) {
+    std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  if (version) {
+    absl::Status s = PrintVersion(verbose);
+    if (!s.ok()) std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
+    return s.ok() ? kExitOk : kExitError;
+  }
+  // The dataset tools of data/ run while parsing and leave their exit code in data_context.
+  if (!runner.HasAction() && data_command->parsed()) return data_context.exit_code;
+  if (!runner.HasAction()) {
+    std::printf("%s", app.help().c_str());
+    return kExitUsage;
+  }
+  return runner.Run();
+}

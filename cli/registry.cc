@@ -1,0 +1,435 @@
+#include "cli/registry.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/flags.h"
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "wiring/registry_connection.h"
+#include "cli/table.h"
+
+namespace roboloop::cli {
+namespace {
+
+// Flags of every registry subcommand, filled by CLI11 before the action runs.
+struct RegistryFlags {
+  wiring::RegistryTarget target;
+  Format format = Format::kTable;
+  std::string file;
+  std::string dataset_name;
+  std::string model;
+  std::string manifest;
+  std::vector<std::string> blobs;
+  std::string metadata = "{}";
+  std::vector<std::string> parents;
+  std::string ref;
+  std::string output;
+  std::string range;
+  bool datasets = false;
+  std::string dataset_ref;
+  std::string alias;
+  std::string since;
+  int limit = 50;
+  std::string order = "newest";
+  std::string reason;
+  bool apply = false;
+};
+
+std::string ShortId(const std::string& id) { return id.substr(0, 12); }
+
+
+ProgressBar::Options TransferBar(const std::string& label) {
+  ProgressBar::Options options;
+  options.label = label;
+  options.unit = "MiB";
+  return options;
+}
+
+absl::StatusOr<v1::BlobInfo> UploadWithProgress(registry::RegistryClient& client,
+                                                const std::string& path) {
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = [&](int64_t done, int64_t total) {
+    if (!bar) bar = std::make_unique<ProgressBar>(total >> 20, TransferBar("upload " + path));
+    bar->Update(done >> 20);
+  };
+  auto result = client.UploadFile(path, progress);
+  if (bar) bar->Finish();
+  return result;
+}
+
+absl::Status PutDataset(registry::RegistryClient& client, const RegistryFlags& f) {
+  if (f.file.empty()) return UsageError("registry put --dataset needs a FILE");
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, UploadWithProgress(client, f.file));
+  v1::RegisterDatasetRequest request;
+  request.set_name(f.dataset_name);
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(f.metadata);
+  for (const std::string& parent : f.parents) request.add_parent_refs(parent);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
+  std::printf("registered dataset %s:v%d %s (%lld bytes)\n", dataset.name().c_str(),
+              dataset.version(), dataset.id().c_str(), static_cast<long long>(dataset.blob().size()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  }
+  return json;
+}
+
+absl::Status PutCheckpoint(registry::RegistryClient& client, const RegistryFlags& f) {
+  if (f.manifest.empty()) return UsageError("registry put --model needs --manifest FILE");
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json manifest, ReadJsonFile(f.manifest));
+  for (const std::string& spec : f.blobs) {
+    std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+      return UsageError(absl::StrCat("--blob '", spec, "' is not ROLE=PATH"));
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, UploadWithProgress(client, parts[1]));
+    manifest["blobs"][parts[0]] = {{"sha256", blob.sha256()}, {"size", blob.size()}};
+  }
+  manifest["model"] = f.model;
+  v1::RegisterCheckpointRequest request;
+  request.set_model(f.model);
+  request.set_manifest_json(manifest.dump());
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, client.RegisterCheckpoint(request));
+  std::printf("registered checkpoint %s:v%d %s\n", checkpoint.model().c_str(), checkpoint.version(),
+              checkpoint.id().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Put(registry::RegistryClient& client, const RegistryFlags& f) {
+  if (f.dataset_name.empty() == f.model.empty()) {
+    return UsageError("registry put needs exactly one of --dataset NAME or --model NAME");
+  }
+  return f.dataset_name.empty() ? PutCheckpoint(client, f) : PutDataset(client, f);
+}
+
+absl::Status ParseRange(const std::string& range, int64_t* offset, int64_t* length) {
+  *offset = 0;
+  *length = 0;
+  if (range.empty()) return absl::OkStatus();
+  std::vector<std::string> parts = absl::StrSplit(range, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], offset) ||
+      !absl::SimpleAtoi(parts[1], length) || *offset < 0 || *length < 0) {
+    return UsageError(absl::StrCat("--range '", range, "' is not OFFSET:LENGTH"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DownloadWithProgress(registry::RegistryClient& client, const std::string& sha256,
+                                  const std::string& path, int64_t offset, int64_t length) {
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = [&](int64_t done, int64_t total) {
+    if (!bar) bar = std::make_unique<ProgressBar>(total >> 20, TransferBar("download " + path));
+    bar->Update(done >> 20);
+  };
+  absl::Status status = client.DownloadToFile(sha256, path, offset, length, progress);
+  if (bar) bar->Finish();
+  return status;
+}
+
+absl::Status GetCheckpointInto(registry::RegistryClient& client, const v1::Checkpoint& checkpoint,
+                               const std::string& dir) {
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
+  ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/manifest.json", checkpoint.manifest_json()));
+  for (const v1::BlobRef& blob : checkpoint.blobs()) {
+    ROBOLOOP_RETURN_IF_ERROR(DownloadWithProgress(client, blob.sha256(), dir + "/" + blob.role(), 0, 0));
+  }
+  std::printf("fetched checkpoint %s:v%d into %s (%d blobs)\n", checkpoint.model().c_str(),
+              checkpoint.version(), dir.c_str(), checkpoint.blobs_size());
+  return absl::OkStatus();
+}
+
+absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
+  int64_t offset, length;
+  ROBOLOOP_RETURN_IF_ERROR(ParseRange(f.range, &offset, &length));
+  absl::StatusOr<v1::Dataset> dataset = client.GetDataset(f.ref);
+  if (dataset.ok()) {
+    ROBOLOOP_RETURN_IF_ERROR(
+        DownloadWithProgress(client, dataset->blob().sha256(), f.output, offset, length));
+    std::printf("fetched dataset %s:v%d into %s\n", dataset->name().c_str(), dataset->version(),
+                f.output.c_str());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<v1::Checkpoint> checkpoint = client.GetCheckpoint(f.ref);
+  if (!checkpoint.ok()) {
+    if (!absl::IsNotFound(dataset.status())) return dataset.status();
+    return checkpoint.status();
+  }
+  if (!f.range.empty()) return UsageError("--range applies to datasets only");
+  return GetCheckpointInto(client, *checkpoint, f.output);
+}
+
+absl::StatusOr<int64_t> ParseSince(const std::string& since) {
+  if (since.empty()) return 0;
+  absl::Time time;
+  std::string error;
+  if (absl::ParseTime(absl::RFC3339_full, since, &time, &error) ||
+      absl::ParseTime("%Y-%m-%d", since, &time, &error)) {
+    return absl::ToUnixMicros(time);
+  }
+  return UsageError(absl::StrCat("--since '", since, "' is not YYYY-MM-DD or RFC 3339"));
+}
+
+absl::Status PrintCheckpoints(const v1::ListCheckpointsResponse& response, Format format) {
+  if (format == Format::kJson) {
+    return PrintProtoJson(response);
+  }
+  Table table({"ID", "MODEL", "VERSION", "STEP", "ALIASES", "DATASET", "CREATED"});
+  for (const v1::Checkpoint& c : response.checkpoints()) {
+    table.AddRow({ShortId(c.id()), c.model(), absl::StrCat("v", c.version()), absl::StrCat(c.step()),
+                  absl::StrJoin(c.aliases(), ","), ShortId(c.dataset_id()),
+                  FormatTimeUtc(c.created_unix_us())});
+  }
+  std::printf("%s", table.Render().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status PrintDatasets(const v1::ListDatasetsResponse& response, Format format) {
+  if (format == Format::kJson) {
+    return PrintProtoJson(response);
+  }
+  Table table({"ID", "NAME", "VERSION", "BYTES", "PARENTS", "CREATED"});
+  for (const v1::Dataset& d : response.datasets()) {
+    std::vector<std::string> parents;
+    for (const std::string& p : d.parent_ids()) parents.push_back(ShortId(p));
+    table.AddRow({ShortId(d.id()), d.name(), absl::StrCat("v", d.version()),
+                  absl::StrCat(d.blob().size()), absl::StrJoin(parents, ","),
+                  FormatTimeUtc(d.created_unix_us())});
+  }
+  std::printf("%s", table.Render().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status List(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t since, ParseSince(f.since));
+  if (f.order != "newest" && f.order != "oldest") {
+    return UsageError(absl::StrCat("--order '", f.order, "' is not newest or oldest"));
+  }
+  v1::Order order = f.order == "newest" ? v1::ORDER_NEWEST_FIRST : v1::ORDER_OLDEST_FIRST;
+  if (f.datasets) {
+    v1::ListDatasetsRequest request;
+    request.set_created_after_unix_us(since);
+    request.set_limit(f.limit);
+    request.set_order(order);
+    ROBOLOOP_ASSIGN_OR_RETURN(v1::ListDatasetsResponse response, client.ListDatasets(request));
+    return PrintDatasets(response, f.format);
+  }
+  v1::ListCheckpointsRequest request;
+  request.set_model(f.model);
+  request.set_dataset_ref(f.dataset_ref);
+  request.set_alias(f.alias);
+  request.set_created_after_unix_us(since);
+  request.set_limit(f.limit);
+  request.set_order(order);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::ListCheckpointsResponse response, client.ListCheckpoints(request));
+  return PrintCheckpoints(response, f.format);
+}
+
+absl::Status Show(registry::RegistryClient& client, const RegistryFlags& f) {
+  absl::StatusOr<v1::Checkpoint> checkpoint = client.GetCheckpoint(f.ref);
+  if (checkpoint.ok()) {
+    return PrintProtoJson(*checkpoint);
+  }
+  absl::StatusOr<v1::Dataset> dataset = client.GetDataset(f.ref);
+  if (dataset.ok()) {
+    return PrintProtoJson(*dataset);
+  }
+  return absl::IsNotFound(checkpoint.status()) ? dataset.status() : checkpoint.status();
+}
+
+absl::Status PrintAliasEvents(const std::vector<v1::AliasEvent>& events, Format format) {
+  if (format == Format::kJson) {
+    v1::AliasHistoryResponse response;
+    for (const auto& e : events) *response.add_events() = e;
+    return PrintProtoJson(response);
+  }
+  Table table({"TIME", "MODEL", "ALIAS", "TO", "FROM", "USER", "HOST", "REASON"});
+  for (const v1::AliasEvent& e : events) {
+    table.AddRow({FormatTimeUtc(e.time_unix_us()), e.model(), e.alias(), ShortId(e.checkpoint_id()),
+                  ShortId(e.previous_id()), e.user(), e.host(), e.reason()});
+  }
+  std::printf("%s", table.Render().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status SetAlias(registry::RegistryClient& client, const RegistryFlags& f) {
+  v1::SetAliasRequest request;
+  request.set_model(f.model);
+  request.set_alias(f.alias);
+  request.set_ref(f.ref);
+  request.set_reason(f.reason);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::AliasEvent event, client.SetAlias(request));
+  return PrintAliasEvents({event}, f.format);
+}
+
+absl::Status Promote(registry::RegistryClient& client, const RegistryFlags& f) {
+  v1::PromoteRequest request;
+  request.set_model(f.model);
+  request.set_alias(f.alias);
+  request.set_ref(f.ref);
+  request.set_reason(f.reason);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::AliasEvent event, client.Promote(request));
+  return PrintAliasEvents({event}, f.format);
+}
+
+absl::Status History(registry::RegistryClient& client, const RegistryFlags& f) {
+  v1::AliasHistoryRequest request;
+  request.set_model(f.model);
+  request.set_alias(f.alias);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::AliasHistoryResponse response, client.AliasHistory(request));
+  return PrintAliasEvents({response.events().begin(), response.events().end()}, f.format);
+}
+
+absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::LineageResponse response, client.Lineage(f.ref));
+  if (f.format == Format::kJson) {
+    return PrintProtoJson(response);
+  }
+  Table table({"RELATION", "KIND", "ID", "NAME"});
+  auto add_checkpoints = [&](const char* relation, const auto& list) {
+    for (const v1::Checkpoint& c : list) {
+      table.AddRow({relation, "checkpoint", ShortId(c.id()), absl::StrCat(c.model(), ":v", c.version())});
+    }
+  };
+  add_checkpoints("ancestor", response.ancestors());
+  add_checkpoints("descendant", response.descendants());
+  add_checkpoints("trained-on", response.trained_on_dataset());
+  for (const v1::Dataset& d : response.datasets()) {
+    table.AddRow({"dataset", "dataset", ShortId(d.id()), absl::StrCat(d.name(), ":v", d.version())});
+  }
+  std::printf("%s", table.Render().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Verify(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::VerifyResponse response, client.Verify(f.ref));
+  for (const std::string& problem : response.problems()) std::printf("PROBLEM %s\n", problem.c_str());
+  std::printf("verified %lld blobs: %d problems\n", static_cast<long long>(response.blobs_checked()),
+              response.problems_size());
+  if (response.problems_size() > 0) {
+    return absl::DataLossError(absl::StrCat("registry verify found ", response.problems_size(),
+                                            " problems"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CollectGarbage(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcResponse response, client.CollectGarbage(f.apply));
+  for (const std::string& sha : response.unreferenced()) std::printf("%s\n", sha.c_str());
+  std::printf("%s %d unreferenced blobs (%lld bytes)%s\n", response.applied() ? "deleted" : "found",
+              response.unreferenced_size(), static_cast<long long>(response.bytes()),
+              response.applied() ? "" : "; run with --apply to delete them");
+  return absl::OkStatus();
+}
+
+using Action = absl::Status (*)(registry::RegistryClient&, const RegistryFlags&);
+
+// Binds `action` to `command`: it opens the registry connection and runs the action on it.
+void BindAction(CommandRunner& runner, CLI::App* command, std::shared_ptr<RegistryFlags> flags,
+                Action action) {
+  runner.Bind(command, [flags, action]() -> absl::Status {
+    ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags->target));
+    return action(connection->client(), *flags);
+  });
+}
+
+CLI::App* AddSubcommand(CLI::App* registry, const char* name, const char* help,
+                        RegistryFlags* flags) {
+  CLI::App* command = registry->add_subcommand(name, help);
+  AddRegistryTargetFlags(command, &flags->target);
+  return command;
+}
+
+}  // namespace
+
+void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
+  auto flags = std::make_shared<RegistryFlags>();
+  RegistryFlags* f = flags.get();
+  CLI::App* registry = app.add_subcommand("registry", "Checkpoints and datasets in the artifact registry");
+  registry->require_subcommand(1);
+
+  CLI::App* put = AddSubcommand(registry, "put", "Upload and register a dataset file or a checkpoint", f);
+  put->add_option("FILE", f->file, "Dataset file (with --dataset)");
+  put->add_option("--dataset", f->dataset_name, "Register FILE as a dataset of this name");
+  put->add_option("--model", f->model, "Register a checkpoint of this model");
+  put->add_option("--manifest", f->manifest, "Checkpoint manifest JSON (with --model)");
+  put->add_option("--blob", f->blobs, "ROLE=PATH blob of the checkpoint (repeatable)");
+  put->add_option("--metadata", f->metadata, "Dataset metadata JSON")->capture_default_str();
+  put->add_option("--parent", f->parents, "Parent dataset reference (repeatable)");
+  BindAction(runner, put, flags, &Put);
+
+  CLI::App* get = AddSubcommand(registry, "get", "Fetch a dataset file or a checkpoint folder", f);
+  get->add_option("REF", f->ref, "Reference: id, id prefix, name:vN or name@alias")->required();
+  get->add_option("-o,--output", f->output, "Destination file (dataset) or folder (checkpoint)")->required();
+  get->add_option("--range", f->range, "OFFSET:LENGTH byte range of a dataset file");
+  BindAction(runner, get, flags, &Get);
+
+  CLI::App* ls = AddSubcommand(registry, "ls", "List checkpoints (or datasets)", f);
+  ls->add_flag("--datasets", f->datasets, "List datasets instead of checkpoints");
+  ls->add_option("--model", f->model, "Only this model");
+  ls->add_option("--dataset", f->dataset_ref, "Only checkpoints trained on this dataset");
+  ls->add_option("--alias", f->alias, "Only checkpoints holding this alias");
+  ls->add_option("--since", f->since, "Only artifacts created after (YYYY-MM-DD or RFC 3339)");
+  ls->add_option("--limit", f->limit, "At most this many rows")->capture_default_str();
+  ls->add_option("--order", f->order, "newest or oldest first")->capture_default_str();
+  AddFormatOption(ls, &f->format);
+  BindAction(runner, ls, flags, &List);
+
+  CLI::App* show = AddSubcommand(registry, "show", "Show one checkpoint or dataset in full", f);
+  show->add_option("REF", f->ref, "Reference")->required();
+  BindAction(runner, show, flags, &Show);
+
+  CLI::App* alias = AddSubcommand(registry, "alias", "Point MODEL@ALIAS at a checkpoint", f);
+  alias->add_option("MODEL", f->model, "Model name")->required();
+  alias->add_option("ALIAS", f->alias, "Alias name")->required();
+  alias->add_option("REF", f->ref, "Checkpoint reference")->required();
+  alias->add_option("--reason", f->reason, "Why the alias moves")->required();
+  AddFormatOption(alias, &f->format);
+  BindAction(runner, alias, flags, &SetAlias);
+
+  CLI::App* promote = AddSubcommand(registry, "promote", "Promote a checkpoint to a protected alias", f);
+  promote->add_option("MODEL", f->model, "Model name")->required();
+  promote->add_option("REF", f->ref, "Checkpoint reference")->required();
+  promote->add_option("--reason", f->reason, "Why it is promoted")->required();
+  promote->add_option("--alias", f->alias, "Protected alias (default champion)");
+  AddFormatOption(promote, &f->format);
+  BindAction(runner, promote, flags, &Promote);
+
+  CLI::App* history = AddSubcommand(registry, "history", "Every move of a model's aliases", f);
+  history->add_option("MODEL", f->model, "Model name")->required();
+  history->add_option("--alias", f->alias, "Only this alias");
+  AddFormatOption(history, &f->format);
+  BindAction(runner, history, flags, &History);
+
+  CLI::App* lineage = AddSubcommand(registry, "lineage", "Ancestors, descendants and datasets", f);
+  lineage->add_option("REF", f->ref, "Checkpoint or dataset reference")->required();
+  AddFormatOption(lineage, &f->format);
+  BindAction(runner, lineage, flags, &Lineage);
+
+  CLI::App* verify = AddSubcommand(registry, "verify", "Re-hash the blobs of one artifact or all", f);
+  verify->add_option("REF", f->ref, "Artifact reference (default: everything)");
+  BindAction(runner, verify, flags, &Verify);
+
+  CLI::App* gc = AddSubcommand(registry, "gc", "Find (or with --apply delete) unreferenced blobs", f);
+  gc->add_flag("--apply", f->apply, "Delete them (default is a dry run)");
+  BindAction(runner, gc, flags, &CollectGarbage);
+}
+
+}  // namespace roboloop::cli

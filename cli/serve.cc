@@ -1,0 +1,50 @@
+#include "cli/serve.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "common/grpc_signals.h"
+#include "common/status.h"
+#include "cli/eval_run.h"
+#include "cli/flags.h"
+#include "registry/registry_host.h"
+
+namespace roboloop::cli {
+namespace {
+
+// Flags of `serve registry`.
+struct ServeRegistryFlags {
+  ServerFlags server;
+  std::string root = ".roboloop";
+};
+
+absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
+  registry::RegistryHost::Options options;
+  options.registry.root = flags.root;
+  options.server = ServerOptionsFrom(flags.server);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(options));
+  std::printf("registry serving %s on %s\n", flags.root.c_str(), host->target().c_str());
+  std::fflush(stdout);
+  int signal_number = common::ServeUntilShutdownSignal(host->server(), *signals);
+  spdlog::info("registry stopped after signal {}", signal_number);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
+  auto flags = std::make_shared<ServeRegistryFlags>();
+  CLI::App* serve = app.add_subcommand("serve", "Run a roboloop service");
+  serve->require_subcommand(1);
+  CLI::App* registry = serve->add_subcommand("registry", "Run RegistryService");
+  AddServerFlags(registry, &flags->server, "127.0.0.1:7070");
+  registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
+  runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
+  AddServeEvalCommand(serve, runner);
+  return serve;
+}
+
+}  // namespace roboloop::cli

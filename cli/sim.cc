@@ -1,0 +1,371 @@
+#include "cli/sim.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/flags.h"
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_server.h"
+#include "common/fs.h"
+#include "common/grpc_signals.h"
+#include "common/status.h"
+#include "wiring/registry_connection.h"
+#include "cli/data.h"
+#include "cli/table.h"
+#include "sim/builtin_tasks.h"
+#include "sim/replay.h"
+#include "sim/sim_client.h"
+#include "sim/sim_grpc_service.h"
+#include "sim/sim_service.h"
+#include "sim/task_plugin.h"
+#include "sim/task_registry.h"
+#include "sim/yaml_task.h"
+
+namespace roboloop::cli {
+namespace {
+
+// Flags of the sim commands.
+struct SimFlags {
+  std::string sim;                        // remote SimService; empty = in-process
+  std::string sim_token_file;             // bearer token for --sim
+  std::vector<std::string> task_plugins;  // shared libraries adding tasks
+  std::vector<std::string> yaml_tasks;    // declarative task files
+  Format format = Format::kTable;
+  v1::RolloutRequest rollout;
+  v1::CollectRequest collect;
+  v1::RelabelRequest relabel;
+  std::string register_name;              // register the written dataset under this name
+  wiring::RegistryTarget registry;                // where --register registers and checkpoints resolve
+  int64_t replay_episode = 0;             // episode index replayed
+  std::string expect_hash;                // hex state hash chain the replay must reproduce
+  std::string dataset_dir;                // serve sim: Collect/Relabel paths live under it
+  ServerFlags server;                     // serve sim
+};
+
+// Built-in tasks plus those from --task-plugin, $ROBOLOOP_TASK_PLUGINS and --task-yaml.
+absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> BuildTaskRegistry(const SimFlags& flags) {
+  auto registry = std::make_unique<sim::TaskRegistry>();
+  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(registry.get()));
+  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(registry.get()));
+  for (const std::string& plugin : flags.task_plugins) {
+    ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPlugin(plugin, registry.get()));
+  }
+  for (const std::string& yaml : flags.yaml_tasks) {
+    ROBOLOOP_RETURN_IF_ERROR(sim::RegisterYamlTask(yaml, registry.get()));
+  }
+  return registry;
+}
+
+}  // namespace
+
+std::string CheckpointCacheDir(const std::string& root) { return JoinPath(root, "cache/policies"); }
+
+namespace {
+
+// Runs the sim commands either in-process (a handler over the local task registry) or
+// through a SimClient.
+class SimBackend {
+ public:
+  // `policy` is the policy the command runs: a checkpoint reference opens the registry.
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Open(const SimFlags& flags, const std::string& policy = "") {
+    std::unique_ptr<SimBackend> backend(new SimBackend());
+    if (!flags.sim.empty()) {
+      common::GrpcChannelOptions channel;
+      channel.target = flags.sim;
+      channel.token_file = flags.sim_token_file;
+      ROBOLOOP_ASSIGN_OR_RETURN(backend->client_, sim::SimClient::Connect(channel));
+      return backend;
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(backend->tasks_, BuildTaskRegistry(flags));
+    sim::SimServiceHandler::Options options;
+    options.registry = backend->tasks_.get();
+    if (sim::IsCheckpointReference(policy)) {
+      ROBOLOOP_ASSIGN_OR_RETURN(backend->registry_, wiring::RegistryConnection::Open(flags.registry));
+      options.checkpoints = &backend->registry_->client();
+      options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(backend->handler_, sim::SimServiceHandler::Create(options));
+    return backend;
+  }
+
+  absl::StatusOr<v1::ListTasksResponse> ListTasks() const {
+    return client_ ? client_->ListTasks() : handler_->ListTasks();
+  }
+
+  absl::Status Rollout(const v1::RolloutRequest& request, const sim::EpisodeCallback& on_episode) const {
+    return client_ ? client_->Rollout(request, on_episode)
+                   : handler_->Rollout(request, on_episode, nullptr);
+  }
+
+  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request) const {
+    return client_ ? client_->Collect(request) : handler_->Collect(request, nullptr);
+  }
+
+  absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const {
+    return client_ ? client_->Relabel(request) : handler_->Relabel(request);
+  }
+
+ private:
+  SimBackend() = default;
+  std::unique_ptr<wiring::RegistryConnection> registry_;
+  std::unique_ptr<sim::TaskRegistry> tasks_;
+  std::unique_ptr<sim::SimServiceHandler> handler_;
+  std::unique_ptr<sim::SimClient> client_;
+};
+
+
+absl::Status ListTasks(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, backend->ListTasks());
+  if (flags.format == Format::kJson) {
+    ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(tasks, JsonLayout::kOneLine));
+    return absl::OkStatus();
+  }
+  Table table({"TASK", "ACTIONS", "MAX STEPS", "DT", "EXPERT", "SUMMARY"});
+  for (const v1::TaskInfo& t : tasks.tasks()) {
+    table.AddRow({t.name(), absl::StrCat(t.action_low_size()), absl::StrCat(t.max_steps()),
+                  absl::StrFormat("%.3f", t.control_dt()), t.has_expert() ? "yes" : "no", t.summary()});
+  }
+  std::printf("%s", table.Render().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Rollout(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.rollout.policy()));
+  int64_t successes = 0, episodes = 0;
+  double total_return = 0;
+  Table table({"EPISODE", "SEED", "RETURN", "LENGTH", "SUCCESS", "END", "STATE HASH CHAIN"});
+  absl::Status status = backend->Rollout(flags.rollout, [&](const v1::EpisodeRecord& r) {
+    ++episodes;
+    successes += r.success() ? 1 : 0;
+    total_return += r.episode_return();
+    if (flags.format == Format::kJson) {
+      ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(r, JsonLayout::kOneLine));
+    } else {
+      table.AddRow({absl::StrCat(r.episode_index()), absl::StrCat(r.seed()),
+                    absl::StrFormat("%.3f", r.episode_return()), absl::StrCat(r.length()),
+                    r.success() ? "yes" : "no", r.end_reason(),
+                    absl::StrFormat("%016x", r.state_hash_chain())});
+    }
+    return absl::OkStatus();
+  });
+  ROBOLOOP_RETURN_IF_ERROR(status);
+  if (flags.format == Format::kTable) {
+    std::printf("%s", table.Render().c_str());
+    std::printf("%lld episodes of %s with %s: success %lld/%lld, mean return %.3f\n",
+                static_cast<long long>(episodes), flags.rollout.task().c_str(),
+                flags.rollout.policy().c_str(), static_cast<long long>(successes),
+                static_cast<long long>(episodes), episodes > 0 ? total_return / episodes : 0.0);
+  }
+  return absl::OkStatus();
+}
+
+
+void PrintWritten(const char* what, const v1::DatasetWritten& written) {
+  std::printf("%s %s: %lld demos, %lld steps, sha256 %s\n", what, written.path().c_str(),
+              static_cast<long long>(written.episodes_written()),
+              static_cast<long long>(written.total_steps()), written.sha256().c_str());
+}
+
+absl::Status Collect(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.collect.rollout().policy()));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
+  PrintWritten("collected", written);
+  std::printf("%lld episodes run, %lld successful\n", static_cast<long long>(written.episodes_run()),
+              static_cast<long long>(written.successes()));
+  if (flags.register_name.empty()) return absl::OkStatus();
+  return RegisterDatasetFile(flags.registry, written.path(), flags.register_name);
+}
+
+absl::Status Relabel(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
+  PrintWritten("relabelled", written);
+  if (flags.register_name.empty()) return absl::OkStatus();
+  return RegisterDatasetFile(flags.registry, written.path(), flags.register_name);
+}
+
+// Re-runs one episode locally, checks its state hash chain against --expect-hash, then
+// replays it once more against the first run's record (sim/replay.h), bit for bit.
+absl::Status Replay(const SimFlags& flags) {
+  uint64_t expected = 0;
+  if (!absl::SimpleHexAtoi(flags.expect_hash, &expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "usage: --expect-hash '", flags.expect_hash, "' is not a hexadecimal hash (see STATE HASH CHAIN of sim rollout)"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
+  const v1::RolloutRequest& r = flags.rollout;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto task, tasks->Create(r.task()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto policy, sim::MakeNamedPolicy(r.policy(), r.policy_seed(), *task));
+  sim::RolloutOptions options;
+  options.base_seed = r.base_seed();
+  options.first_episode = flags.replay_episode;
+  options.max_steps = r.max_steps();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<sim::EpisodeRecord> records, sim::RunRollout(*task, *policy, options));
+  const sim::EpisodeRecord& record = records.front();
+  if (record.state_hash_chain != expected) {
+    return absl::DataLossError(absl::StrFormat(
+        "episode %d of %s with %s (seed %d): state hash chain %016x, expected %016x",
+        record.episode_index, r.task(), r.policy(), r.base_seed(), record.state_hash_chain, expected));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(sim::ReplayEpisode(*task, *policy, options, record));
+  std::printf("episode %lld of %s replayed bit for bit: state hash chain %016llx, return %.3f, %s\n",
+              static_cast<long long>(record.episode_index), r.task().c_str(),
+              static_cast<unsigned long long>(record.state_hash_chain), record.episode_return,
+              record.success ? "success" : "no success");
+  return absl::OkStatus();
+}
+
+absl::Status ServeSim(const SimFlags& flags) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
+  sim::SimServiceHandler::Options options;
+  options.registry = tasks.get();
+  options.dataset_dir = flags.dataset_dir;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto registry, wiring::RegistryConnection::Open(flags.registry));
+  options.checkpoints = &registry->client();
+  options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
+  sim::SimGrpcService service(handler.get(), {});
+  ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));
+  std::printf("sim serving %zu tasks on %s\n", tasks->Names().size(), server->target().c_str());
+  std::fflush(stdout);
+  int signal_number = common::ServeUntilShutdownSignal(*server, *signals);
+  spdlog::info("sim stopped after signal {}", signal_number);
+  return absl::OkStatus();
+}
+
+void AddTaskSourceOptions(CLI::App* command, SimFlags* flags) {
+  command->add_option("--task-plugin", flags->task_plugins, "Shared library adding tasks (repeatable)");
+  command->add_option("--task-yaml", flags->yaml_tasks, "Declarative task YAML (repeatable)");
+}
+
+void AddRemoteOptions(CLI::App* command, SimFlags* flags) {
+  command->add_option("--sim", flags->sim, "Remote SimService HOST:PORT or unix:PATH");
+  command->add_option("--sim-token-file", flags->sim_token_file, "Bearer token file for --sim");
+}
+
+// --task, --policy, --seed, --max-steps of a rollout request.
+void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
+  command->add_option_function<std::string>("--task", [r](const std::string& v) { r->set_task(v); },
+                                            "Task name")->required();
+  command->add_option_function<std::string>("--policy", [r](const std::string& v) { r->set_policy(v); },
+                                            "expert, random or a checkpoint reference (model@alias, model:vN, id)")
+      ->required();
+  command->add_option_function<std::string>(
+      "--chunk-execution", [r](const std::string& v) { r->set_chunk_execution(v); },
+      "Checkpoints: full_chunk (default), receding_horizon:N or temporal_ensembling:m");
+  command->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
+                                         "Base seed (episode i uses EpisodeSeed(seed, i))");
+  command->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
+                                    "Horizon override");
+}
+
+// --episodes, --first-episode, --envs, --threads of a rollout request.
+void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
+  command->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
+                                        "Number of episodes")->required();
+  command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
+                                        "First episode index of the seed range");
+  command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
+  command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
+  command->add_flag_function(
+      "--overlap-inference", [r](int64_t count) { r->set_overlap_inference(count > 0); },
+      "With --threads > 1: run the policy on half the envs while the other half steps");
+}
+
+// --register NAME and where the registry is.
+void AddRegisterOptions(CLI::App* command, SimFlags* flags) {
+  command->add_option("--register", flags->register_name,
+                      "Register the written dataset under NAME (the file is read locally)");
+  AddRegistryTargetFlags(command, &flags->registry);
+}
+
+std::shared_ptr<SimFlags> SharedFlags() {
+  static auto flags = std::make_shared<SimFlags>();
+  return flags;
+}
+
+}  // namespace
+
+void AddSimCommands(CLI::App& app, CommandRunner& runner) {
+  std::shared_ptr<SimFlags> flags = SharedFlags();
+  SimFlags* f = flags.get();
+  CLI::App* sim = app.add_subcommand("sim", "Batched MuJoCo simulation: tasks, rollouts, datasets, replay");
+  sim->require_subcommand(1);
+
+  CLI::App* tasks = sim->add_subcommand("tasks", "List the tasks");
+  AddTaskSourceOptions(tasks, f);
+  AddRemoteOptions(tasks, f);
+  AddFormatOption(tasks, &f->format);
+  runner.Bind(tasks, [flags] { return ListTasks(*flags); });
+
+  CLI::App* rollout = sim->add_subcommand("rollout", "Run episodes of a task with a policy");
+  AddTaskSourceOptions(rollout, f);
+  AddRemoteOptions(rollout, f);
+  AddFormatOption(rollout, &f->format);
+  AddTaskPolicyOptions(rollout, &f->rollout);
+  AddSeedRangeOptions(rollout, &f->rollout);
+  AddRegistryTargetFlags(rollout, &f->registry);
+  runner.Bind(rollout, [flags] { return Rollout(*flags); });
+
+  CLI::App* collect = sim->add_subcommand(
+      "collect", "Run a policy and write its episodes (with full states) as a robomimic dataset");
+  AddTaskSourceOptions(collect, f);
+  AddRemoteOptions(collect, f);
+  AddTaskPolicyOptions(collect, f->collect.mutable_rollout());
+  AddSeedRangeOptions(collect, f->collect.mutable_rollout());
+  v1::CollectRequest* c = &f->collect;
+  collect->add_option_function<std::string>("-o,--output", [c](const std::string& v) { c->set_output_path(v); },
+                                            "Dataset file to write (on the sim server with --sim)")->required();
+  collect->add_flag_function("--success-only", [c](int64_t n) { c->set_success_only(n > 0); },
+                             "Keep only successful episodes");
+  collect->add_flag_function("--overwrite", [c](int64_t n) { c->set_overwrite(n > 0); },
+                             "Replace an existing output file");
+  AddRegisterOptions(collect, f);
+  runner.Bind(collect, [flags] { return Collect(*flags); });
+
+  CLI::App* relabel = sim->add_subcommand(
+      "relabel", "DAgger: a copy of a dataset whose actions are the expert's for each recorded state");
+  AddTaskSourceOptions(relabel, f);
+  AddRemoteOptions(relabel, f);
+  v1::RelabelRequest* l = &f->relabel;
+  relabel->add_option_function<std::string>("IN", [l](const std::string& v) { l->set_input_path(v); },
+                                            "Dataset with states")->required();
+  relabel->add_option_function<std::string>("-o,--output", [l](const std::string& v) { l->set_output_path(v); },
+                                            "Dataset file to write")->required();
+  relabel->add_option_function<std::string>("--task", [l](const std::string& v) { l->set_task(v); },
+                                            "Task whose expert relabels (default: env_args env_name of IN)");
+  relabel->add_flag_function("--overwrite", [l](int64_t n) { l->set_overwrite(n > 0); },
+                             "Replace an existing output file");
+  AddRegisterOptions(relabel, f);
+  runner.Bind(relabel, [flags] { return Relabel(*flags); });
+
+  CLI::App* replay = sim->add_subcommand(
+      "replay", "Re-run one episode and verify its state hash chain bit for bit");
+  AddTaskSourceOptions(replay, f);
+  AddTaskPolicyOptions(replay, &f->rollout);
+  replay->add_option("--episode", f->replay_episode, "Episode index within the seed range")->required();
+  replay->add_option("--expect-hash", f->expect_hash, "STATE HASH CHAIN shown by sim rollout (hex)")
+      ->required();
+  runner.Bind(replay, [flags] { return Replay(*flags); });
+}
+
+void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {
+  std::shared_ptr<SimFlags> flags = SharedFlags();
+  SimFlags* f = flags.get();
+  CLI::App* command = serve->add_subcommand("sim", "Run SimService");
+  AddTaskSourceOptions(command, f);
+  AddServerFlags(command, &f->server, "127.0.0.1:7072");
+  command->add_option("--dataset-dir", f->dataset_dir,
+                      "Collect/Relabel paths are relative to this directory (default: any path)");
+  AddRegistryTargetFlags(command, &f->registry);
+  runner.Bind(command, [flags] { return ServeSim(*flags); });
+}
+
+}  // namespace roboloop::cli

@@ -1,0 +1,193 @@
+#include "wiring/services.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/config.h"
+#include "common/fs.h"
+#include "common/grpc_server.h"
+#include "common/status.h"
+#include "eval/eval_grpc_service.h"
+#include "eval/eval_service.h"
+#include "eval/leaderboard_store.h"
+#include "registry/registry_host.h"
+#include "roboloop/v1/services.pb.h"
+#include "sim/builtin_tasks.h"
+#include "sim/sim_grpc_service.h"
+#include "sim/sim_service.h"
+#include "sim/task_plugin.h"
+#include "sim/yaml_task.h"
+
+namespace roboloop::wiring {
+namespace {
+
+// A path of the services file relative to its folder (absolute and empty paths unchanged).
+std::string BesideFile(const std::string& file, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  return JoinPath(ParentDir(file), path);
+}
+
+absl::StatusOr<common::GrpcChannelOptions> ChannelFor(const std::string& file, const std::string& what,
+                                                      const v1::ServiceEndpoint& endpoint) {
+  if (endpoint.address().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", what, ".address must be set"));
+  }
+  common::GrpcChannelOptions channel;
+  channel.target = endpoint.address();
+  channel.token_file = BesideFile(file, endpoint.token_file());
+  channel.tls_root_cert_file = BesideFile(file, endpoint.tls_ca());
+  channel.tls_server_name = endpoint.tls_server_name();
+  return channel;
+}
+
+// `value`, or its error prefixed with `what`.
+template <typename T>
+absl::StatusOr<T> Named(absl::StatusOr<T> value, const std::string& what) {
+  if (!value.ok()) return Annotate(value.status(), what);
+  return value;
+}
+
+common::GrpcChannelOptions LocalChannel(const std::string& target) {
+  common::GrpcChannelOptions channel;
+  channel.target = target;
+  return channel;
+}
+
+}  // namespace
+
+namespace {
+
+// Built-ins, plugins and `task_files` into `tasks`.
+absl::Status RegisterTasks(const std::vector<std::string>& task_files, sim::TaskRegistry* tasks) {
+  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks));
+  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks));
+  for (const std::string& file : task_files) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(sim::RegisterYamlTask(file, tasks), absl::StrCat("task file ", file)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const std::vector<std::string>& task_files) {
+  auto tasks = std::make_unique<sim::TaskRegistry>();
+  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(task_files, tasks.get()));
+  return tasks;
+}
+
+absl::StatusOr<ServiceTargets> LoadServicesFile(const std::string& path) {
+  v1::ServicesConfig config;
+  ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(path, &config));
+  ServiceTargets targets;
+  ROBOLOOP_ASSIGN_OR_RETURN(targets.registry, ChannelFor(path, "registry", config.registry()));
+  ROBOLOOP_ASSIGN_OR_RETURN(targets.train, ChannelFor(path, "train", config.train()));
+  ROBOLOOP_ASSIGN_OR_RETURN(targets.eval, ChannelFor(path, "eval", config.eval()));
+  if (config.sim_size() == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": list at least one sim endpoint"));
+  for (int i = 0; i < config.sim_size(); ++i) {
+    ROBOLOOP_ASSIGN_OR_RETURN(common::GrpcChannelOptions sim, ChannelFor(path, absl::StrCat("sim[", i, "]"), config.sim(i)));
+    targets.sims.push_back(sim);
+  }
+  return targets;
+}
+
+// Everything the embedded services are made of, in construction order (destroyed in reverse:
+// the server stops before the handlers it serves go away).
+struct EmbeddedServices::Parts {
+  std::unique_ptr<registry::RegistryHost> registry_host;
+  std::unique_ptr<registry::RegistryClient> registry;  // what sim and eval resolve through
+  sim::TaskRegistry tasks;
+  std::unique_ptr<sim::SimServiceHandler> sim;
+  std::unique_ptr<sim::SimGrpcService> sim_service;
+  std::unique_ptr<train::TrainServiceHandler> train;
+  std::unique_ptr<train::TrainGrpcService> train_service;
+  std::unique_ptr<eval::LeaderboardStore> leaderboard;
+  std::unique_ptr<eval::EvalServiceHandler> eval;
+  std::unique_ptr<eval::EvalGrpcService> eval_service;
+  std::unique_ptr<common::GrpcServer> server;  // sim, train and eval
+};
+
+EmbeddedServices::~EmbeddedServices() = default;
+
+absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const EmbeddedOptions& options) {
+  std::unique_ptr<EmbeddedServices> services(new EmbeddedServices());
+  services->parts_ = std::make_unique<Parts>();
+  Parts& p = *services->parts_;
+  const std::string sockets = JoinPath(options.root, "run");
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sockets));
+
+  registry::RegistryHost::Options host;
+  host.registry.root = options.root;
+  host.server.listen_address = absl::StrCat("unix:", JoinPath(sockets, absl::StrCat("registry-", getpid(), ".sock")));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.registry_host, Named(registry::RegistryHost::Create(host), "embedded registry"));
+  const std::string registry_target = p.registry_host->target();
+  ROBOLOOP_ASSIGN_OR_RETURN(p.registry, registry::RegistryClient::Connect(LocalChannel(registry_target)));
+
+  const std::string services_target =
+      absl::StrCat("unix:", JoinPath(sockets, absl::StrCat("services-", getpid(), ".sock")));
+  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(options.task_files, &p.tasks));
+  sim::SimServiceHandler::Options sim;
+  sim.registry = &p.tasks;
+  sim.checkpoints = p.registry.get();
+  sim.checkpoint_cache_dir = JoinPath(options.root, "cache/policies");
+  sim.dataset_cache_dir = JoinPath(options.root, "cache/datasets");
+  sim.dataset_dir = JoinPath(options.root, "datasets");
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim.dataset_dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.sim, sim::SimServiceHandler::Create(sim));
+  p.sim_service = std::make_unique<sim::SimGrpcService>(p.sim.get(), sim::SimGrpcService::Options());
+
+  train::TrainServiceOptions train;
+  train.root = options.root;
+  train.registry_address = registry_target;
+  p.train = std::make_unique<train::TrainServiceHandler>(train);
+  p.train_service = std::make_unique<train::TrainGrpcService>(p.train.get());
+
+  eval::LeaderboardStore::Options store;
+  store.root = options.root;
+  ROBOLOOP_ASSIGN_OR_RETURN(p.leaderboard, eval::LeaderboardStore::Create(store));
+  eval::EvalServiceHandler::Options eval;
+  eval.store = p.leaderboard.get();
+  eval.registry = p.registry.get();
+  eval.protocols_dir = options.protocols_dir;
+  eval.default_sim_endpoints = {services_target};
+  ROBOLOOP_ASSIGN_OR_RETURN(p.eval, eval::EvalServiceHandler::Create(eval));
+  eval::EvalGrpcService::Options eval_service;
+  eval_service.registry = p.registry.get();
+  eval_service.dataset_cache_dir = JoinPath(options.root, "cache/datasets");
+  p.eval_service = std::make_unique<eval::EvalGrpcService>(p.eval.get(), eval_service);
+
+  common::GrpcServerOptions server;
+  server.listen_address = services_target;
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      p.server, Named(common::GrpcServer::Create(server, {p.sim_service.get(), p.train_service.get(),
+                                                              p.eval_service.get()}),
+                      "embedded sim, train and eval services"));
+  services->targets_.registry = LocalChannel(registry_target);
+  services->targets_.train = LocalChannel(p.server->target());
+  services->targets_.eval = LocalChannel(p.server->target());
+  services->targets_.sims = {LocalChannel(p.server->target())};
+  services->targets_.embedded = true;
+  return services;
+}
+
+absl::StatusOr<ServiceTargets> StartOrLoadServices(const std::string& services_file,
+                                                   const EmbeddedOptions& embedded_options,
+                                                   std::unique_ptr<EmbeddedServices>* embedded) {
+  if (!services_file.empty()) return LoadServicesFile(services_file);
+  ROBOLOOP_ASSIGN_OR_RETURN(*embedded, EmbeddedServices::Start(embedded_options));
+  return (*embedded)->targets();
+}
+
+absl::StatusOr<std::unique_ptr<ServiceClients>> ServiceClients::Connect(const ServiceTargets& targets) {
+  if (targets.sims.empty()) return absl::InvalidArgumentError("no sim endpoint to connect to");
+  std::unique_ptr<ServiceClients> clients(new ServiceClients());
+  ROBOLOOP_ASSIGN_OR_RETURN(clients->registry_, registry::RegistryClient::Connect(targets.registry));
+  ROBOLOOP_ASSIGN_OR_RETURN(clients->train_, train::TrainClient::Connect(targets.train));
+  ROBOLOOP_ASSIGN_OR_RETURN(clients->eval_, eval::EvalClient::Connect(targets.eval));
+  ROBOLOOP_ASSIGN_OR_RETURN(clients->sim_, sim::SimClient::Connect(targets.sims.front()));
+  if (!targets.embedded) {
+    for (const common::GrpcChannelOptions& sim : targets.sims) clients->sim_addresses_.push_back(sim.target);
+  }
+  return clients;
+}
+
+}  // namespace roboloop::wiring
