@@ -1,4 +1,5 @@
 #include "cli/data.h"
+#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
@@ -49,7 +50,7 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
     return absl::NotFoundError(absl::StrCat("'", file_or_ref, "' is neither a file nor a dataset in the registry (",
                                             dataset.status().message(), ")"));
   }
-  const std::string cache = JoinPath(target.root, "cache/datasets");
+  const std::string cache = StoreLayout(target.root).DatasetCache();
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache));
   const std::string path = JoinPath(cache, dataset->id() + ".hdf5");
   if (!PathExists(path)) {

@@ -1,4 +1,5 @@
 #include "cli/eval_run.h"
+#include "common/store_layout.h"
 
 #include <unistd.h>
 
@@ -101,7 +102,7 @@ class EvalStack {
     ROBOLOOP_ASSIGN_OR_RETURN(sim_handler_, sim::SimServiceHandler::Create(options));
     sim_service_ = std::make_unique<sim::SimGrpcService>(sim_handler_.get(), sim::SimGrpcService::Options());
     common::GrpcServerOptions server;
-    server.listen_address = absl::StrCat("unix:", JoinPath(root, absl::StrCat("run/sim-", getpid(), ".sock")));
+    server.listen_address = StoreLayout(root).EmbeddedSocket("sim");
     ROBOLOOP_ASSIGN_OR_RETURN(sim_server_, common::GrpcServer::Create(server, {sim_service_.get()}));
     endpoints_.push_back(sim_server_->target());
     return absl::OkStatus();
@@ -231,7 +232,7 @@ absl::Status Promote(const EvalRunFlags& f) {
   request.protocol = protocol;
   request.candidate_ref = f.candidate;
   request.alpha = f.alpha;
-  request.dataset_cache_dir = JoinPath(f.registry.root, "cache/datasets");
+  request.dataset_cache_dir = StoreLayout(f.registry.root).DatasetCache();
   ROBOLOOP_ASSIGN_OR_RETURN(eval::PromotionOutcome outcome,
                             eval::PromoteIfBetter(stack->handler(), stack->registry(), request));
   std::printf("candidate  %s (evaluation %s): success %s\n", outcome.candidate_id.c_str(),
@@ -253,7 +254,7 @@ absl::Status ServeEval(const EvalRunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto stack, EvalStack::Open(f));
   eval::EvalGrpcService::Options service_options;
   service_options.registry = &stack->registry();
-  service_options.dataset_cache_dir = JoinPath(f.registry.root, "cache/datasets");
+  service_options.dataset_cache_dir = StoreLayout(f.registry.root).DatasetCache();
   eval::EvalGrpcService service(&stack->handler(), service_options);
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(f.server), {&service}));
   std::printf("eval serving on %s with sim endpoints %s\n", server->target().c_str(),

@@ -1,4 +1,5 @@
 #include "cli/report.h"
+#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
@@ -28,7 +29,7 @@ struct ReportFlags {
 
 // The model run `run_id` promoted (or reported on): from its promote/report stage parameters.
 absl::StatusOr<std::string> ModelOfRun(const ReportFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(JoinPath(f.root, "pipeline/runs.db")));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StoreLayout(f.root).PipelineRuns()));
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(f.run));
   for (auto it = run.stages.rbegin(); it != run.stages.rend(); ++it) {
     const nlohmann::json params = nlohmann::json::parse(it->params_json, nullptr, false);
@@ -62,7 +63,7 @@ absl::Status Report(const ReportFlags& f) {
   request.output = f.output;
   if (targets.embedded) request.train_root = f.root;
   if (!f.no_animation) request.animation.tasks = tasks.get();
-  request.animation.cache_dir = JoinPath(f.root, "cache/policies");
+  request.animation.cache_dir = StoreLayout(f.root).PolicyCache();
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path, report::WriteModelReport(*clients, request));
   std::printf("wrote %s\n", path.c_str());
   return absl::OkStatus();

@@ -1,4 +1,5 @@
 #include "cli/run.h"
+#include "common/store_layout.h"
 
 #include <atomic>
 #include <cstdio>
@@ -45,8 +46,8 @@ struct RunFlags {
   std::string stage;  // logs
 };
 
-std::string StorePath(const RunFlags& f) { return JoinPath(f.root, "pipeline/runs.db"); }
-std::string RunDir(const RunFlags& f, const std::string& id) { return JoinPath(f.root, absl::StrCat("pipeline/runs/", id)); }
+std::string StorePath(const RunFlags& f) { return StoreLayout(f.root).PipelineRuns(); }
+std::string RunDir(const RunFlags& f, const std::string& id) { return StoreLayout(f.root).PipelineRunDir(id); }
 
 absl::StatusOr<pipeline::LoadedPipeline> LoadWithOverrides(const std::string& file, const std::vector<std::string>& sets) {
   std::vector<pipeline::Override> overrides;
@@ -146,8 +147,8 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   options.pipeline = loaded.pipeline.name();
   options.run_id = run_id;
   options.run_dir = RunDir(f, run_id);
-  options.cache_dir = JoinPath(f.root, "cache/datasets");
-  options.policy_cache_dir = JoinPath(f.root, "cache/policies");
+  options.cache_dir = StoreLayout(f.root).DatasetCache();
+  options.policy_cache_dir = StoreLayout(f.root).PolicyCache();
   options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::LocalTasks(pipeline::TaskFiles(loaded)));
   options.tasks = tasks.get();

@@ -1,4 +1,5 @@
 #include "cli/sim.h"
+#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
@@ -63,7 +64,7 @@ absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> BuildTaskRegistry(const SimFl
 
 }  // namespace
 
-std::string CheckpointCacheDir(const std::string& root) { return JoinPath(root, "cache/policies"); }
+std::string CheckpointCacheDir(const std::string& root) { return StoreLayout(root).PolicyCache(); }
 
 namespace {
 

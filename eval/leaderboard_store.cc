@@ -1,4 +1,5 @@
 #include "eval/leaderboard_store.h"
+#include "common/store_layout.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
@@ -295,7 +296,7 @@ LeaderboardStore::LeaderboardStore(std::unique_ptr<SqliteDb> db) : db_(std::move
 LeaderboardStore::~LeaderboardStore() = default;
 
 std::string LeaderboardStore::DatabasePath(const std::string& root) {
-  return JoinPath(JoinPath(root, "eval"), "leaderboard.db");
+  return StoreLayout(root).Leaderboard();
 }
 
 int LeaderboardStore::LatestSchemaVersion() { return Migrations().back().version; }

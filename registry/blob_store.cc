@@ -1,4 +1,5 @@
 #include "registry/blob_store.h"
+#include "common/store_layout.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -117,7 +118,7 @@ absl::StatusOr<std::string> BlobReader::Read(size_t max_bytes) {
 
 BlobStore::BlobStore(std::string root)
     : root_(std::move(root)),
-      blobs_dir_(JoinPath(root_, "blobs")),
+      blobs_dir_(StoreLayout(root_).RegistryBlobs()),
       partial_dir_(JoinPath(root_, "partial")),
       tmp_dir_(JoinPath(root_, "tmp")) {}
 

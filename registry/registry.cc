@@ -1,4 +1,5 @@
 #include "registry/registry.h"
+#include "common/store_layout.h"
 
 #include <algorithm>
 #include <set>
@@ -80,7 +81,7 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(const Options& option
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<BlobStore> blobs,
                             BlobStore::Create(BlobStore::Options{options.root}));
   Catalog::Options catalog_options;
-  catalog_options.path = JoinPath(options.root, "catalog.db");
+  catalog_options.path = StoreLayout(options.root).RegistryCatalog();
   catalog_options.busy_timeout_ms = options.busy_timeout_ms;
   catalog_options.durable_commits = options.durable_commits;
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> catalog, Catalog::Create(catalog_options));

@@ -1,4 +1,5 @@
 #include "report/report.h"
+#include "common/store_layout.h"
 
 #include <algorithm>
 #include <fstream>
@@ -125,7 +126,7 @@ std::string AliasHistorySection(wiring::ServiceClients& clients, const std::stri
 // (step, loss) of a training run's JSONL log; empty when it cannot be read.
 std::vector<std::pair<double, double>> LossCurve(const std::string& train_root, const std::string& run_id) {
   std::vector<std::pair<double, double>> points;
-  std::ifstream in(JoinPath(train_root, absl::StrCat("runs/", run_id, "/train.jsonl")));
+  std::ifstream in(JoinPath(StoreLayout(train_root).TrainingRunDir(run_id), "train.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
     if (!record.is_object() || !record.contains("step")) continue;

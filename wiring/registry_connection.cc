@@ -1,4 +1,5 @@
 #include "wiring/registry_connection.h"
+#include "common/store_layout.h"
 
 #include <unistd.h>
 
@@ -20,8 +21,7 @@ absl::StatusOr<std::unique_ptr<RegistryConnection>> RegistryConnection::Open(
     // Embedded: an in-process registry on a unix socket private to this process.
     registry::RegistryHost::Options host;
     host.registry.root = target.root;
-    host.server.listen_address =
-        absl::StrCat("unix:", JoinPath(target.root, absl::StrCat("run/registry-", getpid(), ".sock")));
+    host.server.listen_address = StoreLayout(target.root).EmbeddedSocket("registry");
     ROBOLOOP_ASSIGN_OR_RETURN(connection->host_, registry::RegistryHost::Create(host));
     channel.target = connection->host_->target();
   }
