@@ -107,9 +107,12 @@ class ServiceAuthTest : public ::testing::Test {
     sim_service_ = std::make_unique<sim::SimGrpcService>(sim_.get(), sim::SimGrpcService::Options());
     train::TrainServiceOptions train;
     train.root = dir + "/store";
+    train.roboloop_binary = "/bin/false";  // no training run, should a call ever get through
     train_ = std::make_unique<train::TrainServiceHandler>(train);
     train_service_ = std::make_unique<train::TrainGrpcService>(train_.get());
-    auto store = eval::LeaderboardStore::Create({.root = dir + "/store"});
+    eval::LeaderboardStore::Options leaderboard;
+    leaderboard.root = dir + "/store";
+    auto store = eval::LeaderboardStore::Create(leaderboard);
     ASSERT_TRUE(store.ok()) << store.status();
     leaderboard_ = *std::move(store);
     eval::EvalServiceHandler::Options eval;
@@ -167,7 +170,7 @@ TEST_F(ServiceAuthTest, TheProductDeclaresTheKnownServices) {
 
 TEST_F(ServiceAuthTest, EveryProductServiceIsHostedHere) {
   for (const google::protobuf::ServiceDescriptor* service : ProductServices()) {
-    EXPECT_TRUE(target_of_service_.contains(service->full_name()))
+    EXPECT_TRUE(target_of_service_.count(service->full_name()) == 1)
         << service->full_name() << " is declared in proto/roboloop/v1 but not served by this test";
   }
 }
