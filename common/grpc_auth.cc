@@ -28,6 +28,11 @@ std::array<unsigned char, 32> Sha256Digest(absl::string_view data) {
   return digest;
 }
 
+// Whether `method` is served without a token.
+bool IsPublicMethod(absl::string_view method) {
+  return absl::StartsWith(method, kHealthMethodPrefix);
+}
+
 }  // namespace
 
 absl::Status ValidateToken(const std::string& token) {
@@ -54,10 +59,6 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 
 std::string BearerMetadataValue(const std::string& token) {
   return absl::StrCat("Bearer ", token);
-}
-
-bool IsPublicMethod(absl::string_view method) {
-  return absl::StartsWith(method, kHealthMethodPrefix);
 }
 
 BearerTokenVerifier::BearerTokenVerifier(absl::string_view token)

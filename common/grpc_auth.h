@@ -31,10 +31,6 @@ absl::Status ValidateToken(const std::string& token);
 // Returns `Bearer <token>`, the value for the authorization metadata.
 std::string BearerMetadataValue(const std::string& token);
 
-// Returns whether `method` (a call's path, e.g. "/grpc.health.v1.Health/Check") is served
-// without a token.
-bool IsPublicMethod(absl::string_view method);
-
 // Judges calls against one server's bearer token, comparing in constant time (SHA-256 of both,
 // then CRYPTO_memcmp). Immutable, so thread-safe.
 class BearerTokenVerifier {
@@ -42,7 +38,8 @@ class BearerTokenVerifier {
   // `token` is the one clients must present; see ValidateToken.
   explicit BearerTokenVerifier(absl::string_view token);
 
-  // Returns OK when a call to `method` may run: the method is public, or the call's
+  // Returns OK when a call to `method` (its path, e.g. "/grpc.health.v1.Health/Check") may
+  // run: the method is public (health checks), or the call's
   // `authorization` metadata (`authorization_values`, one entry per value sent) is exactly
   // one `Bearer <token>`. Otherwise UNAUTHENTICATED with a message saying what was wrong
   // (missing, repeated, malformed or invalid token).

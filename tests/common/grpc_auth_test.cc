@@ -76,6 +76,13 @@ class AuthTest : public ::testing::TestWithParam<bool> {
     return reader->Finish();
   }
 
+  // Makes one admitted call, then returns how many handler bodies ran besides it: the refused
+  // calls made before would have been dispatched by then had they reached a handler.
+  int HandlersRunByRefusedCalls() {
+    EXPECT_TRUE(Say(kToken).ok());
+    return counters().executed - 1;
+  }
+
   const roboloop_test::CallCounters& counters() const {
     return GetParam() ? static_cast<const roboloop_test::CallCounters&>(callback_service_)
                       : static_cast<const roboloop_test::CallCounters&>(sync_service_);
@@ -96,14 +103,14 @@ TEST_P(AuthTest, UnaryWithoutTokenIsUnauthenticatedAndNotExecuted) {
   grpc::Status status = Say("");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(status.error_message(), HasSubstr("missing bearer token"));
-  EXPECT_EQ(counters().executed, 0);
+  EXPECT_EQ(HandlersRunByRefusedCalls(), 0);
 }
 
 TEST_P(AuthTest, UnaryWithWrongTokenIsUnauthenticatedAndNotExecuted) {
   grpc::Status status = Say("s3cr3t-t0kem");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(status.error_message(), HasSubstr("invalid bearer token"));
-  EXPECT_EQ(counters().executed, 0);
+  EXPECT_EQ(HandlersRunByRefusedCalls(), 0);
 }
 
 TEST_P(AuthTest, UnaryWithTokenPrefixIsRejected) {
@@ -126,7 +133,7 @@ TEST_P(AuthTest, StreamingWithoutOrWrongTokenIsUnauthenticated) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(wrong.error_message(), HasSubstr("invalid bearer token"));
   EXPECT_EQ(received, 0);
-  EXPECT_EQ(counters().executed, 0);
+  EXPECT_EQ(HandlersRunByRefusedCalls(), 0);
 }
 
 TEST_P(AuthTest, StreamingWithRightTokenSucceeds) {
@@ -156,7 +163,7 @@ TEST_P(AuthTest, RepeatedAuthorizationIsRejected) {
   grpc::Status status = stub->Say(context.get(), roboloop::testing::EchoRequest(), &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_THAT(status.error_message(), HasSubstr("more than one"));
-  EXPECT_EQ(counters().executed, 0);
+  EXPECT_EQ(HandlersRunByRefusedCalls(), 0);
 }
 
 TEST_P(AuthTest, HealthIsOpenWithoutToken) {
@@ -203,6 +210,30 @@ TEST(TlsAuthTest, TlsServerRefusesMissingTokenAndAdmitsTheRightOne) {
   EXPECT_EQ(service.executed, 0);
   EXPECT_TRUE(say(kToken).ok());
   EXPECT_EQ(service.executed, 1);
+}
+
+TEST(BearerTokenVerifierTest, JudgesTheAuthorizationValuesOfACall) {
+  const roboloop::common::BearerTokenVerifier verifier(kToken);
+  constexpr char kMethod[] = "/roboloop.testing.Echo/Say";
+  const absl::string_view right = "Bearer s3cr3t-t0ken";
+  const absl::string_view lower_case = "bearer s3cr3t-t0ken";
+  const absl::string_view wrong = "Bearer s3cr3t";
+  EXPECT_TRUE(verifier.Judge(kMethod, {right}).ok());
+  EXPECT_TRUE(verifier.Judge(kMethod, {lower_case}).ok());
+  EXPECT_THAT(verifier.Judge(kMethod, {}).message(), HasSubstr("missing bearer token"));
+  EXPECT_THAT(verifier.Judge(kMethod, {wrong}).message(), HasSubstr("invalid bearer token"));
+  EXPECT_THAT(verifier.Judge(kMethod, {right, right}).message(), HasSubstr("more than one"));
+  EXPECT_EQ(verifier.Judge(kMethod, {wrong}).code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST(BearerTokenVerifierTest, OnlyHealthChecksArePublic) {
+  const roboloop::common::BearerTokenVerifier verifier(kToken);
+  EXPECT_TRUE(verifier.Judge("/grpc.health.v1.Health/Check", {}).ok());
+  EXPECT_TRUE(verifier.Judge("/grpc.health.v1.Health/Watch", {}).ok());
+  EXPECT_FALSE(verifier.Judge("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", {})
+                   .ok());
+  EXPECT_FALSE(verifier.Judge("/grpc.health.v1.HealthX/Check", {}).ok());
+  EXPECT_FALSE(verifier.Judge("", {}).ok());
 }
 
 TEST(TokenFileTest, ReadsAndTrimsToken) {
