@@ -61,6 +61,26 @@ function(roboloop_cc_test)
   endif()
 endfunction()
 
+# roboloop_declared_services(<out_var> <proto_dir>)
+# Sets <out_var> to the comma-separated full names (package.Service) of the gRPC services
+# declared in <proto_dir>/*.proto. CMake re-runs when a file there is added, removed or edited.
+function(roboloop_declared_services out_var proto_dir)
+  file(GLOB protos CONFIGURE_DEPENDS "${proto_dir}/*.proto")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${protos})
+  set(names "")
+  foreach(proto IN LISTS protos)
+    file(STRINGS "${proto}" package_line REGEX "^package [A-Za-z0-9_.]+")
+    string(REGEX REPLACE "^package ([A-Za-z0-9_.]+).*" "\\1" package "${package_line}")
+    file(STRINGS "${proto}" service_lines REGEX "^service [A-Za-z0-9_]+")
+    foreach(line IN LISTS service_lines)
+      string(REGEX REPLACE "^service ([A-Za-z0-9_]+).*" "\\1" service "${line}")
+      list(APPEND names "${package}.${service}")
+    endforeach()
+  endforeach()
+  list(JOIN names "," joined)
+  set(${out_var} "${joined}" PARENT_SCOPE)
+endfunction()
+
 # roboloop_proto_library(NAME <name> PROTO <file> [DEPS ...] [GRPC])
 # Generates C++ (and gRPC stubs with GRPC) from proto/<file> into roboloop::proto_<name>.
 function(roboloop_proto_library)

@@ -1,26 +1,20 @@
-// Bearer-token authentication for every roboloop gRPC server, done as a server interceptor
-// (gRPC 1.51's SetAuthMetadataProcessor aborts the process on insecure credentials).
+// Bearer tokens of the roboloop gRPC servers: reading and validating the token, the metadata a
+// client sends it under, and the verdict on one call. The verdict is applied to every call of
+// every service in one place, inside gRPC core before the call reaches any handler (see
+// common/grpc_server_credentials.h); handlers never check tokens themselves.
 //
-// How a call is judged: at POST_RECV_INITIAL_METADATA the interceptor compares the
-// `authorization: Bearer <token>` metadata with the server's token in constant time (SHA-256
-// of both, then CRYPTO_memcmp). A call that fails is cancelled at once with UNAUTHENTICATED
-// and a message saying what was wrong, so the client sees that status for unary and
-// streaming calls alike. gRPC 1.51 offers interceptors no way to stop the handler from being
-// invoked, so the interceptor also records its verdict in the call's metadata and every
-// handler must begin with `CheckCallAuthenticated` (it returns UNAUTHENTICATED for a rejected
-// call, so the handler does no work for it).
-//
-// Health checks (`/grpc.health.v1.Health/*`) are left open so probes and load balancers work
-// without the token; they reveal only serving states. Reflection requires the token.
+// Health checks (`/grpc.health.v1.Health/*`) are public so probes and load balancers work
+// without the token; they reveal only serving states. Every other method, reflection included,
+// needs the token.
 #pragma once
 
-#include <memory>
+#include <array>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "grpcpp/server_context.h"
-#include "grpcpp/support/server_interceptor.h"
-#include "grpcpp/support/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace roboloop::common {
 
@@ -37,14 +31,25 @@ absl::Status ValidateToken(const std::string& token);
 // Returns `Bearer <token>`, the value for the authorization metadata.
 std::string BearerMetadataValue(const std::string& token);
 
-// Returns OK when this call passed the server's bearer-token check (or the server needs no
-// token); UNAUTHENTICATED when the interceptor rejected it; INTERNAL when the server was not
-// built by GrpcServer and so never ran the check. Call it first in every handler.
-grpc::Status CheckCallAuthenticated(const grpc::ServerContextBase& context);
+// Judges calls against one server's bearer token, comparing in constant time (SHA-256 of both,
+// then CRYPTO_memcmp). Immutable, so thread-safe.
+class BearerTokenVerifier {
+ public:
+  // `token` is the one clients must present; see ValidateToken.
+  explicit BearerTokenVerifier(absl::string_view token);
 
-// Creates the interceptor factory for a server whose clients must present `token`; an empty
-// token admits every call (the verdict is still recorded for CheckCallAuthenticated).
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-MakeBearerTokenInterceptorFactory(const std::string& token);
+  // Returns OK when a call to `method` (its path, e.g. "/grpc.health.v1.Health/Check") may
+  // run: the method is public (health checks), or the call's
+  // `authorization` metadata (`authorization_values`, one entry per value sent) is exactly
+  // one `Bearer <token>`. Otherwise UNAUTHENTICATED with a message saying what was wrong
+  // (missing, repeated, malformed or invalid token).
+  absl::Status Judge(absl::string_view method,
+                     absl::Span<const absl::string_view> authorization_values) const;
+
+ private:
+  using Digest = std::array<unsigned char, 32>;
+
+  Digest expected_;  // SHA-256 of the token
+};
 
 }  // namespace roboloop::common

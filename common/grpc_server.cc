@@ -1,10 +1,12 @@
 #include "common/grpc_server.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
+#include "common/grpc_server_credentials.h"
 #include "common/grpc_tls.h"
 #include "common/status.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -12,7 +14,6 @@
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/impl/server_builder_plugin.h"
 #include "grpcpp/impl/server_initializer.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
 namespace roboloop::common {
@@ -56,8 +57,9 @@ void EnableProcessWideServerFeatures() {
   (void)enabled;
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const GrpcServerOptions& options, const ListenAddress& address) {
+// The listener's TLS key pair, or none for plaintext (refused off loopback unless `insecure`).
+absl::StatusOr<std::optional<TlsKeyPair>> ReadListenerTls(const GrpcServerOptions& options,
+                                                          const ListenAddress& address) {
   const bool has_cert = !options.tls_cert_file.empty();
   const bool has_key = !options.tls_key_file.empty();
   if (has_cert != has_key) {
@@ -71,13 +73,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
           "': bearer tokens would travel in clear; give a TLS certificate and key, or pass "
           "--insecure"));
     }
-    return grpc::InsecureServerCredentials();
+    return std::nullopt;
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(TlsKeyPair pair,
-                            ReadTlsKeyPair(options.tls_cert_file, options.tls_key_file));
-  grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({pair.private_key_pem, pair.cert_chain_pem});
-  return grpc::SslServerCredentials(ssl);
+  return ReadTlsKeyPair(options.tls_cert_file, options.tls_key_file);
 }
 
 absl::StatusOr<std::string> ReadOptionalToken(const std::string& token_file) {
@@ -117,7 +115,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
     const GrpcServerOptions& options, const std::vector<grpc::Service*>& services) {
   ROBOLOOP_RETURN_IF_ERROR(ValidateOptions(options));
   ROBOLOOP_ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(options.listen_address));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto credentials, MakeServerCredentials(options, address));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<TlsKeyPair> tls, ReadListenerTls(options, address));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string token, ReadOptionalToken(options.token_file));
   if (address.kind == ListenAddress::Kind::kUnix) {
     ROBOLOOP_RETURN_IF_ERROR(PrepareUnixSocketPath(address.socket_path));
@@ -126,7 +124,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
 
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(address.ToGrpcAddress(), credentials, &bound_port);
+  builder.AddListeningPort(address.ToGrpcAddress(), MakeAuthenticatingServerCredentials(tls, token),
+                           &bound_port);
   // Without this, gRPC's SO_REUSEPORT lets a second server silently share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
@@ -136,9 +135,6 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   for (grpc::Service* service : services) builder.RegisterService(service);
   auto names = std::make_shared<ServiceNames>();
   builder.SetOption(std::make_unique<ServiceListOption>(names));
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> auth;
-  auth.push_back(MakeBearerTokenInterceptorFactory(token));
-  builder.experimental().SetInterceptorCreators(std::move(auth));
 
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {

@@ -4,7 +4,6 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
-#include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 #include "eval/promotion.h"
 
@@ -15,8 +14,6 @@ EvalGrpcService::EvalGrpcService(const EvalServiceHandler* handler, Options opti
 
 grpc::Status EvalGrpcService::Evaluate(grpc::ServerContext* context, const v1::EvaluateRequest* request,
                                        grpc::ServerWriter<v1::EvaluateProgress>* writer) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   // The sync API has no cancellation callback: a watcher polls the context and raises the flag
   // the sharded rollout checks per episode.
   common::CancellationToken cancel;
@@ -47,20 +44,16 @@ grpc::Status EvalGrpcService::Evaluate(grpc::ServerContext* context, const v1::E
   return grpc::Status::OK;
 }
 
-grpc::Status EvalGrpcService::Leaderboard(grpc::ServerContext* context, const v1::LeaderboardRequest* request,
+grpc::Status EvalGrpcService::Leaderboard(grpc::ServerContext*, const v1::LeaderboardRequest* request,
                                           v1::LeaderboardResponse* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   absl::StatusOr<v1::LeaderboardResponse> top = handler_->Leaderboard(*request);
   if (!top.ok()) return common::AbslToGrpc(top.status());
   *response = *std::move(top);
   return grpc::Status::OK;
 }
 
-grpc::Status EvalGrpcService::Compare(grpc::ServerContext* context, const v1::CompareRequest* request,
+grpc::Status EvalGrpcService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,
                                       v1::Comparison* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   absl::StatusOr<v1::Comparison> comparison = handler_->Compare(*request);
   if (!comparison.ok()) return common::AbslToGrpc(comparison.status());
   *response = *std::move(comparison);
@@ -76,10 +69,8 @@ v1::Evaluation WithoutEpisodes(v1::Evaluation evaluation) {
 
 }  // namespace
 
-grpc::Status EvalGrpcService::Promote(grpc::ServerContext* context, const v1::PromoteCandidateRequest* request,
+grpc::Status EvalGrpcService::Promote(grpc::ServerContext*, const v1::PromoteCandidateRequest* request,
                                       v1::PromotionDecision* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   if (options_.registry == nullptr) {
     return common::AbslToGrpc(absl::FailedPreconditionError("this EvalService has no registry to promote in"));
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 #include "common/sha256.h"
 
@@ -44,7 +43,6 @@ RegistryServiceImpl::RegistryServiceImpl(Registry* registry, Options options)
 grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
                                              grpc::ServerReader<v1::UploadChunk>* reader,
                                              v1::BlobInfo* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   v1::UploadChunk chunk;
   if (!reader->Read(&chunk)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "upload stream carried no message");
@@ -75,17 +73,15 @@ grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
   return Fill(registry_->FinishUpload(header.sha256(), header.size(), digest), response);
 }
 
-grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext*,
                                                const v1::UploadStatusRequest* request,
                                                v1::UploadStatusResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->UploadStatus(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::DownloadBlob(grpc::ServerContext* context,
                                                const v1::DownloadRequest* request,
                                                grpc::ServerWriter<v1::DownloadChunk>* writer) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   if (request->chunk_size() < 0 || request->offset() < 0 || request->length() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "download offset, length and chunk_size must not be negative");
@@ -113,80 +109,68 @@ grpc::Status RegistryServiceImpl::DownloadBlob(grpc::ServerContext* context,
 grpc::Status RegistryServiceImpl::RegisterCheckpoint(grpc::ServerContext* context,
                                                      const v1::RegisterCheckpointRequest* request,
                                                      v1::Checkpoint* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->RegisterCheckpoint(*request, CallerOf(*context)), response);
 }
 
-grpc::Status RegistryServiceImpl::RegisterDataset(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::RegisterDataset(grpc::ServerContext*,
                                                   const v1::RegisterDatasetRequest* request,
                                                   v1::Dataset* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->RegisterDataset(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::GetCheckpoint(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::GetCheckpoint(grpc::ServerContext*,
                                                 const v1::GetRequest* request,
                                                 v1::Checkpoint* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->GetCheckpoint(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::GetDataset(grpc::ServerContext* context, const v1::GetRequest* request,
+grpc::Status RegistryServiceImpl::GetDataset(grpc::ServerContext*, const v1::GetRequest* request,
                                              v1::Dataset* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->GetDataset(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::ListCheckpoints(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::ListCheckpoints(grpc::ServerContext*,
                                                   const v1::ListCheckpointsRequest* request,
                                                   v1::ListCheckpointsResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->ListCheckpoints(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::ListDatasets(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::ListDatasets(grpc::ServerContext*,
                                                const v1::ListDatasetsRequest* request,
                                                v1::ListDatasetsResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->ListDatasets(*request), response);
 }
 
 grpc::Status RegistryServiceImpl::SetAlias(grpc::ServerContext* context,
                                            const v1::SetAliasRequest* request,
                                            v1::AliasEvent* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->SetAlias(*request, CallerOf(*context)), response);
 }
 
 grpc::Status RegistryServiceImpl::Promote(grpc::ServerContext* context, const v1::PromoteRequest* request,
                                           v1::AliasEvent* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->Promote(*request, CallerOf(*context)), response);
 }
 
-grpc::Status RegistryServiceImpl::AliasHistory(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::AliasHistory(grpc::ServerContext*,
                                                const v1::AliasHistoryRequest* request,
                                                v1::AliasHistoryResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->AliasHistory(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::Lineage(grpc::ServerContext* context, const v1::LineageRequest* request,
+grpc::Status RegistryServiceImpl::Lineage(grpc::ServerContext*, const v1::LineageRequest* request,
                                           v1::LineageResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->Lineage(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
+grpc::Status RegistryServiceImpl::Verify(grpc::ServerContext*, const v1::VerifyRequest* request,
                                          v1::VerifyResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->Verify(*request), response);
 }
 
-grpc::Status RegistryServiceImpl::CollectGarbage(grpc::ServerContext* context,
+grpc::Status RegistryServiceImpl::CollectGarbage(grpc::ServerContext*,
                                                  const v1::GcRequest* request,
                                                  v1::GcResponse* response) {
-  if (grpc::Status auth = common::CheckCallAuthenticated(*context); !auth.ok()) return auth;
   return Fill(registry_->CollectGarbage(*request), response);
 }
 

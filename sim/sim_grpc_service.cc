@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/synchronization/notification.h"
-#include "common/grpc_auth.h"
 #include "common/grpc_status.h"
 
 namespace roboloop::sim {
@@ -13,10 +12,8 @@ namespace roboloop::sim {
 SimGrpcService::SimGrpcService(const SimServiceHandler* handler, Options options)
     : handler_(handler), options_(options) {}
 
-grpc::Status SimGrpcService::ListTasks(grpc::ServerContext* context, const v1::ListTasksRequest*,
+grpc::Status SimGrpcService::ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*,
                                        v1::ListTasksResponse* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   absl::StatusOr<v1::ListTasksResponse> tasks = handler_->ListTasks();
   if (!tasks.ok()) return common::AbslToGrpc(tasks.status());
   *response = *std::move(tasks);
@@ -45,8 +42,6 @@ absl::Status SimGrpcService::RunCancellable(
 
 grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::RolloutRequest* request,
                                      grpc::ServerWriter<v1::EpisodeRecord>* writer) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   return common::AbslToGrpc(RunCancellable(context, [&](common::CancellationToken* cancel) {
     auto write = [&](const v1::EpisodeRecord& record) -> absl::Status {
       if (!writer->Write(record)) {
@@ -61,8 +56,6 @@ grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::Rol
 
 grpc::Status SimGrpcService::Collect(grpc::ServerContext* context, const v1::CollectRequest* request,
                                      v1::DatasetWritten* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   return common::AbslToGrpc(RunCancellable(context, [&](common::CancellationToken* cancel) {
     absl::StatusOr<v1::DatasetWritten> written = handler_->Collect(*request, cancel);
     if (written.ok()) *response = *std::move(written);
@@ -70,10 +63,8 @@ grpc::Status SimGrpcService::Collect(grpc::ServerContext* context, const v1::Col
   }));
 }
 
-grpc::Status SimGrpcService::Relabel(grpc::ServerContext* context, const v1::RelabelRequest* request,
+grpc::Status SimGrpcService::Relabel(grpc::ServerContext*, const v1::RelabelRequest* request,
                                      v1::DatasetWritten* response) {
-  grpc::Status auth = common::CheckCallAuthenticated(*context);
-  if (!auth.ok()) return auth;
   absl::StatusOr<v1::DatasetWritten> written = handler_->Relabel(*request);
   if (!written.ok()) return common::AbslToGrpc(written.status());
   *response = *std::move(written);

@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/grpc_auth.h"
 #include "common/grpc_client.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
@@ -72,19 +71,8 @@ inline bool SleepUnlessCancelled(grpc::ServerContext* context, int ms) {
   return true;
 }
 
-// What a test service saw: handlers refused by the auth check, handler bodies run, and calls
-// that noticed their cancellation.
+// What a test service saw: handler bodies run, and calls that noticed their cancellation.
 struct CallCounters {
-  // Waits up to 5 s for `refused` to reach `count` (a refused handler may still be running
-  // after its client has seen UNAUTHENTICATED); returns whether it did.
-  bool WaitForRefused(int count) const {
-    for (int i = 0; i < 1000 && refused < count; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return refused >= count;
-  }
-
-  std::atomic<int> refused{0};
   std::atomic<int> executed{0};
   std::atomic<int> noticed_cancel{0};
 };
@@ -94,11 +82,6 @@ class EchoService final : public roboloop::testing::Echo::Service, public CallCo
  public:
   grpc::Status Say(grpc::ServerContext* context, const roboloop::testing::EchoRequest* request,
                    roboloop::testing::EchoReply* reply) override {
-    grpc::Status auth = roboloop::common::CheckCallAuthenticated(*context);
-    if (!auth.ok()) {
-      ++refused;
-      return auth;
-    }
     ++executed;
     if (!SleepUnlessCancelled(context, request->sleep_ms())) {
       ++noticed_cancel;
@@ -110,11 +93,6 @@ class EchoService final : public roboloop::testing::Echo::Service, public CallCo
 
   grpc::Status Count(grpc::ServerContext* context, const roboloop::testing::CountRequest* request,
                      grpc::ServerWriter<roboloop::testing::CountReply>* writer) override {
-    grpc::Status auth = roboloop::common::CheckCallAuthenticated(*context);
-    if (!auth.ok()) {
-      ++refused;
-      return auth;
-    }
     ++executed;
     for (int i = 0; i < request->count(); ++i) {
       if (!SleepUnlessCancelled(context, request->sleep_ms())) {
@@ -157,13 +135,6 @@ class CountWriter final : public grpc::ServerWriteReactor<roboloop::testing::Cou
   roboloop::testing::CountReply reply_;
 };
 
-// Finishes a streaming call at once with `status`.
-class FailedWriter final : public grpc::ServerWriteReactor<roboloop::testing::CountReply> {
- public:
-  explicit FailedWriter(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
-};
-
 // The test service on gRPC's callback API (no sleeping: used for the auth checks only).
 class CallbackEchoService final : public roboloop::testing::Echo::CallbackService,
                                   public CallCounters {
@@ -172,12 +143,6 @@ class CallbackEchoService final : public roboloop::testing::Echo::CallbackServic
                                 const roboloop::testing::EchoRequest* request,
                                 roboloop::testing::EchoReply* reply) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    grpc::Status auth = roboloop::common::CheckCallAuthenticated(*context);
-    if (!auth.ok()) {
-      ++refused;
-      reactor->Finish(auth);
-      return reactor;
-    }
     ++executed;
     reply->set_text(request->text());
     reactor->Finish(grpc::Status::OK);
@@ -185,13 +150,7 @@ class CallbackEchoService final : public roboloop::testing::Echo::CallbackServic
   }
 
   grpc::ServerWriteReactor<roboloop::testing::CountReply>* Count(
-      grpc::CallbackServerContext* context,
-      const roboloop::testing::CountRequest* request) override {
-    grpc::Status auth = roboloop::common::CheckCallAuthenticated(*context);
-    if (!auth.ok()) {
-      ++refused;
-      return new FailedWriter(auth);
-    }
+      grpc::CallbackServerContext*, const roboloop::testing::CountRequest* request) override {
     ++executed;
     return new CountWriter(request->count());
   }
