@@ -113,24 +113,24 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   std::unique_ptr<EmbeddedServices> services(new EmbeddedServices());
   services->parts_ = std::make_unique<Parts>();
   Parts& p = *services->parts_;
-  const StoreLayout store(options.root);
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(store.Sockets()));
+  const StoreLayout layout(options.root);
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(layout.Sockets()));
 
   registry::RegistryHost::Options host;
   host.registry.root = options.root;
-  host.server.listen_address = store.EmbeddedSocket("registry");
+  host.server.listen_address = layout.EmbeddedSocket("registry");
   ROBOLOOP_ASSIGN_OR_RETURN(p.registry_host, Named(registry::RegistryHost::Create(host), "embedded registry"));
   const std::string registry_target = p.registry_host->target();
   ROBOLOOP_ASSIGN_OR_RETURN(p.registry, registry::RegistryClient::Connect(LocalChannel(registry_target)));
 
-  const std::string services_target = store.EmbeddedSocket("services");
+  const std::string services_target = layout.EmbeddedSocket("services");
   ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(options.task_files, &p.tasks));
   sim::SimServiceHandler::Options sim;
   sim.registry = &p.tasks;
   sim.checkpoints = p.registry.get();
-  sim.checkpoint_cache_dir = store.PolicyCache();
-  sim.dataset_cache_dir = store.DatasetCache();
-  sim.dataset_dir = store.ServiceDatasets();
+  sim.checkpoint_cache_dir = layout.PolicyCache();
+  sim.dataset_cache_dir = layout.DatasetCache();
+  sim.dataset_dir = layout.ServiceDatasets();
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim.dataset_dir));
   ROBOLOOP_ASSIGN_OR_RETURN(p.sim, sim::SimServiceHandler::Create(sim));
   p.sim_service = std::make_unique<sim::SimGrpcService>(p.sim.get(), sim::SimGrpcService::Options());
@@ -152,7 +152,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   ROBOLOOP_ASSIGN_OR_RETURN(p.eval, eval::EvalServiceHandler::Create(eval));
   eval::EvalGrpcService::Options eval_service;
   eval_service.registry = p.registry.get();
-  eval_service.dataset_cache_dir = store.DatasetCache();
+  eval_service.dataset_cache_dir = layout.DatasetCache();
   p.eval_service = std::make_unique<eval::EvalGrpcService>(p.eval.get(), eval_service);
 
   common::GrpcServerOptions server;
