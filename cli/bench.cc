@@ -6,8 +6,8 @@
 #include "bench/registry_bench.h"
 #include "bench/sim_bench.h"
 #include "bench/sim_policy_bench.h"
-#include "common/status.h"
 #include "bench/train_bench.h"
+#include "common/status.h"
 
 namespace roboloop::cli {
 

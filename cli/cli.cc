@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <map>
 
-
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"

@@ -1,17 +1,18 @@
 #include "cli/data.h"
-#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
-
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/data_tools.h"
+#include "cli/flags.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "data/stats.h"
 #include "data/tools.h"
-#include "cli/flags.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
@@ -39,6 +40,12 @@ std::vector<std::string> RegisteredParents(registry::RegistryClient& client,
   return known;
 }
 
+// True for arguments that name a file rather than a registry reference (which never holds '/'
+// nor ends in ".hdf5").
+bool LooksLikePath(const std::string& text) {
+  return text.find('/') != std::string::npos || absl::EndsWith(text, ".hdf5");
+}
+
 // Turns a registry reference into a local copy of the dataset under ROOT/cache/datasets/
 // (downloaded once, verified); an existing file is returned unchanged.
 absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
@@ -60,22 +67,6 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
 }
 
 // Lets `data info` take a registry reference (FILE|REF) on the default local registry.
-void AcceptRegistryReferences(CLI::App* data_command) {
-  CLI::Option* file = data_command->get_subcommand("info")->get_option("file");
-  file->description("dataset file, or a registry reference (name:vN, name@latest, id)");
-  file->transform(CLI::Validator(
-      [](std::string& value) -> std::string {
-        absl::StatusOr<std::string> path = ResolveDatasetFile(value, wiring::RegistryTarget());
-        // Unresolved: the tool itself then reports the missing file (exit 1).
-        if (!path.ok()) {
-          spdlog::warn("{}", std::string(path.status().message()));
-          return "";
-        }
-        value = *path;
-        return "";
-      },
-      "FILE|REF"));
-}
 
 }  // namespace
 
@@ -99,9 +90,13 @@ absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std
   return absl::OkStatus();
 }
 
-CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context) {
-  CLI::App* data_command = data::AddDataCommands(app, context);
-  AcceptRegistryReferences(data_command);
+CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner) {
+  CLI::App* data_command = app.add_subcommand("data", "episode datasets (robomimic-layout HDF5)");
+  data_command->require_subcommand(1);
+  AddDataToolCommands(data_command, runner, [](const std::string& file_or_ref) -> absl::StatusOr<std::string> {
+    if (LooksLikePath(file_or_ref)) return file_or_ref;
+    return ResolveDatasetFile(file_or_ref, wiring::RegistryTarget());
+  });
   auto flags = std::make_shared<RegisterFlags>();
   CLI::App* reg = data_command->add_subcommand(
       "register", "Validate FILE, store its statistics and register it in the registry");

@@ -1,17 +1,16 @@
-// `roboloop data …`: the dataset tools of data/ plus `data register` (upload into the registry).
+// `roboloop data …`: the dataset tools plus `data register` (upload into the registry).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include "data/cli.h"
 #include "cli/cli.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 
-// Adds the `data` command tree to `app`. The tools of data/cli.h run while parsing and report
-// through `context`; `data register` is bound to `runner`. Returns the `data` subcommand.
-CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner, data::CliContext* context);
+// Adds the `data` command tree to `app`: the dataset tools (cli/data_tools.h; `data info` also
+// takes a registry reference) and `data register`. Returns the `data` subcommand.
+CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner);
 
 // Validates the dataset at `path`, stores its statistics, uploads it to the registry at
 // `target` and registers it as the next version of `name`, linking the parents in its lineage

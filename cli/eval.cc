@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/flags.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "cli/eval_run.h"
+#include "cli/flags.h"
+#include "cli/table.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
@@ -20,8 +21,6 @@
 #include "eval/leaderboard_store.h"
 #include "eval/metrics.h"
 #include "eval/protocol.h"
-#include "cli/eval_run.h"
-#include "cli/table.h"
 
 namespace roboloop::cli {
 namespace {

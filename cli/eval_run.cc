@@ -1,37 +1,32 @@
 #include "cli/eval_run.h"
-#include "common/store_layout.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <string>
-#include <vector>
-
-#include "cli/flags.h"
 #include <spdlog/spdlog.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/flags.h"
+#include "cli/sim.h"
 #include "common/fs.h"
 #include "common/grpc_server.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "eval/eval_grpc_service.h"
 #include "eval/eval_service.h"
-#include "eval/leaderboard_store.h"
 #include "eval/promotion.h"
 #include "eval/protocol.h"
-#include "cli/sim.h"
-#include "wiring/registry_connection.h"
-#include "sim/builtin_tasks.h"
 #include "sim/checkpoint_policy.h"
 #include "sim/sim_client.h"
-#include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
-#include "sim/task_plugin.h"
+#include "wiring/eval_stack.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 namespace {
@@ -60,63 +55,17 @@ struct EvalRunFlags {
   ServerFlags server;                      // serve eval
 };
 
-// Everything an evaluation command runs on: the registry, the leaderboard store, the sim
-// endpoints (an embedded SimService on a unix socket unless --sim names some) and the handler.
-class EvalStack {
- public:
-  static absl::StatusOr<std::unique_ptr<EvalStack>> Open(const EvalRunFlags& f) {
-    std::unique_ptr<EvalStack> stack(new EvalStack());
-    ROBOLOOP_ASSIGN_OR_RETURN(stack->registry_, wiring::RegistryConnection::Open(f.registry));
-    eval::LeaderboardStore::Options store;
-    store.root = f.registry.root;
-    ROBOLOOP_ASSIGN_OR_RETURN(stack->store_, eval::LeaderboardStore::Create(store));
-    stack->endpoints_ = f.sims;
-    if (stack->endpoints_.empty()) ROBOLOOP_RETURN_IF_ERROR(stack->StartEmbeddedSim(f.registry.root));
-    eval::EvalServiceHandler::Options options;
-    options.store = stack->store_.get();
-    options.registry = &stack->registry_->client();
-    options.protocols_dir = f.protocols_dir;
-    options.default_sim_endpoints = stack->endpoints_;
-    options.sim_token_file = f.sims.empty() ? "" : f.sim_token_file;
-    options.shards_per_endpoint = f.shards_per_endpoint;
-    options.envs = f.envs;
-    ROBOLOOP_ASSIGN_OR_RETURN(stack->handler_, eval::EvalServiceHandler::Create(options));
-    return stack;
-  }
-
-  eval::EvalServiceHandler& handler() { return *handler_; }
-  registry::RegistryClient& registry() { return registry_->client(); }
-  const std::vector<std::string>& endpoints() const { return endpoints_; }
-
- private:
-  EvalStack() = default;
-
-  absl::Status StartEmbeddedSim(const std::string& root) {
-    tasks_ = std::make_unique<sim::TaskRegistry>();
-    ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks_.get()));
-    ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks_.get()));
-    sim::SimServiceHandler::Options options;
-    options.registry = tasks_.get();
-    options.checkpoints = &registry_->client();
-    options.checkpoint_cache_dir = CheckpointCacheDir(root);
-    ROBOLOOP_ASSIGN_OR_RETURN(sim_handler_, sim::SimServiceHandler::Create(options));
-    sim_service_ = std::make_unique<sim::SimGrpcService>(sim_handler_.get(), sim::SimGrpcService::Options());
-    common::GrpcServerOptions server;
-    server.listen_address = StoreLayout(root).EmbeddedSocket("sim");
-    ROBOLOOP_ASSIGN_OR_RETURN(sim_server_, common::GrpcServer::Create(server, {sim_service_.get()}));
-    endpoints_.push_back(sim_server_->target());
-    return absl::OkStatus();
-  }
-
-  std::unique_ptr<wiring::RegistryConnection> registry_;
-  std::unique_ptr<eval::LeaderboardStore> store_;
-  std::unique_ptr<sim::TaskRegistry> tasks_;
-  std::unique_ptr<sim::SimServiceHandler> sim_handler_;
-  std::unique_ptr<sim::SimGrpcService> sim_service_;
-  std::unique_ptr<common::GrpcServer> sim_server_;
-  std::vector<std::string> endpoints_;
-  std::unique_ptr<eval::EvalServiceHandler> handler_;
-};
+// The evaluation stack `f` describes.
+wiring::EvalStackOptions StackOptions(const EvalRunFlags& f) {
+  wiring::EvalStackOptions options;
+  options.registry = f.registry;
+  options.protocols_dir = f.protocols_dir;
+  options.sims = f.sims;
+  options.sim_token_file = f.sim_token_file;
+  options.shards_per_endpoint = f.shards_per_endpoint;
+  options.envs = f.envs;
+  return options;
+}
 
 absl::StatusOr<v1::ChunkExecution> ChunkExecutionFromText(const std::string& text) {
   absl::StatusOr<sim::ChunkExecution> parsed = sim::ParseChunkExecution(text);
@@ -153,7 +102,7 @@ absl::StatusOr<int> TaskHorizon(const EvalRunFlags& f, const std::string& endpoi
 }
 
 // The protocol of --protocol, or the ad-hoc one of --task and its options.
-absl::StatusOr<v1::Protocol> ProtocolFromFlags(const EvalRunFlags& f, EvalStack& stack) {
+absl::StatusOr<v1::Protocol> ProtocolFromFlags(const EvalRunFlags& f, wiring::EvalStack& stack) {
   if (f.protocol.empty() == f.task.empty()) return UsageError("give exactly one of --protocol P and --task T");
   if (!f.protocol.empty()) return eval::LoadProtocol(f.protocol, f.protocols_dir);
   v1::Protocol protocol;
@@ -197,7 +146,7 @@ void PrintEvaluation(const v1::Evaluation& e, bool cached) {
 }
 
 absl::Status Evaluate(const EvalRunFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, EvalStack::Open(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, wiring::EvalStack::Open(StackOptions(f)));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, ProtocolFromFlags(f, *stack));
   v1::EvaluateRequest request;
   request.set_checkpoint_ref(f.checkpoint);
@@ -226,7 +175,7 @@ absl::Status Evaluate(const EvalRunFlags& f) {
 
 absl::Status Promote(const EvalRunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, eval::LoadProtocol(f.protocol, f.protocols_dir));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, EvalStack::Open(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, wiring::EvalStack::Open(StackOptions(f)));
   eval::PromotionRequest request;
   request.model = f.model;
   request.protocol = protocol;
@@ -251,7 +200,7 @@ absl::Status Promote(const EvalRunFlags& f) {
 
 absl::Status ServeEval(const EvalRunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
-  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, EvalStack::Open(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto stack, wiring::EvalStack::Open(StackOptions(f)));
   eval::EvalGrpcService::Options service_options;
   service_options.registry = &stack->registry();
   service_options.dataset_cache_dir = StoreLayout(f.registry.root).DatasetCache();

@@ -2,17 +2,16 @@
 
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/fs.h"
-#include "common/status.h"
 #include "cli/exported_python_module.h"
 #include "cli/flags.h"
+#include "common/fs.h"
+#include "common/status.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {

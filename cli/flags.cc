@@ -1,7 +1,6 @@
 #include "cli/flags.h"
 
 #include <cstdio>
-
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"

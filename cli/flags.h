@@ -8,10 +8,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-#include <string>
-
 #include <google/protobuf/message.h>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "common/grpc_server.h"

@@ -1,14 +1,12 @@
 // The `roboloop` command line: global flags and one subcommand tree per module.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "common/logging.h"
-#include "cli/cli.h"
 #include "cli/bench.h"
+#include "cli/cli.h"
 #include "cli/data.h"
 #include "cli/eval.h"
 #include "cli/export.h"
@@ -20,6 +18,7 @@
 #include "cli/sim.h"
 #include "cli/train.h"
 #include "cli/version.h"
+#include "common/logging.h"
 
 namespace {
 
@@ -55,8 +54,7 @@ int main(int argc, char** argv) {
 
   CommandRunner runner;
   AddRegistryCommands(app, runner);
-  roboloop::data::CliContext data_context;
-  CLI::App* data_command = AddDataCommands(app, runner, &data_context);
+  AddDataCommands(app, runner);
   AddSimCommands(app, runner);
   AddEvalCommands(app, runner);
   CLI::App* serve = AddServeCommands(app, runner);
@@ -84,8 +82,6 @@ int main(int argc, char** argv) {
     if (!s.ok()) std::fprintf(stderr, "roboloop: %s\n", std::string(s.message()).c_str());
     return s.ok() ? kExitOk : kExitError;
   }
-  // The dataset tools of data/ run while parsing and leave their exit code in data_context.
-  if (!runner.HasAction() && data_command->parsed()) return data_context.exit_code;
   if (!runner.HasAction()) {
     std::printf("%s", app.help().c_str());
     return kExitUsage;

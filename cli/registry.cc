@@ -1,24 +1,22 @@
 #include "cli/registry.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <memory>
-
-#include "cli/flags.h"
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "cli/flags.h"
+#include "cli/table.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/progress.h"
 #include "common/status.h"
 #include "wiring/registry_connection.h"
-#include "cli/table.h"
 
 namespace roboloop::cli {
 namespace {

@@ -1,16 +1,15 @@
 #include "cli/report.h"
-#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
-#include "report/report.h"
+#include "common/store_layout.h"
 #include "pipeline/run_store.h"
+#include "report/report.h"
 #include "wiring/services.h"
 
 namespace roboloop::cli {

@@ -1,29 +1,28 @@
 #include "cli/run.h"
-#include "common/store_layout.h"
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/table.h"
 #include "common/cancellation.h"
 #include "common/fs.h"
 #include "common/grpc_signals.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "pipeline/run_progress.h"
 #include "pipeline/run_store.h"
 #include "pipeline/scheduler.h"
-#include "wiring/services.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
 #include "pipeline/stage_kinds/builtin.h"
-#include "cli/table.h"
+#include "wiring/services.h"
 
 namespace roboloop::cli {
 namespace {

@@ -2,13 +2,12 @@
 
 #include <cstdio>
 #include <memory>
-
 #include <spdlog/spdlog.h>
 
-#include "common/grpc_signals.h"
-#include "common/status.h"
 #include "cli/eval_run.h"
 #include "cli/flags.h"
+#include "common/grpc_signals.h"
+#include "common/status.h"
 #include "registry/registry_host.h"
 
 namespace roboloop::cli {

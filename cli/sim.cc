@@ -1,23 +1,21 @@
 #include "cli/sim.h"
-#include "common/store_layout.h"
 
 #include <cstdio>
 #include <memory>
-
-#include "cli/flags.h"
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_server.h"
+#include "cli/data.h"
+#include "cli/flags.h"
+#include "cli/table.h"
 #include "common/fs.h"
+#include "common/grpc_server.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
-#include "wiring/registry_connection.h"
-#include "cli/data.h"
-#include "cli/table.h"
+#include "common/store_layout.h"
 #include "sim/builtin_tasks.h"
 #include "sim/replay.h"
 #include "sim/sim_client.h"
@@ -26,6 +24,7 @@
 #include "sim/task_plugin.h"
 #include "sim/task_registry.h"
 #include "sim/yaml_task.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 namespace {

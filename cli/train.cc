@@ -1,26 +1,24 @@
 #include "cli/train.h"
 
-#include "cli/flags.h"
-
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdlib>
-#include <cstdio>
-#include <memory>
-#include <optional>
-
 #include "absl/strings/str_cat.h"
+#include "cli/flags.h"
 #include "common/config.h"
+#include "common/grpc_server.h"
+#include "common/grpc_signals.h"
 #include "common/ids.h"
 #include "common/status.h"
-#include "wiring/registry_connection.h"
 #include "train/launcher.h"
 #include "train/train_run.h"
 #include "train/train_service.h"
-#include "common/grpc_server.h"
-#include "common/grpc_signals.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 namespace {

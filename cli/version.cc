@@ -1,7 +1,6 @@
 #include "cli/version.h"
 
 #include <cstdio>
-
 #include <mujoco/mujoco.h>
 #include <nlohmann/json.hpp>
 

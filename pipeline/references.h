@@ -4,11 +4,10 @@
 #pragma once
 
 #include <functional>
+#include <google/protobuf/message.h>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/message.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -1,10 +1,9 @@
 // Running a pipeline's DAG.
 #include "pipeline/scheduler.h"
 
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <thread>
 

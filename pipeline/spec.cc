@@ -1,12 +1,10 @@
 // Loading and validating pipeline specs.
 #include "pipeline/spec.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <functional>
-#include <regex>
-
 #include <google/protobuf/struct.pb.h>
+#include <regex>
+#include <yaml-cpp/yaml.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

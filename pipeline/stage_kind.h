@@ -8,14 +8,13 @@
 
 #include <atomic>
 #include <functional>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "wiring/services.h"
 #include "pipeline/stage_kind.h"
 #include "roboloop/v1/eval.pb.h"
 #include "roboloop/v1/sim.pb.h"
 #include "sim/task_registry.h"
+#include "wiring/services.h"
 
 namespace roboloop::pipeline {
 

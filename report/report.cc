@@ -1,5 +1,4 @@
 #include "report/report.h"
-#include "common/store_layout.h"
 
 #include <algorithm>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 

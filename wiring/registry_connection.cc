@@ -1,11 +1,11 @@
 #include "wiring/registry_connection.h"
-#include "common/store_layout.h"
 
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 
 namespace roboloop::wiring {
 

@@ -1,5 +1,4 @@
 #include "wiring/services.h"
-#include "common/store_layout.h"
 
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include "common/fs.h"
 #include "common/grpc_server.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "eval/eval_grpc_service.h"
 #include "eval/eval_service.h"
 #include "eval/leaderboard_store.h"

@@ -1,10 +1,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
-#include "report/report.h"
 #include "pipeline/run_store.h"
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
+#include "report/report.h"
 
 namespace roboloop::pipeline {
 namespace {

@@ -1,20 +1,18 @@
-// The `roboloop data ...` commands run in-process: output, exit codes 0 / 1 / 2.
-#include <sstream>
-
-#include "data/cli.h"
+// The `roboloop data ...` tools through the real binary: output, exit codes 0 / 1 / 2.
 #include "data/dataset_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/data/test_util.h"
+#include "tests/util/subprocess.h"
 
-namespace roboloop::data {
+namespace roboloop::cli {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using testing::TempDir;
-using testing::WriteDataset;
+using data::testing::TempDir;
+using data::testing::WriteDataset;
 
 struct CliRun {
   int code;
@@ -23,9 +21,10 @@ struct CliRun {
 };
 
 CliRun RunCli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = RunDataCommandLine(args, out, err);
-  return {code, out.str(), err.str()};
+  std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  roboloop::testing::ProgramResult result = roboloop::testing::RunProgram(argv);
+  return {result.exit_code, result.out, result.err};
 }
 
 TEST(DataCliTest, InfoPrintsTableAndJson) {
@@ -44,7 +43,7 @@ TEST(DataCliTest, ErrorsAreOneLineNamingTheInput) {
   TempDir dir;
   const CliRun missing = RunCli({"data", "info", dir.File("nope.hdf5")});
   EXPECT_EQ(missing.code, 1);
-  EXPECT_EQ(missing.err, "roboloop data info: " + dir.File("nope.hdf5") + ": no such file\n");
+  EXPECT_EQ(missing.err, "roboloop: data info: " + dir.File("nope.hdf5") + ": no such file\n");
   EXPECT_TRUE(missing.out.empty());
 }
 
@@ -93,8 +92,8 @@ TEST(DataCliTest, StatsMergeSplitAndImport) {
 
   const CliRun import = RunCli({"data", "import", "aloha", dir.File("none"), "-o", dir.File("i.hdf5")});
   EXPECT_EQ(import.code, 1);
-  EXPECT_THAT(import.err, StartsWith("roboloop data import aloha: " + dir.File("none")));
+  EXPECT_THAT(import.err, StartsWith("roboloop: data import aloha: " + dir.File("none")));
 }
 
 }  // namespace
-}  // namespace roboloop::data
+}  // namespace roboloop::cli

@@ -1,16 +1,20 @@
-#include "data/cli.h"
+#include "cli/data_tools.h"
 
-#include <algorithm>
-#include <functional>
+#include <cstdio>
 #include <memory>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "data/aloha_import.h"
 #include "data/tools.h"
+#include "nlohmann/json.hpp"
 
-namespace roboloop::data {
+namespace roboloop::cli {
 namespace {
+
+using namespace roboloop::data;
 
 // Options of all data commands; owned by the app through a shared_ptr in the callbacks.
 struct CliOptions {
@@ -23,6 +27,7 @@ struct CliOptions {
   double valid_fraction = 0.1;
   uint64_t seed = 0;
   std::string env_args = R"({"env_name": "aloha", "env_kwargs": {}})";
+  std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input;  // info: reference -> file
 };
 
 void AddFormat(CLI::App* command, CliOptions* options) {
@@ -30,19 +35,13 @@ void AddFormat(CLI::App* command, CliOptions* options) {
       ->check(CLI::IsMember({"table", "json"}));
 }
 
-// Runs `body`; a failed status is printed as one line and becomes exit code 1.
-void Run(CliContext* context, const std::string& command, const std::function<absl::Status()>& body) {
-  const absl::Status status = body();
-  if (status.ok()) {
-    context->exit_code = 0;
-    return;
-  }
-  *context->err << "roboloop data " << command << ": " << status.message() << "\n";
-  context->exit_code = 1;
-}
-
 absl::Status Info(const CliOptions& options, std::ostream& out) {
-  absl::StatusOr<DatasetInfo> info = GetInfo(options.file);
+  std::string file = options.file;
+  if (options.resolve_input) {
+    absl::StatusOr<std::string> resolved = options.resolve_input(file);
+    if (resolved.ok()) file = *resolved;
+  }
+  absl::StatusOr<DatasetInfo> info = GetInfo(file);
   if (!info.ok()) return info.status();
   out << (options.format == "json" ? InfoToJson(*info).dump(2) + "\n" : InfoToTable(*info));
   return absl::OkStatus();
@@ -117,27 +116,35 @@ absl::Status Import(const CliOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
-using Handler = absl::Status (*)(const CliOptions&, std::ostream&);
+using Tool = absl::Status (*)(const CliOptions&, std::ostream&);
 
-void SetHandler(CLI::App* command, const std::string& name, Handler handler,
-                std::shared_ptr<CliOptions> options, CliContext* context) {
-  command->callback([=] { Run(context, name, [&] { return handler(*options, *context->out); }); });
+// Binds `command` to run `tool` after parsing; its output goes to stdout, and a failure is
+// reported as "data <name>: <what>" (exit 1).
+void BindTool(CommandRunner& runner, CLI::App* command, const std::string& name, Tool tool,
+              const std::shared_ptr<CliOptions>& options) {
+  runner.Bind(command, [name, tool, options]() -> absl::Status {
+    std::ostringstream out;
+    const absl::Status status = tool(*options, out);
+    std::fputs(out.str().c_str(), stdout);
+    return Annotate(status, "data " + name);
+  });
 }
 
-void AddMerge(CLI::App* data, const std::shared_ptr<CliOptions>& options, CliContext* context) {
+void AddMerge(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
   CLI::App* merge = data->add_subcommand("merge", "merge datasets of the same spec");
   merge->add_option("inputs", options->inputs, "input files (two or more)")->required();
   merge->add_option("-o,--output", options->output, "merged file")->required();
   merge->add_flag("--overwrite", options->overwrite, "replace an existing output");
-  merge->callback([options, context] {
-    if (options->inputs.size() < 2) {
-      throw CLI::ValidationError("inputs", "merge needs at least two input files");
-    }
-    Run(context, "merge", [&] { return Merge(*options, *context->out); });
+  runner.Bind(merge, [options]() -> absl::Status {
+    if (options->inputs.size() < 2) return UsageError("data merge needs at least two input files");
+    std::ostringstream out;
+    const absl::Status status = Merge(*options, out);
+    std::fputs(out.str().c_str(), stdout);
+    return Annotate(status, "data merge");
   });
 }
 
-void AddImport(CLI::App* data, const std::shared_ptr<CliOptions>& options, CliContext* context) {
+void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
   CLI::App* import = data->add_subcommand("import", "import episodes from another format");
   import->require_subcommand(1);
   CLI::App* aloha = import->add_subcommand("aloha", "a folder of ALOHA/ACT episode_<i>.hdf5");
@@ -145,58 +152,43 @@ void AddImport(CLI::App* data, const std::shared_ptr<CliOptions>& options, CliCo
   aloha->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
   aloha->add_option("--env-args", options->env_args, "env_args JSON of the output");
   aloha->add_flag("--overwrite", options->overwrite, "replace an existing output");
-  SetHandler(aloha, "import aloha", Import, options, context);
+  BindTool(runner, aloha, "import aloha", Import, options);
 }
 
 }  // namespace
 
-CLI::App* AddDataCommands(CLI::App& app, CliContext* context) {
+void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
+                         std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input) {
   auto options = std::make_shared<CliOptions>();
-  CLI::App* data = app.add_subcommand("data", "episode datasets (robomimic-layout HDF5)");
-  data->require_subcommand(1);
+  options->resolve_input = std::move(resolve_input);
 
   CLI::App* info = data->add_subcommand("info", "demos, lengths, features, stats, splits, lineage");
-  info->add_option("file", options->file, "dataset file")->required();
+  info->add_option("file", options->file, "dataset file, or a registry reference (name:vN, name@latest, id)")
+      ->required();
   AddFormat(info, options.get());
-  SetHandler(info, "info", Info, options, context);
+  BindTool(runner, info, "info", Info, options);
 
   CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
   validate->add_option("file", options->file, "dataset file")->required();
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
   AddFormat(validate, options.get());
-  SetHandler(validate, "validate", Validate, options, context);
+  BindTool(runner, validate, "validate", Validate, options);
 
   CLI::App* stats = data->add_subcommand("stats", "compute and store normalization statistics");
   stats->add_option("file", options->file, "dataset file")->required();
   AddFormat(stats, options.get());
-  SetHandler(stats, "stats", Stats, options, context);
+  BindTool(runner, stats, "stats", Stats, options);
 
-  AddMerge(data, options, context);
+  AddMerge(data, runner, options);
 
   CLI::App* split = data->add_subcommand("split", "write mask/train and mask/valid");
   split->add_option("file", options->file, "dataset file")->required();
   split->add_option("--valid", options->valid_fraction, "fraction of demos held out")
       ->check(CLI::Range(0.0, 1.0));
   split->add_option("--seed", options->seed, "shuffle seed");
-  SetHandler(split, "split", Split, options, context);
+  BindTool(runner, split, "split", Split, options);
 
-  AddImport(data, options, context);
-  return data;
+  AddImport(data, runner, options);
 }
 
-int RunDataCommandLine(const std::vector<std::string>& args, std::ostream& out,
-                       std::ostream& err) {
-  CLI::App app("roboloop", "roboloop");
-  app.require_subcommand(1);
-  CliContext context{&out, &err, 0};
-  AddDataCommands(app, &context);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error, out, err) == 0 ? 0 : 2;
-  }
-  return context.exit_code;
-}
-
-}  // namespace roboloop::data
+}  // namespace roboloop::cli

@@ -1,0 +1,47 @@
+#include "wiring/eval_stack.h"
+
+#include "common/status.h"
+#include "common/store_layout.h"
+#include "sim/builtin_tasks.h"
+#include "sim/task_plugin.h"
+
+namespace roboloop::wiring {
+
+absl::StatusOr<std::unique_ptr<EvalStack>> EvalStack::Open(const EvalStackOptions& options) {
+  std::unique_ptr<EvalStack> stack(new EvalStack());
+  ROBOLOOP_ASSIGN_OR_RETURN(stack->registry_, RegistryConnection::Open(options.registry));
+  eval::LeaderboardStore::Options store;
+  store.root = options.registry.root;
+  ROBOLOOP_ASSIGN_OR_RETURN(stack->store_, eval::LeaderboardStore::Create(store));
+  stack->endpoints_ = options.sims;
+  if (stack->endpoints_.empty()) ROBOLOOP_RETURN_IF_ERROR(stack->StartEmbeddedSim(options.registry.root));
+  eval::EvalServiceHandler::Options handler;
+  handler.store = stack->store_.get();
+  handler.registry = &stack->registry_->client();
+  handler.protocols_dir = options.protocols_dir;
+  handler.default_sim_endpoints = stack->endpoints_;
+  handler.sim_token_file = options.sims.empty() ? "" : options.sim_token_file;
+  handler.shards_per_endpoint = options.shards_per_endpoint;
+  handler.envs = options.envs;
+  ROBOLOOP_ASSIGN_OR_RETURN(stack->handler_, eval::EvalServiceHandler::Create(handler));
+  return stack;
+}
+
+absl::Status EvalStack::StartEmbeddedSim(const std::string& root) {
+  tasks_ = std::make_unique<sim::TaskRegistry>();
+  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks_.get()));
+  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks_.get()));
+  sim::SimServiceHandler::Options options;
+  options.registry = tasks_.get();
+  options.checkpoints = &registry_->client();
+  options.checkpoint_cache_dir = StoreLayout(root).PolicyCache();
+  ROBOLOOP_ASSIGN_OR_RETURN(sim_handler_, sim::SimServiceHandler::Create(options));
+  sim_service_ = std::make_unique<sim::SimGrpcService>(sim_handler_.get(), sim::SimGrpcService::Options());
+  common::GrpcServerOptions server;
+  server.listen_address = StoreLayout(root).EmbeddedSocket("sim");
+  ROBOLOOP_ASSIGN_OR_RETURN(sim_server_, common::GrpcServer::Create(server, {sim_service_.get()}));
+  endpoints_.push_back(sim_server_->target());
+  return absl::OkStatus();
+}
+
+}  // namespace roboloop::wiring
