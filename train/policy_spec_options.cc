@@ -1,7 +1,8 @@
 // PolicySpec fields <-> policy options, by name through protobuf reflection.
 #include "train/policy_spec_options.h"
 
-#include "common/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
 #include "registry/policy_kind.h"
@@ -70,13 +71,17 @@ void FillPolicySpecDefaults(v1::PolicySpec& spec) {
 
 absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec, int64_t obs_dim,
                                                      int64_t action_dim) {
-  ROBOLOOP_ASSIGN_OR_RETURN(const registry::PolicyKind* kind, registry::FindPolicyKind(spec.kind()));
+  const absl::StatusOr<const registry::PolicyKind*> kind = registry::FindPolicyKind(spec.kind());
+  if (!kind.ok() || !(*kind)->trainable) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown policy '", spec.kind(), "' (known: ",
+                                                   absl::StrJoin(registry::TrainablePolicyKindNames(), ", "), ")"));
+  }
   nlohmann::json options = {{"obs_dim", obs_dim}, {"action_dim", action_dim}};
-  for (const registry::PolicyOption& option : kind->options) {
+  for (const registry::PolicyOption& option : (*kind)->options) {
     const FieldDescriptor* field = SpecField(option.name);
     if (field != nullptr && !IsUnset(spec, *field)) options[option.name] = FieldValue(spec, *field);
   }
-  return registry::CompletePolicyOptions(*kind, options);
+  return registry::CompletePolicyOptions(**kind, options);
 }
 
 }  // namespace roboloop::train

@@ -18,7 +18,8 @@ void FillPolicySpecDefaults(v1::PolicySpec& spec);
 
 // The complete policy options of `spec` for a dataset with `obs_dim` and `action_dim`: every
 // option of the kind that is a PolicySpec field, taken from the spec when set and from the
-// kind's defaults otherwise. InvalidArgument for an unknown kind or a bad option value.
+// kind's defaults otherwise. InvalidArgument "unknown policy '<kind>' (known: <trainable kinds>)"
+// for a kind that is unknown or not trainable, or naming an option with a bad value.
 absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec, int64_t obs_dim,
                                                      int64_t action_dim);
 

@@ -51,7 +51,11 @@ TEST(PolicySpecOptionsTest, OptionsHoldTheDatasetDimsAndTheKindsOptionsOnly) {
 TEST(PolicySpecOptionsTest, AnUnknownKindOrABadValueIsRefused) {
   v1::PolicySpec spec;
   spec.set_kind("lstm");
-  EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(), HasSubstr("unknown policy kind 'lstm'"));
+  EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(),
+              HasSubstr("unknown policy 'lstm' (known: mlp, transformer)"));
+  spec.set_kind("torchscript");
+  EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(),
+              HasSubstr("unknown policy 'torchscript' (known: mlp, transformer)"));
   spec.set_kind("mlp");
   spec.set_activation("swish");
   EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(),
