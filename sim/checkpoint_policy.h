@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkM
 
 // Where and how a checkpoint policy is loaded.
 struct CheckpointPolicyOptions {
-  std::string cache_dir;          // verified local copies of policy blobs (<sha256>.safetensors)
+  std::string cache_dir;          // verified local copies of policy blobs (<sha256><kind's suffix>)
   ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
   bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
 };
