@@ -7,13 +7,12 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "bench/bench_stats.h"
 #include "bench/rollout_anchor.h"
 #include "common/fs.h"
 #include "common/status.h"
 #include "sim/builtin_tasks.h"
-#include "sim/neural_policy.h"
+#include "sim/checkpoint_policy.h"
 #include "sim/rollout.h"
 #include "sim/task_registry.h"
 #include "train/safetensors.h"
@@ -65,8 +64,8 @@ class StepCountingSink : public sim::EpisodeSink {
 constexpr float kActionLayerGain = 0.01f;
 
 // A seeded MLP obs -> hidden -> hidden -> action ("mlp" kind, layers.<i>.{weight,bias}).
-absl::StatusOr<sim::NeuralPolicyOptions> WriteRandomMlp(const std::string& path, int64_t obs, int64_t hidden,
-                                                        int64_t action) {
+absl::StatusOr<sim::PolicyFile> WriteRandomMlp(const std::string& path, int64_t obs, int64_t hidden,
+                                                int64_t action) {
   const std::vector<int64_t> widths = {obs, hidden, hidden, action};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -81,11 +80,9 @@ absl::StatusOr<sim::NeuralPolicyOptions> WriteRandomMlp(const std::string& path,
     tensors[absl::StrCat("layers.", i, ".bias")] = bias;
   }
   ROBOLOOP_RETURN_IF_ERROR(train::WriteSafetensors(path, tensors));
-  sim::NeuralPolicyOptions options;
-  options.kind = "mlp";
-  options.model_options_json = absl::StrFormat(R"({"obs_dim": %d, "action_dim": %d, "hidden": [%d, %d], "activation": "relu"})",
-                                               obs, action, hidden, hidden);
-  return options;
+  const nlohmann::json options = {
+      {"obs_dim", obs}, {"action_dim", action}, {"hidden", {hidden, hidden}}, {"activation", "relu"}};
+  return sim::PolicyFile{path, {"mlp", options}};
 }
 
 struct TaskFigures {
@@ -96,10 +93,10 @@ absl::StatusOr<TaskFigures> BenchTask(const SimPolicyBenchOptions& o, const sim:
                                       const std::string& task_name, const std::string& models_dir) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, registry.Create(task_name));
   const std::string mlp = JoinPath(o.scratch_dir, absl::StrCat("sim-policy-bench-", task_name, ".safetensors"));
-  ROBOLOOP_ASSIGN_OR_RETURN(sim::NeuralPolicyOptions mlp_options,
+  ROBOLOOP_ASSIGN_OR_RETURN(sim::PolicyFile mlp_file,
                             WriteRandomMlp(mlp, task->obs_spec().size(), o.hidden, task->action_spec().size()));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto network,
-                            sim::LoadNeuralPolicy(mlp, mlp_options, task->obs_spec(), task->action_spec()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto network, sim::LoadPolicyFile(mlp_file, sim::PolicyRunOptions(), task->obs_spec(),
+                                                              task->action_spec()));
   TimedPolicy policy(network.get());
   sim::RolloutOptions rollout;
   rollout.num_envs = o.envs;

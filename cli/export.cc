@@ -12,13 +12,11 @@
 #include "cli/flags.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "registry/checkpoint_manifest.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 namespace {
-
-// The checkpoint blob holding the inference weights.
-constexpr char kPolicyBlobRole[] = "policy";
 
 // Flags of `roboloop export`, filled by CLI11 before the action runs.
 struct ExportFlags {
@@ -27,12 +25,6 @@ struct ExportFlags {
   std::string output;
   bool force = false;
 };
-
-// Policy kinds roboloop_policy.py rebuilds.
-const std::vector<std::string>& ExportableKinds() {
-  static const std::vector<std::string> kKinds = {"mlp", "transformer"};
-  return kKinds;
-}
 
 // The checkpoint `ref` names; a clear error when it names a dataset or nothing.
 absl::StatusOr<v1::Checkpoint> ResolveCheckpoint(registry::RegistryClient& client,
@@ -51,10 +43,10 @@ absl::StatusOr<v1::Checkpoint> ResolveCheckpoint(registry::RegistryClient& clien
 // The sha256 of the checkpoint's policy blob, or NotFound naming the checkpoint.
 absl::StatusOr<std::string> PolicyBlob(const v1::Checkpoint& checkpoint) {
   for (const v1::BlobRef& blob : checkpoint.blobs()) {
-    if (blob.role() == kPolicyBlobRole) return blob.sha256();
+    if (blob.role() == registry::kPolicyBlobRole) return blob.sha256();
   }
   return absl::NotFoundError(absl::StrCat("checkpoint ", checkpoint.model(), ":v",
-                                          checkpoint.version(), " has no '", kPolicyBlobRole,
+                                          checkpoint.version(), " has no '", registry::kPolicyBlobRole,
                                           "' blob to export"));
 }
 
@@ -72,23 +64,21 @@ absl::Status PrepareOutputDir(const std::string& dir, bool force) {
 
 // config.json of the export folder (the format roboloop_policy.load_policy reads).
 absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
-                                            const nlohmann::json& manifest) {
-  const nlohmann::json& policy = manifest.at("policy");
-  const std::string kind = policy.at("kind").get<std::string>();
-  bool exportable = false;
-  for (const std::string& known : ExportableKinds()) exportable |= kind == known;
-  if (!exportable) {
+                                            const registry::CheckpointManifest& manifest) {
+  ROBOLOOP_ASSIGN_OR_RETURN(const registry::PolicyKind* kind, manifest.Kind());
+  if (!kind->exportable) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", checkpoint.model(), ":v", checkpoint.version(),
-                     " has policy kind '", kind, "', which does not export (known: ",
-                     absl::StrJoin(ExportableKinds(), ", "), ")"));
+                     " has policy kind '", kind->name, "', which does not export (known: ",
+                     absl::StrJoin(registry::ExportablePolicyKindNames(), ", "), ")"));
   }
+  const nlohmann::json written = manifest.ToJson();
   return nlohmann::json{{"format", "roboloop-policy"},
                         {"version", 1},
-                        {"policy", {{"kind", kind}, {"options", policy.at("options")}}},
-                        {"obs_spec", manifest.at("obs_spec")},
-                        {"action_spec", manifest.at("action_spec")},
-                        {"action_chunk", manifest.at("action_chunk")},
+                        {"policy", written.at("policy")},
+                        {"obs_spec", written.at("obs_spec")},
+                        {"action_spec", written.at("action_spec")},
+                        {"action_chunk", written.at("action_chunk")},
                         {"checkpoint_id", checkpoint.id()},
                         {"model", checkpoint.model()}};
 }
@@ -96,20 +86,19 @@ absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
 absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, ResolveCheckpoint(client, flags.ref));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string policy_sha256, PolicyBlob(checkpoint));
-  const nlohmann::json manifest =
-      nlohmann::json::parse(checkpoint.manifest_json(), nullptr, /*allow_exceptions=*/false);
-  if (!manifest.is_object()) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint ", checkpoint.id(), ": manifest is not JSON"));
+  absl::StatusOr<registry::CheckpointManifest> manifest =
+      registry::CheckpointManifest::Parse(checkpoint.manifest_json());
+  if (!manifest.ok()) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.id(), ": ", manifest.status().message()));
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, manifest));
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, *manifest));
   ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));
   ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(
       policy_sha256, JoinPath(flags.output, "model.safetensors")));
   ROBOLOOP_RETURN_IF_ERROR(
       WriteFileAtomic(JoinPath(flags.output, "config.json"), config.dump(2) + "\n"));
   ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.output, "normalization.json"),
-                                           manifest.at("normalization").dump(2) + "\n"));
+                                           manifest->normalization.dump(2) + "\n"));
   ROBOLOOP_RETURN_IF_ERROR(
       WriteFileAtomic(JoinPath(flags.output, "roboloop_policy.py"), ExportedPythonModule()));
   std::printf("exported checkpoint %s:v%d (%s) to %s\n", checkpoint.model().c_str(),

@@ -203,29 +203,10 @@ std::string DescribeKey(const std::string& name, const std::vector<int64_t>& sha
 
 std::vector<int64_t> TaskShape(const ArraySpec& key) { return {key.shape.begin(), key.shape.end()}; }
 
-// The manifest's obs_spec or action_spec as (name, shape) pairs.
-absl::StatusOr<std::vector<std::pair<std::string, std::vector<int64_t>>>> ReadSpec(
-    const nlohmann::json& manifest, const char* field, const std::string& checkpoint) {
-  const nlohmann::json* spec = manifest.contains(field) ? &manifest[field] : nullptr;
-  if (spec == nullptr || !spec->is_object() || !spec->value("names", nlohmann::json()).is_array() ||
-      !spec->value("shapes", nlohmann::json()).is_array() ||
-      (*spec)["names"].size() != (*spec)["shapes"].size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint ", checkpoint, ": manifest ", field, " must hold names and shapes of equal length"));
-  }
-  std::vector<std::pair<std::string, std::vector<int64_t>>> keys;
-  for (size_t i = 0; i < (*spec)["names"].size(); ++i) {
-    keys.emplace_back((*spec)["names"][i].get<std::string>(),
-                      (*spec)["shapes"][i].get<std::vector<int64_t>>());
-  }
-  return keys;
-}
-
-absl::Status CheckObsKeys(const std::vector<std::pair<std::string, std::vector<int64_t>>>& keys,
-                          const std::string& checkpoint, const ObsSpec& obs_spec) {
+absl::Status CheckObsKeys(const registry::ArraySpecs& keys, const std::string& checkpoint, const ObsSpec& obs_spec) {
   const std::string prefix = absl::StrCat("checkpoint ", checkpoint, " does not fit the task: ");
-  for (size_t i = 0; i < std::max(keys.size(), obs_spec.keys.size()); ++i) {
-    const std::string mine = i < keys.size() ? DescribeKey(keys[i].first, keys[i].second) : "nothing";
+  for (size_t i = 0; i < std::max(keys.names.size(), obs_spec.keys.size()); ++i) {
+    const std::string mine = i < keys.names.size() ? DescribeKey(keys.names[i], keys.shapes[i]) : "nothing";
     const std::string task = i < obs_spec.keys.size()
                                  ? DescribeKey(obs_spec.keys[i].name, TaskShape(obs_spec.keys[i]))
                                  : "nothing";
@@ -238,61 +219,78 @@ absl::Status CheckObsKeys(const std::vector<std::pair<std::string, std::vector<i
   return absl::OkStatus();
 }
 
-int64_t Floats(const std::vector<std::pair<std::string, std::vector<int64_t>>>& keys) {
-  int64_t total = 0;
-  for (const auto& [name, shape] : keys) {
-    int64_t size = 1;
-    for (int64_t d : shape) size *= d;
-    total += size;
-  }
-  return total;
-}
-
-int IntOption(const nlohmann::json& options, const char* key, int fallback) {
-  const nlohmann::json value = options.value(key, nlohmann::json(fallback));
-  return value.is_number_integer() ? value.get<int>() : -1;
-}
-
-// CheckManifestFitsTask without the catch of JSON type errors.
-absl::StatusOr<CheckpointPolicySpec> CheckManifest(const nlohmann::json& manifest, const std::string& checkpoint,
+// The spec of a policy of kind and options `policy` run on the task; `subject` ("checkpoint
+// <ref>", "policy <path>") names it in errors.
+absl::StatusOr<CheckpointPolicySpec> PolicySpecFor(const registry::PolicySection& policy,
+                                                   const nlohmann::json& normalization, const std::string& subject,
                                                    const ObsSpec& obs_spec, const ActionSpec& action_spec) {
-  if (!manifest.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": manifest is not a JSON object"));
-  }
+  absl::StatusOr<const registry::PolicyKind*> kind = registry::FindPolicyKind(policy.kind);
+  if (!kind.ok()) return Annotate(kind.status(), subject);
+  absl::StatusOr<nlohmann::json> options = registry::CompletePolicyOptions(**kind, policy.options);
+  if (!options.ok()) return Annotate(options.status(), subject);
   CheckpointPolicySpec spec;
-  spec.kind = manifest.value("/policy/kind"_json_pointer, std::string());
-  if (spec.kind != "mlp" && spec.kind != "transformer") {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " holds a '", spec.kind,
-                                                   "' policy; rollouts serve mlp and transformer checkpoints"));
-  }
-  spec.options = manifest.value("/policy/options"_json_pointer, nlohmann::json::object());
-  spec.normalization = manifest.value("normalization", nlohmann::json::object());
-  ROBOLOOP_ASSIGN_OR_RETURN(auto obs_keys, ReadSpec(manifest, "obs_spec", checkpoint));
-  ROBOLOOP_RETURN_IF_ERROR(CheckObsKeys(obs_keys, checkpoint, obs_spec));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto action_keys, ReadSpec(manifest, "action_spec", checkpoint));
-  if (Floats(action_keys) != action_spec.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " does not fit the task: it writes ",
-                                                   Floats(action_keys), " action dims, the task takes ",
-                                                   action_spec.size()));
-  }
-  spec.obs_dim = IntOption(spec.options, "obs_dim", 0);
-  spec.action_dim = IntOption(spec.options, "action_dim", 0);
-  spec.history = IntOption(spec.options, "history", 1);
-  spec.chunk = IntOption(spec.options, "chunk", 1);
-  if (spec.obs_dim != obs_spec.size() || spec.action_dim != action_spec.size() || spec.history < 1 ||
-      spec.chunk < 1) {
+  spec.kind = policy.kind;
+  spec.options = *options;
+  spec.normalization = normalization;
+  spec.blob_suffix = (*kind)->blob_suffix;
+  spec.obs_dim = spec.options.value("obs_dim", obs_spec.size());
+  spec.action_dim = spec.options.value("action_dim", action_spec.size());
+  spec.history = spec.options.value("history", 1);
+  spec.chunk = spec.options.value("chunk", 1);
+  if (spec.obs_dim != obs_spec.size() || spec.action_dim != action_spec.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint ", checkpoint, ": policy.options (obs_dim ", spec.obs_dim, ", action_dim ", spec.action_dim,
-        ", history ", spec.history, ", chunk ", spec.chunk, ") disagree with its specs (", obs_spec.size(),
-        " obs floats, ", action_spec.size(), " action dims) or are not positive"));
-  }
-  spec.policy_sha256 = manifest.value("/blobs/policy/sha256"_json_pointer, std::string());
-  if (spec.policy_sha256.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " has no policy blob"));
+        subject, " does not fit the task: its options say obs_dim ", spec.obs_dim, " and action_dim ",
+        spec.action_dim, ", the task has ", obs_spec.size(), " obs floats (", DescribeObsSpec(obs_spec), ") and ",
+        action_spec.size(), " action dims"));
   }
   return spec;
 }
 
+// CheckManifestFitsTask on a parsed manifest.
+absl::StatusOr<CheckpointPolicySpec> CheckManifest(const registry::CheckpointManifest& manifest,
+                                                   const std::string& checkpoint, const ObsSpec& obs_spec,
+                                                   const ActionSpec& action_spec) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckObsKeys(manifest.obs_spec, checkpoint, obs_spec));
+  if (manifest.action_spec.Floats() != action_spec.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " does not fit the task: it writes ",
+                                                   manifest.action_spec.Floats(), " action dims, the task takes ",
+                                                   action_spec.size()));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(CheckpointPolicySpec spec,
+                            PolicySpecFor(manifest.policy, manifest.normalization,
+                                          absl::StrCat("checkpoint ", checkpoint), obs_spec, action_spec));
+  const registry::BlobDigest* blob = manifest.Blob(registry::kPolicyBlobRole);
+  if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " has no policy blob"));
+  spec.policy_sha256 = blob->sha256;
+  return spec;
+}
+
+// Runs `model` once on a zero observation history of the task's size.
+absl::Status ProbeFitsTask(ChunkModel& model, const std::string& name, const ObsSpec& obs_spec,
+                           const ActionSpec& action_spec) {
+  std::vector<float> obs(static_cast<size_t>(model.history()) * model.obs_dim(), 0.0f);
+  std::vector<float> actions(static_cast<size_t>(model.chunk()) * model.action_dim(), 0.0f);
+  const int32_t history_length = 1;
+  const absl::Status status = model.Predict(obs.data(), &history_length, 1, actions.data());
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat("policy ", name, " does not fit the task (observation ",
+                                                 DescribeObsSpec(obs_spec), " = ", obs_spec.size(), " floats, ",
+                                                 action_spec.size(), " action dims): ", status.message()));
+}
+
+// Loads the policy file `path` of `spec` through the torch boundary as policy `name`.
+absl::StatusOr<std::unique_ptr<Policy>> LoadSpecPolicy(const std::string& path, const CheckpointPolicySpec& spec,
+                                                       const PolicyRunOptions& options, const std::string& name,
+                                                       const ObsSpec& obs_spec, const ActionSpec& action_spec) {
+  nlohmann::json model_options = spec.options;
+  if (!spec.normalization.empty()) model_options["normalization"] = spec.normalization;
+  ROBOLOOP_ASSIGN_OR_RETURN(const train::TorchRuntime* runtime, train::TorchRuntime::Load());
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<train::TorchPolicy> model,
+                            runtime->LoadPolicy(path, spec.kind, model_options.dump()));
+  auto chunk_model = std::make_unique<TorchChunkModel>(std::move(model), spec, options.batch_invariant);
+  ROBOLOOP_RETURN_IF_ERROR(ProbeFitsTask(*chunk_model, name, obs_spec, action_spec));
+  return MakeChunkedPolicy(std::move(chunk_model), options.execution, name, obs_spec, action_spec);
+}
 
 // The shortest decimal text that reads back as exactly `value`.
 std::string ShortestDecimal(double value) {
@@ -370,11 +368,12 @@ absl::StatusOr<CheckpointPolicySpec> CheckManifestFitsTask(const nlohmann::json&
                                                            const std::string& checkpoint,
                                                            const ObsSpec& obs_spec,
                                                            const ActionSpec& action_spec) {
-  try {
-    return CheckManifest(manifest, checkpoint, obs_spec, action_spec);
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": malformed manifest: ", e.what()));
+  absl::StatusOr<registry::CheckpointManifest> parsed = registry::CheckpointManifest::FromJson(manifest);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, ": malformed manifest: ",
+                                                   parsed.status().message()));
   }
+  return CheckManifest(*parsed, checkpoint, obs_spec, action_spec);
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkModel> model,
@@ -413,16 +412,20 @@ absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryC
                                                    " actions; ", ChunkExecutionName(options.execution),
                                                    " needs N <= ", spec.chunk));
   }
-  absl::StatusOr<std::string> path = registry.CachedCopy(spec.policy_sha256, options.cache_dir, ".safetensors");
+  absl::StatusOr<std::string> path = registry.CachedCopy(spec.policy_sha256, options.cache_dir, spec.blob_suffix);
   if (!path.ok()) return Annotate(path.status(), absl::StrCat("checkpoint ", label, " policy blob"));
-  nlohmann::json model_options = spec.options;
-  model_options["normalization"] = spec.normalization;
-  ROBOLOOP_ASSIGN_OR_RETURN(const train::TorchRuntime* runtime, train::TorchRuntime::Load());
-  absl::StatusOr<std::unique_ptr<train::TorchPolicy>> model =
-      runtime->LoadPolicy(*path, spec.kind, model_options.dump());
-  if (!model.ok()) return Annotate(model.status(), absl::StrCat("checkpoint ", label));
-  auto chunk_model = std::make_unique<TorchChunkModel>(std::move(model).value(), spec, options.batch_invariant);
-  return MakeChunkedPolicy(std::move(chunk_model), options.execution, checkpoint->id(), obs_spec, action_spec);
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      LoadSpecPolicy(*path, spec, {options.execution, options.batch_invariant}, checkpoint->id(), obs_spec, action_spec);
+  if (!policy.ok()) return Annotate(policy.status(), absl::StrCat("checkpoint ", label));
+  return policy;
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> LoadPolicyFile(const PolicyFile& file, const PolicyRunOptions& options,
+                                                       const ObsSpec& obs_spec, const ActionSpec& action_spec) {
+  ROBOLOOP_ASSIGN_OR_RETURN(CheckpointPolicySpec spec, PolicySpecFor(file.policy, file.normalization,
+                                                                     absl::StrCat("policy ", file.path),
+                                                                     obs_spec, action_spec));
+  return LoadSpecPolicy(file.path, spec, options, file.path, obs_spec, action_spec);
 }
 
 }  // namespace roboloop::sim

@@ -1,5 +1,6 @@
-// Registry checkpoints in the rollout loop (issue 4, req 7; issue 7, req 1): a torch-free
-// sim::Policy over a checkpoint's `policy` blob that keeps each episode's observation history
+// Neural policies in the rollout loop (issue 4, req 7; issue 7, req 1; issue 27): the one loader
+// of policy files of any registered kind (registry/policy_kind.h), from a registry checkpoint or
+// a local file. A torch-free sim::Policy over the file that keeps each episode's observation history
 // and executes the predicted action chunks (full chunk, receding horizon or ACT's temporal
 // ensembling). Every row's action depends only on its own episode, so rollouts do not depend on
 // envs, threads or sharding when batch-invariant inference is on.
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "registry/checkpoint_manifest.h"
 #include "registry/registry_client.h"
 #include "sim/policy.h"
 #include "sim/spec.h"
@@ -38,22 +40,24 @@ absl::StatusOr<ChunkExecution> ParseChunkExecution(const std::string& text);
 // The text form ParseChunkExecution reads.
 std::string ChunkExecutionName(const ChunkExecution& execution);
 
-// The facts of a checkpoint manifest a rollout needs.
+// The facts of a checkpoint manifest (or a policy file) a rollout needs.
 struct CheckpointPolicySpec {
-  std::string kind;                // "mlp" or "transformer"
-  nlohmann::json options;          // policy.options (obs_dim, action_dim, history, chunk, ...)
-  nlohmann::json normalization;    // manifest normalization
+  std::string kind;                // a registered policy kind
+  nlohmann::json options;          // policy.options with the kind's defaults filled in
+  nlohmann::json normalization;    // manifest normalization (train/normalization.h JSON)
   int obs_dim = 0;                 // floats of one observation row
   int action_dim = 0;              // floats of one action
   int history = 1;                 // observations the model reads
   int chunk = 1;                   // actions the model predicts per query (H)
-  std::string policy_sha256;       // digest of the `policy` blob
+  std::string policy_sha256;       // digest of the `policy` blob ("" for a local file)
+  std::string blob_suffix;         // file suffix of the kind's weights
 };
 
-// Checks `manifest` against the task's specs before anything runs: the obs_spec names and
-// shapes, in order, must equal the task's keys, and the action_spec must hold the task's
-// action dimension; the policy kind must be mlp or transformer with obs_dim/action_dim that
-// agree. InvalidArgument naming `checkpoint` and the first difference.
+// Checks `manifest` (CheckpointManifest::FromJson) against the task's specs before anything
+// runs: the obs_spec names and shapes, in order, must equal the task's keys, and the action_spec
+// must hold the task's action dimension; the policy's options (completed with its kind's
+// defaults) must agree with both where the kind has obs_dim/action_dim options. InvalidArgument
+// naming `checkpoint` and the first difference, or the manifest field at fault.
 absl::StatusOr<CheckpointPolicySpec> CheckManifestFitsTask(const nlohmann::json& manifest,
                                                            const std::string& checkpoint,
                                                            const ObsSpec& obs_spec,
@@ -90,14 +94,35 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkM
 
 // Where and how a checkpoint policy is loaded.
 struct CheckpointPolicyOptions {
-  std::string cache_dir;          // verified local copies of policy blobs (<sha256>.safetensors)
+  std::string cache_dir;          // verified local copies of policy blobs (<sha256><kind's suffix>)
   ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
   bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
 };
 
+// How a loaded policy runs.
+struct PolicyRunOptions {
+  ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
+  bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
+};
+
+// A policy file outside the registry.
+struct PolicyFile {
+  std::string path;                                        // the weights (a kind's blob)
+  registry::PolicySection policy;                          // kind and options, as in a manifest
+  nlohmann::json normalization = nlohmann::json::object(); // as in a manifest; {} = none
+};
+
+// Loads `file` through the torch boundary and checks that it fits the task: its options as
+// CheckManifestFitsTask checks them (a kind without obs_dim/action_dim options takes the task's),
+// then one query on a zero observation. The policy's name is file.path. InvalidArgument naming
+// the file: an unknown kind or bad options, absent or corrupt, an op LibTorch lacks, "does not
+// fit the task"; or the torch library that cannot be loaded.
+absl::StatusOr<std::unique_ptr<Policy>> LoadPolicyFile(const PolicyFile& file, const PolicyRunOptions& options,
+                                                       const ObsSpec& obs_spec, const ActionSpec& action_spec);
+
 // Resolves `ref` in the registry, checks its manifest against the task (CheckManifestFitsTask),
-// downloads the policy blob into options.cache_dir (reusing a verified copy) and loads it through
-// the torch boundary. The policy's name is the checkpoint id. Errors name `ref`: unknown,
+// downloads the policy blob into options.cache_dir (reusing a verified copy) and loads it as
+// LoadPolicyFile does. The policy's name is the checkpoint id. Errors name `ref`: unknown,
 // specs that do not fit, an execution the horizon cannot serve, a blob that fails to download
 // or load.
 absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryClient& registry,

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/sha256.h"
@@ -34,9 +35,32 @@ absl::Status RegisterFile(registry::RegistryClient& registry, const std::string&
   return registry.RegisterDataset(request).status();
 }
 
-nlohmann::json SpecJson(const std::vector<std::string>& names,
-                        const std::vector<std::vector<int64_t>>& shapes) {
-  return {{"names", names}, {"shapes", shapes}};
+registry::BlobDigest Digest(const v1::BlobInfo& blob) { return {blob.sha256(), blob.size()}; }
+
+// The manifest of a new checkpoint with the uploaded `policy` and `trainer_state` blobs.
+absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& record, const v1::BlobInfo& policy,
+                                                        const v1::BlobInfo& state) {
+  registry::CheckpointManifest manifest;
+  manifest.model = record.model;
+  manifest.policy.kind = record.policy_options.value("kind", std::string());
+  manifest.policy.options = record.policy_options;
+  ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json options, manifest.CompleteOptions());
+  for (const std::string& feature : record.obs_features) {
+    manifest.obs_spec.names.push_back(feature.rfind("obs/", 0) == 0 ? feature.substr(4) : feature);
+  }
+  manifest.obs_spec.shapes = record.obs_shapes;
+  manifest.action_spec.names = {"action"};
+  manifest.action_spec.shapes = {{record.action_dim}};
+  manifest.normalization = record.normalization;
+  manifest.action_chunk_horizon = options.value("chunk", 1);
+  manifest.dataset_id = record.dataset_id;
+  manifest.parent_id = record.parent_id;
+  manifest.step = record.step;
+  manifest.metrics = record.metrics;
+  manifest.blobs = {{registry::kPolicyBlobRole, Digest(policy)}, {"trainer_state", Digest(state)}};
+  manifest.provenance = {Version(), GitSha(), HostName(), CurrentUser(),
+                         std::map<std::string, std::string>{{"libtorch", record.libtorch_version}}};
+  return manifest;
 }
 
 }  // namespace
@@ -68,19 +92,24 @@ absl::StatusOr<FetchedCheckpoint> FetchCheckpoint(registry::RegistryClient& regi
   if (!checkpoint.ok()) return Annotate(checkpoint.status(), absl::StrCat("checkpoint ", ref));
   FetchedCheckpoint fetched;
   fetched.id = checkpoint->id();
-  fetched.manifest = nlohmann::json::parse(checkpoint->manifest_json(), nullptr, false);
-  const std::string kind = fetched.manifest.value("/policy/kind"_json_pointer, std::string());
-  if (kind != "mlp" && kind != "transformer") {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " holds a '", kind,
-                                                   "' policy; training continues mlp or transformer policies"));
+  absl::StatusOr<registry::CheckpointManifest> manifest =
+      registry::CheckpointManifest::Parse(checkpoint->manifest_json());
+  if (!manifest.ok()) return Annotate(manifest.status(), absl::StrCat("checkpoint ", ref));
+  fetched.manifest = *std::move(manifest);
+  ROBOLOOP_ASSIGN_OR_RETURN(const registry::PolicyKind* kind, fetched.manifest.Kind());
+  if (!kind->trainable) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " holds a '", kind->name,
+                                                   "' policy; training continues ",
+                                                   absl::StrJoin(registry::TrainablePolicyKindNames(), " or "),
+                                                   " policies"));
   }
   for (const v1::BlobRef& blob : checkpoint->blobs()) {
-    const std::string suffix = blob.role() == "policy" ? ".safetensors" : ".state";
+    const std::string suffix = blob.role() == registry::kPolicyBlobRole ? kind->blob_suffix : ".state";
     absl::StatusOr<std::string> path = registry.CachedCopy(blob.sha256(), cache_dir, suffix);
     if (!path.ok()) {
       return Annotate(path.status(), absl::StrCat("checkpoint ", ref, " blob ", blob.role()));
     }
-    if (blob.role() == "policy") fetched.policy_path = *path;
+    if (blob.role() == registry::kPolicyBlobRole) fetched.policy_path = *path;
     if (blob.role() == "trainer_state") fetched.trainer_state_path = *path;
   }
   if (fetched.policy_path.empty()) {
@@ -95,35 +124,10 @@ absl::StatusOr<v1::Checkpoint> RegisterCheckpoint(registry::RegistryClient& regi
                                                   const std::string& trainer_state_path) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo policy, registry.UploadFile(policy_path));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo state, registry.UploadFile(trainer_state_path));
-  std::vector<std::string> obs_names;
-  for (const std::string& feature : record.obs_features) {
-    obs_names.push_back(feature.rfind("obs/", 0) == 0 ? feature.substr(4) : feature);
-  }
-  nlohmann::json manifest = {
-      {"format_version", 1},
-      {"model", record.model},
-      {"policy", {{"kind", record.policy_options["kind"]}, {"options", record.policy_options}}},
-      {"obs_spec", SpecJson(obs_names, record.obs_shapes)},
-      {"action_spec", SpecJson({"action"}, {{record.action_dim}})},
-      {"normalization", record.normalization},
-      {"action_chunk", {{"horizon", record.policy_options.value("chunk", 1)}, {"execution", "receding_horizon"}}},
-      {"dataset_id", record.dataset_id},
-      {"parent_id", record.parent_id},
-      {"step", record.step},
-      {"metrics", record.metrics},
-      {"blobs",
-       {{"policy", {{"sha256", policy.sha256()}, {"size", policy.size()}}},
-        {"trainer_state", {{"sha256", state.sha256()}, {"size", state.size()}}}}},
-      {"provenance",
-       {{"roboloop_version", Version()},
-        {"git_sha", GitSha()},
-        {"host", HostName()},
-        {"user", CurrentUser()},
-        {"libraries", {{"libtorch", record.libtorch_version}}}}},
-  };
+  ROBOLOOP_ASSIGN_OR_RETURN(const registry::CheckpointManifest manifest, ManifestOf(record, policy, state));
   v1::RegisterCheckpointRequest request;
   request.set_model(record.model);
-  request.set_manifest_json(manifest.dump());
+  request.set_manifest_json(manifest.ToJson().dump());
   request.set_run_id(record.run_id);
   request.set_config_json(record.config_json);
   return registry.RegisterCheckpoint(request);

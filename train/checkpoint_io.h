@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "registry/checkpoint_manifest.h"
 #include "registry/registry_client.h"
 
 namespace roboloop::train {
@@ -31,14 +32,14 @@ absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registr
 // A checkpoint fetched for resuming or fine-tuning.
 struct FetchedCheckpoint {
   std::string id;                 // checkpoint id
-  nlohmann::json manifest;        // its manifest
+  registry::CheckpointManifest manifest;  // its manifest
   std::string policy_path;        // local copy of the `policy` blob
   std::string trainer_state_path; // local copy of `trainer_state` ("" when absent)
 };
 
 // Resolves `ref` and downloads its blobs into `cache_dir`, verified against their digests.
-// Errors name the reference: unknown, not a trainable policy (kind other than mlp or
-// transformer), a blob missing or whose content does not match its hash.
+// Errors name the reference: unknown, a corrupt manifest, a policy kind that is not trainable
+// (registry/policy_kind.h), a blob missing or whose content does not match its hash.
 absl::StatusOr<FetchedCheckpoint> FetchCheckpoint(registry::RegistryClient& registry,
                                                   const std::string& ref,
                                                   const std::string& cache_dir);
@@ -46,7 +47,7 @@ absl::StatusOr<FetchedCheckpoint> FetchCheckpoint(registry::RegistryClient& regi
 // What a new checkpoint's manifest records.
 struct CheckpointRecord {
   std::string model;                    // registry model name
-  nlohmann::json policy_options;        // PolicyConfigToJson of the architecture
+  nlohmann::json policy_options;        // complete options of the policy (with "kind")
   std::vector<std::string> obs_features;  // obs/<key> features, in row order
   std::vector<std::vector<int64_t>> obs_shapes;  // per-step shape of each
   int64_t action_dim = 0;               // floats of one action

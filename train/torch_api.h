@@ -50,15 +50,13 @@ typedef struct RoboloopTorchApi {
   // --- ABI 2: inference policies. Errors are NUL-terminated messages written into
   // `error_buf` (at most `error_cap` bytes, truncated) that name the file. ---
 
-  // Loads a policy from `path`. `kind` is "torchscript" (a file saved by torch.jit.save; its
-  // forward maps obs [batch, obs_dim] to actions [batch, action_dim]) or "mlp" (a safetensors
-  // file with `layers.<i>.weight` [out, in] and `layers.<i>.bias` [out], i = 0..n).
-  // `options_json` is a JSON object: for "mlp" {obs_dim, action_dim, hidden: [int], activation:
-  // relu (default)|gelu|silu|tanh, history (1), chunk (1)} (the activation follows every layer
-  // but the last); for "transformer" the options of train/torch/policy/policy_config.h; both
-  // may add "normalization": {"obs": {mean, std}, "action": {mean, std}} (then obs are
-  // normalised on the way in and actions un-normalised on the way out); for "torchscript" {}
-  // or NULL.
+  // Loads a policy from `path`. `kind` is a registered policy kind (registry/policy_kind.h,
+  // docs/policy-kinds.md): a TorchScript file saved by torch.jit.save (its forward maps obs
+  // [batch, obs_dim] to actions [batch, action_dim]) or the safetensors weights of a trainable
+  // kind. `options_json` is a JSON object of the kind's options (absent ones take the kind's
+  // defaults; "{}" or NULL for TorchScript); a trainable kind may add "normalization": {"obs":
+  // {mean, std}, "action": {mean, std}} (then obs are normalised on the way in and actions
+  // un-normalised on the way out).
   // Returns NULL on error. A TorchScript file using an op this LibTorch lacks is refused with
   // the op's name.
   RoboloopTorchPolicy* (*load_policy)(const char* path, const char* kind, const char* options_json,
@@ -74,7 +72,7 @@ typedef struct RoboloopTorchApi {
   // Releases a policy returned by load_policy; NULL is ignored.
   void (*free_policy)(RoboloopTorchPolicy* policy);
 
-  // --- ABI 3: trainable policies ("mlp" with history/chunk, "transformer") and training. ---
+  // --- ABI 3: trainable policies (with history and chunk) and training. ---
 
   // Like policy_act for a policy reading `history` observation steps and writing `chunk`
   // actions: obs is batch x history x obs_dim (raw, left-padded by repetition),

@@ -97,7 +97,7 @@ class TorchRuntime {
   // configuration and CUDA availability.
   std::string DescribeRuntime() const;
 
-  // Loads the policy in `path` of `kind` ("torchscript" or "mlp") with `options_json` (see
+  // Loads the policy in `path` of `kind` (registry/policy_kind.h) with `options_json` (see
   // RoboloopTorchApi::load_policy). InvalidArgument naming the file and what is wrong: absent,
   // corrupt, an op this LibTorch lacks, weights that disagree with the options.
   absl::StatusOr<std::unique_ptr<TorchPolicy>> LoadPolicy(const std::string& path,

@@ -18,6 +18,7 @@
 #include "train/checkpoint_io.h"
 #include "train/loader.h"
 #include "train/normalization.h"
+#include "train/policy_spec_options.h"
 #include "train/run_log.h"
 #include "train/torch_runtime.h"
 
@@ -93,35 +94,13 @@ absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const v1::
   return features;
 }
 
-absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec,
-                                                     const DatasetFeatures& features) {
-  nlohmann::json options = {{"kind", spec.kind()},
-                            {"obs_dim", features.obs_dim},
-                            {"action_dim", features.action_dim},
-                            {"history", spec.history()},
-                            {"chunk", spec.chunk()}};
-  if (spec.kind() == "mlp") {
-    options["hidden"] = std::vector<int64_t>(spec.hidden().begin(), spec.hidden().end());
-    options["activation"] = spec.activation();
-  } else if (spec.kind() == "transformer") {
-    options["d_model"] = spec.d_model();
-    options["layers"] = spec.layers();
-    options["heads"] = spec.heads();
-    options["ffn"] = spec.ffn();
-    options["flow_matching"] = spec.flow_matching();
-    options["flow_steps"] = spec.flow_steps();
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown policy '", spec.kind(), "' (known: mlp, transformer)"));
-  }
-  return options;
-}
-
 // The checkpoint's architecture, checked against the dataset's dims.
 absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoint& checkpoint,
                                                            const std::string& ref,
                                                            const DatasetFeatures& features) {
-  const nlohmann::json options = checkpoint.manifest.value("/policy/options"_json_pointer, nlohmann::json());
+  const absl::StatusOr<nlohmann::json> completed = checkpoint.manifest.CompleteOptions();
+  if (!completed.ok()) return Annotate(completed.status(), absl::StrCat("checkpoint ", ref));
+  const nlohmann::json& options = *completed;
   const int64_t obs_dim = options.value("obs_dim", int64_t{0});
   const int64_t action_dim = options.value("action_dim", int64_t{0});
   if (obs_dim != features.obs_dim || action_dim != features.action_dim) {
@@ -237,14 +216,14 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   if (!ref.empty()) {
     ROBOLOOP_ASSIGN_OR_RETURN(FetchedCheckpoint checkpoint, FetchCheckpoint(*options.registry, ref, cache));
     ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromCheckpoint(checkpoint, ref, p.features));
-    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest["normalization"]));
+    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest.normalization));
     if (!config.resume().empty() && checkpoint.trainer_state_path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from"));
     }
     p.parent_id = checkpoint.id;
     (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
   } else {
-    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromSpec(config.policy(), p.features));
+    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromSpec(config.policy(), p.features.obs_dim, p.features.action_dim));
   }
   return p;
 }
@@ -278,17 +257,7 @@ absl::StatusOr<std::optional<RankInfo>> RankInfoFromEnvironment() {
 v1::TrainConfig WithDefaults(v1::TrainConfig c) {
   if (c.action_feature().empty()) c.set_action_feature("actions");
   if (c.model().empty()) c.set_model("policy");
-  v1::PolicySpec& p = *c.mutable_policy();
-  if (p.kind().empty()) p.set_kind("transformer");
-  if (p.history() == 0) p.set_history(1);
-  if (p.chunk() == 0) p.set_chunk(1);
-  if (p.hidden().empty() && p.kind() == "mlp") { p.add_hidden(256); p.add_hidden(256); }
-  if (p.activation().empty()) p.set_activation("relu");
-  if (p.d_model() == 0) p.set_d_model(128);
-  if (p.layers() == 0) p.set_layers(4);
-  if (p.heads() == 0) p.set_heads(4);
-  if (p.ffn() == 0) p.set_ffn(512);
-  if (p.flow_steps() == 0) p.set_flow_steps(10);
+  FillPolicySpecDefaults(*c.mutable_policy());
   if (c.optimizer().lr() == 0) c.mutable_optimizer()->set_lr(3e-4);
   if (c.steps() == 0) c.set_steps(1000);
   if (c.batch_size() == 0) c.set_batch_size(64);

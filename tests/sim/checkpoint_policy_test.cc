@@ -165,10 +165,19 @@ nlohmann::json ManifestFor(const ObsSpec& obs, int action_dim) {
     names.push_back(key.name);
     shapes.push_back(key.shape);
   }
-  return {{"policy", {{"kind", "mlp"}, {"options", {{"obs_dim", obs.size()}, {"action_dim", action_dim}}}}},
+  return {{"format_version", 1},
+          {"model", "my-model"},
+          {"policy", {{"kind", "mlp"}, {"options", {{"obs_dim", obs.size()}, {"action_dim", action_dim}}}}},
           {"obs_spec", {{"names", names}, {"shapes", shapes}}},
           {"action_spec", {{"names", {"action"}}, {"shapes", {{action_dim}}}}},
-          {"blobs", {{"policy", {{"sha256", std::string(64, 'a')}, {"size", 1}}}}}};
+          {"normalization", nlohmann::json::object()},
+          {"action_chunk", {{"horizon", 1}}},
+          {"dataset_id", ""},
+          {"parent_id", ""},
+          {"step", 0},
+          {"metrics", nlohmann::json::object()},
+          {"blobs", {{"policy", {{"sha256", std::string(64, 'a')}, {"size", 1}}}}},
+          {"provenance", nlohmann::json::object()}};
 }
 
 TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
@@ -184,9 +193,15 @@ TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
   cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}}, 2), "'velocity' [3]"});
   cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}}, 2), "key 1 is nothing"});
   cases.push_back({ManifestFor(task_obs, 3), "writes 3 action dims, the task takes 2"});
-  nlohmann::json torchscript = ManifestFor(task_obs, 2);
-  torchscript["policy"]["kind"] = "torchscript";
-  cases.push_back({torchscript, "'torchscript' policy"});
+  nlohmann::json unknown_kind = ManifestFor(task_obs, 2);
+  unknown_kind["policy"]["kind"] = "lstm";
+  cases.push_back({unknown_kind, "unknown policy kind 'lstm'"});
+  nlohmann::json bad_option = ManifestFor(task_obs, 2);
+  bad_option["policy"]["options"]["hidden"] = "wide";
+  cases.push_back({bad_option, "policy option 'hidden' of kind 'mlp'"});
+  nlohmann::json wrong_dims = ManifestFor(task_obs, 2);
+  wrong_dims["policy"]["options"]["obs_dim"] = 3;
+  cases.push_back({wrong_dims, "its options say obs_dim 3"});
   nlohmann::json malformed = ManifestFor(task_obs, 2);
   malformed["obs_spec"]["names"][0] = 5;
   cases.push_back({malformed, "malformed manifest"});

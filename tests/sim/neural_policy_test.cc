@@ -1,6 +1,6 @@
-// Neural policies in the rollout loop (issue 4, reqs 6, 7, 10): LoadNeuralPolicy through the
+// Neural policies in the rollout loop (issue 4, reqs 6, 7, 10): LoadPolicyFile through the
 // torch boundary, deterministic rollouts and spec checks before any stepping.
-#include "sim/neural_policy.h"
+#include "sim/checkpoint_policy.h"
 
 #include <string>
 #include <vector>
@@ -41,21 +41,18 @@ void ExpectSameOutcomes(const std::vector<EpisodeRecord>& a, const std::vector<E
   }
 }
 
-// An MLP policy file fitting `task`, with options for LoadNeuralPolicy.
-NeuralPolicyOptions WriteMlpFor(const Task& task, const std::string& path, uint32_t seed) {
+// An MLP policy file fitting `task` at `path`.
+PolicyFile WriteMlpFor(const Task& task, const std::string& path, uint32_t seed) {
   const std::vector<int64_t> widths = {task.obs_spec().size(), 32, 32, task.action_spec().size()};
   train::testing::WriteMlp(path, widths, seed);
-  NeuralPolicyOptions options;
-  options.kind = "mlp";
-  options.model_options_json = train::testing::MlpOptionsJson(widths, "tanh");
-  return options;
+  return {path, {"mlp", nlohmann::json::parse(train::testing::MlpOptionsJson(widths, "tanh"))}};
 }
 
 TEST(NeuralPolicyTest, CartpoleBalanceRolloutIsIdenticalFor1And2ThreadsAnd4And16Envs) {
   auto task = testing::BuiltinTask("cartpole-balance");
   const std::string path = roboloop::testing::MakeTempDir("neural") + "/mlp.safetensors";
-  auto policy = LoadNeuralPolicy(path, WriteMlpFor(*task, path, 3), task->obs_spec(),
-                                 task->action_spec());
+  auto policy = LoadPolicyFile(WriteMlpFor(*task, path, 3), PolicyRunOptions(), task->obs_spec(),
+                               task->action_spec());
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_EQ((*policy)->name(), path);
   const std::vector<EpisodeRecord> one = Roll(*task, **policy, Options(4, 1));
@@ -71,8 +68,8 @@ TEST(NeuralPolicyTest, APolicyWhoseDimsDoNotFitTheTaskIsRefusedNamingTheFile) {
   auto task = testing::BuiltinTask("cartpole-balance");
   auto reacher = testing::BuiltinTask("reacher");
   const std::string path = roboloop::testing::MakeTempDir("neural") + "/reacher.safetensors";
-  const NeuralPolicyOptions options = WriteMlpFor(*reacher, path, 1);
-  auto policy = LoadNeuralPolicy(path, options, task->obs_spec(), task->action_spec());
+  const PolicyFile file = WriteMlpFor(*reacher, path, 1);
+  auto policy = LoadPolicyFile(file, PolicyRunOptions(), task->obs_spec(), task->action_spec());
   EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(path), HasSubstr("does not fit the task"), HasSubstr("obs_dim")));
 }
@@ -80,9 +77,22 @@ TEST(NeuralPolicyTest, APolicyWhoseDimsDoNotFitTheTaskIsRefusedNamingTheFile) {
 TEST(NeuralPolicyTest, AMissingFileIsRefusedNamingIt) {
   auto task = testing::BuiltinTask("cartpole-balance");
   const std::string path = roboloop::testing::MakeTempDir("neural") + "/absent.pt";
-  auto policy = LoadNeuralPolicy(path, NeuralPolicyOptions(), task->obs_spec(),
-                                 task->action_spec());
+  auto policy = LoadPolicyFile({path, {"torchscript", nlohmann::json::object()}}, PolicyRunOptions(),
+                               task->obs_spec(), task->action_spec());
   EXPECT_THAT(policy.status().ToString(), AllOf(HasSubstr(path), HasSubstr("no such")));
+}
+
+TEST(NeuralPolicyTest, AnUnknownKindOrABadOptionIsRefusedNamingTheFile) {
+  auto task = testing::BuiltinTask("cartpole-balance");
+  const std::string path = roboloop::testing::MakeTempDir("neural") + "/mlp.safetensors";
+  PolicyFile file = WriteMlpFor(*task, path, 1);
+  file.policy.kind = "lstm";
+  auto unknown = LoadPolicyFile(file, PolicyRunOptions(), task->obs_spec(), task->action_spec());
+  EXPECT_THAT(unknown.status().ToString(), AllOf(HasSubstr(path), HasSubstr("unknown policy kind 'lstm'")));
+  file.policy.kind = "mlp";
+  file.policy.options["activation"] = "swish";
+  auto bad = LoadPolicyFile(file, PolicyRunOptions(), task->obs_spec(), task->action_spec());
+  EXPECT_THAT(bad.status().ToString(), AllOf(HasSubstr(path), HasSubstr("'activation'"), HasSubstr("swish")));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/neural_policy.h"
+#include "sim/checkpoint_policy.h"
 #include "sim/rollout.h"
 #include "tests/sim/test_tasks.h"
 #include "tests/train/policy_test_files.h"
@@ -110,14 +110,19 @@ TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
               AllOf(HasSubstr(File("scripted.pt")), HasSubstr("expected [2, 3]")));
 }
 
+// The TorchScript file `path` as the one policy loader reads it.
+sim::PolicyFile TorchScriptFile(const std::string& path) {
+  return {path, {"torchscript", nlohmann::json::object()}};
+}
+
 TEST_F(TorchScriptPolicyTest, ANeuralPolicyOfOtherDimsThanTheTaskIsRefusedBeforeStepping) {
   const std::string dir = *dir_;
   auto task = sim::testing::BuiltinTask("cartpole-balance");
-  auto policy = sim::LoadNeuralPolicy(dir + "/traced.pt", sim::NeuralPolicyOptions(),
+  auto policy = sim::LoadPolicyFile(TorchScriptFile(dir + "/traced.pt"), sim::PolicyRunOptions(),
                                       task->obs_spec(), task->action_spec());
   EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(dir + "/traced.pt"), HasSubstr("does not fit the task")));
-  auto missing_op = sim::LoadNeuralPolicy(dir + "/missing_op.pt", sim::NeuralPolicyOptions(),
+  auto missing_op = sim::LoadPolicyFile(TorchScriptFile(dir + "/missing_op.pt"), sim::PolicyRunOptions(),
                                           task->obs_spec(), task->action_spec());
   EXPECT_THAT(
       missing_op.status().ToString(),
@@ -139,7 +144,7 @@ std::vector<sim::EpisodeRecord> Roll(const sim::Task& task, sim::Policy& policy,
 
 TEST_F(TorchScriptPolicyTest, ATransformerRolloutIsIdenticalFor1And2ThreadsAnd2And4Envs) {
   auto task = sim::testing::BuiltinTask("cartpole-balance");
-  auto policy = sim::LoadNeuralPolicy(File("cartpole.pt"), sim::NeuralPolicyOptions(),
+  auto policy = sim::LoadPolicyFile(TorchScriptFile(File("cartpole.pt")), sim::PolicyRunOptions(),
                                       task->obs_spec(), task->action_spec());
   ASSERT_TRUE(policy.ok()) << policy.status();
   const std::vector<sim::EpisodeRecord> reference = Roll(*task, **policy, 2, 1);

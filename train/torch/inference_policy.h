@@ -33,7 +33,7 @@ class InferencePolicy {
 // op when the file calls an op this LibTorch lacks.
 std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path);
 
-// Loads an "mlp" or "transformer" policy from the safetensors file `path` with `options`
+// Loads a policy of the trainable `kind` from the safetensors file `path` with `options`
 // (train/torch_api.h load_policy), the normalization included. Throws naming the tensor or
 // option at fault.
 std::unique_ptr<InferencePolicy> LoadTrainablePolicy(const std::string& path, const std::string& kind,

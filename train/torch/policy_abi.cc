@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "registry/policy_kind.h"
 #include "train/torch/inference_policy.h"
 
 struct RoboloopTorchPolicy {
@@ -41,9 +42,11 @@ std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::s
   const nlohmann::json options =
       options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
                                                        : nlohmann::json::parse(options_json);
-  if (kind == "torchscript") return LoadTorchScriptPolicy(path);
-  if (kind == "mlp" || kind == "transformer") return LoadTrainablePolicy(path, kind, options);
-  TORCH_CHECK(false, "unknown policy kind '", kind, "' (known: torchscript, mlp, transformer)");
+  absl::StatusOr<const registry::PolicyKind*> registered = registry::FindPolicyKind(kind);
+  TORCH_CHECK(registered.ok(), registered.status().message());
+  if ((*registered)->trainable) return LoadTrainablePolicy(path, kind, options);
+  TORCH_CHECK(kind == "torchscript", "policy kind '", kind, "' has no loader in this torch library");
+  return LoadTorchScriptPolicy(path);
 }
 
 // Policies run between env steps on small batches while the env pool's threads own the cores:

@@ -1,4 +1,4 @@
-// "mlp" and "transformer" policies for inference: a PolicyModel with weights from a
+// Trainable policies (mlp, transformer, ...) for inference: a PolicyModel with weights from a
 // safetensors file, wrapped in the normalization of its checkpoint.
 #include <vector>
 

@@ -67,7 +67,7 @@ torch::Tensor MaskedChunkLoss(const torch::Tensor& prediction, const torch::Tens
 std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config) {
   if (config.kind == "mlp") return MakeMlpModel(config);
   if (config.kind == "transformer") return MakeTransformerModel(config);
-  TORCH_CHECK(false, "unknown policy '", config.kind, "' (known: mlp, transformer)");
+  TORCH_CHECK(false, "policy kind '", config.kind, "' has no model in this torch library");
 }
 
 }  // namespace roboloop::train

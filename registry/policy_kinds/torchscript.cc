@@ -1,0 +1,16 @@
+// The "torchscript" policy kind: a file saved by torch.jit.save (scripted or traced) that maps
+// obs [batch, obs_dim] to actions [batch, action_dim]. Its loader is
+// train/torch/torchscript_policy.cc; it has no options, reads one step and writes one action.
+#include "registry/builtin_policy_kinds.h"
+
+namespace roboloop::registry {
+
+PolicyKind TorchScriptPolicyKind() {
+  PolicyKind kind;
+  kind.name = "torchscript";
+  kind.summary = "a torch.jit.save file run as it is (one observation in, one action out)";
+  kind.blob_suffix = ".pt";
+  return kind;
+}
+
+}  // namespace roboloop::registry
