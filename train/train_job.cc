@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@ struct JobFlag {
   std::string help;
   std::string group = "Options";
   bool is_switch = false;                                    // takes no value
+  std::string value_name = "TEXT";                           // the value's kind in --help
   std::function<std::string(const TrainJob&)> print;        // the field as the flag's value
   std::function<bool(TrainJob&, const std::string&)> parse;  // false = malformed value
 };
@@ -45,6 +47,7 @@ JobFlag Named(const char* name, const char* help) {
 template <typename T>
 JobFlag Number(const char* name, const char* help, T (*get)(const TrainJob&), void (*set)(TrainJob&, T)) {
   JobFlag flag = Named(name, help);
+  flag.value_name = std::is_floating_point_v<T> ? "FLOAT" : "INT";
   flag.print = [get](const TrainJob& job) { return PrintNumber(get(job)); };
   flag.parse = [set](TrainJob& job, const std::string& text) {
     T value{};
@@ -215,6 +218,7 @@ void AddTrainJobFlags(CLI::App* command, TrainJob* job) {
                   },
                   f->help);
     option->group(f->group);
+    if (!f->is_switch) option->type_name(f->value_name);
   }
 }
 
