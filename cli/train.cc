@@ -3,19 +3,25 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "cli/flags.h"
+#include "common/cancellation.h"
 #include "common/config.h"
 #include "common/grpc_server.h"
 #include "common/grpc_signals.h"
 #include "common/ids.h"
+#include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "train/launcher.h"
+#include "train/train_job.h"
+#include "train/train_progress.h"
 #include "train/train_run.h"
 #include "train/train_service.h"
 #include "wiring/registry_connection.h"
@@ -23,62 +29,28 @@
 namespace roboloop::cli {
 namespace {
 
-std::atomic<bool> cancel_requested{false};
-
-void RequestCancel(int) { cancel_requested.store(true); }
-
-// Flags of `train`, filled by CLI11 before the action runs. Set flags override the YAML.
-struct TrainFlags {
-  wiring::RegistryTarget target;
-  std::string config_path;
-  int nproc_per_node = 1;
+// `roboloop train`: the job its flags describe and its own command line (which local ranks
+// re-run, global flags included).
+struct TrainCommand {
+  train::TrainJob job;
   std::vector<std::string> argv;
-  v1::TrainConfig overrides;
-  bool packing_off = false;
 };
 
-void AddConfigFlags(CLI::App* train, TrainFlags* f) {
-  v1::TrainConfig* o = &f->overrides;
-  train->add_option_function<std::string>("--dataset", [o](const std::string& v) { o->set_dataset(v); },
-                                          "Dataset: HDF5 path or registry reference");
-  train->add_option_function<std::string>("--model", [o](const std::string& v) { o->set_model(v); },
-                                          "Registry model name of the checkpoints (default policy)");
-  train->add_option_function<std::string>("--policy", [o](const std::string& v) { o->mutable_policy()->set_kind(v); },
-                                          "Policy: mlp or transformer (default transformer)");
-  train->add_option_function<int>("--history", [o](int v) { o->mutable_policy()->set_history(v); },
-                                  "Observation steps the policy reads");
-  train->add_option_function<int>("--chunk", [o](int v) { o->mutable_policy()->set_chunk(v); },
-                                  "Actions predicted per call");
-  train->add_flag_function("--flow-matching", [o](int64_t n) { o->mutable_policy()->set_flow_matching(n > 0); },
-                           "Transformer: flow-matching action head");
-  train->add_option_function<int64_t>("--steps", [o](int64_t v) { o->set_steps(v); }, "Optimisation steps");
-  train->add_option_function<int>("--batch-size", [o](int v) { o->set_batch_size(v); },
-                                  "Samples per rank per step");
-  train->add_option_function<uint64_t>("--seed", [o](uint64_t v) { o->set_seed(v); }, "Seed");
-  train->add_option_function<double>("--lr", [o](double v) { o->mutable_optimizer()->set_lr(v); },
-                                     "Peak learning rate");
-  train->add_option_function<int64_t>("--checkpoint-every", [o](int64_t v) { o->set_checkpoint_every(v); },
-                                      "Register a checkpoint every K steps");
-  train->add_option_function<int>("--threads", [o](int v) { o->set_threads(v); },
-                                  "Torch threads per rank (default 1)");
-  train->add_option_function<std::string>("--device", [o](const std::string& v) { o->set_device(v); },
-                                          "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | "
-                                          "auto (default cpu)");
-  train->add_option_function<std::string>("--resume", [o](const std::string& v) { o->set_resume(v); },
-                                          "Continue the run of this checkpoint");
-  train->add_option_function<std::string>("--init-from", [o](const std::string& v) { o->set_init_from(v); },
-                                          "Fine-tune from this checkpoint");
-  train->add_option_function<double>("--rendezvous-timeout", [o](double v) { o->set_rendezvous_timeout_s(v); },
-                                     "Seconds to wait for the other ranks (default 60)");
-  train->add_flag("--no-packing", f->packing_off, "Transformer: padded attention instead of packing");
+absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job) {
+  v1::TrainConfig config;
+  if (!job.config_path.empty()) ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(job.config_path, &config));
+  config.MergeFrom(job.overrides);
+  return train::WithDefaults(config);
 }
 
-absl::StatusOr<v1::TrainConfig> EffectiveConfig(const TrainFlags& f) {
-  v1::TrainConfig config;
-  if (!f.config_path.empty()) ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(f.config_path, &config));
-  config.MergeFrom(f.overrides);
-  if (f.packing_off) config.set_no_packing(true);
-  return train::WithDefaults(config);
+wiring::RegistryTarget RegistryTargetOf(const train::TrainJob& job) {
+  wiring::RegistryTarget target;
+  target.address = job.registry_address;
+  target.root = job.root;
+  target.token_file = job.registry_token_file;
+  target.tls_ca_file = job.registry_tls_ca_file;
+  target.tls_server_name = job.registry_tls_server_name;
+  return target;
 }
 
 void PrintEvent(const v1::TrainEvent& event) {
@@ -98,19 +70,35 @@ void PrintEvent(const v1::TrainEvent& event) {
   }
 }
 
-absl::Status RunRank(const TrainFlags& f, const train::RankInfo& rank) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(f));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(f.target));
-  std::signal(SIGINT, RequestCancel);
-  std::signal(SIGTERM, RequestCancel);
+// Rank 0's events: printed, and written to `progress_fd` (TrainService's pipe) when one is given.
+std::function<void(const v1::TrainEvent&)> EventSink(int progress_fd) {
+  if (progress_fd < 0) return PrintEvent;
+  std::signal(SIGPIPE, SIG_IGN);  // a gone reader is a write error, not the end of training
+  auto warned = std::make_shared<bool>(false);
+  return [progress_fd, warned](const v1::TrainEvent& event) {
+    PrintEvent(event);
+    const absl::Status sent = train::WriteTrainEvent(progress_fd, event);
+    if (!sent.ok() && !*warned) spdlog::warn("training progress is no longer reported: {}", sent.ToString());
+    *warned = *warned || !sent.ok();
+  };
+}
+
+absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(job));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
+  common::CancellationToken cancel;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
   train::TrainRunOptions options;
   options.config = config;
   options.rank = rank;
-  options.root = f.target.root;
-  if (const char* run_id = std::getenv("ROBOLOOP_RUN_ID"); run_id != nullptr) options.run_id = run_id;
+  options.root = job.root;
+  options.run_id = job.run_id;
+  if (const char* run_id = std::getenv("ROBOLOOP_RUN_ID"); options.run_id.empty() && run_id != nullptr) {
+    options.run_id = run_id;
+  }
   options.registry = &connection->client();
-  options.cancel = &cancel_requested;
-  if (rank.rank == 0) options.on_event = PrintEvent;
+  options.cancel = &cancel;
+  if (rank.rank == 0) options.on_event = EventSink(job.progress_fd);
   ROBOLOOP_ASSIGN_OR_RETURN(train::TrainRunResult result, train::RunTraining(options));
   if (result.cancelled) {
     return absl::CancelledError(absl::StrCat("training cancelled after ", result.steps,
@@ -119,28 +107,29 @@ absl::Status RunRank(const TrainFlags& f, const train::RankInfo& rank) {
   return absl::OkStatus();
 }
 
-// A run TrainService started (ROBOLOOP_EXIT_WITH_PARENT=<its pid>) is stopped (SIGTERM: it
+// A run TrainService started (--exit-with-parent <its pid>) is stopped (SIGTERM: it
 // checkpoints) when the service dies, so a killed service leaves no training behind.
-void ExitWithParentIfAsked() {
-  const char* parent = std::getenv("ROBOLOOP_EXIT_WITH_PARENT");
-  if (parent == nullptr) return;
+void ExitWithParentIfAsked(int parent) {
+  if (parent == 0) return;
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (std::to_string(getppid()) != parent) std::raise(SIGTERM);
-  unsetenv("ROBOLOOP_EXIT_WITH_PARENT");
+  if (getppid() != parent) std::raise(SIGTERM);
 }
 
-absl::Status Train(const TrainFlags& f) {
-  ExitWithParentIfAsked();
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<train::RankInfo> job, train::RankInfoFromEnvironment());
-  if (job.has_value()) return RunRank(f, *job);
+absl::Status Train(const TrainCommand& command) {
+  const train::TrainJob& job = command.job;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<train::RankInfo> rank, train::RankInfoFromEnvironment());
+  // A rank's parent is its launcher, which forwards the signals; only the top process watches
+  // TrainService.
+  if (rank.has_value()) return RunRank(job, *rank);
+  ExitWithParentIfAsked(job.exit_with_parent);
   // Check the config before spawning anything.
-  ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(f).status());
-  if (f.nproc_per_node <= 1) return RunRank(f, train::RankInfo{});
+  ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(job).status());
+  if (job.nproc_per_node <= 1) return RunRank(job, train::RankInfo{});
   train::LaunchOptions launch;
-  launch.argv = f.argv;
+  launch.argv = command.argv;
   launch.argv[0] = "/proc/self/exe";
-  launch.nproc = f.nproc_per_node;
-  launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
+  launch.nproc = job.nproc_per_node;
+  if (job.run_id.empty()) launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
   return train::LaunchLocalRanks(launch);
 }
 
@@ -156,6 +145,8 @@ absl::Status ServeTrain(const ServeTrainFlags& flags) {
   options.root = flags.target.root;
   options.registry_address = flags.target.address;
   options.registry_token_file = flags.target.token_file;
+  options.registry_tls_ca_file = flags.target.tls_ca_file;
+  options.registry_tls_server_name = flags.target.tls_server_name;
   train::TrainServiceHandler handler(options);
   train::TrainGrpcService service(&handler);
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));
@@ -176,14 +167,11 @@ void AddServeTrainCommand(CLI::App* serve, CommandRunner& runner) {
 }
 
 void AddTrainCommand(CLI::App& app, CommandRunner& runner, int argc, char** argv) {
-  auto flags = std::make_shared<TrainFlags>();
-  flags->argv.assign(argv, argv + argc);
-  CLI::App* train = app.add_subcommand("train", "Train a policy (data-parallel with --nproc-per-node)");
-  train->add_option("config", flags->config_path, "YAML TrainConfig (proto/roboloop/v1/train.proto)");
-  train->add_option("--nproc-per-node", flags->nproc_per_node, "Local ranks (data parallel: Gloo on the CPU, NCCL on CUDA)");
-  AddConfigFlags(train, flags.get());
-  AddRegistryTargetFlags(train, &flags->target);
-  runner.Bind(train, [flags] { return Train(*flags); });
+  auto command = std::make_shared<TrainCommand>();
+  command->argv.assign(argv, argv + argc);
+  CLI::App* train = app.add_subcommand(train::kTrainSubcommand, "Train a policy (data-parallel with --nproc-per-node)");
+  train::AddTrainJobFlags(train, &command->job);
+  runner.Bind(train, [command] { return Train(*command); });
 }
 
 }  // namespace roboloop::cli

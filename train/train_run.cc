@@ -371,7 +371,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
 
   double last_loss = 0;
   while (step < config.steps()) {
-    if (options.cancel != nullptr && options.cancel->load()) {
+    if (common::IsCancelled(options.cancel)) {
       result.cancelled = true;
       break;
     }
@@ -381,7 +381,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     if (!batch.ok()) return fail(batch.status());
     absl::StatusOr<TrainStepFigures> figures = trainer->Step(BatchView(*batch), step);
     if (!figures.ok()) {
-      if (options.cancel != nullptr && options.cancel->load()) {
+      if (common::IsCancelled(options.cancel)) {
         result.cancelled = true;
         break;
       }

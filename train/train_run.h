@@ -3,13 +3,13 @@
 // stops on a NaN loss. Rank 0 registers checkpoints and writes the run's logs.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 #include "registry/registry_client.h"
 #include "roboloop/v1/train.pb.h"
 
@@ -36,7 +36,7 @@ struct TrainRunOptions {
   std::string run_id;                     // "" = a new one (or the resumed run's)
   registry::RegistryClient* registry = nullptr;  // datasets and checkpoints (not owned)
   std::function<void(const v1::TrainEvent&)> on_event;  // rank 0's events (optional)
-  const std::atomic<bool>* cancel = nullptr;  // set to stop after the current step
+  const common::CancellationToken* cancel = nullptr;  // cancelled = stop after the current step
 };
 
 // What a finished rank reports.

@@ -1,13 +1,13 @@
 // TrainService (issue 6, req 8): the transport-free handler, its gRPC adapter and a client.
-// A Train call runs `roboloop train` as a child process (which spawns the ranks), so a crash
-// of a rank never takes the service down, and streams the run's events by following the
-// run's JSONL log. Cancelling the stream or calling Cancel sends SIGTERM to the run: rank 0
-// registers a checkpoint of the completed steps and the run can be resumed with it.
+// A Train call runs the `roboloop train` worker as a child process (which spawns the ranks),
+// so a crash of a rank never takes the service down. The worker's command line is
+// TrainJobArgv of a TrainJob (train/train_job.h), and its rank 0 streams the run's events back
+// over a pipe (train/train_progress.h). Cancelling the call or calling Cancel sends SIGTERM to
+// the run: rank 0 registers a checkpoint of the completed steps and the run can be resumed.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,19 +15,21 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
+#include "common/cancellation.h"
 #include "common/grpc_client.h"
 #include "roboloop/v1/train.grpc.pb.h"
+#include "train/train_job.h"
 
 namespace roboloop::train {
 
 // Where runs keep their state and how they reach the registry.
 struct TrainServiceOptions {
-  std::string roboloop_binary = "/proc/self/exe";  // the program that runs `train`
+  std::string roboloop_binary = "/proc/self/exe";  // the program that runs the `train` worker
   std::string root = ".roboloop";                  // --root of the runs (runs/<id>/ lives there)
   std::string registry_address;                    // remote registry; "" = embedded on root
   std::string registry_token_file;                 // its bearer token file
-  absl::Duration poll = absl::Milliseconds(50);    // how often the run's log is followed
+  std::string registry_tls_ca_file;                // PEM roots to trust for it; set = TLS
+  std::string registry_tls_server_name;            // name expected in its certificate (optional)
 };
 
 // Thread-safe: any number of Train calls may run at once (each its own run).
@@ -36,23 +38,23 @@ class TrainServiceHandler {
   explicit TrainServiceHandler(TrainServiceOptions options) : options_(std::move(options)) {}
 
   // Starts a run of `request` and calls `write` with each event until the run ends. Returns
-  // OK when it finished, Cancelled when `cancel` was raised or Cancel was called (the run's
-  // last checkpoint is in its events), the run's own error otherwise. Bad configs are
-  // reported before the run starts, naming the field.
+  // OK when it finished; Cancelled when `cancel` (optional) was cancelled, `write` failed or
+  // Cancel was called (the run's last checkpoint is in its events); the run's own error
+  // otherwise. Bad configs are reported before the run starts, naming the field.
   absl::Status Train(const v1::TrainRequest& request,
                      const std::function<absl::Status(const v1::TrainEvent&)>& write,
-                     const std::atomic<bool>* cancel);
+                     common::CancellationToken* cancel);
 
   // Stops the run `run_id`; cancelled = false when no such run is active.
   v1::CancelTrainResponse Cancel(const v1::CancelTrainRequest& request);
 
  private:
-  absl::StatusOr<int> StartRun(const v1::TrainRequest& request, const std::string& run_id,
-                               const std::string& dir);
+  // The worker's job for `request`, whose config is at `config_path`.
+  TrainJob JobFor(const v1::TrainRequest& request, const std::string& run_id, const std::string& config_path) const;
 
   TrainServiceOptions options_;
   absl::Mutex mu_;
-  std::map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // run id -> pid of `train`
+  std::map<std::string, common::CancellationToken*> running_ ABSL_GUARDED_BY(mu_);  // run id -> its token
 };
 
 // The gRPC face of a handler (sync API).

@@ -1,13 +1,19 @@
 // TrainService over a real gRPC socket (issue 6, req 8): a run streams its events and
 // finishes; Cancel stops a run after registering a checkpoint; bad requests (a missing
-// dataset, an unknown policy, an unknown device) are refused.
+// dataset, an unknown policy, an unknown device) are refused. The worker's command line is
+// TrainJobArgv of the job the service means (issue 27).
+#include <CLI/CLI.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <thread>
 
 #include "common/grpc_server.h"
 #include "tests/util/subprocess.h"
+#include "train/train_job.h"
 #include "train/train_service.h"
 
 namespace roboloop::train {
@@ -125,6 +131,52 @@ TEST_F(TrainServiceTest, BadRequestsAreRefused) {
   bad_device.mutable_config()->set_device("tpu");
   EXPECT_THAT(client_->Train(bad_device, [](const v1::TrainEvent&) {}).message(),
               HasSubstr("device 'tpu' is not one of cpu, cuda, cuda:N, auto"));
+}
+
+// Parses `argv` ({program, "train", ...}) as `roboloop train` does.
+TrainJob ParseAsTheCliDoes(const std::vector<std::string>& argv) {
+  TrainJob job;
+  CLI::App app;
+  AddTrainJobFlags(app.add_subcommand(kTrainSubcommand), &job);
+  std::vector<const char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(arg.c_str());
+  app.parse(static_cast<int>(c_argv.size()), c_argv.data());
+  return job;
+}
+
+TEST(TrainServiceLaunchTest, TheWorkerCommandLineIsTheTrainJobArgv) {
+  const std::string dir = testing::MakeTempDir("train_launch");
+  const std::string fake = dir + "/fake_roboloop";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > " << dir << "/argv.txt\n";
+  }
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  TrainServiceOptions options;
+  options.roboloop_binary = fake;
+  options.root = dir + "/root";
+  options.registry_address = "unix:/run/registry.sock";
+  options.registry_token_file = dir + "/token";
+  TrainServiceHandler handler(options);
+  v1::TrainRequest request;
+  request.mutable_config()->set_dataset("demos@latest");
+  request.set_world_size(2);
+  const absl::Status status = handler.Train(request, [](const v1::TrainEvent&) { return absl::OkStatus(); }, nullptr);
+  ASSERT_TRUE(status.ok()) << status;
+
+  std::vector<std::string> argv;
+  std::ifstream recorded(dir + "/argv.txt");
+  for (std::string line; std::getline(recorded, line);) argv.push_back(line);
+  const TrainJob job = ParseAsTheCliDoes(argv);
+  EXPECT_EQ(TrainJobArgv(fake, job), argv) << "the service builds its command line with TrainJobArgv";
+  EXPECT_EQ(job.nproc_per_node, 2);
+  EXPECT_EQ(job.root, options.root);
+  EXPECT_EQ(job.registry_address, options.registry_address);
+  EXPECT_EQ(job.registry_token_file, options.registry_token_file);
+  EXPECT_FALSE(job.run_id.empty());
+  EXPECT_EQ(job.config_path, options.root + "/runs/" + job.run_id + "/request.json");
+  EXPECT_GE(job.progress_fd, 3);
+  EXPECT_EQ(job.exit_with_parent, getpid());
 }
 
 }  // namespace

@@ -1,0 +1,109 @@
+// The typed job of the `roboloop train` worker (issue 27): TrainJobArgv and AddTrainJobFlags
+// walk one flag table, so every field survives a print-and-parse round trip.
+#include <CLI/CLI.hpp>
+#include <gmock/gmock.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "train/train_job.h"
+
+namespace roboloop::train {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Parses `argv` ({program, "train", ...}) as `roboloop train` does.
+TrainJob ParseAsTheCliDoes(const std::vector<std::string>& argv) {
+  TrainJob job;
+  CLI::App app;
+  CLI::App* train = app.add_subcommand(kTrainSubcommand);
+  AddTrainJobFlags(train, &job);
+  std::vector<const char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(arg.c_str());
+  app.parse(static_cast<int>(c_argv.size()), c_argv.data());
+  EXPECT_TRUE(train->parsed());
+  return job;
+}
+
+// A job whose every field differs from the default.
+TrainJob EveryFieldSet() {
+  TrainJob job;
+  job.config_path = "/tmp/request.json";
+  v1::TrainConfig& o = job.overrides;
+  o.set_dataset("demos@latest");
+  o.set_model("served");
+  o.mutable_policy()->set_kind("mlp");
+  o.mutable_policy()->set_history(3);
+  o.mutable_policy()->set_chunk(4);
+  o.mutable_policy()->set_flow_matching(true);
+  o.set_steps(int64_t{1} << 40);
+  o.set_batch_size(8);
+  o.set_seed(UINT64_MAX);
+  o.mutable_optimizer()->set_lr(0.1 + 0.2);  // not exactly 0.3: printed with every digit
+  o.set_checkpoint_every(7);
+  o.set_threads(2);
+  o.set_device("cuda:1");
+  o.set_resume("served@3");
+  o.set_init_from("base@1");
+  o.set_rendezvous_timeout_s(12.5);
+  o.set_no_packing(true);
+  job.nproc_per_node = 4;
+  job.root = "/srv/root";
+  job.registry_address = "unix:/run/registry.sock";
+  job.registry_token_file = "/etc/token";
+  job.registry_tls_ca_file = "/etc/ca.pem";
+  job.registry_tls_server_name = "registry.local";
+  job.run_id = "run-1";
+  job.progress_fd = 3;
+  job.exit_with_parent = 4242;
+  return job;
+}
+
+void ExpectSameJob(const TrainJob& a, const TrainJob& b) {
+  EXPECT_EQ(a.config_path, b.config_path);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a.overrides, b.overrides))
+      << a.overrides.DebugString() << "\nvs\n" << b.overrides.DebugString();
+  EXPECT_EQ(a.nproc_per_node, b.nproc_per_node);
+  EXPECT_EQ(a.root, b.root);
+  EXPECT_EQ(a.registry_address, b.registry_address);
+  EXPECT_EQ(a.registry_token_file, b.registry_token_file);
+  EXPECT_EQ(a.registry_tls_ca_file, b.registry_tls_ca_file);
+  EXPECT_EQ(a.registry_tls_server_name, b.registry_tls_server_name);
+  EXPECT_EQ(a.run_id, b.run_id);
+  EXPECT_EQ(a.progress_fd, b.progress_fd);
+  EXPECT_EQ(a.exit_with_parent, b.exit_with_parent);
+}
+
+TEST(TrainJobTest, EveryFieldSurvivesTheRoundTrip) {
+  const TrainJob job = EveryFieldSet();
+  const std::vector<std::string> argv = TrainJobArgv("roboloop", job);
+  ExpectSameJob(ParseAsTheCliDoes(argv), job);
+}
+
+TEST(TrainJobTest, ADefaultJobIsTheBareSubcommand) {
+  EXPECT_THAT(TrainJobArgv("roboloop", TrainJob{}), ElementsAre("roboloop", "train"));
+  ExpectSameJob(ParseAsTheCliDoes({"roboloop", "train"}), TrainJob{});
+}
+
+TEST(TrainJobTest, FlagsKeepTheirUserFacingNames) {
+  TrainJob job;
+  job.overrides.set_steps(5);
+  job.nproc_per_node = 2;
+  job.root = "r";
+  EXPECT_THAT(TrainJobArgv("roboloop", job),
+              ElementsAre("roboloop", "train", "--steps", "5", "--nproc-per-node", "2", "--root", "r"));
+}
+
+TEST(TrainJobTest, AMalformedNumberNamesTheFlag) {
+  try {
+    ParseAsTheCliDoes({"roboloop", "train", "--steps", "many"});
+    FAIL() << "--steps many was accepted";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--steps"));
+    EXPECT_THAT(e.what(), HasSubstr("many"));
+  }
+}
+
+}  // namespace
+}  // namespace roboloop::train

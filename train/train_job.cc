@@ -1,0 +1,225 @@
+// The flag table of a TrainJob, walked both to print a command line and to parse one.
+#include "train/train_job.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace roboloop::train {
+namespace {
+
+constexpr char kWorkerGroup[] = "Worker (set by TrainService)";
+
+// One flag: its name, help, how to print the field and how to parse it back.
+struct JobFlag {
+  std::string name;
+  std::string help;
+  std::string group = "Options";
+  bool is_switch = false;                                    // takes no value
+  std::string value_name = "TEXT";                           // the value's kind in --help
+  std::function<std::string(const TrainJob&)> print;        // the field as the flag's value
+  std::function<bool(TrainJob&, const std::string&)> parse;  // false = malformed value
+};
+
+std::string PrintNumber(int32_t v) { return absl::StrCat(v); }
+std::string PrintNumber(int64_t v) { return absl::StrCat(v); }
+std::string PrintNumber(uint64_t v) { return absl::StrCat(v); }
+std::string PrintNumber(double v) { return absl::StrFormat("%.17g", v); }  // exact round trip
+
+bool ParseNumber(const std::string& text, int32_t* v) { return absl::SimpleAtoi(text, v); }
+bool ParseNumber(const std::string& text, int64_t* v) { return absl::SimpleAtoi(text, v); }
+bool ParseNumber(const std::string& text, uint64_t* v) { return absl::SimpleAtoi(text, v); }
+bool ParseNumber(const std::string& text, double* v) { return absl::SimpleAtod(text, v); }
+
+JobFlag Named(const char* name, const char* help) {
+  JobFlag flag;
+  flag.name = name;
+  flag.help = help;
+  return flag;
+}
+
+template <typename T>
+JobFlag Number(const char* name, const char* help, T (*get)(const TrainJob&), void (*set)(TrainJob&, T)) {
+  JobFlag flag = Named(name, help);
+  flag.value_name = std::is_floating_point_v<T> ? "FLOAT" : "INT";
+  flag.print = [get](const TrainJob& job) { return PrintNumber(get(job)); };
+  flag.parse = [set](TrainJob& job, const std::string& text) {
+    T value{};
+    if (!ParseNumber(text, &value)) return false;
+    set(job, value);
+    return true;
+  };
+  return flag;
+}
+
+JobFlag Text(const char* name, const char* help, std::string (*get)(const TrainJob&),
+             void (*set)(TrainJob&, const std::string&)) {
+  JobFlag flag = Named(name, help);
+  flag.print = get;
+  flag.parse = [set](TrainJob& job, const std::string& text) {
+    set(job, text);
+    return true;
+  };
+  return flag;
+}
+
+JobFlag Switch(const char* name, const char* help, bool (*get)(const TrainJob&), void (*set)(TrainJob&)) {
+  JobFlag flag = Named(name, help);
+  flag.is_switch = true;
+  flag.print = [get](const TrainJob& job) { return std::string(get(job) ? "on" : ""); };
+  flag.parse = [set](TrainJob& job, const std::string&) {
+    set(job);
+    return true;
+  };
+  return flag;
+}
+
+JobFlag InGroup(JobFlag flag, const char* group) {
+  flag.group = group;
+  return flag;
+}
+
+// Flags that override the TrainConfig.
+void AddConfigFlags(std::vector<JobFlag>& flags) {
+  using J = TrainJob;
+  flags.push_back(Text("--dataset", "Dataset: HDF5 path or registry reference",
+                       [](const J& j) { return j.overrides.dataset(); },
+                       [](J& j, const std::string& v) { j.overrides.set_dataset(v); }));
+  flags.push_back(Text("--model", "Registry model name of the checkpoints (default policy)",
+                       [](const J& j) { return j.overrides.model(); },
+                       [](J& j, const std::string& v) { j.overrides.set_model(v); }));
+  flags.push_back(Text("--policy", "Policy: mlp or transformer (default transformer)",
+                       [](const J& j) { return j.overrides.policy().kind(); },
+                       [](J& j, const std::string& v) { j.overrides.mutable_policy()->set_kind(v); }));
+  flags.push_back(Number<int32_t>("--history", "Observation steps the policy reads",
+                                  [](const J& j) { return j.overrides.policy().history(); },
+                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_history(v); }));
+  flags.push_back(Number<int32_t>("--chunk", "Actions predicted per call",
+                                  [](const J& j) { return j.overrides.policy().chunk(); },
+                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_chunk(v); }));
+  flags.push_back(Switch("--flow-matching", "Transformer: flow-matching action head",
+                         [](const J& j) { return j.overrides.policy().flow_matching(); },
+                         [](J& j) { j.overrides.mutable_policy()->set_flow_matching(true); }));
+  flags.push_back(Number<int64_t>("--steps", "Optimisation steps", [](const J& j) { return j.overrides.steps(); },
+                                  [](J& j, int64_t v) { j.overrides.set_steps(v); }));
+  flags.push_back(Number<int32_t>("--batch-size", "Samples per rank per step",
+                                  [](const J& j) { return j.overrides.batch_size(); },
+                                  [](J& j, int32_t v) { j.overrides.set_batch_size(v); }));
+  flags.push_back(Number<uint64_t>("--seed", "Seed", [](const J& j) { return j.overrides.seed(); },
+                                   [](J& j, uint64_t v) { j.overrides.set_seed(v); }));
+  flags.push_back(Number<double>("--lr", "Peak learning rate", [](const J& j) { return j.overrides.optimizer().lr(); },
+                                 [](J& j, double v) { j.overrides.mutable_optimizer()->set_lr(v); }));
+  flags.push_back(Number<int64_t>("--checkpoint-every", "Register a checkpoint every K steps",
+                                  [](const J& j) { return j.overrides.checkpoint_every(); },
+                                  [](J& j, int64_t v) { j.overrides.set_checkpoint_every(v); }));
+  flags.push_back(Number<int32_t>("--threads", "Torch threads per rank (default 1)",
+                                  [](const J& j) { return j.overrides.threads(); },
+                                  [](J& j, int32_t v) { j.overrides.set_threads(v); }));
+  flags.push_back(Text("--device",
+                       "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | auto (default cpu)",
+                       [](const J& j) { return j.overrides.device(); },
+                       [](J& j, const std::string& v) { j.overrides.set_device(v); }));
+  flags.push_back(Text("--resume", "Continue the run of this checkpoint",
+                       [](const J& j) { return j.overrides.resume(); },
+                       [](J& j, const std::string& v) { j.overrides.set_resume(v); }));
+  flags.push_back(Text("--init-from", "Fine-tune from this checkpoint",
+                       [](const J& j) { return j.overrides.init_from(); },
+                       [](J& j, const std::string& v) { j.overrides.set_init_from(v); }));
+  flags.push_back(Number<double>("--rendezvous-timeout", "Seconds to wait for the other ranks (default 60)",
+                                 [](const J& j) { return j.overrides.rendezvous_timeout_s(); },
+                                 [](J& j, double v) { j.overrides.set_rendezvous_timeout_s(v); }));
+  flags.push_back(Switch("--no-packing", "Transformer: padded attention instead of packing",
+                         [](const J& j) { return j.overrides.no_packing(); },
+                         [](J& j) { j.overrides.set_no_packing(true); }));
+}
+
+// Flags of the launch and the registry (the latter as every other command names them).
+void AddLaunchFlags(std::vector<JobFlag>& flags) {
+  using J = TrainJob;
+  flags.push_back(Number<int32_t>("--nproc-per-node",
+                                  "Local ranks (data parallel: Gloo on the CPU, NCCL on CUDA)",
+                                  [](const J& j) { return j.nproc_per_node; },
+                                  [](J& j, int32_t v) { j.nproc_per_node = v; }));
+  flags.push_back(Text("--registry", "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)",
+                       [](const J& j) { return j.registry_address; },
+                       [](J& j, const std::string& v) { j.registry_address = v; }));
+  flags.push_back(Text("--root", "Local store: embedded registry, training runs (default .roboloop)",
+                       [](const J& j) { return j.root; }, [](J& j, const std::string& v) { j.root = v; }));
+  flags.push_back(Text("--registry-token-file", "Bearer token file for --registry",
+                       [](const J& j) { return j.registry_token_file; },
+                       [](J& j, const std::string& v) { j.registry_token_file = v; }));
+  flags.push_back(Text("--registry-tls-ca", "PEM roots to trust for --registry; turns on TLS",
+                       [](const J& j) { return j.registry_tls_ca_file; },
+                       [](J& j, const std::string& v) { j.registry_tls_ca_file = v; }));
+  flags.push_back(Text("--registry-tls-server-name", "Name expected in the registry's certificate",
+                       [](const J& j) { return j.registry_tls_server_name; },
+                       [](J& j, const std::string& v) { j.registry_tls_server_name = v; }));
+}
+
+// Flags only TrainService sets.
+void AddWorkerFlags(std::vector<JobFlag>& flags) {
+  using J = TrainJob;
+  flags.push_back(InGroup(Text("--run-id", "Id of the run (default: a new one)", [](const J& j) { return j.run_id; },
+                               [](J& j, const std::string& v) { j.run_id = v; }),
+                          kWorkerGroup));
+  flags.push_back(InGroup(Number<int32_t>("--progress-fd", "Descriptor rank 0 writes its TrainEvents to",
+                                          [](const J& j) { return j.progress_fd; },
+                                          [](J& j, int32_t v) { j.progress_fd = v; }),
+                          kWorkerGroup));
+  flags.push_back(InGroup(Number<int32_t>("--exit-with-parent", "Stop (checkpointing) when this process dies",
+                                          [](const J& j) { return j.exit_with_parent; },
+                                          [](J& j, int32_t v) { j.exit_with_parent = v; }),
+                          kWorkerGroup));
+}
+
+const std::vector<JobFlag>& Flags() {
+  static const std::vector<JobFlag>* const flags = [] {
+    auto* all = new std::vector<JobFlag>;
+    AddConfigFlags(*all);
+    AddLaunchFlags(*all);
+    AddWorkerFlags(*all);
+    return all;
+  }();
+  return *flags;
+}
+
+}  // namespace
+
+std::vector<std::string> TrainJobArgv(const std::string& program, const TrainJob& job) {
+  std::vector<std::string> argv = {program, kTrainSubcommand};
+  if (!job.config_path.empty()) argv.push_back(job.config_path);
+  const TrainJob defaults;
+  for (const JobFlag& flag : Flags()) {
+    const std::string value = flag.print(job);
+    if (value == flag.print(defaults)) continue;
+    argv.push_back(flag.name);
+    if (!flag.is_switch) argv.push_back(value);
+  }
+  return argv;
+}
+
+void AddTrainJobFlags(CLI::App* command, TrainJob* job) {
+  command->add_option("config", job->config_path, "YAML TrainConfig (proto/roboloop/v1/train.proto)");
+  for (const JobFlag& flag : Flags()) {
+    const JobFlag* f = &flag;  // the table lives as long as the process
+    CLI::Option* option =
+        f->is_switch
+            ? command->add_flag_function(f->name, [f, job](int64_t) { f->parse(*job, ""); }, f->help)
+            : command->add_option_function<std::string>(
+                  f->name,
+                  [f, job](const std::string& text) {
+                    if (!f->parse(*job, text)) throw CLI::ValidationError(f->name, "'" + text + "' is not a number");
+                  },
+                  f->help);
+    option->group(f->group);
+    if (!f->is_switch) option->type_name(f->value_name);
+  }
+}
+
+}  // namespace roboloop::train
