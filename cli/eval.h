@@ -9,7 +9,7 @@
 namespace roboloop::cli {
 
 // Adds the `leaderboard` and `compare` commands to `app`, and `eval` and `promote`
-// (pipeline/cli_eval_run.h).
+// (cli/eval_run.h).
 void AddEvalCommands(CLI::App& app, CommandRunner& runner);
 
 }  // namespace roboloop::cli

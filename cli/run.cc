@@ -1,6 +1,5 @@
 #include "cli/run.h"
 
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,7 +11,7 @@
 #include "cli/table.h"
 #include "common/cancellation.h"
 #include "common/fs.h"
-#include "common/grpc_signals.h"
+#include "common/signal_cancellation.h"
 #include "common/ids.h"
 #include "common/status.h"
 #include "common/store_layout.h"
@@ -57,28 +56,6 @@ absl::StatusOr<pipeline::LoadedPipeline> LoadWithOverrides(const std::string& fi
   return pipeline::LoadPipeline(file, overrides);
 }
 
-// Cancels `cancel` on SIGINT/SIGTERM until destroyed.
-class SignalWatcher {
- public:
-  SignalWatcher(const common::ShutdownSignals* signals, common::CancellationToken* cancel)
-      : thread_([this, signals, cancel] {
-          while (!done_.load()) {
-            if (signals->WaitFor(absl::Milliseconds(200)) != 0) {
-              std::fprintf(stderr, "\nroboloop: cancelling the run (running stages are stopped through their services)\n");
-              cancel->Cancel("interrupted by a signal");
-            }
-          }
-        }) {}
-  ~SignalWatcher() {
-    done_.store(true);
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
-
 // `stage` with the run's references and variables substituted where they have values.
 v1::Stage Resolved(const v1::Stage& stage, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome) {
   const std::map<std::string, std::string> vars(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end());
@@ -107,7 +84,6 @@ void PrintSummary(pipeline::StageServices& services, const pipeline::Plan& plan,
 }
 
 absl::Status RunPipelineCommand(const RunFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
   RunFlags f = flags;
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
   if (!f.resume.empty()) {
@@ -161,9 +137,12 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   scheduler.threads = f.threads;
   scheduler.cancel = &cancel;
   scheduler.observer = [&printer](const pipeline::StageEvent& event) { printer.OnEvent(event); };
+  const common::CancellationCallback announce = cancel.OnCancel([] {
+    std::fprintf(stderr, "\nroboloop: cancelling the run (running stages are stopped through their services)\n");
+  });
   absl::StatusOr<RunOutcome> outcome;
   {
-    SignalWatcher watcher(signals.get(), &cancel);
+    ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
     outcome = pipeline::RunPipeline(loaded, plan, executor, scheduler);
   }
   if (outcome.ok()) {

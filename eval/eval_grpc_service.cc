@@ -1,9 +1,6 @@
 #include "eval/eval_grpc_service.h"
 
-#include <atomic>
-#include <thread>
-
-#include "absl/synchronization/notification.h"
+#include "common/grpc_server_cancellation.h"
 #include "common/grpc_status.h"
 #include "eval/promotion.h"
 
@@ -14,26 +11,16 @@ EvalGrpcService::EvalGrpcService(const EvalServiceHandler* handler, Options opti
 
 grpc::Status EvalGrpcService::Evaluate(grpc::ServerContext* context, const v1::EvaluateRequest* request,
                                        grpc::ServerWriter<v1::EvaluateProgress>* writer) {
-  // The sync API has no cancellation callback: a watcher polls the context and raises the flag
-  // the sharded rollout checks per episode.
+  // The sharded rollout checks the token per episode.
   common::CancellationToken cancel;
-  absl::Notification finished;
-  std::thread watcher([&] {
-    while (!finished.WaitForNotificationWithTimeout(options_.cancel_poll)) {
-      if (context->IsCancelled()) {
-        cancel.Cancel("the call was cancelled");
-        return;
-      }
-    }
-  });
+  const common::ServerCallCancellationWatch watch =
+      common::WatchServerCallCancellation(context, &cancel, options_.cancel_poll);
   auto write = [&](const v1::EvaluateProgress& progress) -> absl::Status {
     if (writer->Write(progress)) return absl::OkStatus();
     cancel.Cancel("the call was cancelled");
     return absl::CancelledError("the client closed the Evaluate stream");
   };
   absl::StatusOr<v1::Evaluation> evaluation = handler_->Evaluate(*request, write, &cancel);
-  finished.Notify();
-  watcher.join();
   if (!evaluation.ok()) return common::AbslToGrpc(evaluation.status());
   v1::EvaluateProgress last;
   last.set_episodes_total(evaluation->protocol().episodes());

@@ -1,10 +1,8 @@
 #include "sim/sim_grpc_service.h"
 
-#include <atomic>
-#include <thread>
 #include <utility>
 
-#include "absl/synchronization/notification.h"
+#include "common/grpc_server_cancellation.h"
 #include "common/grpc_status.h"
 
 namespace roboloop::sim {
@@ -22,22 +20,11 @@ grpc::Status SimGrpcService::ListTasks(grpc::ServerContext*, const v1::ListTasks
 
 absl::Status SimGrpcService::RunCancellable(
     grpc::ServerContext* context, const std::function<absl::Status(common::CancellationToken*)>& work) const {
-  // The sync API has no cancellation callback: a watcher polls the context and raises the
-  // flag the engine checks every env step, so a cancelled call stops between steps.
+  // The engine checks the token every env step, so a cancelled call stops between steps.
   common::CancellationToken cancel;
-  absl::Notification finished;
-  std::thread watcher([&] {
-    while (!finished.WaitForNotificationWithTimeout(options_.cancel_poll)) {
-      if (context->IsCancelled()) {
-        cancel.Cancel("the call was cancelled");
-        return;
-      }
-    }
-  });
-  absl::Status status = work(&cancel);
-  finished.Notify();
-  watcher.join();
-  return status;
+  const common::ServerCallCancellationWatch watch =
+      common::WatchServerCallCancellation(context, &cancel, options_.cancel_poll);
+  return work(&cancel);
 }
 
 grpc::Status SimGrpcService::Rollout(grpc::ServerContext* context, const v1::RolloutRequest* request,

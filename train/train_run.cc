@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "data/dataset_reader.h"
 #include "data/episode_store.h"
 #include "train/checkpoint_io.h"
@@ -137,7 +138,7 @@ class RunRecorder {
   static absl::StatusOr<std::unique_ptr<RunRecorder>> Create(const TrainRunOptions& options,
                                                              const std::string& run_id) {
     auto recorder = std::unique_ptr<RunRecorder>(new RunRecorder(options, run_id));
-    const std::string dir = JoinPath(JoinPath(options.root, "runs"), run_id);
+    const std::string dir = StoreLayout(options.root).TrainingRunDir(run_id);
     ROBOLOOP_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "checkpoints")));
     ROBOLOOP_ASSIGN_OR_RETURN(recorder->jsonl_, JsonlLog::Create(JoinPath(dir, "train.jsonl")));
     ROBOLOOP_ASSIGN_OR_RETURN(recorder->tensorboard_, TensorBoardWriter::Create(JoinPath(dir, "tensorboard")));

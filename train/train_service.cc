@@ -17,6 +17,7 @@
 #include "common/grpc_status.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "train/train_progress.h"
 
 extern char** environ;
@@ -108,7 +109,7 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
     return absl::InvalidArgumentError("Train: config.dataset is required");
   }
   const std::string run_id = NewUuid();
-  const std::string dir = JoinPath(JoinPath(options_.root, "runs"), run_id);
+  const std::string dir = StoreLayout(options_.root).TrainingRunDir(run_id);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
   std::string config_json;
   if (!google::protobuf::util::MessageToJsonString(request.config(), &config_json).ok()) {

@@ -99,7 +99,7 @@ class ServiceAuthTest : public ::testing::Test {
     AddHostedServices(registry_host_->server());
   }
 
-  // The embedded composition of pipeline/services.cc, with a token.
+  // The embedded composition of wiring/services.cc, with a token.
   void StartSimTrainEval(const std::string& dir, const std::string& token_file) {
     auto sim = sim::SimServiceHandler::Create({&tasks_});
     ASSERT_TRUE(sim.ok()) << sim.status();
