@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <spdlog/spdlog.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "sim/sim_service.h"
 #include "wiring/eval_stack.h"
 #include "wiring/registry_connection.h"
+#include "wiring/serve.h"
 
 namespace roboloop::cli {
 namespace {
@@ -206,11 +206,8 @@ absl::Status ServeEval(const EvalRunFlags& f) {
   service_options.dataset_cache_dir = StoreLayout(f.registry.root).DatasetCache();
   eval::EvalGrpcService service(&stack->handler(), service_options);
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(f.server), {&service}));
-  std::printf("eval serving on %s with sim endpoints %s\n", server->target().c_str(),
-              absl::StrJoin(stack->endpoints(), ", ").c_str());
-  std::fflush(stdout);
-  int signal_number = common::ServeUntilShutdownSignal(*server, *signals);
-  spdlog::info("eval stopped after signal {}", signal_number);
+  wiring::ServeUntilShutdown(*server, *signals, "eval",
+                             absl::StrCat(" (sim endpoints ", absl::StrJoin(stack->endpoints(), ", "), ")"));
   return absl::OkStatus();
 }
 

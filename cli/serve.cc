@@ -2,13 +2,13 @@
 
 #include <cstdio>
 #include <memory>
-#include <spdlog/spdlog.h>
 
 #include "cli/eval_run.h"
 #include "cli/flags.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "registry/registry_host.h"
+#include "wiring/serve.h"
 
 namespace roboloop::cli {
 namespace {
@@ -25,10 +25,7 @@ absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
   options.registry.root = flags.root;
   options.server = ServerOptionsFrom(flags.server);
   ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(options));
-  std::printf("registry serving %s on %s\n", flags.root.c_str(), host->target().c_str());
-  std::fflush(stdout);
-  int signal_number = common::ServeUntilShutdownSignal(host->server(), *signals);
-  spdlog::info("registry stopped after signal {}", signal_number);
+  wiring::ServeUntilShutdown(host->server(), *signals, "registry", " " + flags.root);
   return absl::OkStatus();
 }
 

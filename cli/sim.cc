@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +24,8 @@
 #include "sim/task_registry.h"
 #include "sim/yaml_task.h"
 #include "wiring/registry_connection.h"
+#include "wiring/serve.h"
+#include "wiring/sim_backend.h"
 
 namespace roboloop::cli {
 namespace {
@@ -49,16 +50,18 @@ struct SimFlags {
 
 // Built-in tasks plus those from --task-plugin, $ROBOLOOP_TASK_PLUGINS and --task-yaml.
 absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> BuildTaskRegistry(const SimFlags& flags) {
-  auto registry = std::make_unique<sim::TaskRegistry>();
-  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(registry.get()));
-  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(registry.get()));
-  for (const std::string& plugin : flags.task_plugins) {
-    ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPlugin(plugin, registry.get()));
-  }
-  for (const std::string& yaml : flags.yaml_tasks) {
-    ROBOLOOP_RETURN_IF_ERROR(sim::RegisterYamlTask(yaml, registry.get()));
-  }
-  return registry;
+  return wiring::TaskRegistryWith(flags.task_plugins, flags.yaml_tasks);
+}
+
+// The backend the sim command's flags name, running `policy`.
+absl::StatusOr<std::unique_ptr<wiring::SimBackend>> OpenBackend(const SimFlags& flags, const std::string& policy = "") {
+  wiring::SimBackendOptions options;
+  options.sim = flags.sim;
+  options.sim_token_file = flags.sim_token_file;
+  options.task_plugins = flags.task_plugins;
+  options.yaml_tasks = flags.yaml_tasks;
+  options.registry = flags.registry;
+  return wiring::SimBackend::Open(options, policy);
 }
 
 }  // namespace
@@ -67,60 +70,8 @@ std::string CheckpointCacheDir(const std::string& root) { return StoreLayout(roo
 
 namespace {
 
-// Runs the sim commands either in-process (a handler over the local task registry) or
-// through a SimClient.
-class SimBackend {
- public:
-  // `policy` is the policy the command runs: a checkpoint reference opens the registry.
-  static absl::StatusOr<std::unique_ptr<SimBackend>> Open(const SimFlags& flags, const std::string& policy = "") {
-    std::unique_ptr<SimBackend> backend(new SimBackend());
-    if (!flags.sim.empty()) {
-      common::GrpcChannelOptions channel;
-      channel.target = flags.sim;
-      channel.token_file = flags.sim_token_file;
-      ROBOLOOP_ASSIGN_OR_RETURN(backend->client_, sim::SimClient::Connect(channel));
-      return backend;
-    }
-    ROBOLOOP_ASSIGN_OR_RETURN(backend->tasks_, BuildTaskRegistry(flags));
-    sim::SimServiceHandler::Options options;
-    options.registry = backend->tasks_.get();
-    if (sim::IsCheckpointReference(policy)) {
-      ROBOLOOP_ASSIGN_OR_RETURN(backend->registry_, wiring::RegistryConnection::Open(flags.registry));
-      options.checkpoints = &backend->registry_->client();
-      options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
-    }
-    ROBOLOOP_ASSIGN_OR_RETURN(backend->handler_, sim::SimServiceHandler::Create(options));
-    return backend;
-  }
-
-  absl::StatusOr<v1::ListTasksResponse> ListTasks() const {
-    return client_ ? client_->ListTasks() : handler_->ListTasks();
-  }
-
-  absl::Status Rollout(const v1::RolloutRequest& request, const sim::EpisodeCallback& on_episode) const {
-    return client_ ? client_->Rollout(request, on_episode)
-                   : handler_->Rollout(request, on_episode, nullptr);
-  }
-
-  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request) const {
-    return client_ ? client_->Collect(request) : handler_->Collect(request, nullptr);
-  }
-
-  absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const {
-    return client_ ? client_->Relabel(request) : handler_->Relabel(request);
-  }
-
- private:
-  SimBackend() = default;
-  std::unique_ptr<wiring::RegistryConnection> registry_;
-  std::unique_ptr<sim::TaskRegistry> tasks_;
-  std::unique_ptr<sim::SimServiceHandler> handler_;
-  std::unique_ptr<sim::SimClient> client_;
-};
-
-
 absl::Status ListTasks(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, backend->ListTasks());
   if (flags.format == Format::kJson) {
     ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(tasks, JsonLayout::kOneLine));
@@ -136,7 +87,7 @@ absl::Status ListTasks(const SimFlags& flags) {
 }
 
 absl::Status Rollout(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.rollout.policy()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.rollout.policy()));
   int64_t successes = 0, episodes = 0;
   double total_return = 0;
   Table table({"EPISODE", "SEED", "RETURN", "LENGTH", "SUCCESS", "END", "STATE HASH CHAIN"});
@@ -173,7 +124,7 @@ void PrintWritten(const char* what, const v1::DatasetWritten& written) {
 }
 
 absl::Status Collect(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags, flags.collect.rollout().policy()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.collect.rollout().policy()));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
   PrintWritten("collected", written);
   std::printf("%lld episodes run, %lld successful\n", static_cast<long long>(written.episodes_run()),
@@ -183,7 +134,7 @@ absl::Status Collect(const SimFlags& flags) {
 }
 
 absl::Status Relabel(const SimFlags& flags) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, SimBackend::Open(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
   PrintWritten("relabelled", written);
   if (flags.register_name.empty()) return absl::OkStatus();
@@ -233,10 +184,7 @@ absl::Status ServeSim(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
   sim::SimGrpcService service(handler.get(), {});
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));
-  std::printf("sim serving %zu tasks on %s\n", tasks->Names().size(), server->target().c_str());
-  std::fflush(stdout);
-  int signal_number = common::ServeUntilShutdownSignal(*server, *signals);
-  spdlog::info("sim stopped after signal {}", signal_number);
+  wiring::ServeUntilShutdown(*server, *signals, "sim", absl::StrCat(" ", tasks->Names().size(), " tasks"));
   return absl::OkStatus();
 }
 

@@ -25,6 +25,7 @@
 #include "train/train_run.h"
 #include "train/train_service.h"
 #include "wiring/registry_connection.h"
+#include "wiring/serve.h"
 
 namespace roboloop::cli {
 namespace {
@@ -150,9 +151,7 @@ absl::Status ServeTrain(const ServeTrainFlags& flags) {
   train::TrainServiceHandler handler(options);
   train::TrainGrpcService service(&handler);
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));
-  std::printf("train serving on %s\n", server->target().c_str());
-  std::fflush(stdout);
-  common::ServeUntilShutdownSignal(*server, *signals);
+  wiring::ServeUntilShutdown(*server, *signals, "train");
   return absl::OkStatus();
 }
 
