@@ -174,16 +174,16 @@ absl::Status Evaluate(const EvalRunFlags& f) {
 }
 
 absl::Status Promote(const EvalRunFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, eval::LoadProtocol(f.protocol, f.protocols_dir));
+  v1::PromoteCandidateRequest request;
+  request.set_model(f.model);
+  request.set_candidate(f.candidate);
+  request.set_protocol_name(f.protocol);
+  request.set_alpha(f.alpha);
+  ROBOLOOP_ASSIGN_OR_RETURN(eval::PromotionRequest promotion,
+                            eval::PromotionRequestFrom(request, f.protocols_dir, StoreLayout(f.registry.root).DatasetCache()));
   ROBOLOOP_ASSIGN_OR_RETURN(auto stack, wiring::EvalStack::Open(StackOptions(f)));
-  eval::PromotionRequest request;
-  request.model = f.model;
-  request.protocol = protocol;
-  request.candidate_ref = f.candidate;
-  request.alpha = f.alpha;
-  request.dataset_cache_dir = StoreLayout(f.registry.root).DatasetCache();
   ROBOLOOP_ASSIGN_OR_RETURN(eval::PromotionOutcome outcome,
-                            eval::PromoteIfBetter(stack->handler(), stack->registry(), request));
+                            eval::PromoteIfBetter(stack->handler(), stack->registry(), promotion));
   std::printf("candidate  %s (evaluation %s): success %s\n", outcome.candidate_id.c_str(),
               outcome.candidate.id().c_str(), RateText(outcome.candidate.aggregates().success()).c_str());
   if (outcome.champion.has_value()) {

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -11,23 +10,17 @@
 #include "cli/table.h"
 #include "common/cancellation.h"
 #include "common/fs.h"
-#include "common/signal_cancellation.h"
 #include "common/ids.h"
+#include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "pipeline/run_progress.h"
 #include "pipeline/run_store.h"
+#include "pipeline/runner.h"
 #include "pipeline/scheduler.h"
-#include "pipeline/spec.h"
-#include "pipeline/stage_executor.h"
-#include "pipeline/stage_kinds/builtin.h"
-#include "wiring/services.h"
 
 namespace roboloop::cli {
 namespace {
-
-using pipeline::RunOutcome;
-using pipeline::StageOutputs;
 
 // Flags of the run commands, filled by CLI11 before the action runs.
 struct RunFlags {
@@ -45,42 +38,28 @@ struct RunFlags {
 };
 
 std::string StorePath(const RunFlags& f) { return StoreLayout(f.root).PipelineRuns(); }
-std::string RunDir(const RunFlags& f, const std::string& id) { return StoreLayout(f.root).PipelineRunDir(id); }
 
-absl::StatusOr<pipeline::LoadedPipeline> LoadWithOverrides(const std::string& file, const std::vector<std::string>& sets) {
-  std::vector<pipeline::Override> overrides;
-  for (const std::string& set : sets) {
-    ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Override o, pipeline::ParseOverride(set));
-    overrides.push_back(o);
-  }
-  return pipeline::LoadPipeline(file, overrides);
-}
-
-// `stage` with the run's references and variables substituted where they have values.
-v1::Stage Resolved(const v1::Stage& stage, const pipeline::LoadedPipeline& loaded, const RunOutcome& outcome) {
-  const std::map<std::string, std::string> vars(loaded.pipeline.vars().begin(), loaded.pipeline.vars().end());
-  v1::Stage resolved = stage;
-  (void)pipeline::VisitStageStrings(&resolved, [&](std::string* text) {
-    absl::StatusOr<std::string> substituted = pipeline::Substitute(*text, outcome.outputs, vars);
-    if (substituted.ok()) *text = *std::move(substituted);
+// What `roboloop run` prints and exits with for a recorded run that ended: the summary (0), a
+// resumable cancellation (130; also when a signal came and a stage then failed), an unmet loop
+// (3) or the failure (1).
+absl::Status ExitOf(const pipeline::PipelineRunResult& result, const std::string& root, bool interrupted) {
+  const absl::Status& error = result.status;
+  if (error.ok()) {
+    std::printf("\nrun %s of %s finished\n", result.run_id.c_str(), result.pipeline.c_str());
+    for (const std::string& line : result.summary) std::printf("  %s\n", line.c_str());
     return absl::OkStatus();
-  });
-  return resolved;
-}
-
-// Loop iterations and what each finished top-level stage's kind has to say of it.
-void PrintSummary(pipeline::StageServices& services, const pipeline::Plan& plan, const pipeline::LoadedPipeline& loaded,
-                  const RunOutcome& outcome, const std::string& run_id) {
-  std::printf("\nrun %s of %s finished\n", run_id.c_str(), loaded.pipeline.name().c_str());
-  for (const auto& [loop, iterations] : outcome.loop_iterations) std::printf("  %s: %d iteration(s)\n", loop.c_str(), iterations);
-  for (const v1::Stage& stage : loaded.pipeline.stages()) {
-    auto it = outcome.outputs.find(stage.name());
-    const pipeline::StageKind* kind = plan.kinds->Find(stage.kind());
-    if (it == outcome.outputs.end() || !kind->summarize) continue;
-    for (const std::string& line : kind->summarize(Resolved(stage, loaded, outcome), it->second, services)) {
-      std::printf("  %s\n", line.c_str());
-    }
   }
+  if (interrupted || absl::IsCancelled(error)) {
+    return WithExitCode(absl::CancelledError(absl::StrCat("run ", result.run_id, " cancelled; continue it with roboloop run --resume ",
+                                                          result.run_id, " --root ", root)),
+                        kExitCancelled);
+  }
+  const std::string message = absl::StrCat("run ", result.run_id, " failed: ", error.message());
+  if (pipeline::UnmetLoopOf(error).has_value()) {
+    return WithExitCode(absl::FailedPreconditionError(message + " (its checkpoints and datasets stay registered)"),
+                        kExitConditionNotMet);
+  }
+  return absl::Status(error.code(), message);
 }
 
 absl::Status RunPipelineCommand(const RunFlags& flags) {
@@ -96,74 +75,34 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
     if (f.sets.empty()) f.sets = previous.overrides;
   }
   if (f.file.empty()) return UsageError("give a pipeline FILE (or --resume RUN)");
-  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::LoadedPipeline loaded, LoadWithOverrides(f.file, f.sets));
-  pipeline::ValidationOptions validation;
-  validation.protocols_dir = f.protocols_dir;
-  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Plan plan, pipeline::ValidatePipeline(loaded, pipeline::BuiltinStageKinds(), validation));
-
-  std::unique_ptr<wiring::EmbeddedServices> embedded;
-  wiring::EmbeddedOptions embedded_options;
-  embedded_options.root = f.root;
-  embedded_options.protocols_dir = f.protocols_dir;
-  embedded_options.task_files = pipeline::TaskFiles(loaded);
-  ROBOLOOP_ASSIGN_OR_RETURN(wiring::ServiceTargets targets,
-                            wiring::StartOrLoadServices(f.services, embedded_options, &embedded));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto clients, wiring::ServiceClients::Connect(targets));
-  std::string run_id = f.resume;
-  if (run_id.empty()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(run_id, store->CreateRun(loaded.pipeline.name(), f.file, f.sets));
-  } else {
-    ROBOLOOP_RETURN_IF_ERROR(store->ReopenRun(run_id));
-  }
-  std::printf("run %s: pipeline %s (%s) on %s services; logs in %s\n", run_id.c_str(), loaded.pipeline.name().c_str(),
-              f.file.c_str(), targets.embedded ? "embedded" : "remote", JoinPath(RunDir(f, run_id), "logs").c_str());
-
-  pipeline::ExecutorOptions options;
-  options.pipeline = loaded.pipeline.name();
-  options.run_id = run_id;
-  options.run_dir = RunDir(f, run_id);
-  options.cache_dir = StoreLayout(f.root).DatasetCache();
-  options.policy_cache_dir = StoreLayout(f.root).PolicyCache();
-  options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::LocalTasks(pipeline::TaskFiles(loaded)));
-  options.tasks = tasks.get();
-  if (targets.embedded) options.train_root = f.root;
-  pipeline::ServiceStageExecutor services_executor(clients.get(), options);
-  pipeline::RecordingExecutor executor(&services_executor, store.get(), run_id, !f.no_cache,
-                                       JoinPath(options.run_dir, "logs"));
-  pipeline::RunProgressPrinter printer(stdout, JoinPath(options.run_dir, "logs"));
   common::CancellationToken cancel;
-  pipeline::SchedulerOptions scheduler;
-  scheduler.threads = f.threads;
-  scheduler.cancel = &cancel;
-  scheduler.observer = [&printer](const pipeline::StageEvent& event) { printer.OnEvent(event); };
   const common::CancellationCallback announce = cancel.OnCancel([] {
     std::fprintf(stderr, "\nroboloop: cancelling the run (running stages are stopped through their services)\n");
   });
-  absl::StatusOr<RunOutcome> outcome;
+  std::unique_ptr<pipeline::RunProgressPrinter> printer;
+  pipeline::PipelineRunOptions options;
+  options.file = f.file;
+  options.overrides = f.sets;
+  options.resume = f.resume;
+  options.services_file = f.services;
+  options.root = f.root;
+  options.protocols_dir = f.protocols_dir;
+  options.use_cache = !f.no_cache;
+  options.threads = f.threads;
+  options.cancel = &cancel;
+  options.on_start = [&](const pipeline::StartedRun& run) -> std::function<void(const pipeline::StageEvent&)> {
+    std::printf("run %s: pipeline %s (%s) on %s services; logs in %s\n", run.run_id.c_str(), run.pipeline.c_str(),
+                f.file.c_str(), run.embedded ? "embedded" : "remote", run.log_dir.c_str());
+    printer = std::make_unique<pipeline::RunProgressPrinter>(stdout, run.log_dir);
+    return [&printer](const pipeline::StageEvent& event) { printer->OnEvent(event); };
+  };
+  absl::StatusOr<pipeline::PipelineRunResult> result;
   {
     ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
-    outcome = pipeline::RunPipeline(loaded, plan, executor, scheduler);
+    result = pipeline::RunPipelineFile(options);
   }
-  if (outcome.ok()) {
-    ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "finished", ""));
-    PrintSummary(services_executor.services(), plan, loaded, *outcome, run_id);
-    return absl::OkStatus();
-  }
-  const absl::Status& error = outcome.status();
-  if (cancel.IsCancelled() || absl::IsCancelled(error)) {
-    ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "cancelled", std::string(error.message())));
-    return WithExitCode(absl::CancelledError(absl::StrCat("run ", run_id, " cancelled; continue it with roboloop run --resume ",
-                                                          run_id, " --root ", f.root)),
-                        kExitCancelled);
-  }
-  ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(run_id, "failed", std::string(error.message())));
-  const std::string message = absl::StrCat("run ", run_id, " failed: ", error.message());
-  if (pipeline::UnmetLoopOf(error).has_value()) {
-    return WithExitCode(absl::FailedPreconditionError(message + " (its checkpoints and datasets stay registered)"),
-                        kExitConditionNotMet);
-  }
-  return absl::Status(error.code(), message);
+  ROBOLOOP_RETURN_IF_ERROR(result.status());
+  return ExitOf(*result, f.root, cancel.IsCancelled());
 }
 
 std::string Time(int64_t us) { return us == 0 ? "-" : FormatTimeUtc(us); }

@@ -47,42 +47,17 @@ grpc::Status EvalGrpcService::Compare(grpc::ServerContext*, const v1::CompareReq
   return grpc::Status::OK;
 }
 
-namespace {
-
-v1::Evaluation WithoutEpisodes(v1::Evaluation evaluation) {
-  evaluation.clear_episodes();
-  return evaluation;
-}
-
-}  // namespace
-
 grpc::Status EvalGrpcService::Promote(grpc::ServerContext*, const v1::PromoteCandidateRequest* request,
                                       v1::PromotionDecision* response) {
   if (options_.registry == nullptr) {
     return common::AbslToGrpc(absl::FailedPreconditionError("this EvalService has no registry to promote in"));
   }
-  PromotionRequest promotion;
-  promotion.model = request->model();
-  promotion.candidate_ref = request->candidate();
-  promotion.alpha = request->alpha() > 0 ? request->alpha() : 0.05;
-  promotion.sim_endpoints.assign(request->sim_endpoints().begin(), request->sim_endpoints().end());
-  promotion.dataset_cache_dir = options_.dataset_cache_dir;
-  if (request->has_protocol()) {
-    promotion.protocol = request->protocol();
-  } else {
-    absl::StatusOr<v1::Protocol> protocol = LoadProtocol(request->protocol_name(), handler_->protocols_dir());
-    if (!protocol.ok()) return common::AbslToGrpc(protocol.status());
-    promotion.protocol = *std::move(protocol);
-  }
-  absl::StatusOr<PromotionOutcome> outcome = PromoteIfBetter(*handler_, *options_.registry, promotion);
+  absl::StatusOr<PromotionRequest> promotion =
+      PromotionRequestFrom(*request, handler_->protocols_dir(), options_.dataset_cache_dir);
+  if (!promotion.ok()) return common::AbslToGrpc(promotion.status());
+  absl::StatusOr<PromotionOutcome> outcome = PromoteIfBetter(*handler_, *options_.registry, *promotion);
   if (!outcome.ok()) return common::AbslToGrpc(outcome.status());
-  response->set_promoted(outcome->promoted);
-  response->set_candidate_id(outcome->candidate_id);
-  response->set_champion_id(outcome->champion_id);
-  *response->mutable_candidate() = WithoutEpisodes(outcome->candidate);
-  if (outcome->champion.has_value()) *response->mutable_champion() = WithoutEpisodes(*outcome->champion);
-  if (outcome->comparison.has_value()) *response->mutable_comparison() = *outcome->comparison;
-  response->set_reason(outcome->reason);
+  *response = PromotionDecisionOf(*outcome);
   return grpc::Status::OK;
 }
 

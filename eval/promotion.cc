@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "eval/metrics.h"
+#include "eval/protocol.h"
 #include "eval/training_seeds.h"
 
 namespace roboloop::eval {
@@ -90,6 +91,39 @@ absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evalu
   outcome.reason = DescribeComparison(comparison, outcome.candidate, *outcome.champion);
   if (comparison.verdict() == v1::VERDICT_BETTER) ROBOLOOP_RETURN_IF_ERROR(MoveChampion(registry, request, outcome));
   return outcome;
+}
+
+absl::StatusOr<PromotionRequest> PromotionRequestFrom(const v1::PromoteCandidateRequest& request,
+                                                      const std::string& protocols_dir,
+                                                      const std::string& dataset_cache_dir) {
+  PromotionRequest promotion;
+  promotion.model = request.model();
+  promotion.candidate_ref = request.candidate();
+  promotion.alpha = request.alpha() > 0 ? request.alpha() : 0.05;
+  promotion.sim_endpoints.assign(request.sim_endpoints().begin(), request.sim_endpoints().end());
+  promotion.dataset_cache_dir = dataset_cache_dir;
+  if (request.has_protocol()) {
+    promotion.protocol = request.protocol();
+  } else {
+    ROBOLOOP_ASSIGN_OR_RETURN(promotion.protocol, LoadProtocol(request.protocol_name(), protocols_dir));
+  }
+  return promotion;
+}
+
+v1::PromotionDecision PromotionDecisionOf(const PromotionOutcome& outcome) {
+  v1::PromotionDecision decision;
+  decision.set_promoted(outcome.promoted);
+  decision.set_candidate_id(outcome.candidate_id);
+  decision.set_champion_id(outcome.champion_id);
+  *decision.mutable_candidate() = outcome.candidate;
+  decision.mutable_candidate()->clear_episodes();
+  if (outcome.champion.has_value()) {
+    *decision.mutable_champion() = *outcome.champion;
+    decision.mutable_champion()->clear_episodes();
+  }
+  if (outcome.comparison.has_value()) *decision.mutable_comparison() = *outcome.comparison;
+  decision.set_reason(outcome.reason);
+  return decision;
 }
 
 }  // namespace roboloop::eval

@@ -48,4 +48,14 @@ absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evalu
                                                  registry::RegistryClient& registry,
                                                  const PromotionRequest& request);
 
+// The promotion `request` asks for (EvalService.Promote, `roboloop promote`): its protocol given
+// inline or named (a name under `protocols_dir`, or a YAML path; errors name it), alpha 0 = 0.05,
+// training datasets copied to `dataset_cache_dir` for the seed check.
+absl::StatusOr<PromotionRequest> PromotionRequestFrom(const v1::PromoteCandidateRequest& request,
+                                                      const std::string& protocols_dir,
+                                                      const std::string& dataset_cache_dir);
+
+// `outcome` as the service's answer (evaluations without their per-episode records).
+v1::PromotionDecision PromotionDecisionOf(const PromotionOutcome& outcome);
+
 }  // namespace roboloop::eval

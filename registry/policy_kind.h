@@ -37,6 +37,12 @@ struct PolicyOption {
   std::string help;                            // one line for docs and errors
 };
 
+// What a kind's `policy` blob holds, which decides how the torch library loads it.
+enum class PolicyWeights {
+  kModelWeights,       // named tensors of a model the torch library builds for the kind
+  kTorchScriptModule,  // a torch.jit.save file, run as it is
+};
+
 // A policy kind.
 struct PolicyKind {
   std::string name;                   // policy.kind in manifests and TrainConfig
@@ -45,6 +51,7 @@ struct PolicyKind {
   bool trainable = false;             // `roboloop train` builds, trains and continues it
   bool exportable = false;            // `roboloop export` writes it for roboloop_policy.py
   std::string blob_suffix = ".safetensors";  // file suffix of its `policy` blob
+  PolicyWeights weights = PolicyWeights::kModelWeights;  // what that blob holds
 };
 
 // The options every chunk-predicting kind shares: obs_dim and action_dim (required), history

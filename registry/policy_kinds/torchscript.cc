@@ -10,6 +10,7 @@ PolicyKind TorchScriptPolicyKind() {
   kind.name = "torchscript";
   kind.summary = "a torch.jit.save file run as it is (one observation in, one action out)";
   kind.blob_suffix = ".pt";
+  kind.weights = PolicyWeights::kTorchScriptModule;
   return kind;
 }
 

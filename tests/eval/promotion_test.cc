@@ -197,5 +197,33 @@ TEST_F(PromotionTest, ACandidateOfAnotherModelOrUnknownIsRefused) {
   EXPECT_THAT(unknown.status().message(), HasSubstr("tiny:v99"));
 }
 
+TEST(PromotionRequestTest, TheServiceAndTheCliReadARequestAlike) {
+  v1::PromoteCandidateRequest named;
+  named.set_model("m");
+  named.set_candidate("m:v2");
+  named.set_protocol_name("cartpole-swingup-gate");
+  named.add_sim_endpoints("unix:/tmp/sim.sock");
+  auto promotion = PromotionRequestFrom(named, ROBOLOOP_SOURCE_DIR "/configs/protocols", "/tmp/cache");
+  ASSERT_TRUE(promotion.ok()) << promotion.status();
+  EXPECT_EQ(promotion->model, "m");
+  EXPECT_EQ(promotion->candidate_ref, "m:v2");
+  EXPECT_EQ(promotion->protocol.name(), "cartpole-swingup-gate");
+  EXPECT_EQ(promotion->alpha, 0.05);
+  EXPECT_EQ(promotion->sim_endpoints, std::vector<std::string>{"unix:/tmp/sim.sock"});
+  EXPECT_EQ(promotion->dataset_cache_dir, "/tmp/cache");
+
+  v1::PromoteCandidateRequest inline_protocol = named;
+  inline_protocol.mutable_protocol()->set_name("inline");
+  inline_protocol.set_alpha(0.01);
+  auto given = PromotionRequestFrom(inline_protocol, "/nonexistent", "");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->protocol.name(), "inline");
+  EXPECT_EQ(given->alpha, 0.01);
+
+  named.set_protocol_name("no-such-protocol");
+  EXPECT_THAT(PromotionRequestFrom(named, ROBOLOOP_SOURCE_DIR "/configs/protocols", "").status().message(),
+              ::testing::HasSubstr("no-such-protocol"));
+}
+
 }  // namespace
 }  // namespace roboloop::eval

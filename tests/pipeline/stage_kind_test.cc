@@ -1,6 +1,6 @@
 // A stage kind added from this file alone (issue 27, req 1): its record, one registration line,
-// and a pipeline that uses it — validated, overridden from the command line, and run by the
-// product's executor next to a built-in kind.
+// and a pipeline that uses it — validated, overridden from the command line, run by the
+// product's executor and by the runner API over embedded services.
 #include "pipeline/stage_kind.h"
 
 #include <gmock/gmock.h>
@@ -11,6 +11,9 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/store_layout.h"
+#include "pipeline/run_store.h"
+#include "pipeline/runner.h"
 #include "pipeline/scheduler.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
@@ -100,6 +103,38 @@ TEST_F(StageKindTest, ValidationReadsOutputsAndParametersFromTheRecord) {
               HasSubstr("a stage of kind shout cannot have 'report:' parameters"));
   EXPECT_THAT(ValidatePipeline(*unknown_output, BuiltinStageKinds(), ValidationOptions()).status().message(),
               HasSubstr("unknown kind 'shout'"));
+}
+
+TEST_F(StageKindTest, TheRunnerRecordsARunOfAKindRegisteredHere) {
+  const std::string dir = testing::MakeTempDir("runner");
+  std::ofstream(dir + "/p.yaml") << kTwoShouts;
+  PipelineRunOptions options;
+  options.file = dir + "/p.yaml";
+  options.overrides = {"vars.who=runner"};
+  options.root = dir + "/store";
+  options.kinds = &kinds_;
+  std::vector<std::string> finished;
+  options.on_start = [&finished](const StartedRun& run) -> std::function<void(const StageEvent&)> {
+    EXPECT_FALSE(run.run_id.empty());
+    EXPECT_TRUE(run.embedded);
+    return [&finished](const StageEvent& event) {
+      if (event.kind == StageEvent::Kind::kFinished) finished.push_back(event.stage);
+    };
+  };
+  auto result = RunPipelineFile(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.ok()) << result->status;
+  EXPECT_EQ(result->outcome.outputs.at("again").at("text"), "HELLO RUNNER!");
+  EXPECT_EQ(finished, (std::vector<std::string>{"hello", "again"}));
+  auto store = RunStore::Open(StoreLayout(options.root).PipelineRuns());
+  ASSERT_TRUE(store.ok());
+  auto record = (*store)->GetRun(result->run_id);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->status, "finished");
+  EXPECT_EQ(record->overrides, options.overrides);
+
+  options.file = dir + "/missing.yaml";
+  EXPECT_FALSE(RunPipelineFile(options).ok());
 }
 
 TEST_F(StageKindTest, RegistryRefusesIncompleteOrDuplicateRecords) {

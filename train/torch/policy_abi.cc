@@ -44,9 +44,8 @@ std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::s
                                                        : nlohmann::json::parse(options_json);
   absl::StatusOr<const registry::PolicyKind*> registered = registry::FindPolicyKind(kind);
   TORCH_CHECK(registered.ok(), registered.status().message());
-  if ((*registered)->trainable) return LoadTrainablePolicy(path, kind, options);
-  TORCH_CHECK(kind == "torchscript", "policy kind '", kind, "' has no loader in this torch library");
-  return LoadTorchScriptPolicy(path);
+  if ((*registered)->weights == registry::PolicyWeights::kTorchScriptModule) return LoadTorchScriptPolicy(path);
+  return LoadTrainablePolicy(path, kind, options);
 }
 
 // Policies run between env steps on small batches while the env pool's threads own the cores:

@@ -1,5 +1,5 @@
 // Parsing of PolicyConfig: the kind's schema (registry/policy_kind.h) checks the options and
-// fills the defaults; this file turns them into the models' structs.
+// fills the defaults.
 #include "train/torch/policy/policy_config.h"
 
 #include <c10/util/Exception.h>
@@ -9,14 +9,6 @@
 
 namespace roboloop::train {
 namespace {
-
-kernels::Activation ParseActivation(const std::string& name) {
-  if (name == "relu") return kernels::Activation::kRelu;
-  if (name == "gelu") return kernels::Activation::kGelu;
-  if (name == "silu") return kernels::Activation::kSilu;
-  if (name == "tanh") return kernels::Activation::kTanh;
-  TORCH_CHECK(false, "policy option activation: unknown '", name, "' (known: relu, gelu, silu, tanh)");
-}
 
 bool HasOption(const registry::PolicyKind& kind, const std::string& name) {
   for (const registry::PolicyOption& option : kind.options) {
@@ -47,26 +39,6 @@ nlohmann::json CompleteOptions(const registry::PolicyKind& kind, const nlohmann:
   return *complete;
 }
 
-MlpOptions ParseMlp(const nlohmann::json& json) {
-  MlpOptions options;
-  options.hidden = json.at("hidden").get<std::vector<int64_t>>();
-  options.activation = ParseActivation(json.at("activation").get<std::string>());
-  return options;
-}
-
-TransformerOptions ParseTransformer(const nlohmann::json& json) {
-  TransformerOptions options;
-  options.d_model = json.at("d_model").get<int64_t>();
-  options.layers = json.at("layers").get<int64_t>();
-  options.heads = json.at("heads").get<int64_t>();
-  options.ffn = json.at("ffn").get<int64_t>();
-  options.flow_matching = json.at("flow_matching").get<bool>();
-  options.flow_steps = json.at("flow_steps").get<int64_t>();
-  TORCH_CHECK(options.d_model % options.heads == 0, "policy option d_model (", options.d_model,
-              ") must be a multiple of heads (", options.heads, ")");
-  return options;
-}
-
 }  // namespace
 
 PolicyConfig ParsePolicyConfig(const nlohmann::json& json) {
@@ -79,8 +51,7 @@ PolicyConfig ParsePolicyConfig(const nlohmann::json& json) {
   config.action_dim = options.at("action_dim").get<int64_t>();
   config.history = options.at("history").get<int64_t>();
   config.chunk = options.at("chunk").get<int64_t>();
-  if (options.contains("hidden")) config.mlp = ParseMlp(options);
-  if (options.contains("d_model")) config.transformer = ParseTransformer(options);
+  config.options = options;
   return config;
 }
 

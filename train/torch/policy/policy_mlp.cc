@@ -1,4 +1,5 @@
 // The `mlp` policy: the flattened observation history through an MLP to the flattened chunk.
+#include <string>
 #include <vector>
 
 #include "kernels/batch_invariant.h"
@@ -7,11 +8,32 @@
 namespace roboloop::train {
 namespace {
 
+// The architecture options of an mlp (its schema: registry/policy_kinds/mlp.cc).
+struct MlpOptions {
+  std::vector<int64_t> hidden;                                 // hidden layer widths
+  kernels::Activation activation = kernels::Activation::kRelu;  // after every layer but the last
+};
+
+kernels::Activation ParseActivation(const std::string& name) {
+  if (name == "relu") return kernels::Activation::kRelu;
+  if (name == "gelu") return kernels::Activation::kGelu;
+  if (name == "silu") return kernels::Activation::kSilu;
+  if (name == "tanh") return kernels::Activation::kTanh;
+  TORCH_CHECK(false, "policy option activation: unknown '", name, "' (known: relu, gelu, silu, tanh)");
+}
+
+MlpOptions ParseMlpOptions(const nlohmann::json& json) {
+  MlpOptions options;
+  options.hidden = json.at("hidden").get<std::vector<int64_t>>();
+  options.activation = ParseActivation(json.at("activation").get<std::string>());
+  return options;
+}
+
 class MlpModel : public PolicyModel {
  public:
-  explicit MlpModel(const PolicyConfig& config) : config_(config) {
+  explicit MlpModel(const PolicyConfig& config) : config_(config), options_(ParseMlpOptions(config.options)) {
     std::vector<int64_t> widths = {config.obs_dim * config.history};
-    widths.insert(widths.end(), config.mlp.hidden.begin(), config.mlp.hidden.end());
+    widths.insert(widths.end(), options_.hidden.begin(), options_.hidden.end());
     widths.push_back(config.action_dim * config.chunk);
     for (size_t i = 0; i + 1 < widths.size(); ++i) {
       layers_->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
@@ -39,12 +61,13 @@ class MlpModel : public PolicyModel {
     for (size_t i = 0; i < layers_->size(); ++i) {
       auto* linear = layers_[i]->as<torch::nn::Linear>();
       x = kernels::Linear(x, linear->weight, linear->bias);
-      if (i + 1 < layers_->size()) x = kernels::Activate(config_.mlp.activation, x);
+      if (i + 1 < layers_->size()) x = kernels::Activate(options_.activation, x);
     }
     return x.reshape({obs.size(0), config_.chunk, config_.action_dim});
   }
 
   PolicyConfig config_;
+  MlpOptions options_;
   torch::nn::ModuleList layers_;
 };
 
@@ -64,10 +87,5 @@ torch::Tensor MaskedChunkLoss(const torch::Tensor& prediction, const torch::Tens
   return per_sample.mean();
 }
 
-std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config) {
-  if (config.kind == "mlp") return MakeMlpModel(config);
-  if (config.kind == "transformer") return MakeTransformerModel(config);
-  TORCH_CHECK(false, "policy kind '", config.kind, "' has no model in this torch library");
-}
 
 }  // namespace roboloop::train

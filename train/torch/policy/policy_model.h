@@ -42,15 +42,20 @@ class PolicyModel : public torch::nn::Module {
   virtual const PolicyConfig& config() const = 0;
 };
 
-// Builds the module of `config` with weights initialised from torch's global generator.
+// Builds the module of `config` with weights initialised from torch's global generator, with the
+// factory registered for its kind (policy_models.cc); throws c10::Error naming a kind that has
+// no model in this torch library.
 std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config);
+
+// Builds one architecture's module (reading its options from config.options).
+using PolicyModelFactory = std::shared_ptr<PolicyModel> (*)(const PolicyConfig& config);
 
 // Per-sample mean of (prediction - target)^2 over valid chunk steps and action dims, then the
 // mean over samples. `valid` is [batch, chunk]; every sample must have one valid step.
 torch::Tensor MaskedChunkLoss(const torch::Tensor& prediction, const torch::Tensor& target,
                               const torch::Tensor& valid);
 
-// The MLP (policy_mlp.cc) and the transformer (policy_transformer.cc).
+// The MLP (policy_mlp.cc) and the transformer (policy_transformer.cc), registered in policy_models.cc.
 std::shared_ptr<PolicyModel> MakeMlpModel(const PolicyConfig& config);
 std::shared_ptr<PolicyModel> MakeTransformerModel(const PolicyConfig& config);
 

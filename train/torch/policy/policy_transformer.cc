@@ -101,10 +101,34 @@ torch::Tensor TimeFeatures(const torch::Tensor& t, int64_t width) {
   return features;
 }
 
+// The architecture options of a transformer (its schema: registry/policy_kinds/transformer.cc).
+struct TransformerOptions {
+  int64_t d_model = 0;         // token width
+  int64_t layers = 0;          // encoder blocks
+  int64_t heads = 0;           // attention heads (d_model must divide by it)
+  int64_t ffn = 0;             // hidden width of each block's feed-forward network
+  bool flow_matching = false;  // predict the chunk with a flow-matching head instead of regression
+  int64_t flow_steps = 0;      // Euler integration steps of the flow head at inference
+};
+
+TransformerOptions ParseTransformerOptions(const nlohmann::json& json) {
+  TransformerOptions options;
+  options.d_model = json.at("d_model").get<int64_t>();
+  options.layers = json.at("layers").get<int64_t>();
+  options.heads = json.at("heads").get<int64_t>();
+  options.ffn = json.at("ffn").get<int64_t>();
+  options.flow_matching = json.at("flow_matching").get<bool>();
+  options.flow_steps = json.at("flow_steps").get<int64_t>();
+  TORCH_CHECK(options.d_model % options.heads == 0, "policy option d_model (", options.d_model,
+              ") must be a multiple of heads (", options.heads, ")");
+  return options;
+}
+
 class TransformerModel : public PolicyModel {
  public:
-  explicit TransformerModel(const PolicyConfig& config) : config_(config) {
-    const TransformerOptions& t = config.transformer;
+  explicit TransformerModel(const PolicyConfig& config)
+      : config_(config), options_(ParseTransformerOptions(config.options)) {
+    const TransformerOptions& t = options_;
     obs_embed_ = register_module("obs_embed", torch::nn::Linear(config.obs_dim, t.d_model));
     obs_pos_ = register_parameter("obs_pos", torch::randn({config.history, t.d_model}) * 0.02);
     action_query_ = register_parameter("action_query", torch::randn({config.chunk, t.d_model}) * 0.02);
@@ -122,7 +146,7 @@ class TransformerModel : public PolicyModel {
 
   torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) override {
     CheckInputs(inputs.obs, inputs.history_length);
-    if (!config_.transformer.flow_matching) {
+    if (!options_.flow_matching) {
       const torch::Tensor queries = action_query_.unsqueeze(0).expand({inputs.obs.size(0), -1, -1});
       return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, queries, options),
                              inputs.actions, inputs.action_valid);
@@ -146,12 +170,12 @@ class TransformerModel : public PolicyModel {
     LossOptions packed;
     packed.token_budget = std::numeric_limits<int32_t>::max();
     const int64_t batch = obs.size(0);
-    if (!config_.transformer.flow_matching) {
+    if (!options_.flow_matching) {
       return Predict(obs, history_length, action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
     }
     // Euler integration from the noise distribution's mean (zero), so that inference is
     // deterministic and batch-invariant.
-    const int64_t steps = config_.transformer.flow_steps;
+    const int64_t steps = options_.flow_steps;
     const auto on_device = obs.options().dtype(torch::kFloat);
     torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim}, on_device);
     for (int64_t k = 0; k < steps; ++k) {
@@ -174,7 +198,7 @@ class TransformerModel : public PolicyModel {
   }
 
   torch::Tensor FlowQueries(const torch::Tensor& x_t, const torch::Tensor& t) {
-    const torch::Tensor time = Dense(time_mlp_, TimeFeatures(t, config_.transformer.d_model));
+    const torch::Tensor time = Dense(time_mlp_, TimeFeatures(t, options_.d_model));
     return action_query_.unsqueeze(0) + Dense(action_in_, x_t) + time.unsqueeze(1);
   }
 
@@ -270,6 +294,7 @@ class TransformerModel : public PolicyModel {
   }
 
   PolicyConfig config_;
+  TransformerOptions options_;
   torch::nn::Linear obs_embed_{nullptr}, head_{nullptr}, action_in_{nullptr}, time_mlp_{nullptr};
   torch::Tensor obs_pos_, action_query_;
   torch::nn::ModuleList blocks_;
