@@ -73,9 +73,13 @@ absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
                      absl::StrJoin(registry::ExportablePolicyKindNames(), ", "), ")"));
   }
   const nlohmann::json written = manifest.ToJson();
+  // Every option written out, defaults filled by the kind's schema: roboloop_policy.py keeps no
+  // copy of the defaults.
+  nlohmann::json policy = written.at("policy");
+  ROBOLOOP_ASSIGN_OR_RETURN(policy["options"], manifest.CompleteOptions());
   return nlohmann::json{{"format", "roboloop-policy"},
                         {"version", 1},
-                        {"policy", written.at("policy")},
+                        {"policy", policy},
                         {"obs_spec", written.at("obs_spec")},
                         {"action_spec", written.at("action_spec")},
                         {"action_chunk", written.at("action_chunk")},

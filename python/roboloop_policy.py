@@ -28,9 +28,13 @@ from torch.nn import functional as F
 FORMAT = "roboloop-policy"
 VERSION = 1
 
-_MLP_DEFAULTS = {"history": 1, "chunk": 1, "hidden": [256, 256], "activation": "relu"}
-_TRANSFORMER_DEFAULTS = {"history": 1, "chunk": 1, "d_model": 128, "layers": 4, "heads": 4,
-                         "ffn": 512, "flow_matching": False, "flow_steps": 10}
+# The options of each kind; `roboloop export` writes all of them (defaults filled by the kind's
+# schema in roboloop), so this module keeps no defaults of its own.
+_OPTIONS = {
+    "mlp": ("obs_dim", "action_dim", "history", "chunk", "hidden", "activation"),
+    "transformer": ("obs_dim", "action_dim", "history", "chunk", "d_model", "layers", "heads", "ffn",
+                    "flow_matching", "flow_steps"),
+}
 _ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu, "tanh": torch.tanh}
 
 
@@ -71,20 +75,19 @@ def load_safetensors(path):
 
 
 def _options(kind, options):
-    """The policy options with roboloop's defaults filled in; ValueError on a bad option."""
-    defaults = {"mlp": _MLP_DEFAULTS, "transformer": _TRANSFORMER_DEFAULTS}.get(kind)
-    if defaults is None:
-        raise ValueError(f"unknown policy kind '{kind}' (known: mlp, transformer)")
+    """The policy options, checked; ValueError naming a bad, unknown or missing option."""
+    names = _OPTIONS.get(kind)
+    if names is None:
+        raise ValueError(f"unknown policy kind '{kind}' (known: {', '.join(_OPTIONS)})")
     for key in options:
-        if key not in defaults and key not in ("kind", "obs_dim", "action_dim"):
+        if key not in names and key != "kind":
             raise ValueError(f"policy option {key} is not an option of policy {kind}")
     if options.get("kind", kind) != kind:
         raise ValueError(f"options say kind {options['kind']} but the policy is {kind}")
-    merged = dict(defaults)
-    merged.update({k: v for k, v in options.items() if k != "kind"})
-    for key in ("obs_dim", "action_dim"):
-        if key not in merged:
-            raise ValueError(f"policy option {key} is required")
+    for key in names:
+        if key not in options:
+            raise ValueError(f"policy option {key} is missing (export the checkpoint again with roboloop export)")
+    merged = {k: v for k, v in options.items() if k != "kind"}
     if kind == "mlp" and merged["activation"] not in _ACTIVATIONS:
         raise ValueError(f"policy option activation: unknown '{merged['activation']}' "
                          f"(known: {', '.join(_ACTIVATIONS)})")

@@ -158,7 +158,7 @@ TEST_F(ExportPythonTest, TransformerWithHistory4Chunk3) {
   const std::string policy_dir =
       MakePolicy({{"kind", "transformer"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 4},
                   {"chunk", 3}, {"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32},
-                  {"flow_matching", false}},
+                  {"flow_matching", false}, {"flow_steps", 10}},
                  2);
   ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 2);
 }
