@@ -11,6 +11,7 @@
 #include "pipeline/run_store.h"
 #include "report/report.h"
 #include "wiring/services.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::cli {
 namespace {
@@ -55,7 +56,7 @@ absl::Status Report(const ReportFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(wiring::ServiceTargets targets,
                             wiring::StartOrLoadServices(f.services, options, &embedded));
   ROBOLOOP_ASSIGN_OR_RETURN(auto clients, wiring::ServiceClients::Connect(targets));
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::LocalTasks({}));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::TaskRegistryWith({}, {}));
   report::ReportRequest request;
   request.model = model;
   request.title = absl::StrCat("roboloop report — ", model);

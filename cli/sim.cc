@@ -15,17 +15,15 @@
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "sim/builtin_tasks.h"
 #include "sim/replay.h"
 #include "sim/sim_client.h"
 #include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
-#include "sim/task_plugin.h"
 #include "sim/task_registry.h"
-#include "sim/yaml_task.h"
 #include "wiring/registry_connection.h"
 #include "wiring/serve.h"
 #include "wiring/sim_backend.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::cli {
 namespace {
@@ -48,11 +46,6 @@ struct SimFlags {
   ServerFlags server;                     // serve sim
 };
 
-// Built-in tasks plus those from --task-plugin, $ROBOLOOP_TASK_PLUGINS and --task-yaml.
-absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> BuildTaskRegistry(const SimFlags& flags) {
-  return wiring::TaskRegistryWith(flags.task_plugins, flags.yaml_tasks);
-}
-
 // The backend the sim command's flags name, running `policy`.
 absl::StatusOr<std::unique_ptr<wiring::SimBackend>> OpenBackend(const SimFlags& flags, const std::string& policy = "") {
   wiring::SimBackendOptions options;
@@ -63,12 +56,6 @@ absl::StatusOr<std::unique_ptr<wiring::SimBackend>> OpenBackend(const SimFlags& 
   options.registry = flags.registry;
   return wiring::SimBackend::Open(options, policy);
 }
-
-}  // namespace
-
-std::string CheckpointCacheDir(const std::string& root) { return StoreLayout(root).PolicyCache(); }
-
-namespace {
 
 absl::Status ListTasks(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
@@ -149,7 +136,7 @@ absl::Status Replay(const SimFlags& flags) {
     return absl::InvalidArgumentError(absl::StrCat(
         "usage: --expect-hash '", flags.expect_hash, "' is not a hexadecimal hash (see STATE HASH CHAIN of sim rollout)"));
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, wiring::TaskRegistryWith(flags.task_plugins, flags.yaml_tasks));
   const v1::RolloutRequest& r = flags.rollout;
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, tasks->Create(r.task()));
   ROBOLOOP_ASSIGN_OR_RETURN(auto policy, sim::MakeNamedPolicy(r.policy(), r.policy_seed(), *task));
@@ -174,13 +161,13 @@ absl::Status Replay(const SimFlags& flags) {
 
 absl::Status ServeSim(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::ShutdownSignals::Create());
-  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, BuildTaskRegistry(flags));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, wiring::TaskRegistryWith(flags.task_plugins, flags.yaml_tasks));
   sim::SimServiceHandler::Options options;
   options.registry = tasks.get();
   options.dataset_dir = flags.dataset_dir;
   ROBOLOOP_ASSIGN_OR_RETURN(auto registry, wiring::RegistryConnection::Open(flags.registry));
   options.checkpoints = &registry->client();
-  options.checkpoint_cache_dir = CheckpointCacheDir(flags.registry.root);
+  options.checkpoint_cache_dir = StoreLayout(flags.registry.root).PolicyCache();
   ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
   sim::SimGrpcService service(handler.get(), {});
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));

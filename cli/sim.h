@@ -14,7 +14,4 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner);
 // Adds `sim` under the `serve` command.
 void AddServeSimCommand(CLI::App* serve, CommandRunner& runner);
 
-// Where the CLI keeps verified local copies of checkpoint policy blobs: <root>/cache/policies.
-std::string CheckpointCacheDir(const std::string& root);
-
 }  // namespace roboloop::cli

@@ -13,6 +13,7 @@
 #include "pipeline/stage_executor.h"
 #include "pipeline/stage_kinds/builtin.h"
 #include "wiring/services.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::pipeline {
 namespace {
@@ -79,7 +80,7 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& opti
   ROBOLOOP_ASSIGN_OR_RETURN(wiring::ServiceTargets targets,
                             wiring::StartOrLoadServices(options.services_file, embedded_options, &embedded));
   ROBOLOOP_ASSIGN_OR_RETURN(auto clients, wiring::ServiceClients::Connect(targets));
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::LocalTasks(TaskFiles(loaded)));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::TaskRegistryWith({}, TaskFiles(loaded)));
 
   PipelineRunResult result;
   result.pipeline = loaded.pipeline.name();

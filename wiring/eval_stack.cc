@@ -2,8 +2,7 @@
 
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "sim/builtin_tasks.h"
-#include "sim/task_plugin.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::wiring {
 
@@ -28,9 +27,7 @@ absl::StatusOr<std::unique_ptr<EvalStack>> EvalStack::Open(const EvalStackOption
 }
 
 absl::Status EvalStack::StartEmbeddedSim(const std::string& root) {
-  tasks_ = std::make_unique<sim::TaskRegistry>();
-  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks_.get()));
-  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks_.get()));
+  ROBOLOOP_ASSIGN_OR_RETURN(tasks_, TaskRegistryWith({}, {}));
   sim::SimServiceHandler::Options options;
   options.registry = tasks_.get();
   options.checkpoints = &registry_->client();

@@ -1,4 +1,5 @@
 #include "wiring/services.h"
+#include "wiring/tasks.h"
 
 #include <unistd.h>
 
@@ -56,26 +57,6 @@ common::GrpcChannelOptions LocalChannel(const std::string& target) {
 
 }  // namespace
 
-namespace {
-
-// Built-ins, plugins and `task_files` into `tasks`.
-absl::Status RegisterTasks(const std::vector<std::string>& task_files, sim::TaskRegistry* tasks) {
-  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(tasks));
-  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(tasks));
-  for (const std::string& file : task_files) {
-    ROBOLOOP_RETURN_IF_ERROR(Annotate(sim::RegisterYamlTask(file, tasks), absl::StrCat("task file ", file)));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const std::vector<std::string>& task_files) {
-  auto tasks = std::make_unique<sim::TaskRegistry>();
-  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(task_files, tasks.get()));
-  return tasks;
-}
-
 absl::StatusOr<ServiceTargets> LoadServicesFile(const std::string& path) {
   v1::ServicesConfig config;
   ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(path, &config));
@@ -96,7 +77,7 @@ absl::StatusOr<ServiceTargets> LoadServicesFile(const std::string& path) {
 struct EmbeddedServices::Parts {
   std::unique_ptr<registry::RegistryHost> registry_host;
   std::unique_ptr<registry::RegistryClient> registry;  // what sim and eval resolve through
-  sim::TaskRegistry tasks;
+  std::unique_ptr<sim::TaskRegistry> tasks;
   std::unique_ptr<sim::SimServiceHandler> sim;
   std::unique_ptr<sim::SimGrpcService> sim_service;
   std::unique_ptr<train::TrainServiceHandler> train;
@@ -124,9 +105,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   ROBOLOOP_ASSIGN_OR_RETURN(p.registry, registry::RegistryClient::Connect(LocalChannel(registry_target)));
 
   const std::string services_target = layout.EmbeddedSocket("services");
-  ROBOLOOP_RETURN_IF_ERROR(RegisterTasks(options.task_files, &p.tasks));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.tasks, TaskRegistryWith({}, options.task_files));
   sim::SimServiceHandler::Options sim;
-  sim.registry = &p.tasks;
+  sim.registry = p.tasks.get();
   sim.checkpoints = p.registry.get();
   sim.checkpoint_cache_dir = layout.PolicyCache();
   sim.dataset_cache_dir = layout.DatasetCache();

@@ -56,10 +56,6 @@ class EmbeddedServices {
   ServiceTargets targets_;
 };
 
-// Built-in tasks, plugins (ROBOLOOP_TASK_PLUGINS) and `task_files` (YAML tasks), for what runs
-// in a command's own process (report animations).
-absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> LocalTasks(const std::vector<std::string>& task_files);
-
 // The services a command uses: those `services_file` names, or (when it is empty) every service
 // started embedded with `embedded_options`, owned by `*embedded`.
 absl::StatusOr<ServiceTargets> StartOrLoadServices(const std::string& services_file,

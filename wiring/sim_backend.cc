@@ -2,22 +2,10 @@
 
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "sim/builtin_tasks.h"
 #include "sim/checkpoint_policy.h"
-#include "sim/task_plugin.h"
-#include "sim/yaml_task.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::wiring {
-
-absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> TaskRegistryWith(const std::vector<std::string>& plugins,
-                                                                    const std::vector<std::string>& yaml_tasks) {
-  auto registry = std::make_unique<sim::TaskRegistry>();
-  ROBOLOOP_RETURN_IF_ERROR(sim::RegisterBuiltins(registry.get()));
-  ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(registry.get()));
-  for (const std::string& plugin : plugins) ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPlugin(plugin, registry.get()));
-  for (const std::string& yaml : yaml_tasks) ROBOLOOP_RETURN_IF_ERROR(sim::RegisterYamlTask(yaml, registry.get()));
-  return registry;
-}
 
 absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Open(const SimBackendOptions& options,
                                                              const std::string& policy) {

@@ -15,11 +15,6 @@
 
 namespace roboloop::wiring {
 
-// Built-in tasks, plugins of $ROBOLOOP_TASK_PLUGINS and `plugins`, and the YAML tasks of
-// `yaml_tasks`; errors name the plugin or file that failed.
-absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> TaskRegistryWith(const std::vector<std::string>& plugins,
-                                                                    const std::vector<std::string>& yaml_tasks);
-
 // What a sim backend is built from.
 struct SimBackendOptions {
   std::string sim;                        // remote SimService; "" = in this process
