@@ -22,7 +22,7 @@ roboloop_house_rule(FOLDER tests
 
 # sim and train are peers, yet sim's neural and checkpoint policies run trained policies: they
 # do so only through train/torch_runtime.h, the torch-free loader of libroboloop_torch.so (the
-# torch boundary of ARCHITECTURE §1). Moving that boundary below both folders would remove
+# torch boundary of docs/architecture.md §1). Moving that boundary below both folders would remove
 # this exception.
 roboloop_house_rule_exception(NAME sim-runs-policies-through-the-torch-boundary
   FOLDER sim HEADER train/torch_runtime.h

@@ -1,4 +1,4 @@
-// YAML configuration files parsed into proto messages (ARCHITECTURE §5: YAML on the surface,
+// YAML configuration files parsed into proto messages (docs/architecture.md §5: YAML on the surface,
 // a proto message as the schema). Every error names the file and line, and unknown keys and
 // type mismatches are errors.
 #pragma once

@@ -1,4 +1,4 @@
-// The gRPC server every roboloop service runs in (ARCHITECTURE §3): binds loopback by default
+// The gRPC server every roboloop service runs in (docs/architecture.md §3): binds loopback by default
 // (TCP or unix socket), serves grpc.health.v1 and reflection, refuses calls without the bearer
 // token before any handler runs (common/grpc_server_credentials.h), optionally speaks TLS,
 // refuses a plaintext non-loopback listener unless told `insecure`, and shuts down gracefully.

@@ -1,4 +1,4 @@
-// Status helpers and the project's error-handling macros (ARCHITECTURE §5).
+// Status helpers and the project's error-handling macros (docs/architecture.md §5).
 // absl 20220623 ships no status macros, so roboloop defines its own, prefixed ROBOLOOP_ to
 // stay clear of glog's LOG/CHECK that every LibTorch translation unit sees.
 #pragma once

@@ -1,4 +1,4 @@
-// The transport-free logic of EvalService (issue 7, req 4; ARCHITECTURE §3): evaluates a
+// The transport-free logic of EvalService (issue 7, req 4; docs/architecture.md §3): evaluates a
 // registry checkpoint under a protocol on one or several SimService endpoints, reuses cached
 // evaluations, stores every evaluation (failed ones without a rate), and answers leaderboard
 // and paired-comparison queries. The gRPC adapter (eval/eval_grpc_service.h) and the CLI

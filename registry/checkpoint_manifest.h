@@ -1,4 +1,4 @@
-// The checkpoint manifest (ARCHITECTURE §2) as a typed value: the one place that reads, checks
+// The checkpoint manifest (docs/architecture.md §2) as a typed value: the one place that reads, checks
 // and writes it. Training writes it (train/checkpoint_io.cc), the registry validates and indexes
 // it (registry/manifest.cc), rollouts, evaluation and export read it.
 //

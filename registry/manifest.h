@@ -1,4 +1,4 @@
-// A checkpoint manifest as the registry stores it (ARCHITECTURE §2): validated through
+// A checkpoint manifest as the registry stores it (docs/architecture.md §2): validated through
 // CheckpointManifest (registry/checkpoint_manifest.h, which documents the schema), in canonical
 // form, with its id and the fields the catalog indexes.
 #pragma once

@@ -96,13 +96,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkM
 struct CheckpointPolicyOptions {
   std::string cache_dir;          // verified local copies of policy blobs (<sha256><kind's suffix>)
   ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
-  bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
+  bool batch_invariant = true;    // each row's action independent of its batch (docs/architecture.md §5)
 };
 
 // How a loaded policy runs.
 struct PolicyRunOptions {
   ChunkExecution execution;       // chunk execution (receding_steps must be <= the horizon)
-  bool batch_invariant = true;    // each row's action independent of its batch (ARCHITECTURE §5)
+  bool batch_invariant = true;    // each row's action independent of its batch (docs/architecture.md §5)
 };
 
 // A policy file outside the registry.

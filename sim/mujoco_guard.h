@@ -1,4 +1,4 @@
-// Safe boundary around MuJoCo (ARCHITECTURE §7): its error handler is a process-wide
+// Safe boundary around MuJoCo (docs/architecture.md §7): its error handler is a process-wide
 // function pointer whose default exits the process, so roboloop installs handlers that turn
 // errors into absl::Status and keeps warnings out of stdout and MUJOCO_LOG.TXT.
 #pragma once

@@ -20,7 +20,7 @@ struct PolicyBatch {
 
 // Maps a batch of observations to a batch of actions. Each output row must depend only on
 // its own row's inputs (obs, episode index, step), so that results do not depend on how
-// episodes are batched (ARCHITECTURE §5). The engine calls Act from one thread at a time.
+// episodes are batched (docs/architecture.md §5). The engine calls Act from one thread at a time.
 class Policy {
  public:
   virtual ~Policy() = default;

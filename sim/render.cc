@@ -13,7 +13,7 @@
 namespace roboloop::sim {
 namespace {
 
-// The three OSMesa entry points, from libOSMesa loaded at run time (ARCHITECTURE §4): binaries
+// The three OSMesa entry points, from libOSMesa loaded at run time (docs/architecture.md §4): binaries
 // start without it, and only rendering needs it. RTLD_GLOBAL makes its gl* functions visible
 // to MuJoCo's GL loader, as when it was linked.
 struct OsMesaApi {

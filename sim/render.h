@@ -1,4 +1,4 @@
-// Offscreen rendering of MuJoCo states with OSMesa, loaded at run time (ARCHITECTURE §4, §7): no
+// Offscreen rendering of MuJoCo states with OSMesa, loaded at run time (docs/architecture.md §4, §7): no
 // display, no GPU; identical pixels for identical states. Used by reports to animate episodes.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Deterministic random numbers for episodes (ARCHITECTURE §5): episode i draws from a
+// Deterministic random numbers for episodes (docs/architecture.md §5): episode i draws from a
 // stream seeded by (base seed, i) only, with distributions written here so that results do
 // not depend on the standard library's distribution implementations.
 #pragma once

@@ -22,7 +22,7 @@
 
 namespace roboloop::sim {
 
-// The outcome of one episode (ARCHITECTURE §2).
+// The outcome of one episode (docs/architecture.md §2).
 struct EpisodeRecord {
   std::string task;                // task name
   uint64_t seed = 0;               // EpisodeSeed(base seed, episode index)

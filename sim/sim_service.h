@@ -1,4 +1,4 @@
-// The transport-free logic of SimService (issue 4, req 9; ARCHITECTURE §3): lists tasks and
+// The transport-free logic of SimService (issue 4, req 9; docs/architecture.md §3): lists tasks and
 // runs rollouts, passing each finished episode to a callback. The gRPC adapter
 // (sim/sim_grpc_service.h) and the CLI both drive it.
 #pragma once

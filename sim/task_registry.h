@@ -1,4 +1,4 @@
-// The explicit task registry (ARCHITECTURE §5): filled by RegisterBuiltins(), plugins and
+// The explicit task registry (docs/architecture.md §5): filled by RegisterBuiltins(), plugins and
 // YAML files; duplicates are rejected and an unknown name lists the known ones.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Checkpoints and datasets of a training run in the registry (issue 6, req 6 and 9):
 // resolving the dataset, reading a checkpoint's manifest and blobs, and registering new
-// checkpoints with the manifest of ARCHITECTURE §2. Torch-free.
+// checkpoints with the manifest of docs/architecture.md §2. Torch-free.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Reading and writing float32 tensors in the safetensors layout (the `policy` blob of a
-// checkpoint, ARCHITECTURE §2): an 8-byte little-endian header length, a JSON header
+// checkpoint, docs/architecture.md §2): an 8-byte little-endian header length, a JSON header
 // {name: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, "__metadata__": {...}},
 // then the raw little-endian data. Torch-free: tests and sim tools may link it.
 #pragma once

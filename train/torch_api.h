@@ -1,4 +1,4 @@
-// The C ABI between torch-free code and the on-demand LibTorch library (ARCHITECTURE §1).
+// The C ABI between torch-free code and the on-demand LibTorch library (docs/architecture.md §1).
 // libroboloop_torch.so exports one symbol, `roboloop_torch_api`, returning a table of
 // function pointers. The table only grows: new entries are appended and the ABI version is
 // bumped; a loader refuses a library whose version differs from its own.

@@ -103,7 +103,7 @@ TEST_F(CliExportTest, WritesASelfContainedFolder) {
       Roboloop({"export", "cartpole-mlp@latest", "-o", out}, {"ROBOLOOP_MAPS_REPORT=" + maps});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_THAT(exported.out, HasSubstr("exported checkpoint cartpole-mlp:v1"));
-  // Exporting needs no LibTorch (ARCHITECTURE §1: the torch boundary).
+  // Exporting needs no LibTorch (docs/architecture.md §1: the torch boundary).
   EXPECT_THAT(testing::ReadWholeFile(maps), Not(HasSubstr("libtorch")));
   EXPECT_THAT(testing::ReadWholeFile(maps), HasSubstr("libc"));
 

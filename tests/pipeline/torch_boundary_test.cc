@@ -1,5 +1,6 @@
-// The torch boundary (ARCHITECTURE §1): torch-free commands never map LibTorch; the verbose
-// version loads it on demand.
+// The torch and GL boundaries (docs/architecture.md §1): torch-free commands never map LibTorch, and
+// commands that do not render never map GL (libOSMesa pulls in LLVM, ICU and z3); the verbose
+// version loads LibTorch on demand.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -33,6 +34,19 @@ TEST(TorchBoundaryTest, VersionDoesNotMapLibTorch) {
   EXPECT_THAT(maps, Not(HasSubstr("libroboloop_torch")));
 }
 
+// Every GL library roboloop could render with, and what libOSMesa drags in.
+const char* const kGlLibraries[] = {"libOSMesa", "libGL.so", "libEGL", "libOpenGL", "libLLVM"};
+
+TEST(TorchBoundaryTest, RegistryListMapsNeitherLibTorchNorGl) {
+  int code = -1;
+  std::string root = testing::MakeTempDir("ls-root");
+  std::string maps = MapsOf({"registry", "ls", "--root", root}, &code);
+  EXPECT_EQ(code, 0);
+  ASSERT_THAT(maps, HasSubstr("libmujoco"));  // the report is real and lists shared libraries
+  EXPECT_THAT(maps, Not(HasSubstr("libtorch")));
+  for (const char* gl : kGlLibraries) EXPECT_THAT(maps, Not(HasSubstr(gl))) << gl;
+}
+
 TEST(TorchBoundaryTest, VerboseVersionLoadsLibTorchOnDemand) {
   int code = -1;
   std::string maps = MapsOf({"--version", "--verbose"}, &code);
@@ -60,11 +74,12 @@ TEST(TorchBoundaryTest, MissingOrBrokenTorchLibraryIsAClearError) {
   EXPECT_THAT(broken.err, HasSubstr(not_a_library));
 }
 
-TEST(TorchBoundaryTest, RoboloopBinaryDoesNotLinkLibTorch) {
+TEST(TorchBoundaryTest, RoboloopBinaryLinksNeitherLibTorchNorGl) {
   testing::ProgramResult r = RunProgram({"/usr/bin/ldd", testing::RoboloopBinary()});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, Not(HasSubstr("libtorch")));
   EXPECT_THAT(r.out, Not(HasSubstr("libc10")));
+  for (const char* gl : kGlLibraries) EXPECT_THAT(r.out, Not(HasSubstr(gl))) << gl;
 }
 
 }  // namespace
