@@ -54,7 +54,8 @@ void CheckParentsFixed(const mjModel* m, int body, std::vector<std::string>* pro
   for (int parent = m->body_parentid[body]; parent > 0; parent = m->body_parentid[parent]) {
     if (m->body_jntnum[parent] > 0) {
       problems->push_back(absl::StrCat("goal body '", Name(m, mjOBJ_BODY, body), "' is attached to body '",
-                                       Name(m, mjOBJ_BODY, parent), "', which has joints; a goal's parents must not move"));
+                                       Name(m, mjOBJ_BODY, parent),
+                                       "', which has joints; a goal's parents must not move"));
     }
   }
 }
@@ -88,7 +89,8 @@ YamlGoal ResolveGoal(const mjModel* m, int body, bool require_mocap, const doubl
   if (goal.mocap >= 0) return goal;
   const std::string name = Name(m, mjOBJ_BODY, body);
   if (require_mocap) {
-    problems->push_back(absl::StrCat("body '", name, "' is not a mocap body (use 'body:' for a body moved by slide joints)"));
+    problems->push_back(
+        absl::StrCat("body '", name, "' is not a mocap body (use 'body:' for a body moved by slide joints)"));
     return goal;
   }
   if (m->body_jntnum[body] == 0) {

@@ -114,7 +114,8 @@ class Parser {
     try {
       return value.as<T>();
     } catch (const YAML::Exception&) {
-      Problem(value, KeyPath(at, key), absl::StrCat("has the wrong type; expected ", TypeName(static_cast<T*>(nullptr))));
+      Problem(value, KeyPath(at, key),
+              absl::StrCat("has the wrong type; expected ", TypeName(static_cast<T*>(nullptr))));
       return std::nullopt;
     }
   }

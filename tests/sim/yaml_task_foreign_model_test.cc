@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "sim/env.h"
 #include "sim/mujoco_guard.h"
 #include "sim/yaml_task.h"
 
@@ -88,6 +89,25 @@ TEST(YamlTaskForeignModelTest, SucceedsAtTheSlideGoalAndTerminatesOnTorsoX) {
   EXPECT_TRUE(episode.task->Terminated(m, d));
 }
 
+// Through an Env (reset, physics steps, success rule): a proportional controller on the
+// observations (torso[3], target[3]) reaches the slide-joint goal; an idle torso does not.
+TEST(YamlTaskForeignModelTest, ControllerReachesTheSlideGoalInAnEnv) {
+  auto task = LoadYamlTask(kSlideGoal);
+  ASSERT_TRUE(task.ok()) << task.status();
+  auto env = Env::Create(task->get(), EnvOptions());
+  ASSERT_TRUE(env.ok()) << env.status();
+  std::vector<float> obs((*task)->obs_spec().size());
+  float action[2];
+  for (bool drive : {true, false}) {
+    ASSERT_TRUE((*env)->Reset(EpisodeSeed(7, 0), 0, obs.data()).ok());
+    while (!(*env)->done()) {
+      for (int k = 0; k < 2; ++k) action[k] = drive ? 4.0f * (obs[3 + k] - obs[k]) : 0.0f;
+      (*env)->Step(action, 2, obs.data());
+    }
+    EXPECT_EQ((*env)->success(), drive);
+  }
+}
+
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
@@ -140,8 +160,10 @@ success: {condition: {type: alive_bonus, above: 0}, rule: every_step}
   ASSERT_FALSE(task.ok());
   ExpectMentions(task.status(), "(task axes): 3 problems");
   ExpectMentions(task.status(),
-                 "goals[0]: goal 'target': the goal is randomised along z but body 'target' has no slide joint along z");
-  ExpectMentions(task.status(), "goals[1]: goal 'fixed': body 'world' is neither a mocap body nor moved by slide joints");
+                 "goals[0]: goal 'target': the goal is randomised along z but body 'target' has no slide "
+                 "joint along z");
+  ExpectMentions(task.status(),
+                 "goals[1]: goal 'fixed': body 'world' is neither a mocap body nor moved by slide joints");
   ExpectMentions(task.status(), "goals[2]: goal 'mocap': body 'target' is not a mocap body");
 }
 
