@@ -40,6 +40,7 @@ struct YamlQuantity {
   int component = 2;   // kBodyPosition: 0, 1, 2 for x, y, z
 };
 
+// One summand of the reward: weight × quantity.
 struct YamlRewardTerm {
   YamlQuantity quantity;
   double weight = 1.0;

@@ -114,6 +114,61 @@ std::string WriteFile(const std::string& name, const std::string& text) {
   return path;
 }
 
+// Gymnasium's reacher.xml, unmodified: its target moves by slide joints (with a `ref`), and
+// the fingertip is a body without a site.
+TEST(YamlTaskForeignModelTest, UnmodifiedGymnasiumReacherTargetIsAGoal) {
+  const std::string path = WriteFile("gym_reacher.yaml", R"(name: gym-reacher
+mjcf: )" ROBOLOOP_GYMNASIUM_ASSETS R"(/reacher.xml
+control_substeps: 2
+max_steps: 50
+goals: [{name: target, body: target, low: [-0.2, -0.2, 0.01], high: [0.2, 0.2, 0.01]}]
+observations: [{name: target, goal: target}]
+reward: [{type: distance, from: {body: fingertip}, to: {goal: target}, weight: -1}]
+success: {condition: {type: distance, from: {body: fingertip}, to: {body: target}, below: 0.01}, rule: every_step}
+)");
+  auto task = LoadYamlTask(path);
+  ASSERT_TRUE(task.ok()) << task.status();
+  const mjModel* m = (*task)->model();
+  DataPtr d(mj_makeData(m));
+  Rng rng(5);
+  (*task)->Reset(m, d.get(), rng);
+  mj_forward(m, d.get());
+  const mjtNum* target = &d->xpos[3 * mj_name2id(m, mjOBJ_BODY, "target")];
+  const mjtNum* fingertip = &d->xpos[3 * mj_name2id(m, mjOBJ_BODY, "fingertip")];
+  float obs[3];
+  (*task)->Observe(m, d.get(), obs);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(obs[k], target[k], 1e-6) << "axis " << k;
+  EXPECT_NE(target[0], 0.1);  // moved from the model's rest position
+  EXPECT_LE(std::abs(target[0]), 0.2);
+  EXPECT_LE(std::abs(target[1]), 0.2);
+  const double distance = std::hypot(fingertip[0] - target[0], fingertip[1] - target[1], fingertip[2] - target[2]);
+  EXPECT_NEAR((*task)->Reward(m, d.get()), -distance, 1e-9);
+}
+
+// Gymnasium's hopper.xml, unmodified: "x of the torso above 1" ends the episode.
+TEST(YamlTaskForeignModelTest, UnmodifiedGymnasiumHopperTerminatesOnTorsoX) {
+  const std::string path = WriteFile("gym_hopper.yaml", R"(name: gym-hopper
+mjcf: )" ROBOLOOP_GYMNASIUM_ASSETS R"(/hopper.xml
+control_substeps: 4
+max_steps: 100
+observations: [{name: torso, body_pos: torso}]
+success: {condition: {type: body_position, body: torso, component: z, above: 0.8}, rule: every_step}
+termination: [{type: body_position, body: torso, component: x, above: 1.0}]
+)");
+  auto task = LoadYamlTask(path);
+  ASSERT_TRUE(task.ok()) << task.status();
+  const mjModel* m = (*task)->model();
+  DataPtr d(mj_makeData(m));
+  const int rootx = m->jnt_qposadr[mj_name2id(m, mjOBJ_JOINT, "rootx")];
+  for (double x : {0.9, 1.1}) {
+    d->qpos[rootx] = x;
+    mj_forward(m, d.get());
+    const int torso = mj_name2id(m, mjOBJ_BODY, "torso");
+    EXPECT_EQ((*task)->Terminated(m, d.get()), x > 1.0) << "torso x " << d->xpos[3 * torso];
+  }
+  EXPECT_TRUE((*task)->SuccessCondition(m, d.get()));
+}
+
 void ExpectMentions(const absl::Status& status, const std::string& text) {
   EXPECT_NE(status.message().find(text), std::string::npos) << "no '" << text << "' in:\n" << status;
 }
