@@ -40,7 +40,8 @@ void ResolveSlideJoints(const mjModel* m, const mjData* d, YamlGoal* goal, std::
     double sign = 1.0;
     const int k = WorldAxis(&d->xaxis[3 * j], &sign);
     if (k < 0) {
-      problems->push_back(absl::StrCat("slide joint '", joint, "' of body '", body, "' is not along a world axis"));
+      problems->push_back(
+          absl::StrCat("slide joint '", joint, "' of body '", body, "' is not along a world axis"));
     } else if (goal->slide_qpos[k] >= 0) {
       problems->push_back(absl::StrCat("body '", body, "' has two slide joints along ", std::string(1, kAxes[k])));
     } else {
@@ -77,8 +78,8 @@ void CheckAxesCovered(const mjModel* m, const YamlGoal& goal, std::vector<std::s
 
 }  // namespace
 
-YamlGoal ResolveGoal(const mjModel* m, int body, bool require_mocap, const double low[3],
-                     const double high[3], std::vector<std::string>* problems) {
+YamlGoal ResolveGoal(const mjModel* m, int body, bool require_mocap, const double low[3], const double high[3],
+                     std::vector<std::string>* problems) {
   YamlGoal goal;
   goal.body = body;
   goal.mocap = m->body_mocapid[body];

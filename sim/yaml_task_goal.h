@@ -17,7 +17,7 @@ namespace roboloop::sim {
 // needs such a joint and every other axis must equal the body's rest position. With
 // `require_mocap`, a body that is not a mocap body is a problem. Appends one sentence per
 // problem (naming the body and joint) to `problems`.
-YamlGoal ResolveGoal(const mjModel* m, int body, bool require_mocap, const double low[3],
-                     const double high[3], std::vector<std::string>* problems);
+YamlGoal ResolveGoal(const mjModel* m, int body, bool require_mocap, const double low[3], const double high[3],
+                     std::vector<std::string>* problems);
 
 }  // namespace roboloop::sim

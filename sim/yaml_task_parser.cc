@@ -8,21 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
+#include "sim/yaml_fields.h"
 #include "sim/yaml_task_goal.h"
 
 namespace roboloop::sim {
 namespace {
-
-std::string KeyPath(const std::string& at, const std::string& key) {
-  return at.empty() ? key : absl::StrCat(at, ".", key);
-}
-std::string ItemPath(const std::string& list, size_t index) { return absl::StrCat(list, "[", index, "]"); }
-
-const char* TypeName(const std::string*) { return "a string"; }
-const char* TypeName(const double*) { return "a number"; }
-const char* TypeName(const int*) { return "an integer"; }
-const char* TypeName(const std::vector<double>*) { return "a list of numbers"; }
 
 // The keys each reward or condition term type takes besides `type`.
 const std::map<std::string, std::set<std::string>>& TermKeys() {
@@ -59,85 +49,38 @@ std::optional<YamlObsSource> MakeSource(YamlObsSource::Kind kind, std::optional<
 // Parses one YAML task, recording every problem instead of stopping at the first.
 class Parser {
  public:
-  explicit Parser(std::string path) : path_(std::move(path)) {}
+  explicit Parser(std::string path) : path_(path), fields_(std::move(path)) {}
 
   absl::Status Parse(const YAML::Node& root, TaskDefinition* def, YamlTaskSpec* spec) {
-    if (CheckKeys(root, "", {"name", "description", "mjcf", "control_substeps", "max_steps", "observations",
-                             "goals", "reward", "success", "termination", "reset_noise"})) {
+    if (fields_.CheckKeys(root, "",
+                          {"name", "description", "mjcf", "control_substeps", "max_steps", "observations", "goals",
+                           "reward", "success", "termination", "reset_noise"})) {
       ParseHeader(root, def);
       ParseGoals(root, spec);
       ParseObservations(root, def, spec);
       ParseReward(root, spec);
       ParseSuccess(root, def, spec);
-      for (const auto& [node, at] : List(root, "termination")) {
+      for (const auto& [node, at] : fields_.List(root, "termination")) {
         if (auto condition = ParseCondition(node, at)) spec->termination.push_back(*condition);
       }
-      for (const auto& [node, at] : List(root, "reset_noise")) {
+      for (const auto& [node, at] : fields_.List(root, "reset_noise")) {
         if (auto noise = ParseNoise(node, at)) spec->reset_noise.push_back(*noise);
       }
     }
-    if (problems_.empty()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "YAML task ", path_, " (task ", def->name.empty() ? "?" : def->name, "): ", problems_.size(),
-        problems_.size() == 1 ? " problem:\n" : " problems:\n", absl::StrJoin(problems_, "\n")));
+    return fields_.Result(absl::StrCat("YAML task ", path_, " (task ", def->name.empty() ? "?" : def->name, ")"));
   }
 
  private:
-  void Problem(const YAML::Node& node, const std::string& at, const std::string& message) {
-    problems_.push_back(absl::StrCat(path_, ":", node.Mark().line + 1, ": ", at.empty() ? "" : at + ": ",
-                                     absl::StrReplaceAll(message, {{"\n", " "}})));
-  }
-
-  // False (a problem) when `node` is not a mapping; records a problem per key not in `allowed`.
-  bool CheckKeys(const YAML::Node& node, const std::string& at, const std::set<std::string>& allowed) {
-    if (!node.IsMap()) {
-      Problem(node, at, "expected a mapping");
-      return false;
-    }
-    for (const auto& item : node) {
-      const std::string key = item.first.Scalar();
-      if (allowed.count(key) == 0) {
-        Problem(item.first, KeyPath(at, key),
-                absl::StrCat("unknown key '", key, "'; expected one of: ", absl::StrJoin(allowed, ", ")));
-      }
-    }
-    return true;
-  }
-
-  template <typename T>
-  std::optional<T> Get(const YAML::Node& node, const std::string& at, const std::string& key) {
-    const YAML::Node value = node[key];
-    if (!value) {
-      Problem(node, at, absl::StrCat("missing key '", key, "'"));
-      return std::nullopt;
-    }
-    try {
-      return value.as<T>();
-    } catch (const YAML::Exception&) {
-      Problem(value, KeyPath(at, key),
-              absl::StrCat("has the wrong type; expected ", TypeName(static_cast<T*>(nullptr))));
-      return std::nullopt;
-    }
-  }
-
-  std::optional<int> PositiveInt(const YAML::Node& node, const std::string& at, const std::string& key) {
-    std::optional<int> value = Get<int>(node, at, key);
-    if (value && *value < 1) {
-      Problem(node[key], KeyPath(at, key), "must be >= 1");
-      return std::nullopt;
-    }
-    return value;
-  }
-
   // The id of the model object named by `key`; nullopt (without a problem) when the model
   // did not compile.
   std::optional<int> Named(const YAML::Node& node, const std::string& at, const std::string& key, mjtObj type,
                            const std::string& kind) {
-    std::optional<std::string> name = Get<std::string>(node, at, key);
+    std::optional<std::string> name = fields_.Get<std::string>(node, at, key);
     if (!name || model_ == nullptr) return std::nullopt;
     const int id = mj_name2id(model_, type, name->c_str());
     if (id < 0) {
-      Problem(node[key], KeyPath(at, key), absl::StrCat("the model has no ", kind, " named '", *name, "'"));
+      fields_.Problem(node[key], KeyPath(at, key),
+                      absl::StrCat("the model has no ", kind, " named '", *name, "'"));
       return std::nullopt;
     }
     return id;
@@ -146,43 +89,31 @@ class Parser {
   // The index in YamlTaskSpec::goals of the goal named by `key`; nullopt (without a second
   // problem) for a declared goal that failed to parse.
   std::optional<int> GoalRef(const YAML::Node& node, const std::string& at, const std::string& key) {
-    std::optional<std::string> name = Get<std::string>(node, at, key);
+    std::optional<std::string> name = fields_.Get<std::string>(node, at, key);
     if (!name) return std::nullopt;
     const auto found = goal_index_.find(*name);
     if (found == goal_index_.end()) {
-      Problem(node[key], KeyPath(at, key), absl::StrCat("no goal named '", *name, "' is declared under goals"));
+      fields_.Problem(node[key], KeyPath(at, key),
+                      absl::StrCat("no goal named '", *name, "' is declared under goals"));
       return std::nullopt;
     }
     if (found->second < 0) return std::nullopt;
     return found->second;
   }
 
-  // The items of the list under `key` with their key paths (none when absent or empty).
-  std::vector<std::pair<YAML::Node, std::string>> List(const YAML::Node& root, const std::string& key) {
-    const YAML::Node node = root[key];
-    std::vector<std::pair<YAML::Node, std::string>> items;
-    if (!node || node.IsNull()) return items;
-    if (!node.IsSequence()) {
-      Problem(node, key, "expected a list");
-      return items;
-    }
-    for (size_t i = 0; i < node.size(); ++i) items.emplace_back(node[i], ItemPath(key, i));
-    return items;
-  }
-
   void ParseHeader(const YAML::Node& root, TaskDefinition* def) {
-    if (auto name = Get<std::string>(root, "", "name")) def->name = *name;
+    if (auto name = fields_.Get<std::string>(root, "", "name")) def->name = *name;
     if (root["description"]) {
-      if (auto description = Get<std::string>(root, "", "description")) def->description = *description;
+      if (auto description = fields_.Get<std::string>(root, "", "description")) def->description = *description;
     }
-    if (auto substeps = PositiveInt(root, "", "control_substeps")) def->control_substeps = *substeps;
-    if (auto max_steps = PositiveInt(root, "", "max_steps")) def->max_steps = *max_steps;
-    std::optional<std::string> mjcf = Get<std::string>(root, "", "mjcf");
+    if (auto substeps = fields_.PositiveInt(root, "", "control_substeps")) def->control_substeps = *substeps;
+    if (auto max_steps = fields_.PositiveInt(root, "", "max_steps")) def->max_steps = *max_steps;
+    std::optional<std::string> mjcf = fields_.Get<std::string>(root, "", "mjcf");
     if (!mjcf) return;
     const std::filesystem::path mjcf_path = std::filesystem::path(path_).parent_path() / *mjcf;
     absl::StatusOr<ModelPtr> model = LoadModelFromFile(mjcf_path.string());
     if (!model.ok()) {
-      Problem(root["mjcf"], "mjcf", std::string(model.status().message()));
+      fields_.Problem(root["mjcf"], "mjcf", std::string(model.status().message()));
       return;
     }
     def->model = std::move(*model);
@@ -191,9 +122,9 @@ class Parser {
   }
 
   std::optional<std::vector<double>> Box(const YAML::Node& node, const std::string& at, const std::string& key) {
-    std::optional<std::vector<double>> values = Get<std::vector<double>>(node, at, key);
+    std::optional<std::vector<double>> values = fields_.Get<std::vector<double>>(node, at, key);
     if (values && values->size() != 3) {
-      Problem(node[key], KeyPath(at, key), "needs 3 values (x, y, z)");
+      fields_.Problem(node[key], KeyPath(at, key), "needs 3 values (x, y, z)");
       return std::nullopt;
     }
     return values;
@@ -203,7 +134,7 @@ class Parser {
     const bool mocap_key = static_cast<bool>(node["mocap_body"]);
     std::optional<int> body;
     if (mocap_key == static_cast<bool>(node["body"])) {
-      Problem(node, at, "a goal needs exactly one of 'body' and 'mocap_body'");
+      fields_.Problem(node, at, "a goal needs exactly one of 'body' and 'mocap_body'");
     } else {
       body = Named(node, at, mocap_key ? "mocap_body" : "body", mjOBJ_BODY, "body");
     }
@@ -212,25 +143,26 @@ class Parser {
     if (!body || !low || !high) return std::nullopt;
     for (int k = 0; k < 3; ++k) {
       if (!((*low)[k] <= (*high)[k])) {
-        Problem(node, at, "low must not exceed high");
+        fields_.Problem(node, at, "low must not exceed high");
         return std::nullopt;
       }
     }
     std::vector<std::string> problems;
     YamlGoal goal = ResolveGoal(model_, *body, mocap_key, low->data(), high->data(), &problems);
-    for (const std::string& problem : problems) Problem(node, at, absl::StrCat("goal '", name, "': ", problem));
+    for (const std::string& problem : problems)
+      fields_.Problem(node, at, absl::StrCat("goal '", name, "': ", problem));
     if (!problems.empty()) return std::nullopt;
     return goal;
   }
 
   void ParseGoals(const YAML::Node& root, YamlTaskSpec* spec) {
-    for (const auto& [node, at] : List(root, "goals")) {
-      if (!CheckKeys(node, at, {"name", "mocap_body", "body", "low", "high"})) continue;
-      std::optional<std::string> name = Get<std::string>(node, at, "name");
+    for (const auto& [node, at] : fields_.List(root, "goals")) {
+      if (!fields_.CheckKeys(node, at, {"name", "mocap_body", "body", "low", "high"})) continue;
+      std::optional<std::string> name = fields_.Get<std::string>(node, at, "name");
       std::optional<YamlGoal> goal = ParseGoal(node, at, name.value_or("?"));
       if (!name) continue;
       if (goal_index_.count(*name) > 0) {
-        Problem(node["name"], KeyPath(at, "name"), absl::StrCat("duplicate goal '", *name, "'"));
+        fields_.Problem(node["name"], KeyPath(at, "name"), absl::StrCat("duplicate goal '", *name, "'"));
         continue;
       }
       goal_index_[*name] = goal ? static_cast<int>(spec->goals.size()) : -1;
@@ -241,7 +173,7 @@ class Parser {
   std::optional<YamlObsSource> ParseObsSource(const YAML::Node& node, const std::string& at) {
     using Kind = YamlObsSource::Kind;
     if (node.size() != (node["name"] ? 2u : 1u)) {
-      Problem(node, at, "an observation needs its name and exactly one source");
+      fields_.Problem(node, at, "an observation needs its name and exactly one source");
       return std::nullopt;
     }
     if (node["site_pos"]) return MakeSource(Kind::kSitePos, Named(node, at, "site_pos", mjOBJ_SITE, "site"), 3);
@@ -260,26 +192,31 @@ class Parser {
     const int type = model_->jnt_type[*joint];
     if (pos) {
       return YamlObsSource{Kind::kJointQpos, model_->jnt_qposadr[*joint],
-                           type == mjJNT_FREE ? 7 : type == mjJNT_BALL ? 4 : 1};
+                           type == mjJNT_FREE   ? 7
+                           : type == mjJNT_BALL ? 4
+                                                : 1};
     }
     return YamlObsSource{Kind::kJointQvel, model_->jnt_dofadr[*joint],
-                         type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1};
+                         type == mjJNT_FREE   ? 6
+                         : type == mjJNT_BALL ? 3
+                                              : 1};
   }
 
   void ParseObservations(const YAML::Node& root, TaskDefinition* def, YamlTaskSpec* spec) {
     if (!root["observations"] || root["observations"].size() == 0) {
-      Problem(root, "observations", "at least one observation is required");
+      fields_.Problem(root, "observations", "at least one observation is required");
     }
-    for (const auto& [node, at] : List(root, "observations")) {
-      if (!CheckKeys(node, at, {"name", "site_pos", "body_pos", "body_quat", "joint_qpos", "joint_qvel", "sensor",
-                                "goal"})) {
+    for (const auto& [node, at] : fields_.List(root, "observations")) {
+      if (!fields_.CheckKeys(
+              node, at,
+              {"name", "site_pos", "body_pos", "body_quat", "joint_qpos", "joint_qvel", "sensor", "goal"})) {
         continue;
       }
-      std::optional<std::string> name = Get<std::string>(node, at, "name");
+      std::optional<std::string> name = fields_.Get<std::string>(node, at, "name");
       std::optional<YamlObsSource> source = ParseObsSource(node, at);
       if (!name || !source) continue;
       if (def->obs_spec.offset(*name) >= 0) {
-        Problem(node["name"], KeyPath(at, "name"), absl::StrCat("duplicate observation '", *name, "'"));
+        fields_.Problem(node["name"], KeyPath(at, "name"), absl::StrCat("duplicate observation '", *name, "'"));
         continue;
       }
       def->obs_spec.keys.push_back(ArraySpec{*name, {source->size}});
@@ -288,16 +225,17 @@ class Parser {
   }
 
   // A point under `key`: {site: s}, {body: b} or {goal: g}.
-  std::optional<YamlPoint> ParsePoint(const YAML::Node& parent, const std::string& parent_at, const std::string& key) {
+  std::optional<YamlPoint> ParsePoint(const YAML::Node& parent, const std::string& parent_at,
+                                      const std::string& key) {
     const YAML::Node node = parent[key];
     const std::string at = KeyPath(parent_at, key);
     if (!node) {
-      Problem(parent, parent_at, absl::StrCat("missing key '", key, "'"));
+      fields_.Problem(parent, parent_at, absl::StrCat("missing key '", key, "'"));
       return std::nullopt;
     }
-    if (!CheckKeys(node, at, {"site", "body", "goal"})) return std::nullopt;
+    if (!fields_.CheckKeys(node, at, {"site", "body", "goal"})) return std::nullopt;
     if (node.size() != 1) {
-      Problem(node, at, "a point needs exactly one of 'site', 'body' and 'goal'");
+      fields_.Problem(node, at, "a point needs exactly one of 'site', 'body' and 'goal'");
       return std::nullopt;
     }
     if (node["site"]) return MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
@@ -307,11 +245,11 @@ class Parser {
   }
 
   std::optional<int> Component(const YAML::Node& node, const std::string& at) {
-    std::optional<std::string> component = Get<std::string>(node, at, "component");
+    std::optional<std::string> component = fields_.Get<std::string>(node, at, "component");
     if (!component) return std::nullopt;
     if (*component == "x" || *component == "y" || *component == "z") return (*component)[0] - 'x';
-    Problem(node["component"], KeyPath(at, "component"), absl::StrCat("unknown component '", *component,
-                                                                      "'; expected x, y or z"));
+    fields_.Problem(node["component"], KeyPath(at, "component"),
+                    absl::StrCat("unknown component '", *component, "'; expected x, y or z"));
     return std::nullopt;
   }
 
@@ -336,30 +274,33 @@ class Parser {
                                             const std::set<std::string>& extra_keys) {
     using Kind = YamlQuantity::Kind;
     if (!node.IsMap()) {
-      Problem(node, at, "expected a mapping");
+      fields_.Problem(node, at, "expected a mapping");
       return std::nullopt;
     }
-    std::optional<std::string> type = Get<std::string>(node, at, "type");
+    std::optional<std::string> type = fields_.Get<std::string>(node, at, "type");
     if (!type) return std::nullopt;
     const auto found = TermKeys().find(*type);
     if (found == TermKeys().end()) {
-      Problem(node["type"], KeyPath(at, "type"), absl::StrCat("unknown term type '", *type, "'; expected one of: ",
-                                                              TermTypes()));
+      fields_.Problem(node["type"], KeyPath(at, "type"),
+                      absl::StrCat("unknown term type '", *type, "'; expected one of: ", TermTypes()));
       return std::nullopt;
     }
     std::set<std::string> allowed = found->second;
     allowed.insert("type");
     allowed.insert(extra_keys.begin(), extra_keys.end());
-    CheckKeys(node, at, allowed);
+    fields_.CheckKeys(node, at, allowed);
     YamlQuantity q;
     bool ok = true;
     if (*type == "distance") {
       ok = SetDistance(ParsePoint(node, at, "from"), ParsePoint(node, at, "to"), &q);
     } else if (*type == "site_distance") {
-      std::optional<YamlPoint> site = MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
-      ok = SetDistance(site, MakePoint(YamlPoint::Kind::kSite, Named(node, at, "other_site", mjOBJ_SITE, "site")), &q);
+      std::optional<YamlPoint> site =
+          MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
+      ok = SetDistance(site, MakePoint(YamlPoint::Kind::kSite, Named(node, at, "other_site", mjOBJ_SITE, "site")),
+                       &q);
     } else if (*type == "site_goal_distance") {
-      std::optional<YamlPoint> site = MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
+      std::optional<YamlPoint> site =
+          MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
       ok = SetDistance(site, MakePoint(YamlPoint::Kind::kGoal, GoalRef(node, at, "goal")), &q);
     } else if (*type == "control_cost") {
       q.kind = Kind::kControlCost;
@@ -384,33 +325,33 @@ class Parser {
     if (!node.IsMap()) return std::nullopt;
     const bool below = static_cast<bool>(node["below"]);
     if (below == static_cast<bool>(node["above"])) {
-      Problem(node, at, "a condition needs exactly one of 'below' and 'above'");
+      fields_.Problem(node, at, "a condition needs exactly one of 'below' and 'above'");
       return std::nullopt;
     }
-    std::optional<double> threshold = Get<double>(node, at, below ? "below" : "above");
+    std::optional<double> threshold = fields_.Get<double>(node, at, below ? "below" : "above");
     if (!quantity || !threshold) return std::nullopt;
     return YamlCondition{*quantity, below, *threshold};
   }
 
   void ParseReward(const YAML::Node& root, YamlTaskSpec* spec) {
-    for (const auto& [node, at] : List(root, "reward")) {
+    for (const auto& [node, at] : fields_.List(root, "reward")) {
       std::optional<YamlQuantity> quantity = ParseQuantity(node, at, {"weight"});
       if (!node.IsMap()) continue;
-      std::optional<double> weight = Get<double>(node, at, "weight");
+      std::optional<double> weight = fields_.Get<double>(node, at, "weight");
       if (quantity && weight) spec->reward.push_back(YamlRewardTerm{*quantity, *weight});
     }
   }
 
   std::optional<SuccessRule> ParseSuccessRule(const YAML::Node& node) {
-    std::optional<std::string> rule = Get<std::string>(node, "success", "rule");
+    std::optional<std::string> rule = fields_.Get<std::string>(node, "success", "rule");
     if (!rule) return std::nullopt;
     if (*rule == "every_step") return SuccessRule::EveryStep();
     if (*rule != "final_steps" && *rule != "held_for") {
-      Problem(node["rule"], "success.rule",
-              absl::StrCat("unknown rule '", *rule, "'; expected every_step, final_steps or held_for"));
+      fields_.Problem(node["rule"], "success.rule",
+                      absl::StrCat("unknown rule '", *rule, "'; expected every_step, final_steps or held_for"));
       return std::nullopt;
     }
-    std::optional<int> steps = PositiveInt(node, "success", "steps");
+    std::optional<int> steps = fields_.PositiveInt(node, "success", "steps");
     if (!steps) return std::nullopt;
     return *rule == "final_steps" ? SuccessRule::FinalSteps(*steps) : SuccessRule::HeldFor(*steps);
   }
@@ -418,12 +359,12 @@ class Parser {
   void ParseSuccess(const YAML::Node& root, TaskDefinition* def, YamlTaskSpec* spec) {
     const YAML::Node success = root["success"];
     if (!success) {
-      Problem(root, "", "missing key 'success'");
+      fields_.Problem(root, "", "missing key 'success'");
       return;
     }
-    if (!CheckKeys(success, "success", {"condition", "rule", "steps"})) return;
+    if (!fields_.CheckKeys(success, "success", {"condition", "rule", "steps"})) return;
     if (!success["condition"]) {
-      Problem(success, "success", "missing key 'condition'");
+      fields_.Problem(success, "success", "missing key 'condition'");
     } else if (auto condition = ParseCondition(success["condition"], "success.condition")) {
       spec->success = *condition;
     }
@@ -431,23 +372,23 @@ class Parser {
   }
 
   std::optional<YamlJointNoise> ParseNoise(const YAML::Node& node, const std::string& at) {
-    if (!CheckKeys(node, at, {"joint", "low", "high"})) return std::nullopt;
+    if (!fields_.CheckKeys(node, at, {"joint", "low", "high"})) return std::nullopt;
     std::optional<int> joint = Named(node, at, "joint", mjOBJ_JOINT, "joint");
-    std::optional<double> low = Get<double>(node, at, "low");
-    std::optional<double> high = Get<double>(node, at, "high");
+    std::optional<double> low = fields_.Get<double>(node, at, "low");
+    std::optional<double> high = fields_.Get<double>(node, at, "high");
     if (joint && model_->jnt_type[*joint] != mjJNT_HINGE && model_->jnt_type[*joint] != mjJNT_SLIDE) {
-      Problem(node["joint"], KeyPath(at, "joint"), "reset noise applies to hinge and slide joints only");
+      fields_.Problem(node["joint"], KeyPath(at, "joint"), "reset noise applies to hinge and slide joints only");
       return std::nullopt;
     }
-    if (low && high && !(*low <= *high)) Problem(node, at, "low must not exceed high");
+    if (low && high && !(*low <= *high)) fields_.Problem(node, at, "low must not exceed high");
     if (!joint || !low || !high || !(*low <= *high)) return std::nullopt;
     return YamlJointNoise{model_->jnt_qposadr[*joint], *low, *high};
   }
 
   std::string path_;
-  const mjModel* model_ = nullptr;       // set once the MJCF compiled
+  const mjModel* model_ = nullptr;         // set once the MJCF compiled
   std::map<std::string, int> goal_index_;  // declared goal -> index in spec goals, -1 if invalid
-  std::vector<std::string> problems_;
+  YamlFields fields_;
 };
 
 }  // namespace

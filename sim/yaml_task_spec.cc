@@ -55,12 +55,18 @@ void GoalPosition(const YamlGoal& goal, const mjModel* m, const mjData* d, doubl
 double Evaluate(const YamlQuantity& q, const YamlTaskSpec& spec, const mjModel* m, const mjData* d) {
   using Kind = YamlQuantity::Kind;
   switch (q.kind) {
-    case Kind::kDistance: return Distance(q.from, q.to, spec, m, d);
-    case Kind::kControlCost: return SumOfSquares(d->ctrl, m->nu);
-    case Kind::kJointVelocityCost: return SumOfSquares(d->qvel, m->nv);
-    case Kind::kAlive: return 1.0;
-    case Kind::kUpright: return d->xmat[9 * q.body + 8];
-    case Kind::kBodyPosition: return d->xpos[3 * q.body + q.component];
+    case Kind::kDistance:
+      return Distance(q.from, q.to, spec, m, d);
+    case Kind::kControlCost:
+      return SumOfSquares(d->ctrl, m->nu);
+    case Kind::kJointVelocityCost:
+      return SumOfSquares(d->qvel, m->nv);
+    case Kind::kAlive:
+      return 1.0;
+    case Kind::kUpright:
+      return d->xmat[9 * q.body + 8];
+    case Kind::kBodyPosition:
+      return d->xpos[3 * q.body + q.component];
   }
   return 0.0;
 }
@@ -70,18 +76,30 @@ bool Holds(const YamlCondition& c, const YamlTaskSpec& spec, const mjModel* m, c
   return c.below ? value < c.threshold : value > c.threshold;
 }
 
-void ObserveSource(const YamlObsSource& source, const YamlTaskSpec& spec, const mjModel* m,
-                   const mjData* d, float* obs) {
+void ObserveSource(const YamlObsSource& source, const YamlTaskSpec& spec, const mjModel* m, const mjData* d,
+                   float* obs) {
   using Kind = YamlObsSource::Kind;
   double goal[3];
   const mjtNum* from = nullptr;
   switch (source.kind) {
-    case Kind::kSitePos: from = &d->site_xpos[3 * source.index]; break;
-    case Kind::kBodyPos: from = &d->xpos[3 * source.index]; break;
-    case Kind::kBodyQuat: from = &d->xquat[4 * source.index]; break;
-    case Kind::kJointQpos: from = &d->qpos[source.index]; break;
-    case Kind::kJointQvel: from = &d->qvel[source.index]; break;
-    case Kind::kSensor: from = &d->sensordata[source.index]; break;
+    case Kind::kSitePos:
+      from = &d->site_xpos[3 * source.index];
+      break;
+    case Kind::kBodyPos:
+      from = &d->xpos[3 * source.index];
+      break;
+    case Kind::kBodyQuat:
+      from = &d->xquat[4 * source.index];
+      break;
+    case Kind::kJointQpos:
+      from = &d->qpos[source.index];
+      break;
+    case Kind::kJointQvel:
+      from = &d->qvel[source.index];
+      break;
+    case Kind::kSensor:
+      from = &d->sensordata[source.index];
+      break;
     case Kind::kGoal:
       GoalPosition(spec.goals[source.index], m, d, goal);
       from = goal;

@@ -15,12 +15,12 @@ namespace roboloop::sim {
 // body (its mocap_pos is set) or a body moved by slide joints along world axes (their qpos
 // is set so the body lands on the sample).
 struct YamlGoal {
-  int body = -1;                 // the goal's body id
-  int mocap = -1;                // its mocap id, or -1 for a slide-joint goal
-  int slide_qpos[3] = {-1, -1, -1};   // per world axis: qpos address of its slide joint, or -1
-  double slide_sign[3] = {1, 1, 1};   // +1 or -1: the joint's axis along or against the world axis
-  double rest[3] = {0, 0, 0};         // world position of the body with its joints at qpos0
-  double low[3] = {0, 0, 0};          // sampling box, world frame
+  int body = -1;                     // the goal's body id
+  int mocap = -1;                    // its mocap id, or -1 for a slide-joint goal
+  int slide_qpos[3] = {-1, -1, -1};  // per world axis: qpos address of its slide joint, or -1
+  double slide_sign[3] = {1, 1, 1};  // +1 or -1: the joint's axis along or against the world axis
+  double rest[3] = {0, 0, 0};        // world position of the body with its joints at qpos0
+  double low[3] = {0, 0, 0};         // sampling box, world frame
   double high[3] = {0, 0, 0};
 };
 
@@ -90,7 +90,7 @@ double Evaluate(const YamlQuantity& q, const YamlTaskSpec& spec, const mjModel* 
 bool Holds(const YamlCondition& c, const YamlTaskSpec& spec, const mjModel* m, const mjData* d);
 
 // Writes source.size floats of observation from `d` to `obs`.
-void ObserveSource(const YamlObsSource& source, const YamlTaskSpec& spec, const mjModel* m,
-                   const mjData* d, float* obs);
+void ObserveSource(const YamlObsSource& source, const YamlTaskSpec& spec, const mjModel* m, const mjData* d,
+                   float* obs);
 
 }  // namespace roboloop::sim

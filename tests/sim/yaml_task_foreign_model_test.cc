@@ -64,9 +64,7 @@ TEST(YamlTaskForeignModelTest, BodyToBodyDistanceRewardMatchesMjData) {
   mj_forward(m, episode.data.get());
   const mjtNum* torso = episode.BodyPos("torso");
   const mjtNum* target = episode.BodyPos("target");
-  const double distance = std::sqrt((torso[0] - target[0]) * (torso[0] - target[0]) +
-                                    (torso[1] - target[1]) * (torso[1] - target[1]) +
-                                    (torso[2] - target[2]) * (torso[2] - target[2]));
+  const double distance = std::hypot(torso[0] - target[0], torso[1] - target[1], torso[2] - target[2]);
   EXPECT_GT(distance, 0.05);
   EXPECT_NEAR(episode.task->Reward(m, episode.data.get()), -distance, 1e-12);
 }
@@ -243,8 +241,9 @@ success: {condition: {type: alive_bonus, above: 0}, rule: every_step}
 }
 
 TEST(YamlTaskForeignModelTest, BrokenMjcfErrorNamesTheYamlTask) {
-  const std::string xml = WriteFile("broken.xml", "<mujoco>\n  <worldbody>\n    <body name=\"a\">\n"
-                                                  "  </worldbody>\n</mujoco>\n");
+  const std::string xml = WriteFile("broken.xml",
+                                    "<mujoco>\n  <worldbody>\n    <body name=\"a\">\n"
+                                    "  </worldbody>\n</mujoco>\n");
   const std::string path = WriteFile("broken_mjcf.yaml", "name: broken-mjcf\nmjcf: " + xml + R"(
 control_substeps: 1
 max_steps: 10
