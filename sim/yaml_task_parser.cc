@@ -149,8 +149,9 @@ class Parser {
     }
     std::vector<std::string> problems;
     YamlGoal goal = ResolveGoal(model_, *body, mocap_key, low->data(), high->data(), &problems);
-    for (const std::string& problem : problems)
+    for (const std::string& problem : problems) {
       fields_.Problem(node, at, absl::StrCat("goal '", name, "': ", problem));
+    }
     if (!problems.empty()) return std::nullopt;
     return goal;
   }
@@ -292,7 +293,8 @@ class Parser {
     YamlQuantity q;
     bool ok = true;
     if (*type == "distance") {
-      ok = SetDistance(ParsePoint(node, at, "from"), ParsePoint(node, at, "to"), &q);
+      std::optional<YamlPoint> from = ParsePoint(node, at, "from");
+      ok = SetDistance(from, ParsePoint(node, at, "to"), &q);
     } else if (*type == "site_distance") {
       std::optional<YamlPoint> site =
           MakePoint(YamlPoint::Kind::kSite, Named(node, at, "site", mjOBJ_SITE, "site"));
