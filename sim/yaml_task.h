@@ -15,8 +15,10 @@
 namespace roboloop::sim {
 
 // Parses the YAML task at `path`, compiles its MJCF (a path relative to the YAML file) and
-// resolves every named sensor, site, body, joint and goal. Unknown keys, unknown names and
-// malformed values are errors naming the file and line.
+// resolves every named sensor, site, body, joint and goal. All problems of the file (unknown
+// keys, unknown names, malformed values, invalid goals, an MJCF that does not compile) are
+// reported together in one InvalidArgument error, one line each naming the file, line and
+// key path; a YAML syntax error is reported alone.
 absl::StatusOr<std::unique_ptr<Task>> LoadYamlTask(const std::string& path);
 
 // Validates the YAML task at `path` now (so errors surface before any stepping) and
