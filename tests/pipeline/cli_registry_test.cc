@@ -197,5 +197,49 @@ TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
   EXPECT_THAT(ls.out, HasSubstr("remote"));
 }
 
+// Starts `serve registry --listen LISTEN --root ROOT EXTRA...`, waits for its banner, stops it with
+// SIGTERM and returns what it printed.
+ProgramResult ServeRegistryOnce(const std::string& listen, const std::string& root,
+                                const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {testing::RoboloopBinary(), "serve", "registry", "--listen", listen, "--root", root};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  testing::RunningProgram running = testing::StartProgram(argv);
+  for (int i = 0; i < 200 && testing::ReadWholeFile(running.out_path).find("serving") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(running.pid, SIGTERM);
+  return testing::FinishProgram(running);
+}
+
+TEST_F(CliRegistryTest, ServeBannerNamesTheRealAddressAndWarnsWhenOtherMachinesCanCallWithoutAToken) {
+  ProgramResult open = ServeRegistryOnce("0.0.0.0:0", root_, {"--insecure"});
+  EXPECT_EQ(open.exit_code, 0) << open.err;
+  EXPECT_THAT(open.out, HasSubstr("registry serving " + root_ + " on 0.0.0.0:"));
+  EXPECT_THAT(open.out, HasSubstr("(clients on this machine dial 127.0.0.1:"));
+  EXPECT_THAT(open.err, HasSubstr("WARNING: registry listens on 0.0.0.0:"));
+  EXPECT_THAT(open.err, HasSubstr("without authentication"));
+  EXPECT_THAT(open.err, HasSubstr("roboloop serve token -o FILE"));
+
+  const std::string token = dir_ + "/made.token";
+  ProgramResult made = Roboloop({"serve", "token", "-o", token}, /*with_root=*/false);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_THAT(made.out, HasSubstr(token));
+  EXPECT_EQ(testing::ReadWholeFile(token).size(), 65u);
+  ProgramResult again = Roboloop({"serve", "token", "-o", token}, /*with_root=*/false);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr(token));
+
+  ProgramResult guarded = ServeRegistryOnce("0.0.0.0:0", root_, {"--insecure", "--token-file", token});
+  EXPECT_EQ(guarded.exit_code, 0) << guarded.err;
+  EXPECT_THAT(guarded.err, Not(HasSubstr("without authentication")));
+  EXPECT_THAT(guarded.err, HasSubstr("in plaintext: calls and the bearer token travel in clear"));
+
+  ProgramResult local = ServeRegistryOnce("127.0.0.1:0", root_, {});
+  EXPECT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_THAT(local.out, HasSubstr("registry serving " + root_ + " on 127.0.0.1:"));
+  EXPECT_THAT(local.out, Not(HasSubstr("dial")));
+  EXPECT_THAT(local.err, Not(HasSubstr("WARNING")));
+}
+
 }  // namespace
 }  // namespace roboloop
