@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -43,6 +44,7 @@ struct RegistryFlags {
   std::string order = "newest";
   std::string reason;
   bool apply = false;
+  std::string partial_max_age;                // --partial-max-age of gc; "" = the registry's default
 };
 
 std::string ShortId(const std::string& id) { return id.substr(0, 12); }
@@ -328,11 +330,45 @@ absl::Status Verify(registry::RegistryClient& client, const RegistryFlags& f) {
   return absl::OkStatus();
 }
 
+// "300.0 MiB" / "12 B": a size for people.
+std::string HumanBytes(int64_t bytes) {
+  return bytes < (1 << 20) ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+}
+
+absl::StatusOr<v1::GcRequest> GcRequestFrom(const RegistryFlags& f) {
+  v1::GcRequest request;
+  request.set_apply(f.apply);
+  if (f.partial_max_age.empty()) return request;
+  absl::Duration age;
+  if (!absl::ParseDuration(f.partial_max_age, &age) || age < absl::ZeroDuration()) {
+    return UsageError(absl::StrCat("--partial-max-age '", f.partial_max_age,
+                                   "' is not a duration >= 0 such as 24h, 90m or 0s"));
+  }
+  request.set_partial_max_age_seconds(absl::ToInt64Seconds(age));
+  return request;
+}
+
+void PrintPartials(const v1::GcResponse& response) {
+  const std::string stale_verdict = response.applied() ? "deleted" : "would be deleted";
+  for (const v1::PartialUploadInfo& partial : response.partials()) {
+    std::printf("partial upload %s  %s  idle %s  %s\n", partial.sha256().c_str(),
+                HumanBytes(partial.bytes_held()).c_str(),
+                absl::FormatDuration(absl::Seconds(partial.idle_seconds())).c_str(),
+                partial.stale() ? stale_verdict.c_str() : "kept (fresh, resumable)");
+  }
+}
+
 absl::Status CollectGarbage(registry::RegistryClient& client, const RegistryFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcResponse response, client.CollectGarbage(f.apply));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcRequest request, GcRequestFrom(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcResponse response, client.CollectGarbage(request));
   for (const std::string& sha : response.unreferenced()) std::printf("%s\n", sha.c_str());
-  std::printf("%s %d unreferenced blobs (%lld bytes)%s\n", response.applied() ? "deleted" : "found",
-              response.unreferenced_size(), static_cast<long long>(response.bytes()),
+  PrintPartials(response);
+  int stale = 0;
+  for (const v1::PartialUploadInfo& partial : response.partials()) stale += partial.stale() ? 1 : 0;
+  std::printf("%s %d unreferenced blobs and %d partial uploads idle over %s (%s); kept %d fresh partial uploads%s\n",
+              response.applied() ? "deleted" : "found", response.unreferenced_size(), stale,
+              absl::FormatDuration(absl::Seconds(response.partial_max_age_seconds())).c_str(),
+              HumanBytes(response.bytes()).c_str(), response.partials_size() - stale,
               response.applied() ? "" : "; run with --apply to delete them");
   return absl::OkStatus();
 }
@@ -425,8 +461,12 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   verify->add_option("REF", f->ref, "Artifact reference (default: everything)");
   BindAction(runner, verify, flags, &Verify);
 
-  CLI::App* gc = AddSubcommand(registry, "gc", "Find (or with --apply delete) unreferenced blobs", f);
+  CLI::App* gc = AddSubcommand(registry, "gc",
+                               "Find (or with --apply delete) unreferenced blobs and stale partial uploads", f);
   gc->add_flag("--apply", f->apply, "Delete them (default is a dry run)");
+  gc->add_option("--partial-max-age", f->partial_max_age,
+                 "Partial uploads idle longer than this (e.g. 24h, 90m, 0s) are deleted; younger ones stay "
+                 "resumable (default: the registry's, 24h)");
   BindAction(runner, gc, flags, &CollectGarbage);
 }
 

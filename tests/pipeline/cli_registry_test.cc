@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/time.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -195,6 +197,38 @@ TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
   // What the server stored is there for the embedded registry on the same root.
   ProgramResult ls = Roboloop({"registry", "ls", "--datasets"});
   EXPECT_THAT(ls.out, HasSubstr("remote"));
+}
+
+TEST_F(CliRegistryTest, GcListsPartialUploadsAndDeletesOnlyThoseOlderThanTheMaxAge) {
+  ASSERT_EQ(Roboloop({"registry", "ls"}).exit_code, 0);  // creates the store
+  const std::string old_sha(64, 'a'), fresh_sha(64, 'b');
+  const std::string old_partial = root_ + "/partial/" + old_sha, fresh_partial = root_ + "/partial/" + fresh_sha;
+  std::ofstream(old_partial) << std::string(3 << 20, 'x');
+  std::ofstream(fresh_partial) << "abc";
+  const struct timeval two_days_ago[2] = {{time(nullptr) - 172800, 0}, {time(nullptr) - 172800, 0}};
+  ASSERT_EQ(utimes(old_partial.c_str(), two_days_ago), 0);
+
+  ProgramResult dry = Roboloop({"registry", "gc"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("partial upload " + old_sha + "  3.0 MiB  idle 48h"));
+  EXPECT_THAT(dry.out, HasSubstr("would be deleted"));
+  EXPECT_THAT(dry.out, HasSubstr("partial upload " + fresh_sha + "  3 B  idle "));
+  EXPECT_THAT(dry.out, HasSubstr("kept (fresh, resumable)"));
+  EXPECT_THAT(dry.out, HasSubstr("1 partial uploads idle over 24h"));
+  EXPECT_EQ(access(old_partial.c_str(), F_OK), 0) << "a dry run deletes nothing";
+
+  ProgramResult applied = Roboloop({"registry", "gc", "--apply"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("deleted 0 unreferenced blobs and 1 partial uploads"));
+  EXPECT_NE(access(old_partial.c_str(), F_OK), 0);
+  EXPECT_EQ(testing::ReadWholeFile(fresh_partial), "abc");
+
+  ProgramResult bad = Roboloop({"registry", "gc", "--partial-max-age", "soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--partial-max-age 'soon'"));
+  ProgramResult all = Roboloop({"registry", "gc", "--apply", "--partial-max-age", "0s"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(access(fresh_partial.c_str(), F_OK), 0);
 }
 
 // Starts `serve registry --listen LISTEN --root ROOT EXTRA...`, waits for its banner, stops it with
