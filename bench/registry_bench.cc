@@ -107,7 +107,9 @@ absl::Status MeasureTransfers(const RegistryBenchOptions& options, const std::st
     ROBOLOOP_RETURN_IF_ERROR(client->DownloadToFile(blob.sha256(), dir + "/download.bin"));
     double download_s = SecondsSince(start);
     unlink((dir + "/download.bin").c_str());
-    ROBOLOOP_RETURN_IF_ERROR(client->CollectGarbage(/*apply=*/true).status());
+    v1::GcRequest gc;
+    gc.set_apply(true);
+    ROBOLOOP_RETURN_IF_ERROR(client->CollectGarbage(gc).status());
     figures->anchor_mib_s.push_back(mib / anchor_s);
     figures->upload_mib_s.push_back(mib / upload_s);
     figures->download_mib_s.push_back(mib / download_s);

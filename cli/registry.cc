@@ -5,18 +5,24 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <map>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/flags.h"
+#include "cli/policy_file_checkpoint.h"
 #include "cli/table.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "sim/checkpoint_policy.h"
 #include "wiring/registry_connection.h"
+#include "wiring/tasks.h"
 
 namespace roboloop::cli {
 namespace {
@@ -30,6 +36,11 @@ struct RegistryFlags {
   std::string model;
   std::string manifest;
   std::vector<std::string> blobs;
+  PolicyFileRegistration policy;              // --policy-file, --kind, --normalization (model from --model)
+  std::string policy_options = "{}";          // --options
+  std::string task;                           // --task of --policy-file
+  std::vector<std::string> task_plugins;      // shared libraries adding tasks
+  std::vector<std::string> yaml_tasks;        // declarative task files
   std::string metadata = "{}";
   std::vector<std::string> parents;
   std::string ref;
@@ -43,6 +54,7 @@ struct RegistryFlags {
   std::string order = "newest";
   std::string reason;
   bool apply = false;
+  std::string partial_max_age;                // --partial-max-age of gc; "" = the registry's default
 };
 
 std::string ShortId(const std::string& id) { return id.substr(0, 12); }
@@ -90,25 +102,74 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   return json;
 }
 
-absl::Status PutCheckpoint(registry::RegistryClient& client, const RegistryFlags& f) {
-  if (f.manifest.empty()) return UsageError("registry put --model needs --manifest FILE");
-  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json manifest, ReadJsonFile(f.manifest));
-  for (const std::string& spec : f.blobs) {
+// Uploads every ROLE=PATH of `specs` and returns their digests by role.
+absl::StatusOr<std::map<std::string, registry::BlobDigest>> UploadBlobs(registry::RegistryClient& client,
+                                                                       const std::vector<std::string>& specs) {
+  std::map<std::string, registry::BlobDigest> blobs;
+  for (const std::string& spec : specs) {
     std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
     if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
       return UsageError(absl::StrCat("--blob '", spec, "' is not ROLE=PATH"));
     }
     ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, UploadWithProgress(client, parts[1]));
-    manifest["blobs"][parts[0]] = {{"sha256", blob.sha256()}, {"size", blob.size()}};
+    blobs[parts[0]] = {blob.sha256(), blob.size()};
   }
-  manifest["model"] = f.model;
+  return blobs;
+}
+
+absl::Status RegisterManifest(registry::RegistryClient& client, const std::string& model,
+                              const nlohmann::json& manifest) {
   v1::RegisterCheckpointRequest request;
-  request.set_model(f.model);
+  request.set_model(model);
   request.set_manifest_json(manifest.dump());
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, client.RegisterCheckpoint(request));
   std::printf("registered checkpoint %s:v%d %s\n", checkpoint.model().c_str(), checkpoint.version(),
               checkpoint.id().c_str());
   return absl::OkStatus();
+}
+
+absl::Status PutManifest(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json manifest, ReadJsonFile(f.manifest));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto blobs, UploadBlobs(client, f.blobs));
+  for (const auto& [role, digest] : blobs) {
+    manifest["blobs"][role] = {{"sha256", digest.sha256}, {"size", digest.size}};
+  }
+  manifest["model"] = f.model;
+  return RegisterManifest(client, f.model, manifest);
+}
+
+// The manifest of --policy-file on --task, after loading the file once on the task (so that a
+// policy that cannot run there is refused before anything is uploaded).
+absl::StatusOr<registry::CheckpointManifest> PolicyFileManifest(const RegistryFlags& f) {
+  if (f.task.empty()) return UsageError("registry put --policy-file needs --task TASK (the task the policy runs on)");
+  PolicyFileRegistration registration = f.policy;
+  registration.model = f.model;
+  registration.options = nlohmann::json::parse(f.policy_options, nullptr, /*allow_exceptions=*/false);
+  if (registration.options.is_discarded()) {
+    return UsageError(absl::StrCat("--options '", f.policy_options, "' is not JSON"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, wiring::TaskRegistryWith(f.task_plugins, f.yaml_tasks));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::Task> task, tasks->Create(f.task));
+  ROBOLOOP_ASSIGN_OR_RETURN(registry::CheckpointManifest manifest, ManifestForPolicyFile(registration, *task));
+  ROBOLOOP_RETURN_IF_ERROR(sim::LoadPolicyFile({registration.policy_file, manifest.policy, manifest.normalization},
+                                               sim::PolicyRunOptions(), task->obs_spec(), task->action_spec())
+                               .status());
+  return manifest;
+}
+
+absl::Status PutPolicyFile(registry::RegistryClient& client, const RegistryFlags& f) {
+  ROBOLOOP_ASSIGN_OR_RETURN(registry::CheckpointManifest manifest, PolicyFileManifest(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(manifest.blobs, UploadBlobs(client, f.blobs));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo policy, UploadWithProgress(client, f.policy.policy_file));
+  manifest.blobs[registry::kPolicyBlobRole] = {policy.sha256(), policy.size()};
+  return RegisterManifest(client, f.model, manifest.ToJson());
+}
+
+absl::Status PutCheckpoint(registry::RegistryClient& client, const RegistryFlags& f) {
+  if (f.manifest.empty() == f.policy.policy_file.empty()) {
+    return UsageError("registry put --model needs exactly one of --policy-file FILE (with --task) or --manifest FILE");
+  }
+  return f.manifest.empty() ? PutPolicyFile(client, f) : PutManifest(client, f);
 }
 
 absl::Status Put(registry::RegistryClient& client, const RegistryFlags& f) {
@@ -328,11 +389,45 @@ absl::Status Verify(registry::RegistryClient& client, const RegistryFlags& f) {
   return absl::OkStatus();
 }
 
+// "300.0 MiB" / "12 B": a size for people.
+std::string HumanBytes(int64_t bytes) {
+  return bytes < (1 << 20) ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f MiB", bytes / 1048576.0);
+}
+
+absl::StatusOr<v1::GcRequest> GcRequestFrom(const RegistryFlags& f) {
+  v1::GcRequest request;
+  request.set_apply(f.apply);
+  if (f.partial_max_age.empty()) return request;
+  absl::Duration age;
+  if (!absl::ParseDuration(f.partial_max_age, &age) || age < absl::ZeroDuration()) {
+    return UsageError(absl::StrCat("--partial-max-age '", f.partial_max_age,
+                                   "' is not a duration >= 0 such as 24h, 90m or 0s"));
+  }
+  request.set_partial_max_age_seconds(absl::ToInt64Seconds(age));
+  return request;
+}
+
+void PrintPartials(const v1::GcResponse& response) {
+  const std::string stale_verdict = response.applied() ? "deleted" : "would be deleted";
+  for (const v1::PartialUploadInfo& partial : response.partials()) {
+    std::printf("partial upload %s  %s  idle %s  %s\n", partial.sha256().c_str(),
+                HumanBytes(partial.bytes_held()).c_str(),
+                absl::FormatDuration(absl::Seconds(partial.idle_seconds())).c_str(),
+                partial.stale() ? stale_verdict.c_str() : "kept (fresh, resumable)");
+  }
+}
+
 absl::Status CollectGarbage(registry::RegistryClient& client, const RegistryFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcResponse response, client.CollectGarbage(f.apply));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcRequest request, GcRequestFrom(f));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::GcResponse response, client.CollectGarbage(request));
   for (const std::string& sha : response.unreferenced()) std::printf("%s\n", sha.c_str());
-  std::printf("%s %d unreferenced blobs (%lld bytes)%s\n", response.applied() ? "deleted" : "found",
-              response.unreferenced_size(), static_cast<long long>(response.bytes()),
+  PrintPartials(response);
+  int stale = 0;
+  for (const v1::PartialUploadInfo& partial : response.partials()) stale += partial.stale() ? 1 : 0;
+  std::printf("%s %d unreferenced blobs and %d partial uploads idle over %s (%s); kept %d fresh partial uploads%s\n",
+              response.applied() ? "deleted" : "found", response.unreferenced_size(), stale,
+              absl::FormatDuration(absl::Seconds(response.partial_max_age_seconds())).c_str(),
+              HumanBytes(response.bytes()).c_str(), response.partials_size() - stale,
               response.applied() ? "" : "; run with --apply to delete them");
   return absl::OkStatus();
 }
@@ -367,7 +462,17 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   put->add_option("FILE", f->file, "Dataset file (with --dataset)");
   put->add_option("--dataset", f->dataset_name, "Register FILE as a dataset of this name");
   put->add_option("--model", f->model, "Register a checkpoint of this model");
-  put->add_option("--manifest", f->manifest, "Checkpoint manifest JSON (with --model)");
+  put->add_option("--policy-file", f->policy.policy_file,
+                  "Policy file to register as a checkpoint (with --model and --task; the manifest is made for you)");
+  put->add_option("--task", f->task, "Task the --policy-file runs on: its observation and action specs");
+  put->add_option("--kind", f->policy.kind, "Policy kind of --policy-file (default: from its suffix)");
+  put->add_option("--options", f->policy_options, "Policy options JSON of --policy-file (obs_dim/action_dim default to the task's)")
+      ->capture_default_str();
+  put->add_option("--normalization", f->policy.normalization_file,
+                  "Normalization JSON {obs: {mean, std}, action: {mean, std}} of --policy-file (default: identity)");
+  put->add_option("--task-plugin", f->task_plugins, "Shared library adding tasks (repeatable)");
+  put->add_option("--task-yaml", f->yaml_tasks, "Declarative task YAML (repeatable)");
+  put->add_option("--manifest", f->manifest, "Hand-written checkpoint manifest JSON (docs/manifest.md)");
   put->add_option("--blob", f->blobs, "ROLE=PATH blob of the checkpoint (repeatable)");
   put->add_option("--metadata", f->metadata, "Dataset metadata JSON")->capture_default_str();
   put->add_option("--parent", f->parents, "Parent dataset reference (repeatable)");
@@ -425,8 +530,12 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   verify->add_option("REF", f->ref, "Artifact reference (default: everything)");
   BindAction(runner, verify, flags, &Verify);
 
-  CLI::App* gc = AddSubcommand(registry, "gc", "Find (or with --apply delete) unreferenced blobs", f);
+  CLI::App* gc = AddSubcommand(registry, "gc",
+                               "Find (or with --apply delete) unreferenced blobs and stale partial uploads", f);
   gc->add_flag("--apply", f->apply, "Delete them (default is a dry run)");
+  gc->add_option("--partial-max-age", f->partial_max_age,
+                 "Partial uploads idle longer than this (e.g. 24h, 90m, 0s) are deleted; younger ones stay "
+                 "resumable (default: the registry's, 24h)");
   BindAction(runner, gc, flags, &CollectGarbage);
 }
 

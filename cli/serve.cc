@@ -5,6 +5,7 @@
 
 #include "cli/eval_run.h"
 #include "cli/flags.h"
+#include "common/grpc_auth.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "registry/registry_host.h"
@@ -29,6 +30,14 @@ absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
   return absl::OkStatus();
 }
 
+absl::Status MakeToken(const std::string& path) {
+  ROBOLOOP_RETURN_IF_ERROR(common::WriteNewTokenFile(path));
+  std::printf("wrote a new bearer token to %s (mode 0600); serve with --token-file %s, "
+              "call with --registry-token-file (or --sim-token-file, ...) %s\n",
+              path.c_str(), path.c_str(), path.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
@@ -40,6 +49,10 @@ CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
   registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
   runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
   AddServeEvalCommand(serve, runner);
+  auto token_file = std::make_shared<std::string>();
+  CLI::App* token = serve->add_subcommand("token", "Write a new random bearer token file (mode 0600) for --token-file");
+  token->add_option("-o,--output", *token_file, "Token file to create (never replaces one)")->required();
+  runner.Bind(token, [token_file] { return MakeToken(*token_file); });
   return serve;
 }
 

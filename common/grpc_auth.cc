@@ -2,6 +2,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -10,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -55,6 +59,27 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::string token(absl::StripAsciiWhitespace(content.str()));
   ROBOLOOP_RETURN_IF_ERROR(Annotate(ValidateToken(token), absl::StrCat("token file '", path, "'")));
   return token;
+}
+
+absl::Status WriteNewTokenFile(const std::string& path) {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    return absl::InternalError(absl::StrCat("token file '", path, "': the system's random generator failed"));
+  }
+  const std::string line =
+      absl::StrCat(absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes))), "\n");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) {
+      return absl::AlreadyExistsError(absl::StrCat("token file '", path, "' exists; a new token never replaces one"));
+    }
+    return ErrnoStatus(errno, absl::StrCat("creating token file '", path, "'"));
+  }
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  const int write_errno = errno;
+  ::close(fd);
+  if (!written) return ErrnoStatus(write_errno, absl::StrCat("writing token file '", path, "'"));
+  return absl::OkStatus();
 }
 
 std::string BearerMetadataValue(const std::string& token) {

@@ -25,6 +25,11 @@ inline constexpr char kAuthorizationMetadataKey[] = "authorization";
 // name the file: unreadable, empty, or holding characters that cannot travel as metadata.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// Writes a new random bearer token (32 bytes from the system's CSPRNG, as 64 hex digits and a
+// newline) to `path`, created with mode 0600 (owner read/write only) and synced. Never replaces
+// a file: AlreadyExists naming `path` when one is there; other errors name it too.
+absl::Status WriteNewTokenFile(const std::string& path);
+
 // Returns OK if `token` can be sent as a bearer token (non-empty printable ASCII, no spaces).
 absl::Status ValidateToken(const std::string& token);
 

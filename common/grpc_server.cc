@@ -146,17 +146,19 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   ROBOLOOP_CHECK_MSG(health != nullptr, "default health check service is not enabled");
   health->SetServingStatus(true);
   for (const std::string& name : *names) health->SetServingStatus(name, true);
-  const int tcp_port = address.kind == ListenAddress::Kind::kTcp ? bound_port : 0;
-  return std::unique_ptr<GrpcServer>(new GrpcServer(options, std::move(server), tcp_port,
-                                                    DialTarget(address, tcp_port), *names));
+  ListenAddress bound = address;
+  bound.port = address.kind == ListenAddress::Kind::kTcp ? bound_port : 0;
+  return std::unique_ptr<GrpcServer>(new GrpcServer(options, std::move(server), bound.port, bound, *names));
 }
 
 GrpcServer::GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server,
-                       int port, std::string target, std::vector<std::string> service_names)
+                       int port, const ListenAddress& bound, std::vector<std::string> service_names)
     : options_(options),
       server_(std::move(server)),
       port_(port),
-      target_(std::move(target)),
+      target_(DialTarget(bound, port)),
+      listen_address_(bound.ToGrpcAddress()),
+      loopback_only_(bound.IsLoopback()),
       service_names_(std::move(service_names)) {}
 
 GrpcServer::~GrpcServer() { Shutdown(); }

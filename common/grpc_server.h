@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/grpc_address.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/service_type.h"
 
@@ -61,6 +62,15 @@ class GrpcServer {
   int port() const { return port_; }
   // A target clients can dial: `HOST:PORT` (0.0.0.0/[::] become loopback) or `unix:PATH`.
   const std::string& target() const { return target_; }
+  // The address the server listens on, as given with the bound port: `0.0.0.0:7070` for a
+  // server on every IPv4 address, `unix:PATH` for a socket.
+  const std::string& listen_address() const { return listen_address_; }
+  // True when the listener is reachable only from this machine (loopback or unix socket).
+  bool loopback_only() const { return loopback_only_; }
+  // True when calls must carry the bearer token of options.token_file.
+  bool authenticates() const { return !options_.token_file.empty(); }
+  // True when the listener speaks TLS.
+  bool uses_tls() const { return !options_.tls_cert_file.empty(); }
   // Fully-qualified names of the registered services (health and reflection included).
   const std::vector<std::string>& service_names() const { return service_names_; }
 
@@ -81,12 +91,14 @@ class GrpcServer {
 
  private:
   GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server, int port,
-             std::string target, std::vector<std::string> service_names);
+             const ListenAddress& bound, std::vector<std::string> service_names);
 
   const GrpcServerOptions options_;
   const std::unique_ptr<grpc::Server> server_;
   const int port_;
   const std::string target_;
+  const std::string listen_address_;
+  const bool loopback_only_;
   const std::vector<std::string> service_names_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

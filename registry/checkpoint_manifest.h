@@ -1,6 +1,7 @@
 // The checkpoint manifest (docs/architecture.md §2) as a typed value: the one place that reads, checks
 // and writes it. Training writes it (train/checkpoint_io.cc), the registry validates and indexes
-// it (registry/manifest.cc), rollouts, evaluation and export read it.
+// it (registry/manifest.cc), rollouts, evaluation and export read it. docs/manifest.md is the
+// user's reference; `roboloop registry put --policy-file` writes one for a policy file.
 //
 // Schema (format_version 1); every field is required unless marked optional:
 //   format_version  integer, 1

@@ -440,12 +440,15 @@ absl::StatusOr<v1::VerifyResponse> Registry::Verify(const v1::VerifyRequest& req
 }
 
 absl::StatusOr<v1::GcResponse> Registry::CollectGarbage(const v1::GcRequest& request) {
+  if (request.has_partial_max_age_seconds() && request.partial_max_age_seconds() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gc: partial_max_age_seconds must be >= 0, got ",
+                                                   request.partial_max_age_seconds()));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::BlobRef> referenced_list, catalog_->ReferencedBlobs());
   std::set<std::string> referenced;
   for (const v1::BlobRef& blob : referenced_list) referenced.insert(blob.sha256());
   int64_t now = NowUnixMicros();
   int64_t blob_cutoff = now - absl::ToInt64Microseconds(options_.gc_grace);
-  int64_t partial_cutoff = now - absl::ToInt64Microseconds(options_.stale_partial_age);
 
   v1::GcResponse response;
   response.set_applied(request.apply());
@@ -461,14 +464,29 @@ absl::StatusOr<v1::GcResponse> Registry::CollectGarbage(const v1::GcRequest& req
     response.add_unreferenced(blob.sha256);
     response.set_bytes(response.bytes() + blob.size);
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<PartialUpload> partials, blobs_->ListPartials());
-  for (const PartialUpload& partial : partials) {
-    if (partial.mtime_unix_us > partial_cutoff) continue;
-    if (request.apply()) ROBOLOOP_RETURN_IF_ERROR(blobs_->Abort(partial.sha256));
-    response.add_unreferenced(absl::StrCat("partial/", partial.sha256));
-    response.set_bytes(response.bytes() + partial.bytes_held);
-  }
+  response.set_partial_max_age_seconds(request.has_partial_max_age_seconds()
+                                           ? request.partial_max_age_seconds()
+                                           : absl::ToInt64Seconds(options_.stale_partial_age));
+  ROBOLOOP_RETURN_IF_ERROR(CollectPartials(now, request.apply(), &response));
   return response;
+}
+
+absl::Status Registry::CollectPartials(int64_t now_unix_us, bool apply, v1::GcResponse* response) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<PartialUpload> partials, blobs_->ListPartials());
+  std::sort(partials.begin(), partials.end(),
+            [](const PartialUpload& a, const PartialUpload& b) { return a.mtime_unix_us < b.mtime_unix_us; });
+  for (const PartialUpload& partial : partials) {
+    v1::PartialUploadInfo* info = response->add_partials();
+    info->set_sha256(partial.sha256);
+    info->set_bytes_held(partial.bytes_held);
+    info->set_idle_seconds(std::max<int64_t>(0, (now_unix_us - partial.mtime_unix_us) / 1000000));
+    info->set_stale(absl::Microseconds(now_unix_us - partial.mtime_unix_us) >
+                    absl::Seconds(response->partial_max_age_seconds()));
+    if (!info->stale()) continue;
+    if (apply) ROBOLOOP_RETURN_IF_ERROR(blobs_->Abort(partial.sha256));
+    response->set_bytes(response->bytes() + partial.bytes_held);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace roboloop::registry

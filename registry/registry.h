@@ -41,7 +41,7 @@ class Registry {
     std::string root;  // store directory (created when missing)
     std::vector<std::string> protected_aliases = {kChampionAlias};  // moved only by Promote
     absl::Duration gc_grace = absl::Minutes(15);  // GC spares blobs younger than this (uploads awaiting registration)
-    absl::Duration stale_partial_age = absl::Hours(24);  // GC removes partial uploads idle longer
+    absl::Duration stale_partial_age = absl::Hours(24);  // GC removes partial uploads idle longer (default of GcRequest)
     bool durable_commits = true;   // catalog commits survive power loss (synchronous=FULL)
     int busy_timeout_ms = 30000;   // how long a writer waits for another process's catalog lock
   };
@@ -114,7 +114,9 @@ class Registry {
   // listed in the response; the Status is an error only when the check itself could not run.
   absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request);
   // Lists (dry run) or removes (apply) blobs no checkpoint or dataset references and older than
-  // gc_grace, and partial uploads idle longer than stale_partial_age ("partial/<sha256>").
+  // gc_grace, and partial uploads idle longer than request.partial_max_age_seconds (unset:
+  // stale_partial_age). Every partial upload is listed with its size, idle time and whether it
+  // is stale; fresh ones are kept and stay resumable. InvalidArgument for a negative max age.
   absl::StatusOr<v1::GcResponse> CollectGarbage(const v1::GcRequest& request);
 
   // The blob store (read-mostly access for tools and tests).
@@ -125,6 +127,9 @@ class Registry {
  private:
   Registry(Options options, std::unique_ptr<BlobStore> blobs, std::unique_ptr<Catalog> catalog);
   absl::Status CheckBlobsStored(const std::vector<v1::BlobRef>& blobs);
+  // Lists every partial upload into `response` (its partial_max_age_seconds set) and, with
+  // `apply`, deletes the stale ones; their bytes are added to response->bytes().
+  absl::Status CollectPartials(int64_t now_unix_us, bool apply, v1::GcResponse* response);
   absl::StatusOr<v1::AliasEvent> MoveAlias(const std::string& model, const std::string& alias,
                                            const std::string& ref, const std::string& reason,
                                            const Actor& actor);

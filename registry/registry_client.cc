@@ -224,9 +224,7 @@ absl::StatusOr<v1::VerifyResponse> RegistryClient::Verify(const std::string& ref
   return CallUnary(&v1::RegistryService::Stub::Verify, request, "verify");
 }
 
-absl::StatusOr<v1::GcResponse> RegistryClient::CollectGarbage(bool apply) {
-  v1::GcRequest request;
-  request.set_apply(apply);
+absl::StatusOr<v1::GcResponse> RegistryClient::CollectGarbage(const v1::GcRequest& request) {
   return CallUnary(&v1::RegistryService::Stub::CollectGarbage, request, "gc");
 }
 

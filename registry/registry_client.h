@@ -66,7 +66,7 @@ class RegistryClient {
   absl::StatusOr<v1::AliasHistoryResponse> AliasHistory(const v1::AliasHistoryRequest& request);
   absl::StatusOr<v1::LineageResponse> Lineage(const std::string& ref);
   absl::StatusOr<v1::VerifyResponse> Verify(const std::string& ref);
-  absl::StatusOr<v1::GcResponse> CollectGarbage(bool apply);
+  absl::StatusOr<v1::GcResponse> CollectGarbage(const v1::GcRequest& request);
   absl::StatusOr<v1::UploadStatusResponse> UploadStatus(const std::string& sha256);
 
  private:

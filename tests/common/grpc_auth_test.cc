@@ -1,7 +1,9 @@
 // Bearer-token authentication of GrpcServer over real loopback sockets: unary and streaming
 // calls with no, wrong and right tokens never reach a refused handler, on plaintext and TLS;
-// health stays open; token files are validated.
+// health stays open; token files are validated; new token files are random and private.
 #include "common/grpc_auth.h"
+
+#include <sys/stat.h>
 
 #include <memory>
 #include <string>
@@ -254,6 +256,26 @@ TEST(TokenFileTest, MissingEmptyOrSpacedTokenFilesAreErrorsNamingTheFile) {
   EXPECT_THAT(empty.status().message(), HasSubstr("empty"));
   roboloop_test::WriteFile(dir.File("spaced"), "two words");
   EXPECT_FALSE(roboloop::common::ReadTokenFile(dir.File("spaced")).ok());
+}
+
+TEST(TokenFileTest, ANewTokenIsRandomPrivateReadableAndNeverReplacesAFile) {
+  TempDir dir;
+  ASSERT_TRUE(roboloop::common::WriteNewTokenFile(dir.File("a")).ok());
+  ASSERT_TRUE(roboloop::common::WriteNewTokenFile(dir.File("b")).ok());
+  auto a = roboloop::common::ReadTokenFile(dir.File("a"));
+  auto b = roboloop::common::ReadTokenFile(dir.File("b"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->size(), 64u);
+  EXPECT_NE(*a, *b);
+  struct stat info;
+  ASSERT_EQ(::stat(dir.File("a").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  const absl::Status again = roboloop::common::WriteNewTokenFile(dir.File("a"));
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.message(), HasSubstr(dir.File("a")));
+  EXPECT_EQ(*roboloop::common::ReadTokenFile(dir.File("a")), *a);
+  EXPECT_THAT(roboloop::common::WriteNewTokenFile(dir.File("no/such/dir")).message(), HasSubstr("no/such/dir"));
 }
 
 TEST(TokenFileTest, ServerWithUnreadableTokenFileDoesNotStart) {

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/time.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -195,6 +197,82 @@ TEST_F(CliRegistryTest, ServeRegistryRemoteModeAndGracefulStop) {
   // What the server stored is there for the embedded registry on the same root.
   ProgramResult ls = Roboloop({"registry", "ls", "--datasets"});
   EXPECT_THAT(ls.out, HasSubstr("remote"));
+}
+
+TEST_F(CliRegistryTest, GcListsPartialUploadsAndDeletesOnlyThoseOlderThanTheMaxAge) {
+  ASSERT_EQ(Roboloop({"registry", "ls"}).exit_code, 0);  // creates the store
+  const std::string old_sha(64, 'a'), fresh_sha(64, 'b');
+  const std::string old_partial = root_ + "/partial/" + old_sha, fresh_partial = root_ + "/partial/" + fresh_sha;
+  std::ofstream(old_partial) << std::string(3 << 20, 'x');
+  std::ofstream(fresh_partial) << "abc";
+  const struct timeval two_days_ago[2] = {{time(nullptr) - 172800, 0}, {time(nullptr) - 172800, 0}};
+  ASSERT_EQ(utimes(old_partial.c_str(), two_days_ago), 0);
+
+  ProgramResult dry = Roboloop({"registry", "gc"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("partial upload " + old_sha + "  3.0 MiB  idle 48h"));
+  EXPECT_THAT(dry.out, HasSubstr("would be deleted"));
+  EXPECT_THAT(dry.out, HasSubstr("partial upload " + fresh_sha + "  3 B  idle "));
+  EXPECT_THAT(dry.out, HasSubstr("kept (fresh, resumable)"));
+  EXPECT_THAT(dry.out, HasSubstr("1 partial uploads idle over 24h"));
+  EXPECT_EQ(access(old_partial.c_str(), F_OK), 0) << "a dry run deletes nothing";
+
+  ProgramResult applied = Roboloop({"registry", "gc", "--apply"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("deleted 0 unreferenced blobs and 1 partial uploads"));
+  EXPECT_NE(access(old_partial.c_str(), F_OK), 0);
+  EXPECT_EQ(testing::ReadWholeFile(fresh_partial), "abc");
+
+  ProgramResult bad = Roboloop({"registry", "gc", "--partial-max-age", "soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--partial-max-age 'soon'"));
+  ProgramResult all = Roboloop({"registry", "gc", "--apply", "--partial-max-age", "0s"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(access(fresh_partial.c_str(), F_OK), 0);
+}
+
+// Starts `serve registry --listen LISTEN --root ROOT EXTRA...`, waits for its banner, stops it with
+// SIGTERM and returns what it printed.
+ProgramResult ServeRegistryOnce(const std::string& listen, const std::string& root,
+                                const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {testing::RoboloopBinary(), "serve", "registry", "--listen", listen, "--root", root};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  testing::RunningProgram running = testing::StartProgram(argv);
+  for (int i = 0; i < 200 && testing::ReadWholeFile(running.out_path).find("serving") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(running.pid, SIGTERM);
+  return testing::FinishProgram(running);
+}
+
+TEST_F(CliRegistryTest, ServeBannerNamesTheRealAddressAndWarnsWhenOtherMachinesCanCallWithoutAToken) {
+  ProgramResult open = ServeRegistryOnce("0.0.0.0:0", root_, {"--insecure"});
+  EXPECT_EQ(open.exit_code, 0) << open.err;
+  EXPECT_THAT(open.out, HasSubstr("registry serving " + root_ + " on 0.0.0.0:"));
+  EXPECT_THAT(open.out, HasSubstr("(clients on this machine dial 127.0.0.1:"));
+  EXPECT_THAT(open.err, HasSubstr("WARNING: registry listens on 0.0.0.0:"));
+  EXPECT_THAT(open.err, HasSubstr("without authentication"));
+  EXPECT_THAT(open.err, HasSubstr("roboloop serve token -o FILE"));
+
+  const std::string token = dir_ + "/made.token";
+  ProgramResult made = Roboloop({"serve", "token", "-o", token}, /*with_root=*/false);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_THAT(made.out, HasSubstr(token));
+  EXPECT_EQ(testing::ReadWholeFile(token).size(), 65u);
+  ProgramResult again = Roboloop({"serve", "token", "-o", token}, /*with_root=*/false);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr(token));
+
+  ProgramResult guarded = ServeRegistryOnce("0.0.0.0:0", root_, {"--insecure", "--token-file", token});
+  EXPECT_EQ(guarded.exit_code, 0) << guarded.err;
+  EXPECT_THAT(guarded.err, Not(HasSubstr("without authentication")));
+  EXPECT_THAT(guarded.err, HasSubstr("in plaintext: calls and the bearer token travel in clear"));
+
+  ProgramResult local = ServeRegistryOnce("127.0.0.1:0", root_, {});
+  EXPECT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_THAT(local.out, HasSubstr("registry serving " + root_ + " on 127.0.0.1:"));
+  EXPECT_THAT(local.out, Not(HasSubstr("dial")));
+  EXPECT_THAT(local.err, Not(HasSubstr("WARNING")));
 }
 
 }  // namespace

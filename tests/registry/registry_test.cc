@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/time.h>
+#include <ctime>
+
 #include "common/sha256.h"
 #include "tests/registry/registry_fixture.h"
 
@@ -254,7 +257,48 @@ TEST_F(RegistryTest, GarbageCollectionDryRunThenApply) {
   EXPECT_EQ(applied->bytes(), 20);
   EXPECT_FALSE(registry_->blobs().Contains(loose->sha256()));
   EXPECT_TRUE(registry_->Verify({})->problems().empty());
-  EXPECT_EQ(*registry_->blobs().BytesHeld(Sha256Hex("stale upload")), 5) << "partial is fresh";
+  ASSERT_EQ(applied->partials_size(), 1);
+  EXPECT_EQ(applied->partials(0).sha256(), Sha256Hex("stale upload"));
+  EXPECT_EQ(applied->partials(0).bytes_held(), 5);
+  EXPECT_FALSE(applied->partials(0).stale());
+  EXPECT_EQ(applied->partial_max_age_seconds(), 24 * 3600);
+  // The fresh partial is still resumable: the rest of the bytes complete it.
+  ASSERT_EQ(*registry_->blobs().BytesHeld(Sha256Hex("stale upload")), 5) << "partial is fresh";
+  ASSERT_TRUE(registry_->AppendUpload(Sha256Hex("stale upload"), 12, 5, " upload").ok());
+  ASSERT_TRUE(registry_->FinishUpload(Sha256Hex("stale upload"), 12).ok());
+  EXPECT_EQ(*registry_->ReadBlob(Sha256Hex("stale upload")), "stale upload");
+}
+
+TEST_F(RegistryTest, GarbageCollectionListsPartialsAndDeletesOnlyThoseOlderThanTheGivenAge) {
+  const std::string old_sha = Sha256Hex("old upload"), fresh_sha = Sha256Hex("fresh upload");
+  ASSERT_TRUE(registry_->AppendUpload(old_sha, 10, 0, "old").ok());
+  ASSERT_TRUE(registry_->AppendUpload(fresh_sha, 12, 0, "fresh").ok());
+  const std::string old_path = dir_.path() + "/partial/" + old_sha;
+  const struct timeval two_hours_ago[2] = {{time(nullptr) - 7200, 0}, {time(nullptr) - 7200, 0}};
+  ASSERT_EQ(utimes(old_path.c_str(), two_hours_ago), 0);
+
+  v1::GcRequest dry;
+  dry.set_partial_max_age_seconds(3600);
+  auto listed = registry_->CollectGarbage(dry);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->partials_size(), 2);
+  EXPECT_EQ(listed->partials(0).sha256(), old_sha);
+  EXPECT_TRUE(listed->partials(0).stale());
+  EXPECT_GE(listed->partials(0).idle_seconds(), 7199);
+  EXPECT_EQ(listed->partials(1).sha256(), fresh_sha);
+  EXPECT_FALSE(listed->partials(1).stale());
+  EXPECT_EQ(listed->bytes(), 3);
+  EXPECT_EQ(*registry_->blobs().BytesHeld(old_sha), 3) << "a dry run deletes nothing";
+
+  v1::GcRequest apply = dry;
+  apply.set_apply(true);
+  ASSERT_TRUE(registry_->CollectGarbage(apply).ok());
+  EXPECT_EQ(*registry_->blobs().BytesHeld(old_sha), 0);
+  EXPECT_EQ(*registry_->blobs().BytesHeld(fresh_sha), 5);
+
+  v1::GcRequest negative;
+  negative.set_partial_max_age_seconds(-1);
+  EXPECT_THAT(registry_->CollectGarbage(negative).status().message(), HasSubstr("partial_max_age_seconds"));
 }
 
 TEST_F(RegistryTest, StalePartialUploadsAreCollected) {
@@ -270,7 +314,11 @@ TEST_F(RegistryTest, StalePartialUploadsAreCollected) {
   apply.set_apply(true);
   auto gc = (*registry)->CollectGarbage(apply);
   ASSERT_TRUE(gc.ok());
-  EXPECT_THAT(gc->unreferenced(), testing::ElementsAre("partial/" + sha));
+  EXPECT_TRUE(gc->unreferenced().empty());
+  ASSERT_EQ(gc->partials_size(), 1);
+  EXPECT_EQ(gc->partials(0).sha256(), sha);
+  EXPECT_TRUE(gc->partials(0).stale());
+  EXPECT_EQ(gc->bytes(), 5);
   EXPECT_EQ(*(*registry)->blobs().BytesHeld(sha), 0);
 }
 

@@ -1,6 +1,7 @@
 // TorchScript policies exported at test time by the project environment's torch 2.11 (issue 4,
 // req 7; issue 21, req 5): scripted and traced TransformerEncoder policies against Python's
-// outputs, batch-invariant mode, and files this LibTorch cannot load.
+// outputs, batch-invariant mode, a checkpoint's normalization (issue 26, req 1), and files this
+// LibTorch cannot load.
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -108,6 +109,29 @@ TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
   std::vector<float> good_obs(2 * 6);
   EXPECT_THAT((*policy)->Act(good_obs.data(), 2, 6, actions.data(), 3, false).ToString(),
               AllOf(HasSubstr(File("scripted.pt")), HasSubstr("expected [2, 3]")));
+}
+
+TEST_F(TorchScriptPolicyTest, TheCheckpointsNormalizationIsAppliedAroundTheModule) {
+  const std::vector<float> obs_mean = {1, 2, 3, 4, 5, 6}, obs_std = {2, 2, 2, 4, 4, 4};
+  const std::vector<float> action_mean = {0.5f, -1}, action_std = {3, 10};
+  const nlohmann::json normalization = {{"obs", {{"mean", obs_mean}, {"std", obs_std}}},
+                                        {"action", {{"mean", action_mean}, {"std", action_std}}}};
+  auto plain = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
+  auto normalized = Runtime().LoadPolicy(File("scripted.pt"), "torchscript",
+                                         nlohmann::json{{"normalization", normalization}}.dump());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  const std::vector<float> obs = RandomRows(4, 6, 3);
+  std::vector<float> scaled(obs.size()), expected(4 * 2), actions(4 * 2);
+  for (size_t i = 0; i < obs.size(); ++i) scaled[i] = (obs[i] - obs_mean[i % 6]) / obs_std[i % 6];
+  ASSERT_TRUE((*plain)->Act(scaled.data(), 4, 6, expected.data(), 2, true).ok());
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = expected[i] * action_std[i % 2] + action_mean[i % 2];
+  ASSERT_TRUE((*normalized)->Act(obs.data(), 4, 6, actions.data(), 2, true).ok());
+  EXPECT_LE(testing::MaxRelativeError(actions, expected), 1e-5);
+  const nlohmann::json zero_std = {{"obs", {{"mean", {0}}, {"std", {0}}}}, {"action", normalization["action"]}};
+  auto bad = Runtime().LoadPolicy(File("scripted.pt"), "torchscript",
+                                  nlohmann::json{{"normalization", zero_std}}.dump());
+  EXPECT_THAT(bad.status().ToString(), AllOf(HasSubstr(File("scripted.pt")), HasSubstr("normalization.obs.std")));
 }
 
 // The TorchScript file `path` as the one policy loader reads it.

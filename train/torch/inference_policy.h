@@ -29,9 +29,10 @@ class InferencePolicy {
                                      bool batch_invariant) = 0;
 };
 
-// Loads a TorchScript file saved by torch.jit.save (scripted or traced). Throws naming the
-// op when the file calls an op this LibTorch lacks.
-std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path);
+// Loads a TorchScript file saved by torch.jit.save (scripted or traced), run between the
+// normalization of its checkpoint (null or {} = identity; PolicyNormalization). Throws naming
+// the op when the file calls an op this LibTorch lacks, or the normalization key at fault.
+std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path, const nlohmann::json& normalization);
 
 // Loads a policy of the trainable `kind` from the safetensors file `path` with `options`
 // (train/torch_api.h load_policy), the normalization included. Throws naming the tensor or

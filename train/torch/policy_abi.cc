@@ -44,7 +44,9 @@ std::unique_ptr<InferencePolicy> LoadModel(const std::string& path, const std::s
                                                        : nlohmann::json::parse(options_json);
   absl::StatusOr<const registry::PolicyKind*> registered = registry::FindPolicyKind(kind);
   TORCH_CHECK(registered.ok(), registered.status().message());
-  if ((*registered)->weights == registry::PolicyWeights::kTorchScriptModule) return LoadTorchScriptPolicy(path);
+  if ((*registered)->weights == registry::PolicyWeights::kTorchScriptModule) {
+    return LoadTorchScriptPolicy(path, options.value("normalization", nlohmann::json()));
+  }
   return LoadTrainablePolicy(path, kind, options);
 }
 

@@ -1,4 +1,5 @@
-// TorchScript policies: torch::jit::load plus a row-at-a-time batch-invariant mode.
+// TorchScript policies: torch::jit::load, the checkpoint's normalization around the module, and a
+// row-at-a-time batch-invariant mode.
 #include <torch/script.h>
 
 #include <torch/version.h>
@@ -6,24 +7,27 @@
 #include <regex>
 
 #include "train/torch/inference_policy.h"
+#include "train/torch/policy_normalization.h"
 
 namespace roboloop::train {
 namespace {
 
 class TorchScriptPolicy : public InferencePolicy {
  public:
-  explicit TorchScriptPolicy(torch::jit::Module module) : module_(std::move(module)) {
+  TorchScriptPolicy(torch::jit::Module module, PolicyNormalization normalization)
+      : module_(std::move(module)), normalization_(std::move(normalization)) {
     module_.eval();
   }
 
-  torch::Tensor Forward(const torch::Tensor& obs, bool batch_invariant) override {
+  torch::Tensor Forward(const torch::Tensor& raw_obs, bool batch_invariant) override {
     torch::NoGradGuard no_grad;
-    if (!batch_invariant) return Run(obs);
+    const torch::Tensor obs = normalization_.NormalizeObs(raw_obs);
+    if (!batch_invariant) return normalization_.DenormalizeActions(Run(obs));
     // A row run alone is computed the same way whatever batch it came from.
     std::vector<torch::Tensor> rows;
     rows.reserve(static_cast<size_t>(obs.size(0)));
     for (int64_t i = 0; i < obs.size(0); ++i) rows.push_back(Run(obs.narrow(0, i, 1)));
-    return rows.empty() ? Run(obs) : torch::cat(rows, 0);
+    return normalization_.DenormalizeActions(rows.empty() ? Run(obs) : torch::cat(rows, 0));
   }
 
   torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor&,
@@ -39,6 +43,7 @@ class TorchScriptPolicy : public InferencePolicy {
   }
 
   torch::jit::Module module_;
+  PolicyNormalization normalization_;
 };
 
 // The op named by LibTorch's "Unknown builtin op: aten::x" message, or "".
@@ -58,9 +63,10 @@ std::string UnknownOpIn(const std::string& message) {
 
 }  // namespace
 
-std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path) {
+std::unique_ptr<InferencePolicy> LoadTorchScriptPolicy(const std::string& path, const nlohmann::json& normalization) {
+  PolicyNormalization stats = PolicyNormalization::FromJson(normalization, -1, -1);
   try {
-    return std::make_unique<TorchScriptPolicy>(torch::jit::load(path));
+    return std::make_unique<TorchScriptPolicy>(torch::jit::load(path), std::move(stats));
   } catch (const c10::Error& e) {
     ThrowLoadError(e.what_without_backtrace());
   } catch (const std::exception& e) {

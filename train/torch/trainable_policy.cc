@@ -4,39 +4,20 @@
 
 #include "kernels/batch_invariant.h"
 #include "train/torch/inference_policy.h"
+#include "train/torch/policy_normalization.h"
 #include "train/torch/policy/policy_model.h"
 #include "train/torch/trainer.h"
 
 namespace roboloop::train {
 namespace {
 
-// mean and std of one side ("obs" or "action") of the normalization JSON, checked against dim.
-std::pair<torch::Tensor, torch::Tensor> ReadStats(const nlohmann::json& normalization,
-                                                  const char* side, int64_t dim) {
-  TORCH_CHECK(normalization.contains(side) && normalization[side].is_object(),
-              "normalization.", side, " is missing");
-  std::pair<torch::Tensor, torch::Tensor> stats;
-  for (const char* stat : {"mean", "std"}) {
-    const nlohmann::json& values = normalization[side].value(stat, nlohmann::json());
-    TORCH_CHECK(values.is_array() && static_cast<int64_t>(values.size()) == dim,
-                "normalization.", side, ".", stat, " must hold ", dim, " numbers");
-    torch::Tensor t = torch::tensor(values.get<std::vector<float>>(), torch::kFloat);
-    (std::string(stat) == "mean" ? stats.first : stats.second) = t;
-  }
-  TORCH_CHECK((stats.second > 0).all().item<bool>(), "normalization.", side,
-              ".std must be positive");
-  return stats;
-}
-
 class TrainablePolicy : public InferencePolicy {
  public:
   TrainablePolicy(std::shared_ptr<PolicyModel> model, const nlohmann::json& normalization)
-      : model_(std::move(model)) {
+      : model_(std::move(model)),
+        normalization_(PolicyNormalization::FromJson(normalization, model_->config().obs_dim,
+                                                     model_->config().action_dim)) {
     model_->eval();
-    const PolicyConfig& config = model_->config();
-    if (normalization.is_null()) return;
-    std::tie(obs_mean_, obs_std_) = ReadStats(normalization, "obs", config.obs_dim);
-    std::tie(action_mean_, action_std_) = ReadStats(normalization, "action", config.action_dim);
   }
 
   int64_t history() const override { return model_->config().history; }
@@ -46,14 +27,12 @@ class TrainablePolicy : public InferencePolicy {
                              bool batch_invariant) override {
     torch::NoGradGuard no_grad;
     kernels::BatchInvariantScope scope(batch_invariant);
-    const torch::Tensor input = obs_mean_.defined() ? (obs - obs_mean_) / obs_std_ : obs;
-    const torch::Tensor output = model_->Act(input, history_length);
-    return action_mean_.defined() ? output * action_std_ + action_mean_ : output;
+    return normalization_.DenormalizeActions(model_->Act(normalization_.NormalizeObs(obs), history_length));
   }
 
  private:
   std::shared_ptr<PolicyModel> model_;
-  torch::Tensor obs_mean_, obs_std_, action_mean_, action_std_;
+  PolicyNormalization normalization_;
 };
 
 }  // namespace
