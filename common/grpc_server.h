@@ -12,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/access_roles.h"
+#include "common/grpc_auth.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/service_type.h"
 
@@ -23,6 +25,10 @@ struct GrpcServerOptions {
   std::string listen_address = "127.0.0.1:0";
   // File holding the bearer token clients must send; empty = no authentication.
   std::string token_file;
+  // Tokens file of callers and their roles (common/access_roles.h); excludes token_file.
+  std::string tokens_file;
+  // With tokens_file: the role each method needs; a method not listed needs admin.
+  MethodRoles method_roles;
   // PEM certificate chain for TLS; set together with tls_key_file, empty = plaintext.
   std::string tls_cert_file;
   // PEM private key matching tls_cert_file.
@@ -76,14 +82,21 @@ class GrpcServer {
   // Blocks until Shutdown has completed.
   void Wait();
 
+  // Re-reads the tokens file (SIGHUP); calls in flight and open connections are kept. On error
+  // the current callers stay and the error (naming the file) is returned; FailedPrecondition
+  // when the server has no tokens file.
+  absl::Status ReloadTokensFile();
+
   // The underlying grpc::Server, for framework code that needs it.
   grpc::Server* grpc_server() { return server_.get(); }
 
  private:
   GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server, int port,
-             std::string target, std::vector<std::string> service_names);
+             std::string target, std::vector<std::string> service_names,
+             std::shared_ptr<CallVerifier> verifier);
 
   const GrpcServerOptions options_;
+  const std::shared_ptr<CallVerifier> verifier_;  // null: every call admitted
   const std::unique_ptr<grpc::Server> server_;
   const int port_;
   const std::string target_;
