@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "wiring/method_roles.h"
 
 namespace roboloop::cli {
 
@@ -12,6 +13,9 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& de
   flags->listen = default_listen;
   command->add_option("--listen", flags->listen, "HOST:PORT or unix:PATH")->capture_default_str();
   command->add_option("--token-file", flags->token_file, "Require this bearer token from clients");
+  command->add_option("--tokens-file", flags->tokens_file,
+                      "Callers, their token digests and roles (read, write, admin); re-read on SIGHUP")
+      ->excludes("--token-file");
   command->add_option("--tls-cert", flags->tls_cert, "PEM certificate chain (with --tls-key)");
   command->add_option("--tls-key", flags->tls_key, "PEM private key");
   command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address (tokens travel in clear)");
@@ -23,6 +27,8 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
   common::GrpcServerOptions options;
   options.listen_address = flags.listen;
   options.token_file = flags.token_file;
+  options.tokens_file = flags.tokens_file;
+  options.method_roles = wiring::ServiceMethodRoles();
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
   options.insecure = flags.insecure;

@@ -21,14 +21,15 @@ namespace roboloop::cli {
 struct ServerFlags {
   std::string listen;               // HOST:PORT or unix:PATH (each command sets its default)
   std::string token_file;           // bearer token clients must send; empty = none
+  std::string tokens_file;          // callers with roles (common/access_roles.h); excludes token_file
   std::string tls_cert;             // PEM chain; with tls_key turns on TLS
   std::string tls_key;              // PEM private key
   bool insecure = false;            // allow plaintext on a non-loopback address
   double shutdown_deadline_s = 10;  // seconds in-flight calls get on SIGINT/SIGTERM
 };
 
-// Adds --listen (default `default_listen`), --token-file, --tls-cert, --tls-key, --insecure and
-// --shutdown-deadline to `command`.
+// Adds --listen (default `default_listen`), --token-file, --tokens-file, --tls-cert, --tls-key,
+// --insecure and --shutdown-deadline to `command`.
 void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& default_listen);
 
 // The server options `flags` describe.

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -35,6 +36,24 @@ std::array<unsigned char, 32> Sha256Digest(absl::string_view data) {
 // Whether `method` is served without a token.
 bool IsPublicMethod(absl::string_view method) {
   return absl::StartsWith(method, kHealthMethodPrefix);
+}
+
+// The token of a call's `authorization` metadata, which must be exactly one `Bearer <token>`.
+absl::StatusOr<absl::string_view> PresentedToken(
+    absl::Span<const absl::string_view> authorization_values) {
+  if (authorization_values.empty()) {
+    return absl::UnauthenticatedError(
+        "missing bearer token: send metadata 'authorization: Bearer <token>'");
+  }
+  if (authorization_values.size() > 1) {
+    return absl::UnauthenticatedError("more than one 'authorization' metadata entry");
+  }
+  const absl::string_view value = authorization_values.front();
+  if (!absl::StartsWithIgnoreCase(value, kBearerPrefix)) {
+    return absl::UnauthenticatedError(
+        "'authorization' metadata is not of the form 'Bearer <token>'");
+  }
+  return value.substr(std::strlen(kBearerPrefix));
 }
 
 }  // namespace
@@ -86,28 +105,70 @@ std::string BearerMetadataValue(const std::string& token) {
   return absl::StrCat("Bearer ", token);
 }
 
-BearerTokenVerifier::BearerTokenVerifier(absl::string_view token)
-    : expected_(Sha256Digest(token)) {}
+std::unique_ptr<CallVerifier> CallVerifier::ForToken(absl::string_view token) {
+  std::vector<Entry> entries = {{Sha256Digest(token), Caller{"token", Role::kAdmin}}};
+  return std::unique_ptr<CallVerifier>(new CallVerifier("", {}, std::move(entries)));
+}
 
-absl::Status BearerTokenVerifier::Judge(
+absl::StatusOr<std::unique_ptr<CallVerifier>> CallVerifier::ForTokensFile(
+    std::string tokens_file, MethodRoles method_roles) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ReadEntries(tokens_file));
+  return std::unique_ptr<CallVerifier>(
+      new CallVerifier(std::move(tokens_file), std::move(method_roles), std::move(entries)));
+}
+
+CallVerifier::CallVerifier(std::string tokens_file, MethodRoles method_roles,
+                           std::vector<Entry> entries)
+    : tokens_file_(std::move(tokens_file)),
+      method_roles_(std::move(method_roles)),
+      entries_(std::move(entries)) {}
+
+absl::StatusOr<std::vector<CallVerifier::Entry>> CallVerifier::ReadEntries(
+    const std::string& tokens_file) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<TokenEntry> tokens, ReadTokensFile(tokens_file));
+  std::vector<Entry> entries;
+  for (const TokenEntry& token : tokens) {
+    const std::string bytes = absl::HexStringToBytes(token.sha256);  // checked: 64 hex digits
+    Entry entry{{}, Caller{token.name, token.role}};
+    std::copy(bytes.begin(), bytes.end(), entry.digest.begin());
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::optional<Caller>> CallVerifier::Judge(
     absl::string_view method, absl::Span<const absl::string_view> authorization_values) const {
-  if (IsPublicMethod(method)) return absl::OkStatus();
-  if (authorization_values.empty()) {
-    return absl::UnauthenticatedError(
-        "missing bearer token: send metadata 'authorization: Bearer <token>'");
+  if (IsPublicMethod(method)) return std::optional<Caller>();
+  ROBOLOOP_ASSIGN_OR_RETURN(absl::string_view token, PresentedToken(authorization_values));
+  const Digest presented = Sha256Digest(token);
+  std::optional<Caller> caller;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const Entry& entry : entries_) {
+      if (CRYPTO_memcmp(presented.data(), entry.digest.data(), presented.size()) == 0) {
+        caller = entry.caller;
+      }
+    }
   }
-  if (authorization_values.size() > 1) {
-    return absl::UnauthenticatedError("more than one 'authorization' metadata entry");
+  if (!caller) return absl::UnauthenticatedError("invalid bearer token");
+  if (tokens_file_.empty()) return std::optional<Caller>();
+  const auto needed = method_roles_.find(method);
+  const Role role = needed == method_roles_.end() ? Role::kAdmin : needed->second;
+  if (caller->role < role) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " needs role '", RoleName(role), "'; caller '", caller->name, "' has role '",
+        RoleName(caller->role), "'"));
   }
-  const absl::string_view value = authorization_values.front();
-  if (!absl::StartsWithIgnoreCase(value, kBearerPrefix)) {
-    return absl::UnauthenticatedError(
-        "'authorization' metadata is not of the form 'Bearer <token>'");
+  return caller;
+}
+
+absl::Status CallVerifier::ReloadTokensFile() {
+  if (tokens_file_.empty()) {
+    return absl::FailedPreconditionError("this server checks one token, not a tokens file");
   }
-  const Digest presented = Sha256Digest(value.substr(std::strlen(kBearerPrefix)));
-  if (CRYPTO_memcmp(presented.data(), expected_.data(), expected_.size()) != 0) {
-    return absl::UnauthenticatedError("invalid bearer token");
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ReadEntries(tokens_file_));
+  absl::MutexLock lock(&mutex_);
+  entries_ = std::move(entries);
   return absl::OkStatus();
 }
 

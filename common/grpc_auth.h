@@ -9,12 +9,17 @@
 #pragma once
 
 #include <array>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/access_roles.h"
 
 namespace roboloop::common {
 
@@ -36,25 +41,56 @@ absl::Status ValidateToken(const std::string& token);
 // Returns `Bearer <token>`, the value for the authorization metadata.
 std::string BearerMetadataValue(const std::string& token);
 
-// Judges calls against one server's bearer token, comparing in constant time (SHA-256 of both,
-// then CRYPTO_memcmp). Immutable, so thread-safe.
-class BearerTokenVerifier {
- public:
-  // `token` is the one clients must present; see ValidateToken.
-  explicit BearerTokenVerifier(absl::string_view token);
+// A caller a tokens file names, as authenticated for one call.
+struct Caller {
+  std::string name;  // the entry's name
+  Role role = Role::kRead;
+};
 
-  // Returns OK when a call to `method` (its path, e.g. "/grpc.health.v1.Health/Check") may
-  // run: the method is public (health checks), or the call's
-  // `authorization` metadata (`authorization_values`, one entry per value sent) is exactly
-  // one `Bearer <token>`. Otherwise UNAUTHENTICATED with a message saying what was wrong
-  // (missing, repeated, malformed or invalid token).
-  absl::Status Judge(absl::string_view method,
-                     absl::Span<const absl::string_view> authorization_values) const;
+// Judges calls to one server, in one of two modes:
+//  - one token: the call must carry it; it may then call every method (one-user setups);
+//  - a tokens file (common/access_roles.h): the call's token must be one of the file's, and
+//    that caller's role must reach the role `method_roles` gives the method (a method missing
+//    from the table needs admin).
+// Tokens are compared as SHA-256 digests with CRYPTO_memcmp, against every entry.
+// Thread-safe: Judge and ReloadTokensFile may run concurrently.
+class CallVerifier {
+ public:
+  // One-token mode; `token` is the one clients must present (see ValidateToken).
+  static std::unique_ptr<CallVerifier> ForToken(absl::string_view token);
+
+  // Roles mode, reading `tokens_file` now (errors as ReadTokensFile's).
+  static absl::StatusOr<std::unique_ptr<CallVerifier>> ForTokensFile(std::string tokens_file,
+                                                                     MethodRoles method_roles);
+
+  // Returns the verdict on a call to `method` (its path, e.g. "/grpc.health.v1.Health/Check")
+  // whose `authorization` metadata is `authorization_values` (one entry per value sent):
+  //  - public methods (health checks) pass with no caller;
+  //  - UNAUTHENTICATED when the token is missing, repeated, malformed or unknown;
+  //  - PERMISSION_DENIED naming the method, the role it needs and the caller's name and role;
+  //  - otherwise the caller (roles mode) or no caller (one-token mode).
+  absl::StatusOr<std::optional<Caller>> Judge(
+      absl::string_view method, absl::Span<const absl::string_view> authorization_values) const;
+
+  // Roles mode: re-reads the tokens file and, when it is valid, replaces the callers (calls
+  // already admitted are not affected). On error keeps the current callers and returns the
+  // error. One-token mode: FailedPrecondition (there is no file to re-read).
+  absl::Status ReloadTokensFile();
 
  private:
   using Digest = std::array<unsigned char, 32>;
+  struct Entry {
+    Digest digest;
+    Caller caller;
+  };
 
-  Digest expected_;  // SHA-256 of the token
+  CallVerifier(std::string tokens_file, MethodRoles method_roles, std::vector<Entry> entries);
+  static absl::StatusOr<std::vector<Entry>> ReadEntries(const std::string& tokens_file);
+
+  const std::string tokens_file_;   // empty in one-token mode
+  const MethodRoles method_roles_;  // unused in one-token mode
+  mutable absl::Mutex mutex_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace roboloop::common

@@ -78,9 +78,19 @@ absl::StatusOr<std::optional<TlsKeyPair>> ReadListenerTls(const GrpcServerOption
   return ReadTlsKeyPair(options.tls_cert_file, options.tls_key_file);
 }
 
-absl::StatusOr<std::string> ReadOptionalToken(const std::string& token_file) {
-  if (token_file.empty()) return std::string();
-  return ReadTokenFile(token_file);
+// The verifier the options ask for: none, one token, or a tokens file with method roles.
+absl::StatusOr<std::shared_ptr<CallVerifier>> MakeVerifier(const GrpcServerOptions& options) {
+  if (!options.token_file.empty() && !options.tokens_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "give either a token file ('", options.token_file, "') or a tokens file ('",
+        options.tokens_file, "'), not both"));
+  }
+  if (!options.tokens_file.empty()) {
+    return CallVerifier::ForTokensFile(options.tokens_file, options.method_roles);
+  }
+  if (options.token_file.empty()) return std::shared_ptr<CallVerifier>();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(options.token_file));
+  return std::shared_ptr<CallVerifier>(CallVerifier::ForToken(token));
 }
 
 // The address clients should dial for a server bound to `address` on `port`.
@@ -116,7 +126,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   ROBOLOOP_RETURN_IF_ERROR(ValidateOptions(options));
   ROBOLOOP_ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(options.listen_address));
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<TlsKeyPair> tls, ReadListenerTls(options, address));
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string token, ReadOptionalToken(options.token_file));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::shared_ptr<CallVerifier> verifier, MakeVerifier(options));
   if (address.kind == ListenAddress::Kind::kUnix) {
     ROBOLOOP_RETURN_IF_ERROR(PrepareUnixSocketPath(address.socket_path));
   }
@@ -124,10 +134,13 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
 
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(address.ToGrpcAddress(), MakeAuthenticatingServerCredentials(tls, token),
+  builder.AddListeningPort(address.ToGrpcAddress(), MakeAuthenticatingServerCredentials(tls, verifier),
                            &bound_port);
   // Without this, gRPC's SO_REUSEPORT lets a second server silently share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeCallerInterceptorFactory(verifier));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
@@ -148,12 +161,15 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   for (const std::string& name : *names) health->SetServingStatus(name, true);
   ListenAddress bound = address;
   bound.port = address.kind == ListenAddress::Kind::kTcp ? bound_port : 0;
-  return std::unique_ptr<GrpcServer>(new GrpcServer(options, std::move(server), bound.port, bound, *names));
+  return std::unique_ptr<GrpcServer>(
+      new GrpcServer(options, std::move(server), bound.port, bound, *names, std::move(verifier)));
 }
 
 GrpcServer::GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server,
-                       int port, const ListenAddress& bound, std::vector<std::string> service_names)
+                       int port, const ListenAddress& bound, std::vector<std::string> service_names,
+                       std::shared_ptr<CallVerifier> verifier)
     : options_(options),
+      verifier_(std::move(verifier)),
       server_(std::move(server)),
       port_(port),
       target_(DialTarget(bound, port)),
@@ -182,5 +198,12 @@ void GrpcServer::Shutdown(absl::Duration deadline) {
 }
 
 void GrpcServer::Wait() { server_->Wait(); }
+
+absl::Status GrpcServer::ReloadTokensFile() {
+  if (verifier_ == nullptr) {
+    return absl::FailedPreconditionError("this server authenticates no caller: no tokens file");
+  }
+  return verifier_->ReloadTokensFile();
+}
 
 }  // namespace roboloop::common

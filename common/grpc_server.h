@@ -12,7 +12,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/access_roles.h"
 #include "common/grpc_address.h"
+#include "common/grpc_auth.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/service_type.h"
 
@@ -24,6 +26,10 @@ struct GrpcServerOptions {
   std::string listen_address = "127.0.0.1:0";
   // File holding the bearer token clients must send; empty = no authentication.
   std::string token_file;
+  // Tokens file of callers and their roles (common/access_roles.h); excludes token_file.
+  std::string tokens_file;
+  // With tokens_file: the role each method needs; a method not listed needs admin.
+  MethodRoles method_roles;
   // PEM certificate chain for TLS; set together with tls_key_file, empty = plaintext.
   std::string tls_cert_file;
   // PEM private key matching tls_cert_file.
@@ -67,8 +73,8 @@ class GrpcServer {
   const std::string& listen_address() const { return listen_address_; }
   // True when the listener is reachable only from this machine (loopback or unix socket).
   bool loopback_only() const { return loopback_only_; }
-  // True when calls must carry the bearer token of options.token_file.
-  bool authenticates() const { return !options_.token_file.empty(); }
+  // True when calls must carry a bearer token (options.token_file or options.tokens_file).
+  bool authenticates() const { return verifier_ != nullptr; }
   // True when the listener speaks TLS.
   bool uses_tls() const { return !options_.tls_cert_file.empty(); }
   // Fully-qualified names of the registered services (health and reflection included).
@@ -86,14 +92,21 @@ class GrpcServer {
   // Blocks until Shutdown has completed.
   void Wait();
 
+  // Re-reads the tokens file (SIGHUP); calls in flight and open connections are kept. On error
+  // the current callers stay and the error (naming the file) is returned; FailedPrecondition
+  // when the server has no tokens file.
+  absl::Status ReloadTokensFile();
+
   // The underlying grpc::Server, for framework code that needs it.
   grpc::Server* grpc_server() { return server_.get(); }
 
  private:
   GrpcServer(const GrpcServerOptions& options, std::unique_ptr<grpc::Server> server, int port,
-             const ListenAddress& bound, std::vector<std::string> service_names);
+             const ListenAddress& bound, std::vector<std::string> service_names,
+             std::shared_ptr<CallVerifier> verifier);
 
   const GrpcServerOptions options_;
+  const std::shared_ptr<CallVerifier> verifier_;  // null: every call admitted
   const std::unique_ptr<grpc::Server> server_;
   const int port_;
   const std::string target_;

@@ -1,5 +1,6 @@
 #include "common/grpc_server_credentials.h"
 
+#include <map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,7 +21,7 @@ absl::string_view ToStringView(const grpc_slice& slice) {
 
 // gRPC core's auth-metadata hook: judges one call from its metadata (which includes the
 // `:path` pseudo-header naming the method) and reports the verdict through `done` at once.
-void JudgeCallMetadata(void* verifier, grpc_auth_context* /*peer*/, const grpc_metadata* metadata,
+void JudgeCallMetadata(void* state, grpc_auth_context* /*connection*/, const grpc_metadata* metadata,
                        size_t count, grpc_process_auth_metadata_done_cb done, void* call) {
   absl::string_view method;
   std::vector<absl::string_view> authorization;
@@ -29,27 +30,32 @@ void JudgeCallMetadata(void* verifier, grpc_auth_context* /*peer*/, const grpc_m
     if (key == kPathKey) method = ToStringView(metadata[i].value);
     if (key == kAuthorizationMetadataKey) authorization.push_back(ToStringView(metadata[i].value));
   }
-  const absl::Status verdict =
-      static_cast<const BearerTokenVerifier*>(verifier)->Judge(method, authorization);
-  if (verdict.ok()) {
-    done(call, nullptr, 0, nullptr, 0, GRPC_STATUS_OK, nullptr);
+  const auto& verifier = *static_cast<std::shared_ptr<const CallVerifier>*>(state);
+  const absl::StatusOr<std::optional<Caller>> verdict = verifier->Judge(method, authorization);
+  if (!verdict.ok()) {
+    const std::string message(verdict.status().message());
+    const grpc_status_code code = verdict.status().code() == absl::StatusCode::kPermissionDenied
+                                      ? GRPC_STATUS_PERMISSION_DENIED
+                                      : GRPC_STATUS_UNAUTHENTICATED;
+    done(call, nullptr, 0, nullptr, 0, code, message.c_str());
     return;
   }
-  const std::string message(verdict.message());
-  done(call, nullptr, 0, nullptr, 0, GRPC_STATUS_UNAUTHENTICATED, message.c_str());
+  done(call, nullptr, 0, nullptr, 0, GRPC_STATUS_OK, nullptr);
 }
 
-void DeleteVerifier(void* verifier) { delete static_cast<BearerTokenVerifier*>(verifier); }
+void DeleteVerifier(void* state) { delete static_cast<std::shared_ptr<const CallVerifier>*>(state); }
 
 // Server credentials made in gRPC core, so an auth-metadata processor can be set on plaintext
 // listeners too (gRPC 1.51's grpc::InsecureServerCredentials aborts on one).
 class CoreServerCredentials final : public grpc::ServerCredentials {
  public:
-  CoreServerCredentials(const std::optional<TlsKeyPair>& tls, const std::string& token)
+  CoreServerCredentials(const std::optional<TlsKeyPair>& tls,
+                        std::shared_ptr<const CallVerifier> verifier)
       : credentials_(tls ? MakeTls(*tls) : grpc_insecure_server_credentials_create()) {
-    if (token.empty()) return;
+    if (verifier == nullptr) return;
     grpc_server_credentials_set_auth_metadata_processor(
-        credentials_, {&JudgeCallMetadata, &DeleteVerifier, new BearerTokenVerifier(token)});
+        credentials_, {&JudgeCallMetadata, &DeleteVerifier,
+                       new std::shared_ptr<const CallVerifier>(std::move(verifier))});
   }
   ~CoreServerCredentials() override { grpc_server_credentials_release(credentials_); }
 
@@ -76,11 +82,75 @@ class CoreServerCredentials final : public grpc::ServerCredentials {
   grpc_server_credentials* const credentials_;
 };
 
+// Metadata key under which handlers find the authenticated caller (set by CallerInterceptor).
+constexpr char kCallerMetadataKey[] = "roboloop-authenticated-caller";
+
+// See MakeCallerInterceptorFactory. One per call; `caller_` backs the metadata value it adds.
+class CallerInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  CallerInterceptor(const CallVerifier* verifier, const char* method)
+      : verifier_(verifier), method_(method == nullptr ? "" : method) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      ReplaceCaller(*methods->GetRecvInitialMetadata());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  void ReplaceCaller(std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+    metadata.erase(grpc::string_ref(kCallerMetadataKey));
+    if (verifier_ == nullptr) return;
+    std::vector<absl::string_view> authorization;
+    const auto [first, last] = metadata.equal_range(grpc::string_ref(kAuthorizationMetadataKey));
+    for (auto it = first; it != last; ++it) {
+      authorization.emplace_back(it->second.data(), it->second.size());
+    }
+    const absl::StatusOr<std::optional<Caller>> verdict = verifier_->Judge(method_, authorization);
+    if (!verdict.ok() || !verdict->has_value()) return;
+    caller_ = (*verdict)->name;
+    metadata.emplace(grpc::string_ref(kCallerMetadataKey), grpc::string_ref(caller_));
+  }
+
+  const CallVerifier* const verifier_;
+  const std::string method_;
+  std::string caller_;
+};
+
+class CallerInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CallerInterceptorFactory(std::shared_ptr<const CallVerifier> verifier)
+      : verifier_(std::move(verifier)) {}
+
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CallerInterceptor(verifier_.get(), info->method());
+  }
+
+ private:
+  const std::shared_ptr<const CallVerifier> verifier_;
+};
+
 }  // namespace
 
 std::shared_ptr<grpc::ServerCredentials> MakeAuthenticatingServerCredentials(
-    const std::optional<TlsKeyPair>& tls, const std::string& token) {
-  return std::make_shared<CoreServerCredentials>(tls, token);
+    const std::optional<TlsKeyPair>& tls, std::shared_ptr<const CallVerifier> verifier) {
+  return std::make_shared<CoreServerCredentials>(tls, std::move(verifier));
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeCallerInterceptorFactory(
+    std::shared_ptr<const CallVerifier> verifier) {
+  return std::make_unique<CallerInterceptorFactory>(std::move(verifier));
+}
+
+std::string AuthenticatedCaller(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(grpc::string_ref(kCallerMetadataKey));
+  if (it == metadata.end()) return "";
+  return std::string(it->second.data(), it->second.size());
 }
 
 }  // namespace roboloop::common

@@ -9,15 +9,29 @@
 #include <optional>
 #include <string>
 
+#include "common/grpc_auth.h"
 #include "common/grpc_tls.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace roboloop::common {
 
-// Creates listener credentials: TLS with `tls` when set, plaintext otherwise. With a non-empty
-// `token` (see ValidateToken) every call to a non-public method must carry
-// `authorization: Bearer <token>` (common/grpc_auth.h); an empty `token` admits every call.
+// Creates listener credentials: TLS with `tls` when set, plaintext otherwise. With a `verifier`,
+// every call is judged by it (common/grpc_auth.h) before it reaches a handler; without one every
+// call is admitted.
 std::shared_ptr<grpc::ServerCredentials> MakeAuthenticatingServerCredentials(
-    const std::optional<TlsKeyPair>& tls, const std::string& token);
+    const std::optional<TlsKeyPair>& tls, std::shared_ptr<const CallVerifier> verifier);
+
+// A server interceptor that tells handlers who called: in each call's received metadata it
+// replaces whatever the client sent under the caller key by the name of the caller `verifier`
+// authenticates (tokens-file mode), or by nothing. (gRPC core shares one auth context among the
+// calls of a connection, so the caller cannot be stored there.) Install it on every server,
+// with or without a verifier, so that no client can claim a name.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeCallerInterceptorFactory(
+    std::shared_ptr<const CallVerifier> verifier);
+
+// The authenticated caller's name of a call ("" when the server has no tokens file).
+std::string AuthenticatedCaller(const grpc::ServerContextBase& context);
 
 }  // namespace roboloop::common

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <spdlog/spdlog.h>
+
 #include "common/status.h"
 
 namespace roboloop::common {
@@ -11,9 +13,10 @@ absl::StatusOr<std::unique_ptr<ShutdownSignals>> ShutdownSignals::Create() {
   sigemptyset(&waited);
   sigaddset(&waited, SIGINT);
   sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGHUP);
   sigset_t previous;
   const int error = pthread_sigmask(SIG_BLOCK, &waited, &previous);
-  if (error != 0) return ErrnoStatus(error, "blocking SIGINT/SIGTERM");
+  if (error != 0) return ErrnoStatus(error, "blocking SIGINT/SIGTERM/SIGHUP");
   return std::unique_ptr<ShutdownSignals>(new ShutdownSignals(waited, previous));
 }
 
@@ -32,7 +35,16 @@ int ShutdownSignals::WaitFor(absl::Duration timeout) const {
 }
 
 int ServeUntilShutdownSignal(GrpcServer& server, const ShutdownSignals& signals) {
-  const int signal_number = signals.Wait();
+  int signal_number = signals.Wait();
+  while (signal_number == SIGHUP) {
+    const absl::Status reloaded = server.ReloadTokensFile();
+    if (reloaded.ok()) {
+      spdlog::info("SIGHUP: tokens file re-read");
+    } else {
+      spdlog::error("SIGHUP: tokens file not re-read, current callers kept: {}", reloaded.ToString());
+    }
+    signal_number = signals.Wait();
+  }
   server.Shutdown();
   return signal_number;
 }

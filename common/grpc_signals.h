@@ -1,5 +1,6 @@
-// Graceful shutdown of a GrpcServer on SIGINT/SIGTERM, without async-signal-unsafe handlers:
-// the signals are blocked in every thread and a waiting thread takes them with sigwait.
+// Graceful shutdown of a GrpcServer on SIGINT/SIGTERM, and re-reading its tokens file on SIGHUP,
+// without async-signal-unsafe handlers: the signals are blocked in every thread and a waiting
+// thread takes them with sigwait.
 #pragma once
 
 #include <csignal>
@@ -10,13 +11,13 @@
 
 namespace roboloop::common {
 
-// Holds SIGINT and SIGTERM blocked for the process so they queue for WaitForShutdownSignal.
+// Holds SIGINT, SIGTERM and SIGHUP blocked for the process so they queue for Wait (servers).
 // Create it in main() before any thread starts (gRPC's included): threads inherit the signal
 // mask, and a thread that does not block the signals would take their default action (exit).
 // Not thread-safe; one instance per process.
 class ShutdownSignals {
  public:
-  // Blocks SIGINT and SIGTERM in the calling thread; errors if the mask cannot be changed.
+  // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread; errors if the mask cannot be changed.
   static absl::StatusOr<std::unique_ptr<ShutdownSignals>> Create();
 
   // Restores the calling thread's previous signal mask.
@@ -25,7 +26,7 @@ class ShutdownSignals {
   ShutdownSignals(const ShutdownSignals&) = delete;
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
-  // Blocks until SIGINT or SIGTERM arrives and returns its number.
+  // Blocks until a held signal arrives and returns its number.
   int Wait() const;
 
   // As Wait, but gives up after `timeout` and returns 0.
@@ -40,7 +41,8 @@ class ShutdownSignals {
 
 // Serves until SIGINT or SIGTERM arrives, then shuts `server` down gracefully (health
 // NOT_SERVING, in-flight calls drain until the server's shutdown deadline) and returns the
-// signal's number.
+// signal's number. Each SIGHUP in between re-reads the server's tokens file and logs the outcome
+// (a bad file keeps the current callers); connections stay open.
 int ServeUntilShutdownSignal(GrpcServer& server, const ShutdownSignals& signals);
 
 }  // namespace roboloop::common

@@ -214,28 +214,29 @@ TEST(TlsAuthTest, TlsServerRefusesMissingTokenAndAdmitsTheRightOne) {
   EXPECT_EQ(service.executed, 1);
 }
 
-TEST(BearerTokenVerifierTest, JudgesTheAuthorizationValuesOfACall) {
-  const roboloop::common::BearerTokenVerifier verifier(kToken);
+TEST(CallVerifierTest, JudgesTheAuthorizationValuesOfACall) {
+  const auto verifier = roboloop::common::CallVerifier::ForToken(kToken);
   constexpr char kMethod[] = "/roboloop.testing.Echo/Say";
   const absl::string_view right = "Bearer s3cr3t-t0ken";
   const absl::string_view lower_case = "bearer s3cr3t-t0ken";
   const absl::string_view wrong = "Bearer s3cr3t";
-  EXPECT_TRUE(verifier.Judge(kMethod, {right}).ok());
-  EXPECT_TRUE(verifier.Judge(kMethod, {lower_case}).ok());
-  EXPECT_THAT(verifier.Judge(kMethod, {}).message(), HasSubstr("missing bearer token"));
-  EXPECT_THAT(verifier.Judge(kMethod, {wrong}).message(), HasSubstr("invalid bearer token"));
-  EXPECT_THAT(verifier.Judge(kMethod, {right, right}).message(), HasSubstr("more than one"));
-  EXPECT_EQ(verifier.Judge(kMethod, {wrong}).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(verifier->Judge(kMethod, {right}).ok());
+  EXPECT_TRUE(verifier->Judge(kMethod, {lower_case}).ok());
+  EXPECT_FALSE(verifier->Judge(kMethod, {right}).value().has_value());  // one token: no caller
+  EXPECT_THAT(verifier->Judge(kMethod, {}).status().message(), HasSubstr("missing bearer token"));
+  EXPECT_THAT(verifier->Judge(kMethod, {wrong}).status().message(), HasSubstr("invalid bearer token"));
+  EXPECT_THAT(verifier->Judge(kMethod, {right, right}).status().message(), HasSubstr("more than one"));
+  EXPECT_EQ(verifier->Judge(kMethod, {wrong}).status().code(), absl::StatusCode::kUnauthenticated);
 }
 
-TEST(BearerTokenVerifierTest, OnlyHealthChecksArePublic) {
-  const roboloop::common::BearerTokenVerifier verifier(kToken);
-  EXPECT_TRUE(verifier.Judge("/grpc.health.v1.Health/Check", {}).ok());
-  EXPECT_TRUE(verifier.Judge("/grpc.health.v1.Health/Watch", {}).ok());
-  EXPECT_FALSE(verifier.Judge("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", {})
+TEST(CallVerifierTest, OnlyHealthChecksArePublic) {
+  const auto verifier = roboloop::common::CallVerifier::ForToken(kToken);
+  EXPECT_TRUE(verifier->Judge("/grpc.health.v1.Health/Check", {}).ok());
+  EXPECT_TRUE(verifier->Judge("/grpc.health.v1.Health/Watch", {}).ok());
+  EXPECT_FALSE(verifier->Judge("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", {})
                    .ok());
-  EXPECT_FALSE(verifier.Judge("/grpc.health.v1.HealthX/Check", {}).ok());
-  EXPECT_FALSE(verifier.Judge("", {}).ok());
+  EXPECT_FALSE(verifier->Judge("/grpc.health.v1.HealthX/Check", {}).ok());
+  EXPECT_FALSE(verifier->Judge("", {}).ok());
 }
 
 TEST(TokenFileTest, ReadsAndTrimsToken) {

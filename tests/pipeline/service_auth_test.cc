@@ -9,10 +9,14 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "common/access_roles.h"
+#include "common/sha256.h"
 #include "common/grpc_client.h"
 #include "common/grpc_server.h"
 #include "eval/eval_grpc_service.h"
@@ -27,8 +31,10 @@
 #include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
 #include "sim/task_registry.h"
+#include "tests/registry/test_util.h"
 #include "tests/util/subprocess.h"
 #include "train/train_service.h"
+#include "wiring/method_roles.h"
 
 #ifndef ROBOLOOP_PRODUCT_SERVICES
 #error "ROBOLOOP_PRODUCT_SERVICES must list the services of proto/roboloop/v1 (tests/CMakeLists.txt)"
@@ -76,31 +82,52 @@ grpc::Status CallWithEmptyRequest(const std::string& target, const std::string& 
 class ServiceAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = testing::MakeTempDir("service-auth");
-    const std::string token_file = dir + "/token";
-    std::ofstream(token_file) << kToken;
-    StartRegistry(dir, token_file);
-    StartSimTrainEval(dir, token_file);
+    dir_ = testing::MakeTempDir("service-auth");
+    const common::GrpcServerOptions auth = Authentication();
+    StartRegistry(dir_, auth);
+    StartSimTrainEval(dir_, auth);
   }
 
-  void StartRegistry(const std::string& dir, const std::string& token_file) {
+  // How the servers authenticate: one token, kToken.
+  virtual common::GrpcServerOptions Authentication() {
+    common::GrpcServerOptions auth;
+    auth.token_file = dir_ + "/token";
+    std::ofstream(auth.token_file) << kToken;
+    return auth;
+  }
+
+  // The token the test's own registry client sends.
+  virtual std::string ClientToken() const { return kToken; }
+
+  // `auth`'s authentication settings on a server listening on `listen_address`.
+  static common::GrpcServerOptions ServerOptions(const common::GrpcServerOptions& auth,
+                                                 const std::string& listen_address) {
+    common::GrpcServerOptions options;
+    options.listen_address = listen_address;
+    options.token_file = auth.token_file;
+    options.tokens_file = auth.tokens_file;
+    options.method_roles = auth.method_roles;
+    return options;
+  }
+
+  void StartRegistry(const std::string& dir, const common::GrpcServerOptions& auth) {
     registry::RegistryHost::Options host;
     host.registry.root = dir + "/store";
-    host.server.token_file = token_file;
+    host.server = ServerOptions(auth, host.server.listen_address);
     auto started = registry::RegistryHost::Create(host);
     ASSERT_TRUE(started.ok()) << started.status();
     registry_host_ = *std::move(started);
     common::GrpcChannelOptions channel;
     channel.target = registry_host_->target();
-    channel.token_file = token_file;
+    channel.token = ClientToken();
     auto client = registry::RegistryClient::Connect(channel);
     ASSERT_TRUE(client.ok()) << client.status();
     registry_client_ = *std::move(client);
     AddHostedServices(registry_host_->server());
   }
 
-  // The embedded composition of wiring/services.cc, with a token.
-  void StartSimTrainEval(const std::string& dir, const std::string& token_file) {
+  // The embedded composition of wiring/services.cc, with authentication.
+  void StartSimTrainEval(const std::string& dir, const common::GrpcServerOptions& auth) {
     auto sim = sim::SimServiceHandler::Create({&tasks_});
     ASSERT_TRUE(sim.ok()) << sim.status();
     sim_ = *std::move(sim);
@@ -122,9 +149,7 @@ class ServiceAuthTest : public ::testing::Test {
     ASSERT_TRUE(handler.ok()) << handler.status();
     eval_ = *std::move(handler);
     eval_service_ = std::make_unique<eval::EvalGrpcService>(eval_.get(), eval::EvalGrpcService::Options());
-    common::GrpcServerOptions options;
-    options.listen_address = "unix:" + dir + "/services.sock";
-    options.token_file = token_file;
+    const common::GrpcServerOptions options = ServerOptions(auth, "unix:" + dir + "/services.sock");
     auto server = common::GrpcServer::Create(
         options, {sim_service_.get(), train_service_.get(), eval_service_.get()});
     ASSERT_TRUE(server.ok()) << server.status();
@@ -148,6 +173,7 @@ class ServiceAuthTest : public ::testing::Test {
     return services;
   }
 
+  std::string dir_;
   sim::TaskRegistry tasks_;
   std::unique_ptr<registry::RegistryHost> registry_host_;
   std::unique_ptr<registry::RegistryClient> registry_client_;
@@ -202,6 +228,103 @@ TEST_F(ServiceAuthTest, TheRightTokenReachesTheHandlers) {
       CallWithEmptyRequest(target_of_service_["roboloop.v1.RegistryService"],
                            "/roboloop.v1.RegistryService/ListCheckpoints", kToken);
   EXPECT_TRUE(checkpoints.ok()) << checkpoints.error_message();
+}
+
+// The same servers with a tokens file holding one caller per role and the product's method roles
+// (wiring/method_roles.h).
+class ServiceRolesTest : public ServiceAuthTest {
+ protected:
+  common::GrpcServerOptions Authentication() override {
+    common::GrpcServerOptions auth;
+    auth.tokens_file = dir_ + "/tokens.yaml";
+    std::ofstream file(auth.tokens_file);
+    file << "tokens:\n";
+    for (common::Role role : kRoles) {
+      const std::string name(common::RoleName(role));
+      file << "  - {name: " << name << "-caller, sha256: " << Sha256Hex(TokenOf(role))
+           << ", role: " << name << "}\n";
+    }
+    auth.method_roles = wiring::ServiceMethodRoles();
+    return auth;
+  }
+
+  std::string ClientToken() const override { return TokenOf(common::Role::kAdmin); }
+
+  static std::string TokenOf(common::Role role) {
+    return std::string(common::RoleName(role)) + "-token";
+  }
+
+  static constexpr common::Role kRoles[] = {common::Role::kRead, common::Role::kWrite,
+                                            common::Role::kAdmin};
+};
+
+TEST_F(ServiceRolesTest, EveryProductMethodHasARoleAndEveryRoleAMethod) {
+  std::set<std::string> declared = {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
+  for (const google::protobuf::ServiceDescriptor* service : ProductServices()) {
+    for (int i = 0; i < service->method_count(); ++i) {
+      const std::string path = MethodPath(*service->method(i));
+      declared.insert(path);
+      EXPECT_EQ(wiring::ServiceMethodRoles().count(path), 1u) << path << " has no role";
+    }
+  }
+  for (const auto& [path, role] : wiring::ServiceMethodRoles()) {
+    EXPECT_EQ(declared.count(path), 1u) << path << " is not a declared method";
+  }
+}
+
+TEST_F(ServiceRolesTest, ACallerBelowAMethodsRoleIsDeniedNamingTheRoleItNeeds) {
+  int denied = 0;
+  for (const google::protobuf::ServiceDescriptor* service : ProductServices()) {
+    const std::string& target = target_of_service_[service->full_name()];
+    for (int i = 0; i < service->method_count(); ++i) {
+      const std::string path = MethodPath(*service->method(i));
+      const common::Role needed = wiring::ServiceMethodRoles().at(path);
+      for (common::Role caller : kRoles) {
+        if (caller >= needed) continue;
+        const grpc::Status status = CallWithEmptyRequest(target, path, TokenOf(caller));
+        EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+        EXPECT_THAT(status.error_message(),
+                    HasSubstr("needs role '" + std::string(common::RoleName(needed)) + "'"))
+            << path;
+        ++denied;
+      }
+    }
+  }
+  EXPECT_GE(denied, 20);
+}
+
+TEST_F(ServiceRolesTest, ReadMethodsAdmitTheReadCaller) {
+  for (const auto& [path, role] : wiring::ServiceMethodRoles()) {
+    if (role != common::Role::kRead || absl::StartsWith(path, "/grpc.") ||
+        absl::EndsWith(path, "/DownloadBlob")) {
+      continue;
+    }
+    const std::string service = path.substr(1, path.rfind('/') - 1);
+    const grpc::Status status =
+        CallWithEmptyRequest(target_of_service_[service], path, TokenOf(common::Role::kRead));
+    EXPECT_NE(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << path;
+    EXPECT_NE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << path;
+  }
+}
+
+TEST_F(ServiceRolesTest, AliasHistoryNamesTheAuthenticatedCaller) {
+  const std::string blob = dir_ + "/policy.bin";
+  std::ofstream(blob) << "weights";
+  auto uploaded = registry_client_->UploadFile(blob);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  v1::RegisterCheckpointRequest request;
+  request.set_manifest_json(
+      registry::testing_util::MakeManifest("roles-model", {{"policy", "weights"}}, 1).dump());
+  auto checkpoint = registry_client_->RegisterCheckpoint(request);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  v1::SetAliasRequest alias;
+  alias.set_model("roles-model");
+  alias.set_alias("staging");
+  alias.set_ref(checkpoint->id());
+  alias.set_reason("roles test");
+  auto moved = registry_client_->SetAlias(alias);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->user(), "admin-caller");
 }
 
 }  // namespace
