@@ -5,8 +5,10 @@
 
 #include "cli/eval_run.h"
 #include "cli/flags.h"
+#include "common/access_roles.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_signals.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "registry/registry_host.h"
 #include "wiring/serve.h"
@@ -30,11 +32,31 @@ absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
   return absl::OkStatus();
 }
 
-absl::Status MakeToken(const std::string& path) {
-  ROBOLOOP_RETURN_IF_ERROR(common::WriteNewTokenFile(path));
-  std::printf("wrote a new bearer token to %s (mode 0600); serve with --token-file %s, "
-              "call with --registry-token-file (or --sim-token-file, ...) %s\n",
-              path.c_str(), path.c_str(), path.c_str());
+// Flags of `serve token`.
+struct TokenFlags {
+  std::string output;  // token file to create
+  std::string name;    // with role: the caller's name in a tokens file
+  std::string role;    // with name: read, write or admin
+};
+
+absl::Status MakeToken(const TokenFlags& flags) {
+  if (flags.name.empty() != flags.role.empty()) {
+    return absl::InvalidArgumentError("give --name and --role together (a tokens-file entry needs both)");
+  }
+  if (!flags.role.empty()) ROBOLOOP_RETURN_IF_ERROR(common::ParseRole(flags.role).status());
+  ROBOLOOP_RETURN_IF_ERROR(common::WriteNewTokenFile(flags.output));
+  const char* path = flags.output.c_str();
+  if (flags.name.empty()) {
+    std::printf("wrote a new bearer token to %s (mode 0600); serve with --token-file %s, "
+                "call with --registry-token-file (or --sim-token-file, ...) %s\n",
+                path, path, path);
+    return absl::OkStatus();
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string token, common::ReadTokenFile(flags.output));
+  std::printf("wrote a new bearer token to %s (mode 0600) for caller '%s'; add this entry to the "
+              "server's --tokens-file and send SIGHUP:\n  - {name: %s, sha256: %s, role: %s}\n",
+              path, flags.name.c_str(), flags.name.c_str(), Sha256Hex(token).c_str(),
+              flags.role.c_str());
   return absl::OkStatus();
 }
 
@@ -49,10 +71,13 @@ CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
   registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
   runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
   AddServeEvalCommand(serve, runner);
-  auto token_file = std::make_shared<std::string>();
-  CLI::App* token = serve->add_subcommand("token", "Write a new random bearer token file (mode 0600) for --token-file");
-  token->add_option("-o,--output", *token_file, "Token file to create (never replaces one)")->required();
-  runner.Bind(token, [token_file] { return MakeToken(*token_file); });
+  auto token_flags = std::make_shared<TokenFlags>();
+  CLI::App* token = serve->add_subcommand(
+      "token", "Write a new random bearer token file (mode 0600) for --token-file or a --tokens-file entry");
+  token->add_option("-o,--output", token_flags->output, "Token file to create (never replaces one)")->required();
+  token->add_option("--name", token_flags->name, "Caller name: also print its --tokens-file entry (with --role)");
+  token->add_option("--role", token_flags->role, "read, write or admin (with --name)");
+  runner.Bind(token, [token_flags] { return MakeToken(*token_flags); });
   return serve;
 }
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sha256.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop {
@@ -273,6 +274,60 @@ TEST_F(CliRegistryTest, ServeBannerNamesTheRealAddressAndWarnsWhenOtherMachinesC
   EXPECT_THAT(local.out, HasSubstr("registry serving " + root_ + " on 127.0.0.1:"));
   EXPECT_THAT(local.out, Not(HasSubstr("dial")));
   EXPECT_THAT(local.err, Not(HasSubstr("WARNING")));
+}
+
+// The tokens-file entry `serve token --name N --role R` prints for its new token.
+std::string PrintedEntry(const ProgramResult& made) {
+  const size_t at = made.out.find("  - {name: ");
+  return at == std::string::npos ? "" : made.out.substr(at);
+}
+
+TEST_F(CliRegistryTest, TokensFileCallersGetTheirRolesAndSighupAdmitsNewOnes) {
+  const std::string reader = dir_ + "/reader.token", admin = dir_ + "/admin.token";
+  ProgramResult made_reader = Roboloop({"serve", "token", "-o", reader, "--name", "rita", "--role", "read"}, false);
+  ASSERT_EQ(made_reader.exit_code, 0) << made_reader.err;
+  EXPECT_THAT(PrintedEntry(made_reader),
+              HasSubstr("sha256: " + Sha256Hex(testing::ReadWholeFile(reader).substr(0, 64)) + ", role: read}"));
+  ProgramResult bad_role = Roboloop({"serve", "token", "-o", dir_ + "/x.token", "--name", "x", "--role", "root"}, false);
+  EXPECT_EQ(bad_role.exit_code, 1);
+  EXPECT_THAT(bad_role.err, HasSubstr("unknown role 'root'"));
+  EXPECT_NE(access((dir_ + "/x.token").c_str(), F_OK), 0) << "a refused command writes no token";
+
+  const std::string tokens = WriteFile("tokens.yaml", "tokens:\n" + PrintedEntry(made_reader));
+  const std::string socket = dir_ + "/roles.sock";
+  testing::RunningProgram server = testing::StartProgram(
+      {testing::RoboloopBinary(), "serve", "registry", "--listen", "unix:" + socket, "--root", root_,
+       "--tokens-file", tokens});
+  for (int i = 0; i < 200 && access(socket.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::vector<std::string> remote = {"--registry", "unix:" + socket, "--registry-token-file"};
+  auto as = [&](const std::string& token, std::vector<std::string> args) {
+    args.insert(args.end(), remote.begin(), remote.end());
+    args.push_back(token);
+    return Roboloop(args, /*with_root=*/false);
+  };
+  EXPECT_EQ(as(reader, {"registry", "ls"}).exit_code, 0);
+  ProgramResult put = as(reader, {"registry", "put", WriteFile("d.bin", "bytes"), "--dataset", "d"});
+  EXPECT_EQ(put.exit_code, 1);
+  EXPECT_THAT(put.err, HasSubstr("needs role 'write'; caller 'rita' has role 'read'"));
+
+  ProgramResult made_admin = Roboloop({"serve", "token", "-o", admin, "--name", "ada", "--role", "admin"}, false);
+  ASSERT_EQ(made_admin.exit_code, 0) << made_admin.err;
+  EXPECT_EQ(as(admin, {"registry", "ls"}).exit_code, 1);  // not in the file yet
+  WriteFile("tokens.yaml", "tokens:\n" + PrintedEntry(made_reader) + PrintedEntry(made_admin));
+  kill(server.pid, SIGHUP);
+  int admin_ls = 1;
+  for (int i = 0; i < 100 && admin_ls != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    admin_ls = as(admin, {"registry", "ls"}).exit_code;
+  }
+  EXPECT_EQ(admin_ls, 0);
+  EXPECT_EQ(as(admin, {"registry", "put", WriteFile("e.bin", "more"), "--dataset", "e"}).exit_code, 0);
+  kill(server.pid, SIGTERM);
+  ProgramResult served = testing::FinishProgram(server);
+  EXPECT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_THAT(served.err, HasSubstr("tokens file re-read"));
 }
 
 }  // namespace
