@@ -1,10 +1,13 @@
 // The run store and its cache, driven through the scheduler with a fake executor: a second
-// run (resume) skips the stages that finished, --no-cache runs them again.
+// run (resume) skips the stages that finished and continues a stopped one from its last
+// resume point, --no-cache runs them again; a run whose runner died reads as interrupted.
 #include "pipeline/run_store.h"
 #include "pipeline/stage_kinds/builtin.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -35,6 +38,22 @@ stages:
   - {name: a, kind: merge, merge: {dataset_name: x}}
   - {name: b, kind: merge, merge: {datasets: ["${a.dataset}"], dataset_name: y}}
 )";
+
+// Stage b records resume points "b@1" and "b@2" and is then stopped (once); every execution
+// of b notes the resume point it was given.
+class StoppingExecutor : public StageExecutor {
+ public:
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override {
+    if (stage.name() != "b") return StageOutputs{{"dataset", "ds-" + stage.name()}};
+    given.push_back(context.resume_point);
+    if (given.size() > 1) return StageOutputs{{"dataset", "ds-b"}};
+    for (const char* point : {"b@1", "b@2"}) {
+      if (absl::Status s = context.RecordResumePoint(point); !s.ok()) return s;
+    }
+    return absl::CancelledError("stopped");
+  }
+  std::vector<std::string> given;
+};
 
 class RunStoreTest : public ::testing::Test {
  protected:
@@ -76,6 +95,67 @@ TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
   EXPECT_THAT(statuses, ::testing::ElementsAre("a:finished", "b:failed", "a:cached", "b:finished"));
   EXPECT_EQ(record->stages[2].outputs_json, record->stages[0].outputs_json);
   EXPECT_THAT(record->stages[1].message, HasSubstr("broken b"));
+}
+
+TEST_F(RunStoreTest, AStoppedStageContinuesFromTheLastResumePointItRecorded) {
+  auto run = store_->CreateRun("p", dir_ + "/p.yaml");
+  ASSERT_TRUE(run.ok()) << run.status();
+  StoppingExecutor inner;
+  RecordingExecutor recording(&inner, store_.get(), *run, true);
+  EXPECT_TRUE(absl::IsCancelled(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status()));
+  ASSERT_TRUE(store_->FinishRun(*run, "cancelled", "").ok());
+  ASSERT_TRUE(store_->ReopenRun(*run).ok());
+  ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
+  EXPECT_THAT(inner.given, ::testing::ElementsAre("", "b@2"));
+  auto record = store_->GetRun(*run);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->stages.size(), 4u);
+  EXPECT_EQ(record->stages[1].status, "cancelled");
+  EXPECT_EQ(record->stages[1].resume_point, "b@2");
+  const std::string key = record->stages[1].cache_key;
+  EXPECT_EQ(*store_->FindResumePoint(*run, "b", key), "b@2");
+  EXPECT_EQ(*store_->FindResumePoint(*run, "b", "other-parameters"), "") << "changed parameters start afresh";
+  auto other = store_->CreateRun("p", dir_ + "/p.yaml");
+  EXPECT_EQ(*store_->FindResumePoint(*other, "b", key), "") << "another run starts afresh";
+}
+
+TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
+  const std::string db = dir_ + "/store/runs.db", id_file = dir_ + "/run-id";
+  store_.reset();
+  const pid_t runner = fork();
+  if (runner == 0) {  // a runner that dies in the middle of stage a
+    auto store = RunStore::Open(db);
+    if (!store.ok()) _exit(2);
+    auto run = (*store)->CreateRun("p", "p.yaml");
+    if (!run.ok() || !(*store)->StartStage(*run, "a", "key").ok()) _exit(3);
+    std::ofstream(id_file) << *run;
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(runner, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  store_ = std::move(*RunStore::Open(db));
+  const std::string dead = testing::ReadWholeFile(id_file);
+  auto live = store_->CreateRun("p", "p.yaml");
+  ASSERT_TRUE(live.ok());
+
+  auto runs = store_->ListRuns(10);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  std::map<std::string, std::string> statuses;
+  for (const RunRecord& r : *runs) statuses[r.id] = r.status;
+  EXPECT_EQ(statuses[dead], "interrupted");
+  EXPECT_EQ(statuses[*live], "running") << "this process still runs it";
+  auto record = store_->GetRun(dead);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->runner.pid, runner);
+  EXPECT_THAT(record->message, HasSubstr("pid " + std::to_string(runner)));
+  ASSERT_EQ(record->stages.size(), 1u);
+  EXPECT_EQ(record->stages[0].status, "interrupted");
+
+  EXPECT_TRUE(store_->ReopenRun(dead).ok());
+  EXPECT_EQ(store_->GetRun(dead)->status, "running");
+  EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
+  EXPECT_THAT(store_->ReopenRun(*live).message(), HasSubstr("is still running"));
 }
 
 TEST_F(RunStoreTest, NoCacheRunsEverythingAndChangedParametersMiss) {
