@@ -11,6 +11,8 @@
 
 #include <fstream>
 
+#include "common/fs.h"
+#include "common/sqlite.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop::pipeline {
@@ -156,6 +158,40 @@ TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
   EXPECT_EQ(store_->GetRun(dead)->status, "running");
   EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
   EXPECT_THAT(store_->ReopenRun(*live).message(), HasSubstr("is still running"));
+}
+
+TEST_F(RunStoreTest, AStoreOfSchema1IsUpgradedAndKeepsItsRuns) {
+  const std::string db = dir_ + "/old/runs.db";
+  ASSERT_TRUE(MakeDirs(dir_ + "/old").ok());
+  {
+    auto old = SqliteDb::Open(db, 1000);
+    ASSERT_TRUE(old.ok());
+    ASSERT_TRUE((*old)->Exec(R"(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY, pipeline TEXT NOT NULL, spec_path TEXT NOT NULL, status TEXT NOT NULL,
+  created_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+  overrides_json TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE stage_executions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(id), stage TEXT NOT NULL,
+  cache_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+  started_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0,
+  outputs_json TEXT NOT NULL DEFAULT '{}', message TEXT NOT NULL DEFAULT '',
+  params_json TEXT NOT NULL DEFAULT '{}', log_path TEXT NOT NULL DEFAULT '');
+INSERT INTO runs (id, pipeline, spec_path, status, created_us) VALUES ('old', 'p', 'p.yaml', 'running', 1);
+INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us) VALUES ('old', 'a', 'k', 'running', 1);
+)").ok());
+  }
+  auto store = RunStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto old = (*store)->GetRun("old");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->status, "running") << "a run without a recorded runner cannot be judged";
+  ASSERT_EQ(old->stages.size(), 1u);
+  EXPECT_TRUE((*store)->RecordResumePoint(old->stages[0].id, "a@1").ok());
+  EXPECT_EQ(*(*store)->FindResumePoint("old", "a", "k"), "a@1");
+  EXPECT_TRUE((*store)->CreateRun("p", "p.yaml").ok());
 }
 
 TEST_F(RunStoreTest, NoCacheRunsEverythingAndChangedParametersMiss) {
