@@ -116,7 +116,9 @@ class RunStore {
 // A StageExecutor that records every execution in a RunStore and answers stages from earlier
 // executions (recorded with status "cached") instead of running them: from its own run always
 // (that is what resuming is), from any run unless `use_cache` is off — except promote and
-// report, whose effects depend on more than their parameters.
+// report, whose effects depend on more than their parameters. A stage it runs gets the newest
+// resume point an earlier execution of it (same run, label and parameters) recorded, and the
+// points it records are stored with its execution.
 class RecordingExecutor : public StageExecutor {
  public:
   // `log_dir` (may be empty) is where stage logs live (StageLogPath), recorded per execution.
