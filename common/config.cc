@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/struct.pb.h>
@@ -41,10 +42,15 @@ class YamlProtoParser {
     for (const auto& entry : node) {
       std::string key = entry.first.as<std::string>();
       const FieldDescriptor* field = FindField(descriptor, key);
-      if (field == nullptr) return UnknownKey(entry.first, key, descriptor);
-      ROBOLOOP_RETURN_IF_ERROR(ParseField(entry.second, field, message));
+      Note(field == nullptr ? UnknownKey(entry.first, key, descriptor) : ParseField(entry.second, field, message));
     }
     return absl::OkStatus();
+  }
+
+  // Every problem noted so far, one line each, as one error; OK when there is none.
+  absl::Status Problems() const {
+    if (problems_.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrJoin(problems_, "\n"));
   }
 
  private:
@@ -60,6 +66,11 @@ class YamlProtoParser {
     for (int i = 0; i < descriptor->field_count(); ++i) known.push_back(descriptor->field(i)->name());
     return Error(at, absl::StrCat("unknown key '", key, "' in ", descriptor->name(),
                                   " (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+
+  // Keeps the problem `status` reports (if any), so that parsing goes on to find the others.
+  void Note(const absl::Status& status) {
+    if (!status.ok()) problems_.emplace_back(status.message());
   }
 
   absl::Status Error(const YAML::Node& node, const std::string& what) const {
@@ -259,6 +270,7 @@ class YamlProtoParser {
   }
 
   std::string source_;
+  std::vector<std::string> problems_;
 };
 
 }  // namespace
@@ -274,7 +286,9 @@ absl::Status ParseYamlToProto(const std::string& text, const std::string& source
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
   try {
-    return YamlProtoParser(source).ParseMessage(root, message);
+    YamlProtoParser parser(source);
+    ROBOLOOP_RETURN_IF_ERROR(parser.ParseMessage(root, message));
+    return parser.Problems();
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));

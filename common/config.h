@@ -14,7 +14,8 @@ namespace roboloop {
 // Parses YAML `text` into `message` (cleared first). `source` names the input in errors,
 // e.g. "configs/pipelines/quickstart.yaml". Keys match proto field names or their JSON names;
 // enums take their value names; google.protobuf.Struct/Value/ListValue take any YAML.
-// Errors: INVALID_ARGUMENT "<source>:<line>:<column>: <what>".
+// Errors: INVALID_ARGUMENT "<source>:<line>:<column>: <what>", one line for each unknown key and
+// each value of the wrong type or shape, all of them (a problem inside a list stops that list).
 absl::Status ParseYamlToProto(const std::string& text, const std::string& source,
                               google::protobuf::Message* message);
 

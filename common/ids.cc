@@ -2,12 +2,17 @@
 
 #include <openssl/rand.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -69,7 +74,43 @@ std::string LookUpHostName() {
   return buffer;
 }
 
+// What /proc/<pid>/stat says of a process: its state (field 3) and start time (field 22);
+// {' ', 0} when it cannot be read. The fields after the command name, which may hold spaces
+// and parentheses, start after its last ')'.
+struct ProcStat {
+  char state = ' ';
+  int64_t start_ticks = 0;
+};
+
+ProcStat ReadProcStat(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t end_of_name = stat.rfind(')');
+  ProcStat result;
+  if (end_of_name == std::string::npos) return result;
+  std::istringstream fields(stat.substr(end_of_name + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3) result.state = field[0];
+    if (i == 22) result.start_ticks = std::strtoll(field.c_str(), nullptr, 10);
+  }
+  return result;
+}
+
 }  // namespace
+
+ProcessIdentity CurrentProcess() {
+  const int64_t pid = ::getpid();
+  return ProcessIdentity{pid, ReadProcStat(pid).start_ticks, HostName()};
+}
+
+bool ProcessIsGone(const ProcessIdentity& process) {
+  if (process.pid <= 0 || process.host != HostName()) return false;
+  if (::kill(static_cast<pid_t>(process.pid), 0) != 0 && errno == ESRCH) return true;
+  const ProcStat stat = ReadProcStat(process.pid);
+  if (stat.state == 'Z' || stat.state == 'X') return true;  // dead, not yet reaped
+  return process.start_ticks != 0 && stat.start_ticks != 0 && stat.start_ticks != process.start_ticks;
+}
 
 std::string CurrentUser() {
   static const std::string* const user = new std::string(LookUpUser());

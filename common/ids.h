@@ -1,5 +1,5 @@
 // Identifier and time helpers: random UUIDs, wall-clock microseconds, ISO-8601 formatting and
-// the identity (user, host) of the calling process. All functions are thread-safe.
+// the identity (user, host, pid) of the calling process. All functions are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +22,21 @@ std::string CurrentUser();
 
 // Returns this machine's host name ("unknown" when it cannot be read), read once per process.
 std::string HostName();
+
+// A process as another process can later recognise it: its pid, when it started (clock ticks
+// since boot, from /proc/<pid>/stat; 0 where unknown) and the host it runs on.
+struct ProcessIdentity {
+  int64_t pid = 0;
+  int64_t start_ticks = 0;
+  std::string host;
+};
+
+// The calling process.
+ProcessIdentity CurrentProcess();
+
+// True when `process` ran on this host and runs no more: its pid is free, a zombie, or taken
+// by a process that started at another time. False when it runs, ran on another host (nothing can
+// be told from here) or has no pid.
+bool ProcessIsGone(const ProcessIdentity& process);
 
 }  // namespace roboloop

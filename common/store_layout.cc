@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
+#include "common/ids.h"
 
 namespace roboloop {
 
@@ -23,6 +26,22 @@ std::string StoreLayout::ServiceDatasets() const { return JoinPath(root_, "datas
 std::string StoreLayout::Sockets() const { return JoinPath(root_, "run"); }
 std::string StoreLayout::EmbeddedSocket(const std::string& service) const {
   return absl::StrCat("unix:", JoinPath(Sockets(), absl::StrCat(service, "-", getpid(), ".sock")));
+}
+
+int StoreLayout::RemoveStaleSockets() const {
+  absl::StatusOr<std::vector<std::string>> names = ListDir(Sockets());
+  if (!names.ok()) return 0;
+  int removed = 0;
+  for (const std::string& name : *names) {
+    const size_t dash = name.rfind('-');
+    int64_t pid = 0;
+    if (dash == std::string::npos || !absl::EndsWith(name, ".sock") ||
+        !absl::SimpleAtoi(name.substr(dash + 1, name.size() - dash - 1 - 5), &pid)) {
+      continue;
+    }
+    if (ProcessIsGone(ProcessIdentity{pid, 0, HostName()}) && RemoveFile(JoinPath(Sockets(), name)).ok()) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace roboloop

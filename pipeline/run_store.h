@@ -2,7 +2,10 @@
 // executions (status, attempts, timings, inputs, outputs as artifact ids), and the
 // content-keyed cache — a stage whose kind and substituted parameters (which include its
 // input artifact ids) match a finished execution reuses that execution's outputs. Resuming a
-// run is running it again: every finished stage is a cache hit. Thread-safe.
+// run is running it again: every finished stage is a cache hit, and a stage that was stopped
+// continues from the last resume point it recorded (a train stage: its last checkpoint). Each
+// run records its runner process; a run whose runner is gone (killed) reads as "interrupted",
+// and so do the stages it was running. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/ids.h"
 #include "common/sqlite.h"
 #include "pipeline/scheduler.h"
 
@@ -23,13 +27,14 @@ struct StageExecutionRecord {
   int64_t id = 0;
   std::string stage;          // name (inside loops: "<loop>[<i>].<stage>")
   std::string cache_key;      // StageCacheKey of the resolved stage
-  std::string status;         // running | finished | failed | cancelled | cached
+  std::string status;         // running | finished | failed | cancelled | cached | interrupted
   int attempts = 0;
   int64_t started_us = 0, finished_us = 0;
   std::string outputs_json;   // {"output": "value"}
   std::string message;        // error of a failed execution
   std::string params_json;    // the resolved stage (its inputs: parameters with artifact ids)
   std::string log_path;       // the stage's log file ("" when none)
+  std::string resume_point;   // where the stage could continue from ("" = from the start)
 };
 
 // One run as stored.
@@ -37,11 +42,12 @@ struct RunRecord {
   std::string id;
   std::string pipeline;       // pipeline name
   std::string spec_path;      // the YAML it ran
-  std::string status;         // running | finished | failed | cancelled
+  std::string status;         // running | finished | failed | cancelled | interrupted (its runner died)
   int64_t created_us = 0, finished_us = 0;
   std::string message;
   std::vector<StageExecutionRecord> stages;  // in start order
   std::vector<std::string> overrides;        // the --set PATH=VALUE it ran with
+  ProcessIdentity runner;                    // the process that runs (ran) it
 };
 
 // `label` as a file name: letters, digits, '-' and '_' kept, anything else '-'.
@@ -59,13 +65,16 @@ std::string StageCacheKey(const v1::Stage& resolved);
 
 class RunStore {
  public:
-  // Opens (creating) the store at `path`, e.g. ".roboloop/pipeline/runs.db".
+  // Opens (creating, or upgrading from schema 1) the store at `path`, e.g.
+  // ".roboloop/pipeline/runs.db".
   static absl::StatusOr<std::unique_ptr<RunStore>> Open(const std::string& path);
 
-  // A new run (uuid) of `pipeline` from `spec_path` with `overrides` ("PATH=VALUE").
+  // A new run (uuid) of `pipeline` from `spec_path` with `overrides` ("PATH=VALUE"), run by
+  // this process.
   absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path,
                                         const std::vector<std::string>& overrides = {});
-  // Marks the run running again (resume).
+  // Marks the run running again, by this process (resume). NotFound for an unknown run;
+  // FailedPrecondition while its runner still runs.
   absl::Status ReopenRun(const std::string& run_id);
   // Ends the run with `status` and `message`.
   absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
@@ -77,17 +86,28 @@ class RunStore {
   // Records its end.
   absl::Status FinishStage(int64_t execution_id, const std::string& status, int attempts,
                            const StageOutputs& outputs, const std::string& message);
+  // Records that execution `execution_id` could continue from `point` (a kind's own token,
+  // e.g. a checkpoint id).
+  absl::Status RecordResumePoint(int64_t execution_id, const std::string& point);
+  // The newest resume point an earlier execution of `stage` in run `run_id` with `cache_key`
+  // recorded; "" when none did.
+  absl::StatusOr<std::string> FindResumePoint(const std::string& run_id, const std::string& stage,
+                                              const std::string& cache_key);
   // Outputs of the newest finished (or cache-answered) execution with `cache_key`, if any;
   // of run `run_id` only when it is not empty.
   absl::StatusOr<std::optional<StageOutputs>> FindCached(const std::string& cache_key, const std::string& run_id = "");
 
-  // The run `run_id` with its executions; NotFound naming it.
+  // The run `run_id` with its executions; NotFound naming it. Runs whose runner is gone are
+  // marked interrupted first (here and in ListRuns).
   absl::StatusOr<RunRecord> GetRun(const std::string& run_id);
   // The newest `limit` runs, without executions.
   absl::StatusOr<std::vector<RunRecord>> ListRuns(int limit);
 
  private:
   explicit RunStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+  // Marks every running run whose runner is gone, and its running stages, interrupted.
+  absl::Status MarkRunsOfGoneRunnersInterrupted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
@@ -96,7 +116,9 @@ class RunStore {
 // A StageExecutor that records every execution in a RunStore and answers stages from earlier
 // executions (recorded with status "cached") instead of running them: from its own run always
 // (that is what resuming is), from any run unless `use_cache` is off — except promote and
-// report, whose effects depend on more than their parameters.
+// report, whose effects depend on more than their parameters. A stage it runs gets the newest
+// resume point an earlier execution of it (same run, label and parameters) recorded, and the
+// points it records are stored with its execution.
 class RecordingExecutor : public StageExecutor {
  public:
   // `log_dir` (may be empty) is where stage logs live (StageLogPath), recorded per execution.

@@ -152,12 +152,14 @@ class Validator {
   Validator(const LoadedPipeline& loaded, const StageKindRegistry& kinds, const ValidationOptions& options)
       : loaded_(loaded), kinds_(kinds), options_(options) {}
 
+  // Checks everything, noting every problem; InvalidArgument with one line per problem.
   absl::StatusOr<Plan> Run() {
-    ROBOLOOP_RETURN_IF_ERROR(IndexStages(loaded_.pipeline.stages(), nullptr));
+    IndexStages(loaded_.pipeline.stages(), nullptr);
     Plan plan;
     plan.kinds = &kinds_;
-    ROBOLOOP_RETURN_IF_ERROR(CheckScope(loaded_.pipeline.stages(), nullptr, &plan));
-    ROBOLOOP_RETURN_IF_ERROR(CheckSeeds());
+    CheckScope(loaded_.pipeline.stages(), nullptr, &plan);
+    CheckSeeds();
+    if (!problems_.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems_, "\n"));
     ROBOLOOP_ASSIGN_OR_RETURN(plan.levels, Levels(loaded_.pipeline.stages(), plan));
     return plan;
   }
@@ -169,7 +171,22 @@ class Validator {
     const StageKind* kind = nullptr;  // its record
   };
 
-  const StageKind& KindOf(const v1::Stage& stage) const { return *stages_.at(stage.name()).kind; }
+  // The index entry of this very stage, or null when it is not indexed (a bad or duplicate name).
+  const Entry* EntryOf(const v1::Stage& stage) const {
+    auto it = stages_.find(stage.name());
+    return it != stages_.end() && it->second.stage == &stage ? &it->second : nullptr;
+  }
+
+  // True for an indexed stage of a known kind that repeats its body (a loop).
+  bool IsLoop(const v1::Stage& stage) const {
+    const Entry* entry = EntryOf(stage);
+    return entry != nullptr && entry->kind != nullptr && entry->kind->repeats_body;
+  }
+
+  // Keeps the problem `status` reports (if any); validation goes on to find the others.
+  void Note(const absl::Status& status) {
+    if (!status.ok()) problems_.emplace_back(status.message());
+  }
 
   absl::Status Error(const std::string& stage, const std::string& what) const {
     auto line = loaded_.stage_lines.find(stage);
@@ -178,33 +195,43 @@ class Validator {
                                                    ": stage '", stage, "': ", what));
   }
 
-  absl::Status IndexStages(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* loop) {
+  // Indexes every stage with a good, unique name (the others are noted and left out), with its
+  // kind (null when unknown), and the bodies of loops.
+  void IndexStages(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* loop) {
     static const std::regex kName("[A-Za-z][A-Za-z0-9_-]*");
     for (const v1::Stage& stage : stages) {
       if (!std::regex_match(stage.name(), kName)) {
-        return absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": stage name '", stage.name(),
-                                                       "' must start with a letter and hold letters, digits, '_' or '-'"));
+        Note(absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": stage name '", stage.name(),
+                                                     "' must start with a letter and hold letters, digits, '_' or '-'")));
+        continue;
       }
-      if (stage.name() == "vars") return Error(stage.name(), "'vars' is reserved for pipeline variables");
-      if (stages_.count(stage.name())) return Error(stage.name(), "is defined twice");
-      ROBOLOOP_ASSIGN_OR_RETURN(const StageKind* kind, CheckKind(stage));
+      if (stage.name() == "vars") {
+        Note(Error(stage.name(), "'vars' is reserved for pipeline variables"));
+        continue;
+      }
+      if (stages_.count(stage.name())) {
+        Note(Error(stage.name(), "is defined twice"));
+        continue;
+      }
+      const StageKind* kind = CheckKind(stage);
       stages_.emplace(stage.name(), Entry{&stage, loop, kind});
-      if (kind->repeats_body) ROBOLOOP_RETURN_IF_ERROR(IndexStages(stage.loop().stages(), &stage));
+      if (kind != nullptr && kind->repeats_body) IndexStages(stage.loop().stages(), &stage);
     }
-    return absl::OkStatus();
   }
 
-  absl::StatusOr<const StageKind*> CheckKind(const v1::Stage& stage) const {
+  // The stage's kind (null when unknown), noting what is wrong with its parameters and settings.
+  const StageKind* CheckKind(const v1::Stage& stage) {
     const StageKind* kind = kinds_.Find(stage.kind());
     if (kind == nullptr) {
-      return Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds_.Names(), ", "), ")"));
+      Note(Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds_.Names(), ", "), ")")));
+      return nullptr;
     }
-    ROBOLOOP_RETURN_IF_ERROR(CheckParamsPlacement(stage, *kind));
+    Note(CheckParamsPlacement(stage, *kind));
     std::unique_ptr<Message> params(google::protobuf::MessageFactory::generated_factory()->GetPrototype(kind->params)->New());
-    if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) return Error(stage.name(), std::string(s.message()));
-    if (kind->repeats_body && stage.loop().max_iterations() < 1) return Error(stage.name(), "loop.max_iterations must be at least 1");
+    if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) Note(Error(stage.name(), std::string(s.message())));
+    if (kind->repeats_body && stage.loop().max_iterations() < 1) Note(Error(stage.name(), "loop.max_iterations must be at least 1"));
     if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
-      return Error(stage.name(), "retries, backoff_s and timeout_s must not be negative");
+      Note(Error(stage.name(), "retries, backoff_s and timeout_s must not be negative"));
     }
     return kind;
   }
@@ -257,6 +284,7 @@ class Validator {
     if (parts.size() < 2) return Error(stage.name(), absl::StrCat("${", ref, "}: expected ${STAGE.OUTPUT}"));
     if (parts[0] == stage.name()) return Error(stage.name(), absl::StrCat("${", ref, "}: a stage cannot use its own outputs"));
     ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), parts[0], scope));
+    if (target->kind == nullptr) return absl::OkStatus();  // its unknown kind is noted
     const std::set<std::string>& outputs = target->kind->outputs;
     if (outputs.count(parts[1]) == 0) {
       return Error(stage.name(), absl::StrCat("${", ref, "}: a ", target->stage->kind(), " stage has no output '", parts[1],
@@ -266,25 +294,31 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::Status CheckScope(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* scope, Plan* plan) {
+  // Notes the problems of the needs, references, loops and cycles of one scope's stages.
+  void CheckScope(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* scope, Plan* plan) {
     for (const v1::Stage& stage : stages) {
       std::set<std::string>& deps = plan->depends_on[stage.name()];
+      if (EntryOf(stage) == nullptr) continue;  // its name is noted
       for (const std::string& need : stage.needs()) {
-        ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), need, scope));
-        if (const v1::Stage* dep = InScope(target, scope)) deps.insert(dep->name());
+        absl::StatusOr<const Entry*> target = Visible(stage.name(), need, scope);
+        if (!target.ok()) {
+          Note(target.status());
+        } else if (const v1::Stage* dep = InScope(*target, scope)) {
+          deps.insert(dep->name());
+        }
       }
-      for (const std::string& ref : ReferencesOfStage(stage)) ROBOLOOP_RETURN_IF_ERROR(CheckReference(stage, ref, scope, &deps));
-      if (KindOf(stage).repeats_body) {
-        ROBOLOOP_RETURN_IF_ERROR(CheckScope(stage.loop().stages(), &stage, plan));
-        ROBOLOOP_RETURN_IF_ERROR(CheckUntil(stage));
-        ROBOLOOP_RETURN_IF_ERROR(CheckCarry(stage, scope));
+      for (const std::string& ref : ReferencesOfStage(stage)) Note(CheckReference(stage, ref, scope, &deps));
+      if (IsLoop(stage)) {
+        CheckScope(stage.loop().stages(), &stage, plan);
+        Note(CheckUntil(stage));
+        Note(CheckCarry(stage, scope));
         // Outer stages the loop's inner stages use are dependencies of the loop.
         for (const v1::Stage& inner : stage.loop().stages()) {
           for (const std::string& dep : OuterDeps(inner, &stage)) deps.insert(dep);
         }
       }
     }
-    return FindCycle(stages, *plan);
+    Note(FindCycle(stages, *plan));
   }
 
   // Stages outside `loop` (in loop's own scope) that `inner` uses.
@@ -297,7 +331,7 @@ class Validator {
       auto it = stages_.find(name);
       if (it != stages_.end() && it->second.loop == outer) deps.insert(name);
     }
-    if (KindOf(inner).repeats_body) {
+    if (IsLoop(inner)) {
       for (const v1::Stage& nested : inner.loop().stages()) {
         for (const std::string& dep : OuterDeps(nested, loop)) deps.insert(dep);
       }
@@ -314,6 +348,7 @@ class Validator {
       if (to == stages_.end() || to->second.loop != &loop) {
         return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": '", inner, "' is not a stage of this loop"));
       }
+      if (from->kind == nullptr || to->second.kind == nullptr) continue;  // their unknown kinds are noted
       for (const std::string& output : from->kind->outputs) {
         if (to->second.kind->outputs.count(output) == 0) {
           return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": ", inner, " (", to->second.stage->kind(),
@@ -384,17 +419,17 @@ class Validator {
   }
 
   // Gates (evaluations tested by a loop's `until`, promotions) must use seeds disjoint from
-  // every collection and every other evaluation (feedback).
-  absl::Status CheckSeeds() const {
+  // every collection and every other evaluation (feedback); notes each that does not, and each
+  // protocol that does not load.
+  void CheckSeeds() {
     std::vector<eval::SeedRange> used;
     std::set<std::string> gates;
     std::map<std::string, v1::Protocol> protocols;
     for (const auto& [name, entry] : stages_) {
       const v1::Stage& s = *entry.stage;
-      if (entry.kind->repeats_body && !s.loop().until().empty()) {
-        const std::string ref = ReferencesIn(s.loop().until()).front();
-        gates.insert(ref.substr(0, ref.find('.')));
-      }
+      if (entry.kind == nullptr) continue;
+      const std::vector<std::string> tested = ReferencesIn(s.loop().until());
+      if (entry.kind->repeats_body && !tested.empty()) gates.insert(tested.front().substr(0, tested.front().find('.')));
       if (!entry.kind->seeds) continue;
       SeedClaims claims = entry.kind->seeds(s);
       for (eval::SeedRange& range : claims.consumed) {
@@ -403,7 +438,10 @@ class Validator {
       }
       if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) continue;
       absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
-      if (!loaded.ok()) return Error(name, std::string(loaded.status().message()));
+      if (!loaded.ok()) {
+        Note(Error(name, std::string(loaded.status().message())));
+        continue;
+      }
       protocols[name] = *loaded;
       if (claims.gate) gates.insert(name);
     }
@@ -422,16 +460,16 @@ class Validator {
       auto it = protocols.find(gate);
       if (it == protocols.end()) continue;
       if (absl::Status s = eval::CheckSeedsDisjoint(it->second, used); !s.ok()) {
-        return Error(gate, absl::StrCat("its protocol is a gate and must hold out its seeds: ", s.message()));
+        Note(Error(gate, absl::StrCat("its protocol is a gate and must hold out its seeds: ", s.message())));
       }
     }
-    return absl::OkStatus();
   }
 
   const LoadedPipeline& loaded_;
   const StageKindRegistry& kinds_;
   const ValidationOptions& options_;
   std::map<std::string, Entry> stages_;
+  std::vector<std::string> problems_;  // one line each, in the order found
 };
 
 }  // namespace

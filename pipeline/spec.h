@@ -2,7 +2,8 @@
 // validation that runs before anything does — stage names and kinds, parameters of the right
 // kind, references to other stages' outputs, dependency cycles, loop conditions, and seed
 // ranges of evaluation gates that must be disjoint from the seeds used for collection and
-// feedback. Every error names the file and the stage's line. Torch-free.
+// feedback. Every error names the file and the stage's line, and every error is reported: one
+// line each. Torch-free.
 #pragma once
 
 #include <map>
@@ -33,8 +34,8 @@ struct LoadedPipeline {
   std::map<std::string, int> stage_lines;    // stage name -> line of its entry (1-based)
 };
 
-// Reads and parses `path` (unknown keys and type errors are errors with file:line:column),
-// then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
+// Reads and parses `path` (every unknown key and type error is a line of the error, with
+// file:line:column), then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
 // is an error naming the override).
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
                                             const std::vector<Override>& overrides);
@@ -55,7 +56,7 @@ struct Plan {
 };
 
 // Validates `loaded` against `kinds` (which must outlive the plan) and returns its plan. Errors are InvalidArgument
-// "<file>:<line>: stage '<name>': <what>" — an unknown kind lists the known ones, a cycle is
+// with one line "<file>:<line>: stage '<name>': <what>" for every problem found — an unknown kind lists the known ones, a cycle is
 // named stage by stage ("a -> b -> a"), an unknown stage or output in a reference is named
 // with the outputs that exist, gate seeds overlapping collection or feedback seeds name both
 // ranges.

@@ -15,6 +15,10 @@ void StageContext::Report(double done, double total, const std::string& unit, co
   if (progress) progress(StageProgress{done, total, unit, note});
 }
 
+absl::Status StageContext::RecordResumePoint(const std::string& point) const {
+  return record_resume_point ? record_resume_point(point) : absl::OkStatus();
+}
+
 absl::Status StageKindRegistry::Register(StageKind kind) {
   if (kind.name.empty()) return absl::InvalidArgumentError("a stage kind needs a name");
   if (kind.params == nullptr) {

@@ -42,11 +42,18 @@ struct StageContext {
   const StageKind* kind = nullptr;                        // never null when the scheduler calls
   const common::CancellationToken* cancel = nullptr;      // never null when the scheduler calls
   std::function<void(const StageProgress&)> progress;     // may be empty
+  // Where an earlier, stopped execution of this stage (same run, label and parameters) said it
+  // could continue from (a train stage: its last checkpoint); "" = start from the beginning.
+  std::string resume_point;
+  // Records a point this execution could continue from, should it be stopped; may be empty.
+  std::function<absl::Status(const std::string&)> record_resume_point;
 
   // Cancelled("the stage was cancelled: <reason>") once the token is raised, else OK.
   absl::Status CheckCancelled() const;
   // Reports progress when someone listens.
   void Report(double done, double total, const std::string& unit, const std::string& note = "") const;
+  // Records `point` through record_resume_point (OK when nobody records).
+  absl::Status RecordResumePoint(const std::string& point) const;
 };
 
 // Seeds a stage uses, for the rule that gates hold out their seeds (ValidatePipeline).

@@ -96,6 +96,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   Parts& p = *services->parts_;
   const StoreLayout layout(options.root);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(layout.Sockets()));
+  layout.RemoveStaleSockets();
 
   registry::RegistryHost::Options host;
   host.registry.root = options.root;

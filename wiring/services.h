@@ -39,7 +39,8 @@ struct EmbeddedOptions {
 };
 
 // The registry, train, sim and eval services of one process, on unix sockets under
-// `<root>/run/`. Stops them when destroyed.
+// `<root>/run/` (removing first the sockets processes that are gone left there). Stops them
+// when destroyed.
 class EmbeddedServices {
  public:
   // Starts every service; errors name the service that failed to start.

@@ -10,7 +10,7 @@ namespace roboloop::pipeline {
 StageKind CollectStageKind();   // rolls out a policy on SimService and registers the dataset
 StageKind RelabelStageKind();   // relabels a dataset's episodes with the task's expert
 StageKind MergeStageKind();     // merges registry datasets here and registers the result
-StageKind TrainStageKind();     // trains on TrainService, streaming its steps
+StageKind TrainStageKind();     // trains on TrainService, streaming its steps; resumes from its last checkpoint
 StageKind EvaluateStageKind();  // evaluates a checkpoint under a protocol (optionally keeps failures)
 StageKind CompareStageKind();   // evaluates two checkpoints and compares them paired
 StageKind PromoteStageKind();   // promotes a candidate over the champion when it is better

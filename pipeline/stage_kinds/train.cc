@@ -51,6 +51,10 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
   v1::TrainRequest request;
   *request.mutable_config() = stage.train();
   if (request.config().model().empty()) request.mutable_config()->set_model(services.DefaultName(context.label));
+  if (!context.resume_point.empty()) {  // continue the stopped training; its weights came from init_from
+    request.mutable_config()->set_resume(context.resume_point);
+    request.mutable_config()->clear_init_from();
+  }
   request.set_world_size(std::max(1, stage.ranks()));
   const double total = static_cast<double>(stage.train().steps() > 0 ? stage.train().steps() : 1000);
   std::string run_id, checkpoint, failure;
@@ -61,6 +65,9 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
     if (event.has_step()) {
       context.Report(static_cast<double>(event.step().step()), total, "steps",
                      absl::StrFormat("loss %.4g, %.0f samples/s", event.step().loss(), event.step().samples_per_s()));
+    } else if (event.has_checkpoint()) {
+      // Not fatal: an unrecorded checkpoint only makes a resumed stage continue from an earlier one.
+      (void)context.RecordResumePoint(event.checkpoint().checkpoint_id());
     } else if (event.has_finished()) {
       checkpoint = event.finished().checkpoint_id();
     } else if (event.has_failed()) {

@@ -1,6 +1,8 @@
 #include "common/ids.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <regex>
 #include <set>
@@ -35,6 +37,45 @@ TEST(Ids, NowIsRecentAndMonotoneEnough) {
 TEST(Ids, UserAndHostAreNonEmpty) {
   EXPECT_FALSE(CurrentUser().empty());
   EXPECT_FALSE(HostName().empty());
+}
+
+// The pid of a child that has exited and been reaped.
+int64_t PidOfAnExitedChild() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+TEST(Ids, ThisProcessRunsAndAnExitedChildIsGone) {
+  const ProcessIdentity self = CurrentProcess();
+  EXPECT_EQ(self.pid, getpid());
+  EXPECT_GT(self.start_ticks, 0);
+  EXPECT_EQ(self.host, HostName());
+  EXPECT_FALSE(ProcessIsGone(self));
+  EXPECT_TRUE(ProcessIsGone(ProcessIdentity{PidOfAnExitedChild(), 0, HostName()}));
+}
+
+TEST(Ids, AnExitedChildNotYetReapedIsGone) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0) << "waits for the exit, leaves the zombie";
+  EXPECT_TRUE(ProcessIsGone(ProcessIdentity{child, 0, HostName()}));
+  int status = 0;
+  waitpid(child, &status, 0);
+}
+
+TEST(Ids, APidTakenByAProcessThatStartedAtAnotherTimeIsGone) {
+  ProcessIdentity earlier = CurrentProcess();
+  earlier.start_ticks -= 1;
+  EXPECT_TRUE(ProcessIsGone(earlier)) << "the pid was reused";
+}
+
+TEST(Ids, AProcessOfAnotherHostOrWithoutPidIsNotJudged) {
+  EXPECT_FALSE(ProcessIsGone(ProcessIdentity{PidOfAnExitedChild(), 0, HostName() + "-elsewhere"}));
+  EXPECT_FALSE(ProcessIsGone(ProcessIdentity{0, 0, HostName()}));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // `roboloop run` end to end (issue 8, req 9), driven as a user would with the real binary:
 // the quick start at a reduced size must beat a random policy by the paired test; a killed
 // runner resumes without redoing finished stages; SIGINT during training stops the training
-// service's job and the run resumes; services running as separate token-protected processes
-// run a pipeline.
+// service's job and the run resumes; a train stage stopped by Ctrl-C or by a SIGKILL of its
+// runner continues from its last checkpoint with the losses of an uninterrupted run, and the
+// killed run reads as interrupted until then; services running as separate token-protected
+// processes run a pipeline.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +194,147 @@ TEST(RunE2eTest, SigintDuringTrainingStopsTheTrainingJobAndTheRunResumes) {
   for (size_t i = 3; i < argv.size(); ++i) resume.push_back(argv[i] == "train.steps=5000" ? "train.steps=300" : argv[i]);
   ProgramResult resumed = roboloop::testing::RunProgram(resume, {}, dir);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+}
+
+// A collection and a small transformer trained long enough (a few seconds) that a stop lands
+// mid-training, checkpointing every 50 steps.
+constexpr char kTrainPipeline[] = R"(name: resumable
+stages:
+  - {name: demos, kind: collect, collect: {task: cartpole-swingup, policy: expert, episodes: 6, max_steps: 100}}
+  - name: train
+    kind: train
+    train:
+      dataset: ${demos.dataset}
+      model: resume-test
+      policy: {kind: transformer, history: 2, chunk: 4, d_model: 32, layers: 2, heads: 2, ffn: 64}
+      optimizer: {lr: 0.001, warmup_steps: 5, clip_norm: 1.0}
+      steps: 2000
+      batch_size: 16
+      seed: 3
+      checkpoint_every: 50
+)";
+
+// One training run's log under <root>/runs: step -> loss, in the order written.
+struct TrainingLog {
+  std::map<int64_t, double> losses;
+  bool finished = false;
+};
+
+std::vector<TrainingLog> TrainingLogs(const std::string& root) {
+  std::vector<TrainingLog> logs;
+  if (!std::filesystem::exists(root + "/runs")) return logs;
+  for (const auto& run : std::filesystem::directory_iterator(root + "/runs")) {
+    TrainingLog log;
+    std::ifstream in(run.path() / "train.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_object()) continue;
+      log.finished = log.finished || record.contains("finished");
+      if (record.contains("step")) {
+        log.losses[std::stoll(record["step"].value("step", std::string("0")))] = record["step"]["loss"].get<double>();
+      }
+    }
+    logs.push_back(log);
+  }
+  return logs;
+}
+
+bool TrainingReached(const std::string& root, int64_t step) {
+  for (const TrainingLog& log : TrainingLogs(root)) {
+    if (log.losses.count(step)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> RunArgv(const std::string& dir, const std::string& root) {
+  return {roboloop::testing::RoboloopBinary(), "run", dir + "/p.yaml", "--root", root};
+}
+
+// Starts the train pipeline under `root`, waits for step 120 and sends `signal` to the runner.
+ProgramResult StopDuringTraining(const std::string& dir, const std::string& root, int signal, std::string* run_id) {
+  roboloop::testing::RunningProgram running = roboloop::testing::StartProgram(RunArgv(dir, root), {}, dir);
+  for (int i = 0; i < 1200 && !TrainingReached(root, 120); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(TrainingReached(root, 120)) << roboloop::testing::ReadWholeFile(running.err_path);
+  kill(running.pid, signal);
+  ProgramResult stopped = roboloop::testing::FinishProgram(running);
+  *run_id = RunIdOf(stopped.out);
+  return stopped;
+}
+
+// The resumed run's training continued the stopped one: it began after step 1, the stopped
+// training logged the steps before, and together they log the uninterrupted losses bitwise.
+void ExpectTrainingContinued(const std::string& root, const std::map<int64_t, double>& uninterrupted) {
+  const std::vector<TrainingLog> logs = TrainingLogs(root);
+  ASSERT_EQ(logs.size(), 2u) << "the stopped training and its continuation";
+  const TrainingLog& resumed = logs[0].finished ? logs[0] : logs[1];
+  const TrainingLog& stopped = logs[0].finished ? logs[1] : logs[0];
+  ASSERT_TRUE(resumed.finished && !stopped.finished);
+  ASSERT_FALSE(resumed.losses.empty());
+  const int64_t first = resumed.losses.begin()->first;
+  EXPECT_GT(first, 100) << "the resumed training starts from the last checkpoint, not from step 0";
+  EXPECT_TRUE(stopped.losses.count(first - 1)) << "from a step the stopped training made";
+  std::map<int64_t, double> combined = stopped.losses;
+  for (const auto& [step, loss] : resumed.losses) combined[step] = loss;
+  ASSERT_EQ(combined.size(), uninterrupted.size());
+  for (const auto& [step, loss] : uninterrupted) EXPECT_EQ(combined.at(step), loss) << "step " << step;
+}
+
+class TrainResumeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(roboloop::testing::MakeTempDir("run-resume"));
+    std::ofstream(*dir_ + "/p.yaml") << kTrainPipeline;
+    const std::string root = *dir_ + "/straight";
+    ProgramResult straight = roboloop::testing::RunProgram(RunArgv(*dir_, root), {}, *dir_);
+    ASSERT_EQ(straight.exit_code, 0) << straight.out << straight.err;
+    const std::vector<TrainingLog> logs = TrainingLogs(root);
+    ASSERT_EQ(logs.size(), 1u);
+    uninterrupted_ = new std::map<int64_t, double>(logs[0].losses);
+    ASSERT_EQ(uninterrupted_->size(), 2000u);
+  }
+
+  static std::string* dir_;
+  static std::map<int64_t, double>* uninterrupted_;
+};
+
+std::string* TrainResumeTest::dir_ = nullptr;
+std::map<int64_t, double>* TrainResumeTest::uninterrupted_ = nullptr;
+
+TEST_F(TrainResumeTest, ACancelledTrainStageResumesFromItsLastCheckpointWithTheUninterruptedLosses) {
+  const std::string root = *dir_ + "/cancelled";
+  std::string run_id;
+  ProgramResult stopped = StopDuringTraining(*dir_, root, SIGINT, &run_id);
+  ASSERT_EQ(stopped.exit_code, 130) << stopped.out << stopped.err;
+  ASSERT_FALSE(TrainingReached(root, 2000)) << "the run finished before it was stopped";
+  ProgramResult resumed = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "run", "--resume", run_id, "--root", root}, {}, *dir_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  ExpectTrainingContinued(root, *uninterrupted_);
+}
+
+TEST_F(TrainResumeTest, AKilledRunnerShowsInterruptedLeavesNoSocketsAndItsTrainingContinues) {
+  const std::string root = *dir_ + "/killed";
+  std::string run_id;
+  ProgramResult killed = StopDuringTraining(*dir_, root, SIGKILL, &run_id);
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL);
+  ASSERT_FALSE(run_id.empty()) << killed.out;
+  for (int i = 0; i < 100 && ProcessesMentioning(root) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_FALSE(TrainingReached(root, 2000)) << "the run finished before it was killed";
+
+  const std::string runs = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "runs", "--root", root}).out;
+  EXPECT_EQ(Count(runs, run_id + R"(\s+resumable\s+interrupted)"), 1) << runs;
+  const std::string status = StatusOf(root, run_id);
+  EXPECT_EQ(Count(status, R"(\ntrain\s+interrupted)"), 1) << status;
+  EXPECT_EQ(Count(status, "running"), 0) << status;
+  std::vector<std::string> left;
+  for (const auto& socket : std::filesystem::directory_iterator(root + "/run")) left.push_back(socket.path());
+  ASSERT_FALSE(left.empty()) << "the killed runner left its sockets";
+
+  ProgramResult resumed = roboloop::testing::RunProgram(
+      {roboloop::testing::RoboloopBinary(), "run", "--resume", run_id, "--root", root}, {}, *dir_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  for (const std::string& socket : left) EXPECT_FALSE(std::filesystem::exists(socket)) << socket << " is stale";
+  ExpectTrainingContinued(root, *uninterrupted_);
 }
 
 // A `roboloop serve ...` process; SIGTERM on destruction.

@@ -1,13 +1,18 @@
 // The run store and its cache, driven through the scheduler with a fake executor: a second
-// run (resume) skips the stages that finished, --no-cache runs them again.
+// run (resume) skips the stages that finished and continues a stopped one from its last
+// resume point, --no-cache runs them again; a run whose runner died reads as interrupted.
 #include "pipeline/run_store.h"
 #include "pipeline/stage_kinds/builtin.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 
+#include "common/fs.h"
+#include "common/sqlite.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop::pipeline {
@@ -35,6 +40,22 @@ stages:
   - {name: a, kind: merge, merge: {dataset_name: x}}
   - {name: b, kind: merge, merge: {datasets: ["${a.dataset}"], dataset_name: y}}
 )";
+
+// Stage b records resume points "b@1" and "b@2" and is then stopped (once); every execution
+// of b notes the resume point it was given.
+class StoppingExecutor : public StageExecutor {
+ public:
+  absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override {
+    if (stage.name() != "b") return StageOutputs{{"dataset", "ds-" + stage.name()}};
+    given.push_back(context.resume_point);
+    if (given.size() > 1) return StageOutputs{{"dataset", "ds-b"}};
+    for (const char* point : {"b@1", "b@2"}) {
+      if (absl::Status s = context.RecordResumePoint(point); !s.ok()) return s;
+    }
+    return absl::CancelledError("stopped");
+  }
+  std::vector<std::string> given;
+};
 
 class RunStoreTest : public ::testing::Test {
  protected:
@@ -76,6 +97,101 @@ TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
   EXPECT_THAT(statuses, ::testing::ElementsAre("a:finished", "b:failed", "a:cached", "b:finished"));
   EXPECT_EQ(record->stages[2].outputs_json, record->stages[0].outputs_json);
   EXPECT_THAT(record->stages[1].message, HasSubstr("broken b"));
+}
+
+TEST_F(RunStoreTest, AStoppedStageContinuesFromTheLastResumePointItRecorded) {
+  auto run = store_->CreateRun("p", dir_ + "/p.yaml");
+  ASSERT_TRUE(run.ok()) << run.status();
+  StoppingExecutor inner;
+  RecordingExecutor recording(&inner, store_.get(), *run, true);
+  EXPECT_TRUE(absl::IsCancelled(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status()));
+  ASSERT_TRUE(store_->FinishRun(*run, "cancelled", "").ok());
+  ASSERT_TRUE(store_->ReopenRun(*run).ok());
+  ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
+  EXPECT_THAT(inner.given, ::testing::ElementsAre("", "b@2"));
+  auto record = store_->GetRun(*run);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->stages.size(), 4u);
+  EXPECT_EQ(record->stages[1].status, "cancelled");
+  EXPECT_EQ(record->stages[1].resume_point, "b@2");
+  const std::string key = record->stages[1].cache_key;
+  EXPECT_EQ(*store_->FindResumePoint(*run, "b", key), "b@2");
+  EXPECT_EQ(*store_->FindResumePoint(*run, "b", "other-parameters"), "") << "changed parameters start afresh";
+  auto other = store_->CreateRun("p", dir_ + "/p.yaml");
+  EXPECT_EQ(*store_->FindResumePoint(*other, "b", key), "") << "another run starts afresh";
+}
+
+TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
+  const std::string db = dir_ + "/store/runs.db", id_file = dir_ + "/run-id";
+  store_.reset();
+  const pid_t runner = fork();
+  if (runner == 0) {  // a runner that dies in the middle of stage a
+    auto store = RunStore::Open(db);
+    if (!store.ok()) _exit(2);
+    auto run = (*store)->CreateRun("p", "p.yaml");
+    if (!run.ok() || !(*store)->StartStage(*run, "a", "key").ok()) _exit(3);
+    std::ofstream(id_file) << *run;
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(runner, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  store_ = std::move(*RunStore::Open(db));
+  const std::string dead = testing::ReadWholeFile(id_file);
+  auto live = store_->CreateRun("p", "p.yaml");
+  ASSERT_TRUE(live.ok());
+
+  auto runs = store_->ListRuns(10);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  std::map<std::string, std::string> statuses;
+  for (const RunRecord& r : *runs) statuses[r.id] = r.status;
+  EXPECT_EQ(statuses[dead], "interrupted");
+  EXPECT_EQ(statuses[*live], "running") << "this process still runs it";
+  auto record = store_->GetRun(dead);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->runner.pid, runner);
+  EXPECT_THAT(record->message, HasSubstr("pid " + std::to_string(runner)));
+  ASSERT_EQ(record->stages.size(), 1u);
+  EXPECT_EQ(record->stages[0].status, "interrupted");
+
+  EXPECT_TRUE(store_->ReopenRun(dead).ok());
+  EXPECT_EQ(store_->GetRun(dead)->status, "running");
+  EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
+  EXPECT_THAT(store_->ReopenRun(*live).message(), HasSubstr("is still running"));
+}
+
+TEST_F(RunStoreTest, AStoreOfSchema1IsUpgradedAndKeepsItsRuns) {
+  const std::string db = dir_ + "/old/runs.db";
+  ASSERT_TRUE(MakeDirs(dir_ + "/old").ok());
+  {
+    auto old = SqliteDb::Open(db, 1000);
+    ASSERT_TRUE(old.ok());
+    ASSERT_TRUE((*old)->Exec(R"(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (1);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY, pipeline TEXT NOT NULL, spec_path TEXT NOT NULL, status TEXT NOT NULL,
+  created_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+  overrides_json TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE stage_executions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(id), stage TEXT NOT NULL,
+  cache_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+  started_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0,
+  outputs_json TEXT NOT NULL DEFAULT '{}', message TEXT NOT NULL DEFAULT '',
+  params_json TEXT NOT NULL DEFAULT '{}', log_path TEXT NOT NULL DEFAULT '');
+INSERT INTO runs (id, pipeline, spec_path, status, created_us) VALUES ('old', 'p', 'p.yaml', 'running', 1);
+INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us) VALUES ('old', 'a', 'k', 'running', 1);
+)").ok());
+  }
+  auto store = RunStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto old = (*store)->GetRun("old");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->status, "running") << "a run without a recorded runner cannot be judged";
+  ASSERT_EQ(old->stages.size(), 1u);
+  EXPECT_TRUE((*store)->RecordResumePoint(old->stages[0].id, "a@1").ok());
+  EXPECT_EQ(*(*store)->FindResumePoint("old", "a", "k"), "a@1");
+  EXPECT_TRUE((*store)->CreateRun("p", "p.yaml").ok());
 }
 
 TEST_F(RunStoreTest, NoCacheRunsEverythingAndChangedParametersMiss) {

@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "absl/strings/str_split.h"
+
 #include "tests/util/subprocess.h"
 
 namespace roboloop::pipeline {
@@ -199,6 +201,70 @@ TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
     evaluate: {checkpoint: c, protocol: nosuch}
 )").status().message(),
               AllOf(HasSubstr("stage 'g'"), HasSubstr("nosuch")));
+}
+
+// The lines of an error message.
+std::vector<std::string> Lines(const absl::Status& status) {
+  return absl::StrSplit(std::string(status.message()), '\n');
+}
+
+TEST_F(SpecTest, ValidationReportsEveryProblemOnALineOfItsOwn) {
+  const std::string path = Write(R"(name: broken
+stages:
+  - name: demos
+    kind: collect
+    collect: {task: cartpole-swingup, episodes: 10}
+  - name: demos
+    kind: merge
+    merge: {}
+  - name: deploy
+    kind: ship
+  - name: train
+    kind: train
+    train: {dataset: "${demos.checkpoint}", model: "${vars.nosuch}", init_from: "${nosuch.checkpoint}"}
+    retries: -1
+  - name: merged
+    kind: merge
+    needs: [deploy, ghost]
+    collect: {episodes: 1}
+    merge: {datasets: ["${deploy.dataset}"]}
+)");
+  auto loaded = LoadPipeline(path, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ValidationOptions options;
+  options.protocols_dir = dir_;
+  const absl::Status status = ValidatePipeline(*loaded, BuiltinStageKinds(), options).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  const std::vector<std::string> lines = Lines(status);
+  EXPECT_THAT(lines, ElementsAre(HasSubstr(":6: stage 'demos': is defined twice"),
+                                 HasSubstr(":9: stage 'deploy': unknown kind 'ship'"),
+                                 HasSubstr(":11: stage 'train': retries, backoff_s and timeout_s must not be negative"),
+                                 HasSubstr(":15: stage 'merged': a stage of kind merge cannot have 'collect:' parameters"),
+                                 HasSubstr(":11: stage 'train': ${demos.checkpoint}: a collect stage has no output 'checkpoint'"),
+                                 HasSubstr(":11: stage 'train': ${vars.nosuch}: no such pipeline variable"),
+                                 HasSubstr(":11: stage 'train': refers to unknown stage 'nosuch'"),
+                                 HasSubstr(":15: stage 'merged': refers to unknown stage 'ghost'")))
+      << status.message();
+  for (const std::string& line : lines) EXPECT_THAT(line, ::testing::StartsWith(path + ":"));
+}
+
+TEST_F(SpecTest, EveryUnknownKeyAndTypeErrorOfTheFileIsReported) {
+  const std::string path = Write(R"(name: typos
+stages:
+  - name: a
+    kind: collect
+    colect: {}
+  - name: b
+    kind: collect
+    collect: {episodes: lots, tusk: x}
+descripton: misspelt
+)");
+  const absl::Status status = LoadPipeline(path, {}).status();
+  EXPECT_THAT(Lines(status), ElementsAre(AllOf(HasSubstr(path + ":5:"), HasSubstr("unknown key 'colect'")),
+                                         AllOf(HasSubstr(path + ":8:"), HasSubstr("'lots'")),
+                                         AllOf(HasSubstr(path + ":8:"), HasSubstr("unknown key 'tusk'")),
+                                         AllOf(HasSubstr(path + ":9:"), HasSubstr("unknown key 'descripton'"))))
+      << status.message();
 }
 
 TEST_F(SpecTest, DuplicateAndMalformedNamesAreRefused) {
