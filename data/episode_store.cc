@@ -86,11 +86,13 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
         " bytes (EpisodeStore::Options::memory_limit_bytes)"));
   }
   std::unique_ptr<EpisodeStore> store(new EpisodeStore());
+  store->path_ = options.path;
   store->warnings_ = reader->warnings();
   ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(*reader, options));
   if (options.validation.scan_values) {
     ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(*reader, options.validation.nan_policy));
   }
+  if (options.as_float32) store->ConvertToFloat32();
   return store;
 }
 
@@ -116,6 +118,20 @@ absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& 
     }
   }
   return absl::OkStatus();
+}
+
+void EpisodeStore::ConvertToFloat32() {
+  for (auto& [name, feature] : features_) {
+    if (feature.spec.dtype == DType::kFloat32) continue;
+    const int64_t count = static_cast<int64_t>(feature.bytes.size()) / DTypeSize(feature.spec.dtype);
+    std::vector<uint8_t> converted(count * sizeof(float));
+    data::ConvertToFloat32(feature.spec.dtype, feature.bytes.data(), count,
+                           reinterpret_cast<float*>(converted.data()));
+    conversions_.push_back({name, feature.spec.dtype});
+    feature.spec.dtype = DType::kFloat32;
+    feature.row_bytes = RowBytes(feature.spec);
+    feature.bytes = std::move(converted);
+  }
 }
 
 absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, NanPolicy policy) {
