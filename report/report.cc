@@ -188,7 +188,7 @@ std::string LossSection(const std::string& train_root, const std::vector<v1::Che
   std::string svg = absl::StrFormat(
       "<h2>Training loss</h2><svg id='loss-chart' xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
       "font-size='12'><rect x='0' y='0' width='%d' height='%d' fill='none' stroke='#ccc'/>",
-      width + 160, height + 20, width, height);
+      width + 200, height + 20, width, height);
   int legend_line = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     const char* colour = kColours[r % 5];
@@ -197,7 +197,7 @@ std::string LossSection(const std::string& train_root, const std::vector<v1::Che
                           Polyline(runs[r].second.train, max_x, max_y, width, height, colour, false), width + 5,
                           15 + 15 * legend_line++, colour, run);
     if (runs[r].second.validation.empty()) continue;
-    absl::StrAppendFormat(&svg, "%s<text x='%d' y='%d' fill='%s'>run %s validation (dashed)</text>",
+    absl::StrAppendFormat(&svg, "%s<text x='%d' y='%d' fill='%s'>run %s validation</text>",
                           Polyline(runs[r].second.validation, max_x, max_y, width, height, colour, true), width + 5,
                           15 + 15 * legend_line++, colour, run);
   }

@@ -34,6 +34,7 @@ TEST(ReportBrowserTest, TheReportShowsItsTablePlotsAndAnAnimationInChromium) {
   roboloop::testing::TinyCheckpointOptions tiny;
   tiny.root = root;
   tiny.validation_split = true;
+  tiny.register_dataset = true;  // its metadata (statistics of every feature) is long
   ASSERT_FALSE(roboloop::testing::MakeTinyCheckpoint(tiny).empty());
   std::ofstream(dir + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000000\nepisodes: 6\n"
                                        "max_steps: 80\nexecution: {chunk: {mode: FULL_CHUNK}}\n";
