@@ -28,7 +28,8 @@ class EpisodeStore {
     ValidationOptions validation;       // checks of the file; values are checked as they load
     // Hold every loaded feature as float32: features stored in another numeric dtype (robomimic
     // files often store float64 observations) are converted after the value checks and listed
-    // in conversions().
+    // in conversions(); a finite float64 value beyond the float32 range is an OutOfRange error
+    // naming the file, the dataset and the step.
     bool as_float32 = false;
   };
 
@@ -88,7 +89,10 @@ class EpisodeStore {
   EpisodeStore() = default;
   absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
   absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy);
-  void ConvertToFloat32();
+  absl::Status ConvertToFloat32();
+  // OutOfRange naming the file, demo, feature and step of the first finite float64 value of
+  // `feature` whose float32 conversion in `converted` overflowed.
+  absl::Status CheckFloat32Range(const Feature& feature, const float* converted) const;
   absl::StatusOr<std::optional<ValidationIssue>> FindValueIssue(const DatasetReader& reader,
                                                                 const std::string& demo,
                                                                 int64_t episode,

@@ -99,6 +99,27 @@ TEST(EpisodeStoreTest, AsFloat32ConvertsEveryNumericFeatureAndListsTheConversion
   }
 }
 
+TEST(EpisodeStoreTest, AsFloat32RefusesAValueBeyondTheFloat32Range) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("huge.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int i = 0; i < 2; ++i) {
+    Episode episode = MakeEpisode(4, i);
+    if (i == 1) episode["obs/qvel"].MutableValues<double>()[2 * 2 + 1] = -1e300;
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  EpisodeStore::Options store_options;
+  store_options.path = options.path;
+  store_options.features = {"actions", "obs/qvel"};
+  ASSERT_TRUE(EpisodeStore::Load(store_options).ok()) << "float64 as stored holds it";
+  store_options.as_float32 = true;
+  EXPECT_EQ(EpisodeStore::Load(store_options).status().message(),
+            options.path + ": data/demo_1/obs/qvel: -1e+300 at step 2 is beyond the float32 range");
+}
+
 TEST(EpisodeStoreTest, RefusesToLoadOverTheMemoryLimit) {
   TempDir dir;
   const std::string path = dir.File("d.hdf5");
