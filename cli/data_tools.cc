@@ -24,6 +24,7 @@ struct CliOptions {
   std::vector<std::string> inputs;
   std::string output;
   bool overwrite = false;
+  bool write = false;  // stats: store the statistics in the file
   double valid_fraction = 0.1;
   uint64_t seed = 0;
   std::string env_args = R"({"env_name": "aloha", "env_kwargs": {}})";
@@ -65,11 +66,20 @@ absl::Status Validate(const CliOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
+// What `data stats` did with the file, for the user: it is only written with --write.
+std::string StatsNotice(const CliOptions& options) {
+  return options.write ? absl::StrFormat("%s: statistics stored in the file's `stats` group\n", options.file)
+                       : absl::StrFormat("%s: not modified (pass --write to store the statistics in the file)\n",
+                                         options.file);
+}
+
 absl::Status Stats(const CliOptions& options, std::ostream& out) {
-  absl::StatusOr<DatasetStats> stats = ComputeAndStoreStats(options.file, StatsOptions());
+  absl::StatusOr<DatasetStats> stats = options.write ? ComputeAndStoreStats(options.file, StatsOptions())
+                                                     : ComputeFileStats(options.file, StatsOptions());
   if (!stats.ok()) return stats.status();
   if (options.format == "json") {
     out << StatsToJson(*stats).dump(2) << "\n";
+    std::fputs(StatsNotice(options).c_str(), stderr);  // stdout stays one JSON document
     return absl::OkStatus();
   }
   out << absl::StrFormat("%-20s %6s %12s %12s %12s %12s\n", "feature", "dims", "mean[0]",
@@ -79,6 +89,7 @@ absl::Status Stats(const CliOptions& options, std::ostream& out) {
                            feature.mean.size(), feature.mean[0], feature.std[0], feature.min[0],
                            feature.max[0]);
   }
+  out << StatsNotice(options);
   return absl::OkStatus();
 }
 
@@ -174,8 +185,10 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
   AddFormat(validate, options.get());
   BindTool(runner, validate, "validate", Validate, options);
 
-  CLI::App* stats = data->add_subcommand("stats", "compute and store normalization statistics");
+  CLI::App* stats = data->add_subcommand(
+      "stats", "print normalization statistics; with --write also store them in the file's `stats` group");
   stats->add_option("file", options->file, "dataset file")->required();
+  stats->add_flag("--write", options->write, "store the statistics in the file (it is modified)");
   AddFormat(stats, options.get());
   BindTool(runner, stats, "stats", Stats, options);
 

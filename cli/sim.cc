@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/data.h"
 #include "cli/flags.h"
 #include "cli/table.h"
@@ -57,6 +58,16 @@ absl::StatusOr<std::unique_ptr<wiring::SimBackend>> OpenBackend(const SimFlags& 
   return wiring::SimBackend::Open(options, policy);
 }
 
+// The first sentence or clause (up to ". " or ";") of a task's summary, on one line: a YAML
+// task's summary is its whole description, often a folded paragraph ending in a newline.
+std::string SummaryColumn(const std::string& summary) {
+  std::string line = absl::StrJoin(absl::StrSplit(summary, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty()), " ");
+  const size_t sentence_end = line.find(". ");
+  const size_t clause_end = line.find(';');
+  const size_t end = std::min(sentence_end == std::string::npos ? line.size() : sentence_end + 1, clause_end);
+  return line.substr(0, end);
+}
+
 absl::Status ListTasks(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, backend->ListTasks());
@@ -67,7 +78,7 @@ absl::Status ListTasks(const SimFlags& flags) {
   Table table({"TASK", "ACTIONS", "MAX STEPS", "DT", "EXPERT", "SUMMARY"});
   for (const v1::TaskInfo& t : tasks.tasks()) {
     table.AddRow({t.name(), absl::StrCat(t.action_low_size()), absl::StrCat(t.max_steps()),
-                  absl::StrFormat("%.3f", t.control_dt()), t.has_expert() ? "yes" : "no", t.summary()});
+                  absl::StrFormat("%.3f", t.control_dt()), t.has_expert() ? "yes" : "no", SummaryColumn(t.summary())});
   }
   std::printf("%s", table.Render().c_str());
   return absl::OkStatus();

@@ -64,6 +64,10 @@ void PrintEvent(const v1::TrainEvent& event) {
     std::printf("checkpoint %s:v%d  %s  (step %lld)\n", event.checkpoint().model().c_str(),
                 event.checkpoint().version(), event.checkpoint().checkpoint_id().c_str(),
                 static_cast<long long>(event.checkpoint().step()));
+  } else if (event.has_validation()) {
+    std::printf("validation loss %.6g over %lld windows (step %lld)\n", event.validation().loss(),
+                static_cast<long long>(event.validation().windows()),
+                static_cast<long long>(event.validation().step()));
   } else if (event.has_finished()) {
     std::printf("finished run %s after %lld steps, final loss %.6g, checkpoint %s\n",
                 event.run_id().c_str(), static_cast<long long>(event.finished().steps()),

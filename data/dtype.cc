@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstring>
 
 namespace roboloop::data {
 namespace {
@@ -27,6 +28,15 @@ constexpr std::array<DTypeEntry, 10> kDTypes = {{
 
 const DTypeEntry& EntryOf(DType dtype) { return kDTypes[static_cast<size_t>(dtype)]; }
 
+template <typename T>
+void CastEach(const void* values, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, static_cast<const char*>(values) + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<float>(value);
+  }
+}
+
 }  // namespace
 
 const char* DTypeName(DType dtype) { return EntryOf(dtype).name; }
@@ -34,5 +44,20 @@ const char* DTypeName(DType dtype) { return EntryOf(dtype).name; }
 int64_t DTypeSize(DType dtype) { return EntryOf(dtype).size; }
 
 bool IsFloating(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kFloat64; }
+
+void ConvertToFloat32(DType dtype, const void* values, int64_t count, float* out) {
+  switch (dtype) {
+    case DType::kFloat32: return CastEach<float>(values, count, out);
+    case DType::kFloat64: return CastEach<double>(values, count, out);
+    case DType::kInt8: return CastEach<int8_t>(values, count, out);
+    case DType::kUint8: return CastEach<uint8_t>(values, count, out);
+    case DType::kInt16: return CastEach<int16_t>(values, count, out);
+    case DType::kUint16: return CastEach<uint16_t>(values, count, out);
+    case DType::kInt32: return CastEach<int32_t>(values, count, out);
+    case DType::kUint32: return CastEach<uint32_t>(values, count, out);
+    case DType::kInt64: return CastEach<int64_t>(values, count, out);
+    case DType::kUint64: return CastEach<uint64_t>(values, count, out);
+  }
+}
 
 }  // namespace roboloop::data

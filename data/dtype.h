@@ -28,6 +28,10 @@ int64_t DTypeSize(DType dtype);
 // True for float32 and float64.
 bool IsFloating(DType dtype);
 
+// Writes `count` elements of `dtype` at `values` to `out` as float32 (rounded to nearest;
+// 64-bit integers beyond 2^24 lose precision).
+void ConvertToFloat32(DType dtype, const void* values, int64_t count, float* out);
+
 // Maps a C++ element type to its DType (specialised for the supported types only).
 template <typename T>
 constexpr DType DTypeOf();

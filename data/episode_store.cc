@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/layout_scan.h"
@@ -86,11 +89,13 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
         " bytes (EpisodeStore::Options::memory_limit_bytes)"));
   }
   std::unique_ptr<EpisodeStore> store(new EpisodeStore());
+  store->path_ = options.path;
   store->warnings_ = reader->warnings();
   ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(*reader, options));
   if (options.validation.scan_values) {
     ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(*reader, options.validation.nan_policy));
   }
+  if (options.as_float32) ROBOLOOP_RETURN_IF_ERROR(store->ConvertToFloat32());
   return store;
 }
 
@@ -114,6 +119,38 @@ absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& 
       ROBOLOOP_RETURN_IF_ERROR(reader.ReadFeatureInto(
           demos_[i], spec.name, feature.bytes.data() + offsets_[i] * feature.row_bytes));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EpisodeStore::ConvertToFloat32() {
+  for (auto& [name, feature] : features_) {
+    if (feature.spec.dtype == DType::kFloat32) continue;
+    const int64_t count = static_cast<int64_t>(feature.bytes.size()) / DTypeSize(feature.spec.dtype);
+    std::vector<uint8_t> converted(count * sizeof(float));
+    float* values = reinterpret_cast<float*>(converted.data());
+    data::ConvertToFloat32(feature.spec.dtype, feature.bytes.data(), count, values);
+    if (feature.spec.dtype == DType::kFloat64) {
+      ROBOLOOP_RETURN_IF_ERROR(CheckFloat32Range(feature, values));
+    }
+    conversions_.push_back({name, feature.spec.dtype});
+    feature.spec.dtype = DType::kFloat32;
+    feature.row_bytes = RowBytes(feature.spec);
+    feature.bytes = std::move(converted);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EpisodeStore::CheckFloat32Range(const Feature& feature, const float* converted) const {
+  const absl::Span<const double> stored = feature.Values<double>();
+  const int64_t per_step = feature.row_bytes / DTypeSize(DType::kFloat64);
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (!std::isinf(converted[i]) || !std::isfinite(stored[i])) continue;
+    const int64_t row = static_cast<int64_t>(i) / per_step;
+    const int64_t episode = std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin() - 1;
+    return absl::OutOfRangeError(absl::StrCat(path_, ": ", FeaturePath(demos_[episode], feature.spec.name), ": ",
+                                              absl::StrFormat("%g", stored[i]), " at step ",
+                                              row - offsets_[episode], " is beyond the float32 range"));
   }
   return absl::OkStatus();
 }

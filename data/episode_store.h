@@ -26,6 +26,17 @@ class EpisodeStore {
     std::string split;                  // mask name (e.g. "train"); empty = every demo
     int64_t memory_limit_bytes = 0;     // refuse to load more; 0 = half of physical memory
     ValidationOptions validation;       // checks of the file; values are checked as they load
+    // Hold every loaded feature as float32: features stored in another numeric dtype (robomimic
+    // files often store float64 observations) are converted after the value checks and listed
+    // in conversions(); a finite float64 value beyond the float32 range is an OutOfRange error
+    // naming the file, the dataset and the step.
+    bool as_float32 = false;
+  };
+
+  // A feature Options::as_float32 converted.
+  struct Conversion {
+    std::string feature;  // e.g. "obs/object"
+    DType stored;         // its dtype in the file
   };
 
   // One loaded feature: rows of all selected episodes, concatenated in episode order.
@@ -53,6 +64,10 @@ class EpisodeStore {
   // for the check), findings reported in the same order and words as ValidateFile.
   static absl::StatusOr<std::unique_ptr<EpisodeStore>> Load(const Options& options);
 
+  // The file the store was loaded from.
+  const std::string& path() const { return path_; }
+  // Features converted to float32 by Options::as_float32, in name order.
+  const std::vector<Conversion>& conversions() const { return conversions_; }
   // Number of loaded episodes.
   int64_t num_episodes() const { return static_cast<int64_t>(demos_.size()); }
   // Steps over all loaded episodes.
@@ -74,17 +89,23 @@ class EpisodeStore {
   EpisodeStore() = default;
   absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
   absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy);
+  absl::Status ConvertToFloat32();
+  // OutOfRange naming the file, demo, feature and step of the first finite float64 value of
+  // `feature` whose float32 conversion in `converted` overflowed.
+  absl::Status CheckFloat32Range(const Feature& feature, const float* converted) const;
   absl::StatusOr<std::optional<ValidationIssue>> FindValueIssue(const DatasetReader& reader,
                                                                 const std::string& demo,
                                                                 int64_t episode,
                                                                 const FeatureSpec& spec) const;
 
+  std::string path_;
   std::vector<std::string> demos_;
   std::vector<int64_t> offsets_;
   std::vector<int64_t> lengths_;
   int64_t total_steps_ = 0;
   std::map<std::string, Feature> features_;
   std::vector<ValidationIssue> warnings_;
+  std::vector<Conversion> conversions_;
 };
 
 }  // namespace roboloop::data

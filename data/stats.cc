@@ -149,16 +149,16 @@ absl::Status StoreStats(const std::string& path, const DatasetStats& stats) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<DatasetStats> ComputeFileStats(const std::string& path, const StatsOptions& options) {
+  DatasetReader::Options reader_options;
+  reader_options.path = path;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));
+  return ComputeStats(*reader, options);
+}
+
 absl::StatusOr<DatasetStats> ComputeAndStoreStats(const std::string& path,
                                                   const StatsOptions& options) {
-  DatasetStats stats;
-  {
-    DatasetReader::Options reader_options;
-    reader_options.path = path;
-    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
-                              DatasetReader::Open(reader_options));
-    ROBOLOOP_ASSIGN_OR_RETURN(stats, ComputeStats(*reader, options));
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetStats stats, ComputeFileStats(path, options));
   ROBOLOOP_RETURN_IF_ERROR(StoreStats(path, stats));
   return stats;
 }

@@ -45,6 +45,9 @@ absl::StatusOr<DatasetStats> ComputeStats(const DatasetReader& reader, const Sta
 // Replaces the `stats` group of the file at `path` with `stats`.
 absl::Status StoreStats(const std::string& path, const DatasetStats& stats);
 
+// Validates `path` and computes its statistics; the file is only read.
+absl::StatusOr<DatasetStats> ComputeFileStats(const std::string& path, const StatsOptions& options);
+
 // Validates `path`, computes its statistics and stores them in the file.
 absl::StatusOr<DatasetStats> ComputeAndStoreStats(const std::string& path,
                                                   const StatsOptions& options);

@@ -39,7 +39,7 @@ void AppendDemoSummary(const DatasetLayout& layout, std::ostringstream* out) {
 
 void AppendStats(const DatasetInfo& info, std::ostringstream* out) {
   if (!info.stats.has_value()) {
-    *out << "stats      none stored (run `roboloop data stats`)\n";
+    *out << "stats      none stored (run `roboloop data stats --write`)\n";
     return;
   }
   *out << "stats\n";

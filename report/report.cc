@@ -13,6 +13,7 @@
 #include "common/store_layout.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "sim/render.h"
 
 namespace roboloop::report {
 namespace {
@@ -20,7 +21,9 @@ namespace {
 constexpr char kStyle[] =
     "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
     "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}th{background:#f3f3f3}"
-    "code{font-size:12px}.muted{color:#777}";
+    "code{font-size:12px}.muted{color:#777}"
+    // Long JSON (a dataset's metadata) wraps inside its cell instead of widening the page.
+    "td.metadata{max-width:60ch}td.metadata code{white-space:pre-wrap;overflow-wrap:anywhere}";
 
 std::string ShortId(const std::string& id) { return id.substr(0, 12); }
 
@@ -102,7 +105,7 @@ std::string LineageSection(wiring::ServiceClients& clients, const v1::Checkpoint
     std::vector<std::string> parents;
     for (const std::string& p : d.parent_ids()) parents.push_back(ShortId(p));
     absl::StrAppend(&html, "<tr><td>", HtmlEscape(absl::StrCat(d.name(), ":v", d.version())), "</td><td><code>",
-                    ShortId(d.id()), "</code></td><td><code>", absl::StrJoin(parents, ", "), "</code></td><td><code>",
+                    ShortId(d.id()), "</code></td><td><code>", absl::StrJoin(parents, ", "), "</code></td><td class='metadata'><code>",
                     HtmlEscape(d.metadata_json()), "</code></td></tr>");
   }
   return html + "</table>";
@@ -123,35 +126,61 @@ std::string AliasHistorySection(wiring::ServiceClients& clients, const std::stri
   return html + "</table>";
 }
 
-// (step, loss) of a training run's JSONL log; empty when it cannot be read.
-std::vector<std::pair<double, double>> LossCurve(const std::string& train_root, const std::string& run_id) {
-  std::vector<std::pair<double, double>> points;
+// A training run's loss curves: (step, loss) points of its JSONL log.
+struct LossCurves {
+  std::vector<std::pair<double, double>> train;       // "step" records
+  std::vector<std::pair<double, double>> validation;  // "validation" records (a validation split)
+};
+
+// The (step, loss) of a step or validation record; JSON prints int64 fields as strings.
+std::pair<double, double> StepAndLoss(const nlohmann::json& record) {
+  const nlohmann::json& index = record.value("step", nlohmann::json());
+  const double x = index.is_string() ? std::stod(index.get<std::string>()) : index.is_number() ? index.get<double>() : 0;
+  return {x, record.value("loss", 0.0)};
+}
+
+// The loss curves of a training run's JSONL log; empty when it cannot be read.
+LossCurves ReadLossCurves(const std::string& train_root, const std::string& run_id) {
+  LossCurves curves;
   std::ifstream in(JoinPath(StoreLayout(train_root).TrainingRunDir(run_id), "train.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    if (!record.is_object() || !record.contains("step")) continue;
-    const nlohmann::json& step = record["step"];
-    const nlohmann::json& index = step.value("step", nlohmann::json());
-    const double x = index.is_string() ? std::stod(index.get<std::string>()) : index.is_number() ? index.get<double>() : 0;
-    points.emplace_back(x, step.value("loss", 0.0));
+    if (!record.is_object()) continue;
+    if (record.contains("step")) curves.train.push_back(StepAndLoss(record["step"]));
+    if (record.contains("validation")) curves.validation.push_back(StepAndLoss(record["validation"]));
   }
-  return points;
+  return curves;
 }
 
-// Loss against step of each run (oldest first), as one SVG with a polyline per run.
+// `points` as an SVG polyline of `colour` scaled to width x height (dashed when `dashed`).
+std::string Polyline(const std::vector<std::pair<double, double>>& points, double max_x, double max_y, int width,
+                     int height, const char* colour, bool dashed) {
+  std::string coordinates;
+  for (const auto& [x, y] : points) {
+    absl::StrAppendFormat(&coordinates, "%.1f,%.1f ", x / max_x * width, height - y / max_y * height);
+  }
+  return absl::StrFormat("<polyline class='%s' fill='none' stroke='%s'%s points='%s'/>",
+                         dashed ? "validation-loss" : "train-loss", colour,
+                         dashed ? " stroke-dasharray='6 3' stroke-width='2'" : "", coordinates);
+}
+
+// Loss against step of each run (oldest first), as one SVG with a polyline per run, and a
+// dashed one per run with a validation split.
 std::string LossSection(const std::string& train_root, const std::vector<v1::Checkpoint>& chain) {
-  std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> runs;
+  std::vector<std::pair<std::string, LossCurves>> runs;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     if (it->run_id().empty() || (!runs.empty() && runs.back().first == it->run_id())) continue;
-    auto points = LossCurve(train_root, it->run_id());
-    if (!points.empty()) runs.emplace_back(it->run_id(), std::move(points));
+    LossCurves curves = ReadLossCurves(train_root, it->run_id());
+    if (!curves.train.empty()) runs.emplace_back(it->run_id(), std::move(curves));
   }
   if (runs.empty()) return "";
   double max_x = 1, max_y = 1e-9;
-  for (const auto& [run, points] : runs) {
-    for (const auto& [x, y] : points) {
-      max_x = std::max(max_x, x);
-      max_y = std::max(max_y, y);
+  for (const auto& [run, curves] : runs) {
+    for (const auto* points : {&curves.train, &curves.validation}) {
+      for (const auto& [x, y] : *points) {
+        max_x = std::max(max_x, x);
+        max_y = std::max(max_y, y);
+      }
     }
   }
   const int width = 640, height = 240;
@@ -159,15 +188,18 @@ std::string LossSection(const std::string& train_root, const std::vector<v1::Che
   std::string svg = absl::StrFormat(
       "<h2>Training loss</h2><svg id='loss-chart' xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
       "font-size='12'><rect x='0' y='0' width='%d' height='%d' fill='none' stroke='#ccc'/>",
-      width + 120, height + 20, width, height);
+      width + 200, height + 20, width, height);
+  int legend_line = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
-    std::string points;
-    for (const auto& [x, y] : runs[r].second) {
-      absl::StrAppendFormat(&points, "%.1f,%.1f ", x / max_x * width, height - y / max_y * height);
-    }
-    absl::StrAppendFormat(&svg, "<polyline fill='none' stroke='%s' points='%s'/><text x='%d' y='%d' fill='%s'>run %s</text>",
-                          kColours[r % 5], points, width + 5, 15 + 15 * static_cast<int>(r), kColours[r % 5],
-                          HtmlEscape(runs[r].first.substr(0, 8)));
+    const char* colour = kColours[r % 5];
+    const std::string run = HtmlEscape(runs[r].first.substr(0, 8));
+    absl::StrAppendFormat(&svg, "%s<text x='%d' y='%d' fill='%s'>run %s</text>",
+                          Polyline(runs[r].second.train, max_x, max_y, width, height, colour, false), width + 5,
+                          15 + 15 * legend_line++, colour, run);
+    if (runs[r].second.validation.empty()) continue;
+    absl::StrAppendFormat(&svg, "%s<text x='%d' y='%d' fill='%s'>run %s validation</text>",
+                          Polyline(runs[r].second.validation, max_x, max_y, width, height, colour, true), width + 5,
+                          15 + 15 * legend_line++, colour, run);
   }
   absl::StrAppendFormat(&svg, "<text x='0' y='%d'>step 0</text><text x='%d' y='%d'>step %.0f; loss 0 to %.3g</text></svg>",
                         height + 15, width - 160, height + 15, max_x, max_y);
@@ -185,13 +217,14 @@ std::string DataUri(const std::string& png) {
 std::string AnimationSection(const std::vector<EpisodeAnimation>& animations, const v1::Evaluation& evaluation) {
   std::string html = absl::StrCat("<h2>Champion episodes</h2><p class='muted'>", HtmlEscape(evaluation.protocol().name()),
                                   ", rendered offscreen with MuJoCo + OSMesa</p><div>");
+  const sim::RenderOptions frame;
   std::string frames_js = "[";
   for (size_t i = 0; i < animations.size(); ++i) {
     const EpisodeAnimation& a = animations[i];
     absl::StrAppendFormat(&html,
-                          "<figure style='display:inline-block'><img class='animation' id='animation-%d' width='320' "
-                          "height='240' src='%s'/><figcaption>%s: episode %d, return %.2f, %s, %d frames</figcaption></figure>",
-                          i, a.frames.empty() ? "" : DataUri(a.frames.front()), a.label, a.episode_index,
+                          "<figure style='display:inline-block'><img class='animation' id='animation-%d' width='%d' "
+                          "height='%d' src='%s'/><figcaption>%s: episode %d, return %.2f, %s, %d frames</figcaption></figure>",
+                          i, frame.width, frame.height, a.frames.empty() ? "" : DataUri(a.frames.front()), a.label, a.episode_index,
                           a.episode_return, a.success ? "success" : "failure", a.frames.size());
     absl::StrAppend(&frames_js, i ? "," : "", "[");
     for (size_t f = 0; f < a.frames.size(); ++f) absl::StrAppend(&frames_js, f ? "," : "", "'", DataUri(a.frames[f]), "'");

@@ -47,6 +47,35 @@ const absl::StatusOr<OsMesaApi>& OsMesa() {
   return api;
 }
 
+// The headlight of the task models (MuJoCo's default: ambient 0.1, diffuse 0.4) leaves the
+// scene dim; the frames are lit as a studio would.
+constexpr float kHeadlightAmbient = 0.5f;
+constexpr float kHeadlightDiffuse = 0.6f;
+
+void BrightenHeadlight(mjvScene* scene) {
+  for (int i = 0; i < scene->nlight; ++i) {
+    mjvLight& light = scene->lights[i];
+    if (!light.headlight) continue;
+    std::fill_n(light.ambient, 3, kHeadlightAmbient);
+    std::fill_n(light.diffuse, 3, kHeadlightDiffuse);
+  }
+}
+
+// Paints the pixels nothing was drawn on (depth at the far plane) with a light sky gradient,
+// so that dark geoms stand out instead of vanishing into black. Rows are bottom-up.
+void PaintBackground(int width, int height, const std::vector<float>& depth, std::vector<uint8_t>* rgb) {
+  constexpr float kTop[3] = {196, 212, 230}, kBottom[3] = {236, 240, 244};
+  for (int y = 0; y < height; ++y) {
+    const float up = height > 1 ? static_cast<float>(y) / (height - 1) : 0;
+    uint8_t colour[3];
+    for (int c = 0; c < 3; ++c) colour[c] = static_cast<uint8_t>(kBottom[c] + (kTop[c] - kBottom[c]) * up);
+    for (int x = 0; x < width; ++x) {
+      const size_t pixel = static_cast<size_t>(y) * width + x;
+      if (depth[pixel] >= 1.0f) std::copy_n(colour, 3, rgb->data() + pixel * 3);
+    }
+  }
+}
+
 }  // namespace
 
 struct OffscreenRenderer::Gl {
@@ -90,7 +119,7 @@ absl::StatusOr<std::unique_ptr<OffscreenRenderer>> OffscreenRenderer::Create(con
   mjv_defaultCamera(&gl.camera);
   gl.camera.type = mjCAMERA_FREE;
   for (int i = 0; i < 3; ++i) gl.camera.lookat[i] = model->stat.center[i];
-  gl.camera.distance = 1.6 * model->stat.extent;
+  gl.camera.distance = 1.0 * model->stat.extent;
   gl.camera.elevation = -20;
   gl.camera.azimuth = 90;
   mjv_defaultOption(&gl.option);
@@ -113,10 +142,14 @@ absl::StatusOr<std::vector<uint8_t>> OffscreenRenderer::Render(mjData* data) {
     return absl::InternalError("render: OSMesaMakeCurrent failed");
   }
   mjv_updateScene(model_, data, &gl.option, nullptr, &gl.camera, mjCAT_ALL, &gl.scene);
+  BrightenHeadlight(&gl.scene);
   const mjrRect viewport = {0, 0, options_.width, options_.height};
   mjr_render(viewport, &gl.scene, &gl.render);
-  std::vector<uint8_t> bottom_up(static_cast<size_t>(options_.width) * options_.height * 3);
-  mjr_readPixels(bottom_up.data(), nullptr, viewport, &gl.render);
+  const size_t pixels = static_cast<size_t>(options_.width) * options_.height;
+  std::vector<uint8_t> bottom_up(pixels * 3);
+  std::vector<float> depth(pixels);
+  mjr_readPixels(bottom_up.data(), depth.data(), viewport, &gl.render);
+  PaintBackground(options_.width, options_.height, depth, &bottom_up);
   std::vector<uint8_t> rgb(bottom_up.size());
   const size_t row = static_cast<size_t>(options_.width) * 3;
   for (int y = 0; y < options_.height; ++y) {

@@ -13,10 +13,10 @@
 
 namespace roboloop::sim {
 
-// Size of the rendered frames.
+// Size of the rendered frames (the default is MuJoCo's default offscreen buffer).
 struct RenderOptions {
-  int width = 320;   // at most the model's vis.global.offwidth
-  int height = 240;  // at most the model's vis.global.offheight
+  int width = 640;   // at most the model's vis.global.offwidth
+  int height = 480;  // at most the model's vis.global.offheight
 };
 
 // One OSMesa context and MuJoCo scene for one model. Not thread-safe: one thread renders
@@ -28,7 +28,9 @@ class OffscreenRenderer {
   static absl::StatusOr<std::unique_ptr<OffscreenRenderer>> Create(const mjModel* model, RenderOptions options);
   ~OffscreenRenderer();
 
-  // The scene of `data` seen from a free camera framing the model, as RGB rows top to bottom.
+  // The scene of `data` seen from a free camera framing the model (looking at its centre from
+  // one extent away), lit by a brightened headlight, on a light background where nothing was
+  // drawn, as RGB rows top to bottom.
   absl::StatusOr<std::vector<uint8_t>> Render(mjData* data);
 
   const RenderOptions& options() const { return options_; }

@@ -20,9 +20,9 @@ absl::StatusOr<FloatRows> FloatFeature(const data::EpisodeStore& store, const st
   if (!feature.ok()) return Annotate(feature.status(), absl::StrCat(role, " '", name, "'"));
   const data::FeatureSpec& spec = (*feature)->spec;
   if (spec.dtype != data::DType::kFloat32) {
-    return absl::InvalidArgumentError(absl::StrCat(role, " '", name, "' is ",
-                                                   data::DescribeFeature(spec),
-                                                   "; only float32 features can be used"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        store.path(), ": ", role, " '", name, "' is ", data::DescribeFeature(spec),
+        "; only float32 features can be used (load the store with as_float32)"));
   }
   FloatRows rows;
   rows.name = name;

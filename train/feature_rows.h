@@ -34,7 +34,8 @@ struct ConcatRows {
 };
 
 // The loaded float32 feature `name` of `store`; `role` ("obs feature", "action feature")
-// prefixes errors: not loaded (listing the loaded ones) or not float32 (naming the dtype).
+// prefixes errors: not loaded (listing the loaded ones) or not float32 (naming the file and
+// the dtype).
 absl::StatusOr<FloatRows> FloatFeature(const data::EpisodeStore& store, const std::string& name,
                                        const std::string& role);
 

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 // Version of the table below. Bump on any change to it.
-#define ROBOLOOP_TORCH_ABI_VERSION 3u
+#define ROBOLOOP_TORCH_ABI_VERSION 4u
 
 // Name of the exported entry point.
 #define ROBOLOOP_TORCH_ENTRY_POINT "roboloop_torch_api"
@@ -108,6 +108,14 @@ typedef struct RoboloopTorchApi {
                               char* error_buf, size_t error_cap);
   // Releases a trainer (leaves the process group); NULL is ignored.
   void (*trainer_free)(RoboloopTorchTrainer* trainer);
+
+  // --- ABI 4: validation. ---
+
+  // Writes the mean loss of `batch` under the current weights into `loss`, without an update
+  // or a collective (train/torch/trainer.h Trainer::ValidationLoss); `step` seeds its noise.
+  // Returns 0 or -1 with a message.
+  int (*trainer_validation_loss)(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
+                                 int64_t step, double* loss, char* error_buf, size_t error_cap);
 } RoboloopTorchApi;
 
 // Signature of the entry point: returns the library's table (never NULL).

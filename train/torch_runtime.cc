@@ -159,6 +159,16 @@ absl::StatusOr<TrainStepFigures> TorchTrainer::Step(const RoboloopTrainBatch& ba
   return TrainStepFigures{figures.loss, figures.grad_norm, figures.lr};
 }
 
+absl::StatusOr<double> TorchTrainer::ValidationLoss(const RoboloopTrainBatch& batch,
+                                                    int64_t step) {
+  char error[kErrorCapacity];
+  double loss = 0;
+  if (api_->trainer_validation_loss(handle_, &batch, step, &loss, error, sizeof(error)) != 0) {
+    return absl::InternalError(error);
+  }
+  return loss;
+}
+
 absl::Status TorchTrainer::Save(const std::string& policy_path, const std::string& state_path,
                                 const std::string& driver_state) {
   char error[kErrorCapacity];

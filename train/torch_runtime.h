@@ -52,7 +52,7 @@ struct TrainStepFigures {
   double lr = 0;         // learning rate used
 };
 
-// A data-parallel trainer replica living in libroboloop_torch.so (ABI 3 handle). Not
+// A data-parallel trainer replica living in libroboloop_torch.so (ABI 3+ handle). Not
 // thread-safe.
 class TorchTrainer {
  public:
@@ -64,6 +64,9 @@ class TorchTrainer {
   // gradient is NaN/Inf (no update applied); Internal for any other failure (a peer rank
   // that died, a LibTorch error).
   absl::StatusOr<TrainStepFigures> Step(const RoboloopTrainBatch& batch, int64_t step);
+  // The mean loss of `batch` under the current weights, without an update or a collective;
+  // `step` seeds its noise (RoboloopTorchApi::trainer_validation_loss). Internal on failure.
+  absl::StatusOr<double> ValidationLoss(const RoboloopTrainBatch& batch, int64_t step);
   // Writes the policy weights and the trainer state embedding `driver_state`.
   absl::Status Save(const std::string& policy_path, const std::string& state_path,
                     const std::string& driver_state);

@@ -91,6 +91,16 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
   flags.push_back(Text("--dataset", "Dataset: HDF5 path or registry reference",
                        [](const J& j) { return j.overrides.dataset(); },
                        [](J& j, const std::string& v) { j.overrides.set_dataset(v); }));
+  flags.push_back(Text("--split", "Train on the demos of this mask of the dataset, e.g. train (default: every demo)",
+                       [](const J& j) { return j.overrides.split(); },
+                       [](J& j, const std::string& v) { j.overrides.set_split(v); }));
+  flags.push_back(Text("--validation-split", "Report the loss on the demos of this mask, e.g. valid",
+                       [](const J& j) { return j.overrides.validation_split(); },
+                       [](J& j, const std::string& v) { j.overrides.set_validation_split(v); }));
+  flags.push_back(Number<int64_t>("--validate-every",
+                                  "Steps between validation losses (default --checkpoint-every, else steps/10)",
+                                  [](const J& j) { return j.overrides.validate_every(); },
+                                  [](J& j, int64_t v) { j.overrides.set_validate_every(v); }));
   flags.push_back(Text("--model", "Registry model name of the checkpoints (default policy)",
                        [](const J& j) { return j.overrides.model(); },
                        [](J& j, const std::string& v) { j.overrides.set_model(v); }));

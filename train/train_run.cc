@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/status.h"
@@ -22,6 +23,7 @@
 #include "train/policy_spec_options.h"
 #include "train/run_log.h"
 #include "train/torch_runtime.h"
+#include "train/validation_loss.h"
 
 namespace roboloop::train {
 namespace {
@@ -168,6 +170,10 @@ class RunRecorder {
                                                          static_cast<float>(value)));
       }
     }
+    if (event.has_validation()) {
+      ROBOLOOP_RETURN_IF_ERROR(tensorboard_->AddScalar("valid/loss", event.validation().step(), event.wall_time(),
+                                                       static_cast<float>(event.validation().loss())));
+    }
     if (!event.has_step()) ROBOLOOP_RETURN_IF_ERROR(tensorboard_->Flush());
     if (options_.on_event) options_.on_event(event);
     return absl::OkStatus();
@@ -183,13 +189,6 @@ class RunRecorder {
   std::unique_ptr<JsonlLog> jsonl_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
 };
-
-RoboloopTrainBatch BatchView(const Batch& batch) {
-  return RoboloopTrainBatch{batch.batch_size,     batch.history,   batch.chunk,
-                            batch.obs_dim,        batch.action_dim, batch.obs.data(),
-                            batch.history_length.data(), batch.actions.data(),
-                            batch.action_valid.data()};
-}
 
 // Everything prepared before the first step.
 struct Prepared {
@@ -229,14 +228,31 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   return p;
 }
 
-absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepared& p,
-                                                                    const v1::TrainConfig& config) {
+// The training features of the demos of mask `split` ("" = every demo), as float32; with
+// `log_conversions`, each feature converted from another dtype is logged once.
+absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepared& p, const v1::TrainConfig& config,
+                                                                    const std::string& split, bool log_conversions) {
   data::EpisodeStore::Options store_options;
   store_options.path = p.dataset.path;
   store_options.features = p.features.obs;
   store_options.features.push_back(config.action_feature());
+  store_options.split = split;
+  store_options.as_float32 = true;
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, data::EpisodeStore::Load(store_options));
+  if (log_conversions) {
+    for (const data::EpisodeStore::Conversion& c : store->conversions()) {
+      spdlog::info("{}: {} is stored as {}; converted to float32 for training", store->path(), c.feature,
+                   data::DTypeName(c.stored));
+    }
+  }
   return std::shared_ptr<const data::EpisodeStore>(std::move(store));
+}
+
+// Steps between validation losses: validate_every, else checkpoint_every, else steps / 10.
+int64_t ValidationInterval(const v1::TrainConfig& config) {
+  if (config.validate_every() > 0) return config.validate_every();
+  if (config.checkpoint_every() > 0) return config.checkpoint_every();
+  return std::max<int64_t>(1, config.steps() / 10);
 }
 
 }  // namespace
@@ -277,7 +293,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   const v1::TrainConfig& config = options.config;
   const bool leader = options.rank.rank == 0;
   ROBOLOOP_ASSIGN_OR_RETURN(Prepared p, Prepare(options));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, LoadStore(p, config));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
   if (!p.resume && !p.init) {
     ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
                               NormalizationFromStore(*store, p.features.obs, config.action_feature()));
@@ -294,6 +310,17 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   loader_options.num_workers = config.loader_workers();
   loader_options.prefetch = config.prefetch();
   ROBOLOOP_ASSIGN_OR_RETURN(auto loader, Loader::Create(store, p.normalization, loader_options));
+  // Rank 0 alone computes the validation loss: it needs no collective, so the ranks stay in step.
+  std::shared_ptr<const data::EpisodeStore> validation_store;
+  std::unique_ptr<ValidationSet> validation;
+  if (leader && !config.validation_split().empty()) {
+    if (config.split().empty()) {
+      spdlog::warn("{}: training on every demo, those of the validation split '{}' too (choose the training "
+                   "demos with --split)", p.dataset.path, config.validation_split());
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(validation_store, LoadStore(p, config, config.validation_split(), false));
+    ROBOLOOP_ASSIGN_OR_RETURN(validation, ValidationSet::Create(*validation_store, p.normalization, loader_options));
+  }
 
   ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
   const nlohmann::json runtime_info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
@@ -325,6 +352,8 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   std::string config_json;
   (void)google::protobuf::util::MessageToJsonString(config, &config_json);
 
+  std::optional<double> validation_loss;  // the latest, computed after `validated_step` steps
+  int64_t validated_step = -1;
   // Saves and registers the state after `completed` steps (rank 0 only).
   auto checkpoint = [&](int64_t completed, double loss) -> absl::Status {
     if (!leader) return absl::OkStatus();
@@ -346,6 +375,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     record.parent_id = parent_id;
     record.step = completed;
     record.metrics = {{"loss", loss}};
+    if (validated_step == completed) record.metrics["validation_loss"] = *validation_loss;
     record.run_id = run_id;
     record.config_json = config_json;
     record.libtorch_version = runtime_info.value("libtorch_version", std::string());
@@ -359,6 +389,17 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     c->set_checkpoint_id(registered.id());
     c->set_model(registered.model());
     c->set_version(registered.version());
+    return recorder->Emit(event);
+  };
+  // The validation loss after `completed` steps, emitted (rank 0 with a validation split only).
+  auto validate = [&](int64_t completed) -> absl::Status {
+    if (validation == nullptr) return absl::OkStatus();
+    ROBOLOOP_ASSIGN_OR_RETURN(validation_loss, validation->Loss(*trainer, completed));
+    validated_step = completed;
+    v1::TrainEvent event;
+    event.mutable_validation()->set_step(completed);
+    event.mutable_validation()->set_loss(*validation_loss);
+    event.mutable_validation()->set_windows(validation->windows());
     return recorder->Emit(event);
   };
   auto fail = [&](const absl::Status& status) -> absl::Status {
@@ -401,6 +442,9 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
       s->set_samples_per_s(elapsed > 0 ? config.batch_size() * options.rank.world_size / elapsed : 0);
       s->set_data_stall_pct(elapsed > 0 ? 100.0 * (loader->wait_seconds() - waited_before) / elapsed : 0);
       ROBOLOOP_RETURN_IF_ERROR(recorder->Emit(event));
+    }
+    if (step % ValidationInterval(config) == 0 || step == config.steps()) {
+      if (absl::Status s = validate(step); !s.ok()) return fail(s);
     }
     if (config.checkpoint_every() > 0 && step % config.checkpoint_every() == 0 && step < config.steps()) {
       if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);

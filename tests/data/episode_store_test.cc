@@ -70,6 +70,56 @@ TEST(EpisodeStoreTest, LoadsOneSplit) {
               HasSubstr("no split 'train' (known: valid)"));
 }
 
+TEST(EpisodeStoreTest, AsFloat32ConvertsEveryNumericFeatureAndListsTheConversions) {
+  TempDir dir;
+  const std::string path = dir.File("f64.hdf5");
+  const std::vector<Episode> episodes = WriteDataset(path, {4, 3});
+  EpisodeStore::Options options;
+  options.path = path;
+  options.features = {"actions", "obs/qvel", "obs/count"};
+  options.as_float32 = true;
+  auto store = EpisodeStore::Load(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->path(), path);
+  ASSERT_EQ((*store)->conversions().size(), 2u);
+  EXPECT_EQ((*store)->conversions()[0].feature, "obs/count");
+  EXPECT_EQ((*store)->conversions()[0].stored, DType::kInt32);
+  EXPECT_EQ((*store)->conversions()[1].feature, "obs/qvel");
+  EXPECT_EQ((*store)->conversions()[1].stored, DType::kFloat64);
+  EXPECT_EQ((*store)->memory_bytes(), 7 * 4 * 4 + 7 * 2 * 4 + 7 * 4);
+  const absl::Span<const float> qvel = (*(*store)->feature("obs/qvel"))->Values<float>();
+  const absl::Span<const float> count = (*(*store)->feature("obs/count"))->Values<float>();
+  for (int e = 0; e < 2; ++e) {
+    const absl::Span<const double> expected = episodes[e].at("obs/qvel").Values<double>();
+    const int64_t offset = (*store)->episode_offset(e);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(qvel[offset * 2 + i], static_cast<float>(expected[i]));
+    }
+    ASSERT_EQ(count[offset + 1], static_cast<float>(episodes[e].at("obs/count").Values<int32_t>()[1]));
+  }
+}
+
+TEST(EpisodeStoreTest, AsFloat32RefusesAValueBeyondTheFloat32Range) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("huge.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int i = 0; i < 2; ++i) {
+    Episode episode = MakeEpisode(4, i);
+    if (i == 1) episode["obs/qvel"].MutableValues<double>()[2 * 2 + 1] = -1e300;
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  EpisodeStore::Options store_options;
+  store_options.path = options.path;
+  store_options.features = {"actions", "obs/qvel"};
+  ASSERT_TRUE(EpisodeStore::Load(store_options).ok()) << "float64 as stored holds it";
+  store_options.as_float32 = true;
+  EXPECT_EQ(EpisodeStore::Load(store_options).status().message(),
+            options.path + ": data/demo_1/obs/qvel: -1e+300 at step 2 is beyond the float32 range");
+}
+
 TEST(EpisodeStoreTest, RefusesToLoadOverTheMemoryLimit) {
   TempDir dir;
   const std::string path = dir.File("d.hdf5");

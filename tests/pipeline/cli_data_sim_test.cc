@@ -144,6 +144,27 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
   EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
 }
 
+// `sim tasks` shows one line per task: a YAML task's folded description is cut to its first
+// clause, with no trailing newline leaving a blank line in the table.
+TEST(CliSimTest, TasksTableHasOneLinePerTask) {
+  ProgramResult tasks = Roboloop({"sim", "tasks", "--task-yaml", ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml"});
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  ProgramResult json = Roboloop({"sim", "tasks", "--format", "json", "--task-yaml",
+                                 ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const size_t task_count = nlohmann::json::parse(json.out)["tasks"].size();
+  std::vector<std::string> lines;
+  std::istringstream text(tasks.out);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  EXPECT_EQ(lines.size(), task_count + 1) << tasks.out;  // the header and a line per task
+  std::string yaml_row;
+  for (const std::string& line : lines) {
+    EXPECT_FALSE(line.find_first_not_of(' ') == std::string::npos) << "a blank line in\n" << tasks.out;
+    if (line.rfind("yaml-point-reach", 0) == 0) yaml_row = line;
+  }
+  EXPECT_THAT(yaml_row, ::testing::EndsWith("Drive a puck to a target sampled in a 0.6 m square"));
+}
+
 // The value after `label` in `text` (up to the next space, comma or newline).
 std::string WordAfter(const std::string& text, const std::string& label) {
   const size_t at = text.find(label);

@@ -69,6 +69,30 @@ TEST(DataCliTest, ValidateIsLenientUnlessStrict) {
   EXPECT_EQ(nlohmann::json::parse(strict.out)["valid"], true);
 }
 
+// `data stats` leaves the file alone unless --write, and says which it did, naming the file.
+TEST(DataCliTest, StatsSaysWhetherItWroteTheFile) {
+  TempDir dir;
+  const std::string path = dir.File("s.hdf5");
+  WriteDataset(path, {3, 4});
+  auto stored = [&] {
+    const CliRun info = RunCli({"data", "info", path, "--format", "json"});
+    EXPECT_EQ(info.code, 0) << info.err;
+    return !nlohmann::json::parse(info.out)["stats"].is_null();
+  };
+  const CliRun printed = RunCli({"data", "stats", path});
+  ASSERT_EQ(printed.code, 0) << printed.err;
+  EXPECT_THAT(printed.out, HasSubstr(path + ": not modified (pass --write"));
+  EXPECT_FALSE(stored());
+  const CliRun written = RunCli({"data", "stats", path, "--write"});
+  ASSERT_EQ(written.code, 0) << written.err;
+  EXPECT_THAT(written.out, HasSubstr(path + ": statistics stored in the file's `stats` group"));
+  EXPECT_TRUE(stored());
+  const CliRun json = RunCli({"data", "stats", path, "--format", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["actions"]["count"], 7);
+  EXPECT_THAT(json.err, HasSubstr(path + ": not modified"));
+}
+
 TEST(DataCliTest, StatsMergeSplitAndImport) {
   TempDir dir;
   WriteDataset(dir.File("a.hdf5"), {3, 4});

@@ -33,6 +33,8 @@ TEST(ReportBrowserTest, TheReportShowsItsTablePlotsAndAnAnimationInChromium) {
   const std::string root = dir + "/store";
   roboloop::testing::TinyCheckpointOptions tiny;
   tiny.root = root;
+  tiny.validation_split = true;
+  tiny.register_dataset = true;  // its metadata (statistics of every feature) is long
   ASSERT_FALSE(roboloop::testing::MakeTinyCheckpoint(tiny).empty());
   std::ofstream(dir + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000000\nepisodes: 6\n"
                                        "max_steps: 80\nexecution: {chunk: {mode: FULL_CHUNK}}\n";
@@ -50,10 +52,22 @@ TEST(ReportBrowserTest, TheReportShowsItsTablePlotsAndAnAnimationInChromium) {
   EXPECT_THAT(dom.out, HasSubstr("<td>tiny:v1"));
   EXPECT_THAT(dom.out, HasSubstr("id=\"success-chart\""));
   EXPECT_THAT(dom.out, HasSubstr("id=\"loss-chart\""));
+  EXPECT_THAT(dom.out, HasSubstr("class=\"validation-loss\"")) << "the validation split's loss curve";
+  EXPECT_THAT(dom.out, HasSubstr("width=\"640\" height=\"480\"")) << "the episode frames' size";
   std::smatch frames;
   ASSERT_TRUE(std::regex_search(dom.out, frames, std::regex("data-animation-frames=\"([0-9]+)\"")))
       << "the animation script ran";
   EXPECT_GE(std::stoi(frames[1]), 30) << "distinct frames of the best episode";
+
+  // The page fits a 1000 px window: the dataset metadata column wraps instead of running off it.
+  const std::string probe = dir + "/probe.html";
+  std::ofstream(probe) << roboloop::testing::ReadWholeFile(page)
+                       << "<script>document.body.dataset.overflowPx=String(Math.max(0,...[...document."
+                          "querySelectorAll('table')].map(t=>Math.ceil(t.getBoundingClientRect().right-"
+                          "document.documentElement.clientWidth))));</script>";
+  ProgramResult fitted = roboloop::testing::RunProgram(Headless({"--window-size=1000,2000", "--dump-dom", "file://" + probe}));
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  EXPECT_THAT(fitted.out, HasSubstr("data-overflow-px=\"0\"")) << "a table runs off the page";
 
   const std::string artifacts = std::string(ROBOLOOP_BINARY_DIR) + "/test-artifacts";
   std::filesystem::create_directories(artifacts);

@@ -51,6 +51,27 @@ TEST_F(RenderTest, SameStateSamePixelsOtherStateOtherPixels) {
   EXPECT_EQ((*first)[0].substr(1, 3), "PNG");
 }
 
+TEST_F(RenderTest, DefaultFramesAreLargeAndBrightEnoughToReadTheTask) {
+  auto renderer = OffscreenRenderer::Create(task_->model(), RenderOptions());
+  ASSERT_TRUE(renderer.ok()) << renderer.status();
+  EXPECT_GE((*renderer)->options().width, 640);
+  EXPECT_GE((*renderer)->options().height, 480);
+  std::unique_ptr<mjData, void (*)(mjData*)> data(mj_makeData(task_->model()), mj_deleteData);
+  mj_forward(task_->model(), data.get());
+  auto rgb = (*renderer)->Render(data.get());
+  ASSERT_TRUE(rgb.ok()) << rgb.status();
+  double sum = 0;
+  int dark = 0;
+  for (size_t pixel = 0; pixel < rgb->size() / 3; ++pixel) {
+    const int luma = ((*rgb)[3 * pixel] + (*rgb)[3 * pixel + 1] + (*rgb)[3 * pixel + 2]) / 3;
+    sum += luma;
+    dark += luma < 20;
+  }
+  const double pixels = static_cast<double>(rgb->size() / 3);
+  EXPECT_GT(sum / pixels, 100) << "mean brightness (0-255)";
+  EXPECT_LT(dark / pixels, 0.05) << "share of near-black pixels";
+}
+
 TEST_F(RenderTest, BadSizesAndRaggedStatesAreRefused) {
   RenderOptions huge;
   huge.width = 100000;

@@ -48,6 +48,9 @@ TrainJob EveryFieldSet() {
   o.set_init_from("base@1");
   o.set_rendezvous_timeout_s(12.5);
   o.set_no_packing(true);
+  o.set_split("train");
+  o.set_validation_split("valid");
+  o.set_validate_every(9);
   job.nproc_per_node = 4;
   job.root = "/srv/root";
   job.registry_address = "unix:/run/registry.sock";

@@ -24,6 +24,16 @@ std::string MakeTinyCheckpoint(const TinyCheckpointOptions& o) {
                         << ", " << architecture << "}\n";
   std::vector<std::string> train = {RoboloopBinary(), "train", config, "--root", o.root, "--dataset", dataset,
                                     "--steps", std::to_string(o.steps), "--batch-size", "16", "--model", o.model};
+  if (o.validation_split) {
+    ProgramResult split = RunProgram({RoboloopBinary(), "data", "split", dataset, "--valid", "0.34"});
+    EXPECT_EQ(split.exit_code, 0) << split.out << split.err;
+    train.insert(train.end(), {"--split", "train", "--validation-split", "valid", "--validate-every", "5"});
+  }
+  if (o.register_dataset) {
+    ProgramResult registered =
+        RunProgram({RoboloopBinary(), "data", "register", dataset, "--name", o.model + "-demos", "--root", o.root});
+    EXPECT_EQ(registered.exit_code, 0) << registered.out << registered.err;
+  }
   ProgramResult trained = RunProgram(train);
   EXPECT_EQ(trained.exit_code, 0) << trained.out << trained.err;
   std::smatch match;

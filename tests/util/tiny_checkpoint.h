@@ -18,6 +18,8 @@ struct TinyCheckpointOptions {
   int max_steps = 60;                     // horizon of each demo
   int first_episode = 0;                  // first episode index of the demos' seed range
   int steps = 20;                         // optimisation steps
+  bool validation_split = false;          // split the demos (`data split`), validate on mask/valid
+  bool register_dataset = false;          // `data register` the demos first (metadata with statistics)
 };
 
 // Collects and trains; returns the new checkpoint's id, or "" after a gtest failure that

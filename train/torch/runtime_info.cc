@@ -53,6 +53,7 @@ const RoboloopTorchApi kApi = {
     &roboloop::train::TrainerLoadStateEntry,
     &roboloop::train::TrainerLoadWeightsEntry,
     &roboloop::train::TrainerFreeEntry,
+    &roboloop::train::TrainerValidationLossEntry,
 };
 
 }  // namespace

@@ -199,7 +199,7 @@ double Trainer::LearningRate(int64_t step) const {
   return floor + (o.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
-StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
+PolicyInputs Trainer::Inputs(const BatchArrays& b) const {
   TORCH_CHECK(b.obs_dim == config_.policy.obs_dim && b.action_dim == config_.policy.action_dim &&
                   b.history == config_.policy.history && b.chunk == config_.policy.chunk,
               "batch dims (obs ", b.obs_dim, ", action ", b.action_dim, ", history ", b.history,
@@ -213,11 +213,22 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
   inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat, device);
   inputs.action_valid =
       FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8, device).to(torch::kFloat);
+  return inputs;
+}
+
+LossOptions Trainer::LossSettings(torch::Generator generator) const {
   LossOptions loss_options;
   loss_options.packed = config_.packed;
   loss_options.token_budget = config_.token_budget;
-  loss_options.generator = StepGenerator(config_.seed, config_.distributed.rank, step);
+  loss_options.generator = std::move(generator);
+  return loss_options;
+}
 
+StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
+  const PolicyInputs inputs = Inputs(b);
+  const LossOptions loss_options =
+      LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step));
+  const torch::Device& device = config_.device;
   model_->train();
   optimizer_->zero_grad();
   torch::Tensor loss;
@@ -246,6 +257,18 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
   optimizer_->step();
   UpdateEma();
   return figures;
+}
+
+double Trainer::ValidationLoss(const BatchArrays& b, int64_t step) {
+  const PolicyInputs inputs = Inputs(b);
+  // Its own noise stream, so that validating never changes the training steps' noise.
+  constexpr uint64_t kValidationStream = 0x76616c6964617465ULL;
+  const LossOptions loss_options =
+      LossSettings(StepGenerator(config_.seed ^ kValidationStream, config_.distributed.rank, step));
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const Bf16Autocast autocast(config_.optimizer.bf16, config_.device);
+  return model_->Loss(inputs, loss_options).item<double>();
 }
 
 void Trainer::UpdateEma() {

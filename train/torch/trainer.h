@@ -86,6 +86,12 @@ class Trainer {
   // step when the loss or gradient norm is not finite (no update applied on any rank).
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
+  // The mean loss of `batch` under the current (not the EMA) weights, with no update, no
+  // gradient and no collective (each rank evaluates on its own). The loss's noise is a pure
+  // function of (seed, rank, `step`) drawn apart from the training steps' noise, so validating
+  // leaves the training run bit for bit unchanged.
+  double ValidationLoss(const BatchArrays& batch, int64_t step);
+
   // Writes the inference weights (the EMA when enabled) to `policy_path` as safetensors, and
   // parameters, EMA, optimizer state and `driver_state` to `state_path`. The policy file and
   // the state's parameters are CPU tensors whatever the device; LoadState maps the rest, so a
@@ -106,6 +112,10 @@ class Trainer {
   explicit Trainer(const TrainerConfig& config);
 
   void UpdateEma();
+  // The batch as tensors on the device; throws when its dims differ from the policy's.
+  PolicyInputs Inputs(const BatchArrays& batch) const;
+  // The loss settings of this trainer drawing noise from `generator`.
+  LossOptions LossSettings(torch::Generator generator) const;
 
   TrainerConfig config_;
   std::shared_ptr<PolicyModel> model_;

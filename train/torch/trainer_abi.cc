@@ -41,6 +41,12 @@ int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
   return -1;
 }
 
+BatchArrays Arrays(const RoboloopTrainBatch& batch) {
+  return BatchArrays{batch.batch,   batch.history,        batch.chunk,
+                     batch.obs_dim, batch.action_dim,     batch.obs,
+                     batch.history_length, batch.actions, batch.action_valid};
+}
+
 }  // namespace
 
 RoboloopTorchTrainer* TrainerCreateEntry(const char* config_json, char* error_buf,
@@ -55,12 +61,15 @@ RoboloopTorchTrainer* TrainerCreateEntry(const char* config_json, char* error_bu
 int TrainerStepEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
                      RoboloopTrainFigures* figures, char* error_buf, size_t error_cap) {
   return Guarded("training step", error_buf, error_cap, [&] {
-    BatchArrays arrays{batch->batch,  batch->history, batch->chunk,
-                       batch->obs_dim, batch->action_dim, batch->obs,
-                       batch->history_length, batch->actions, batch->action_valid};
-    const StepFigures result = trainer->trainer->Step(arrays, step);
+    const StepFigures result = trainer->trainer->Step(Arrays(*batch), step);
     *figures = RoboloopTrainFigures{result.loss, result.grad_norm, result.lr};
   });
+}
+
+int TrainerValidationLossEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
+                               int64_t step, double* loss, char* error_buf, size_t error_cap) {
+  return Guarded("validation loss", error_buf, error_cap,
+                 [&] { *loss = trainer->trainer->ValidationLoss(Arrays(*batch), step); });
 }
 
 int TrainerSaveEntry(RoboloopTorchTrainer* trainer, const char* policy_path, const char* state_path,

@@ -1,4 +1,4 @@
-// The ABI-3 trainer entries of libroboloop_torch.so (declared in train/torch_api.h); the
+// The trainer entries (ABI 3 and 4) of libroboloop_torch.so (declared in train/torch_api.h); the
 // table in runtime_info.cc points at them.
 #pragma once
 
@@ -24,5 +24,8 @@ int TrainerLoadWeightsEntry(RoboloopTorchTrainer* trainer, const char* policy_pa
                             char* error_buf, size_t error_cap);
 // See RoboloopTorchApi::trainer_free.
 void TrainerFreeEntry(RoboloopTorchTrainer* trainer);
+// See RoboloopTorchApi::trainer_validation_loss.
+int TrainerValidationLossEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
+                               int64_t step, double* loss, char* error_buf, size_t error_cap);
 
 }  // namespace roboloop::train

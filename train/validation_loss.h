@@ -1,0 +1,47 @@
+// The loss on a validation split (issue 26, item 3): every (episode, t) window of a store of
+// held-out demos (a robomimic file's mask/valid), in store order, evaluated under the
+// trainer's current weights. Torch-free; the loss itself is computed in libroboloop_torch.so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/episode_store.h"
+#include "train/loader.h"
+#include "train/normalization.h"
+#include "train/torch_runtime.h"
+
+namespace roboloop::train {
+
+// The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes.
+RoboloopTrainBatch BatchView(const Batch& batch);
+
+// The batches of every window of a validation store, built once. Immutable.
+class ValidationSet {
+ public:
+  // Batches of options.batch_size windows (the last one smaller) of `store`, built with the
+  // training run's `norm`, obs/action features, history and chunk. Errors as BatchBuilder's
+  // (a missing or non-float32 feature), and InvalidArgument naming the file when the store has
+  // no windows.
+  static absl::StatusOr<std::unique_ptr<ValidationSet>> Create(const data::EpisodeStore& store,
+                                                               const Normalization& norm,
+                                                               const LoaderOptions& options);
+
+  // The mean loss over every window (each batch's loss weighted by its windows) under the
+  // current weights of `trainer`, whose noise is seeded by `step`.
+  absl::StatusOr<double> Loss(TorchTrainer& trainer, int64_t step) const;
+
+  // Windows evaluated by Loss.
+  int64_t windows() const { return windows_; }
+
+ private:
+  ValidationSet(std::vector<Batch> batches, int64_t windows)
+      : batches_(std::move(batches)), windows_(windows) {}
+
+  std::vector<Batch> batches_;
+  int64_t windows_;
+};
+
+}  // namespace roboloop::train
