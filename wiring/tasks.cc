@@ -1,6 +1,5 @@
 #include "wiring/tasks.h"
 
-#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "sim/builtin_tasks.h"
 #include "sim/task_plugin.h"
@@ -15,7 +14,7 @@ absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> TaskRegistryWith(const std::v
   ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPluginsFromEnvironment(registry.get()));
   for (const std::string& plugin : plugins) ROBOLOOP_RETURN_IF_ERROR(sim::LoadTaskPlugin(plugin, registry.get()));
   for (const std::string& file : yaml_tasks) {
-    ROBOLOOP_RETURN_IF_ERROR(Annotate(sim::RegisterYamlTask(file, registry.get()), absl::StrCat("task file ", file)));
+    ROBOLOOP_RETURN_IF_ERROR(sim::RegisterYamlTask(file, registry.get()));  // errors name the file
   }
   return registry;
 }

@@ -127,7 +127,9 @@ TEST_F(TrainRobomimicTest, ValidationSplitLossIsLoggedWithoutChangingTraining) {
     EXPECT_TRUE(std::isfinite(validation.at(step)) && validation.at(step) > 0);
   }
   for (const nlohmann::json& record : Records(validated)) {
-    if (record.contains("validation")) EXPECT_EQ(record["validation"]["windows"], "53");  // demo_6 + demo_7
+    if (record.contains("validation")) {
+      EXPECT_EQ(record["validation"]["windows"], "53");  // demo_6 + demo_7
+    }
   }
 }
 

@@ -306,7 +306,9 @@ TEST(TrainerTest, CudaStateResumesOnTheGpuAndOnTheCpu) {
   auto straight = MakeTrainer(Policy("transformer", true), true, 8192, {{"ema_decay", 0.5}}, "cuda");
   std::vector<double> losses;
   for (int step = 0; step < 5; ++step) {
-    if (step == 3) ASSERT_TRUE(straight->Save(dir + "/p.safetensors", dir + "/s.pt", "{}").ok());
+    if (step == 3) {
+      ASSERT_TRUE(straight->Save(dir + "/p.safetensors", dir + "/s.pt", "{}").ok());
+    }
     losses.push_back(straight->Step(batch.View(), step)->loss);
   }
   for (const std::string device : {"cuda", "cpu"}) {
