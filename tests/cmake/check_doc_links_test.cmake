@@ -8,32 +8,13 @@
 cmake_minimum_required(VERSION 3.20)
 
 set(tree "${WORK_DIR}/repo")
-set(failures 0)
+include("${CMAKE_CURRENT_LIST_DIR}/checker_test_support.cmake")
 
-# Records a failure unless the checker's verdict on the tree is `expect_pass` and (when given)
-# its output contains `expected_text`.
+# Runs the checker on the tree and judges its verdict (see judge_checker_run).
 function(expect_checker case expect_pass expected_text)
   execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${tree} -P "${CHECKER}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
-  set(text "${stdout}${stderr}")
-  set(ok TRUE)
-  if(expect_pass AND NOT rc EQUAL 0)
-    set(ok FALSE)
-  elseif(NOT expect_pass AND rc EQUAL 0)
-    set(ok FALSE)
-  endif()
-  if(expected_text)
-    string(FIND "${text}" "${expected_text}" at)
-    if(at EQUAL -1)
-      set(ok FALSE)
-    endif()
-  endif()
-  if(NOT ok)
-    message(NOTICE "FAILED ${case}: exit ${rc}, expected ${expect_pass} and '${expected_text}'; "
-      "output:\n${text}")
-    math(EXPR count "${failures} + 1")
-    set(failures ${count} PARENT_SCOPE)
-  endif()
+  judge_checker_run("${case}" "${rc}" "${stdout}${stderr}" "${expect_pass}" "${expected_text}")
 endfunction()
 
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -58,6 +39,4 @@ file(WRITE "${tree}/sim/env.h" "// Episodes (ARCHITECTURE §2).\n#pragma once\n"
 expect_checker("outside design page fails" FALSE "sim/env.h: cites the design page outside the repository")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
-if(failures GREATER 0)
-  message(FATAL_ERROR "${failures} doc-links checker case(s) failed")
-endif()
+fail_if_checker_cases_failed("doc-links")

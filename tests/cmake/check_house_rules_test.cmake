@@ -9,38 +9,13 @@ cmake_minimum_required(VERSION 3.20)
 
 set(tree "${WORK_DIR}/tree")
 set(rules "${WORK_DIR}/rules.cmake")
-set(failures 0)
+include("${CMAKE_CURRENT_LIST_DIR}/checker_test_support.cmake")
 
-# Runs the checker on `tree` with `rules_file`; sets `out_rc` and `out_text` (stdout + stderr).
-function(run_checker rules_file out_rc out_text)
+# Runs the checker on `tree` with `rules_file` and judges its verdict (see judge_checker_run).
+function(expect_checker case rules_file expect_pass expected_text)
   execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${tree} -DRULES=${rules_file} -P "${CHECKER}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
-  set(${out_rc} ${rc} PARENT_SCOPE)
-  set(${out_text} "${stdout}${stderr}" PARENT_SCOPE)
-endfunction()
-
-# Records a failure unless the checker's verdict on `rules_file` is `expect_pass` and (when
-# given) its output contains `expected_text`.
-function(expect_checker case rules_file expect_pass expected_text)
-  run_checker("${rules_file}" rc text)
-  set(ok TRUE)
-  if(expect_pass AND NOT rc EQUAL 0)
-    set(ok FALSE)
-  elseif(NOT expect_pass AND rc EQUAL 0)
-    set(ok FALSE)
-  endif()
-  if(expected_text)
-    string(FIND "${text}" "${expected_text}" at)
-    if(at EQUAL -1)
-      set(ok FALSE)
-    endif()
-  endif()
-  if(NOT ok)
-    message(NOTICE "FAILED ${case}: exit ${rc}, expected ${expect_pass} and '${expected_text}'; "
-      "output:\n${text}")
-    math(EXPR count "${failures} + 1")
-    set(failures ${count} PARENT_SCOPE)
-  endif()
+  judge_checker_run("${case}" "${rc}" "${stdout}${stderr}" "${expect_pass}" "${expected_text}")
 endfunction()
 
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -67,6 +42,4 @@ expect_checker("real rules forbid train including pipeline" "${REAL_RULES}" FALS
   "train/loop.cc:1: includes \"pipeline/cli.h\", but train/ may include only")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
-if(failures GREATER 0)
-  message(FATAL_ERROR "${failures} house-rules checker case(s) failed")
-endif()
+fail_if_checker_cases_failed("house-rules")
