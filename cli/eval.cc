@@ -129,7 +129,7 @@ std::string CsvField(const std::string& value) {
 void PrintCsv(const std::vector<v1::Evaluation>& evaluations) {
   std::printf("rank,evaluation_id,model,model_version,checkpoint_id,task,protocol,protocol_hash,"
               "successes,episodes,success_rate,success_low,success_high,mean_return,return_low,"
-              "return_high,created_at\n");
+              "return_high,created_at,requested_by\n");
   int rank = 0;
   for (const v1::Evaluation& e : evaluations) {
     const v1::Aggregates& a = e.aggregates();
@@ -141,7 +141,8 @@ void PrintCsv(const std::vector<v1::Evaluation>& evaluations) {
         absl::StrFormat("%.17g", a.success().interval().high()),
         absl::StrFormat("%.17g", a.episode_return().mean()),
         absl::StrFormat("%.17g", a.episode_return().interval().low()),
-        absl::StrFormat("%.17g", a.episode_return().interval().high()), FormatTimeUtc(e.created_unix_us())};
+        absl::StrFormat("%.17g", a.episode_return().interval().high()), FormatTimeUtc(e.created_unix_us()),
+        e.requested_by()};
     for (std::string& field : fields) field = CsvField(field);
     std::printf("%s\n", absl::StrJoin(fields, ",").c_str());
   }
@@ -153,13 +154,13 @@ void PrintTable(const std::vector<v1::Evaluation>& evaluations) {
     return;
   }
   Table table({"RANK", "MODEL", "CHECKPOINT", "TASK", "PROTOCOL", "SUCCESS (95% CI)",
-               "RETURN (95% CI)", "EPISODES", "CREATED"});
+               "RETURN (95% CI)", "EPISODES", "CREATED", "BY"});
   int rank = 0;
   for (const v1::Evaluation& e : evaluations) {
     table.AddRow({absl::StrCat(++rank), ModelCell(e), e.checkpoint_id().substr(0, 12), e.protocol().task(),
                   ProtocolCell(e), RateCell(e.aggregates().success()),
                   MeanCell(e.aggregates().episode_return()), absl::StrCat(e.aggregates().success().trials()),
-                  FormatTimeUtc(e.created_unix_us()).substr(0, 19)});
+                  FormatTimeUtc(e.created_unix_us()).substr(0, 19), e.requested_by()});
   }
   std::printf("%s", table.Render().c_str());
 }

@@ -14,6 +14,7 @@
 #include "cli/sim.h"
 #include "common/fs.h"
 #include "common/grpc_server.h"
+#include "common/ids.h"
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "common/store_layout.h"
@@ -162,7 +163,7 @@ absl::Status Evaluate(const EvalRunFlags& f) {
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<v1::Evaluation> evaluation = stack->handler().Evaluate(request, progress, nullptr);
+  absl::StatusOr<v1::Evaluation> evaluation = stack->handler().Evaluate(request, CurrentUser(), progress, nullptr);
   if (tty) std::fprintf(stderr, "\n");
   ROBOLOOP_RETURN_IF_ERROR(evaluation.status());
   if (f.format == Format::kJson) {
@@ -181,6 +182,7 @@ absl::Status Promote(const EvalRunFlags& f) {
   request.set_alpha(f.alpha);
   ROBOLOOP_ASSIGN_OR_RETURN(eval::PromotionRequest promotion,
                             eval::PromotionRequestFrom(request, f.protocols_dir, StoreLayout(f.registry.root).DatasetCache()));
+  promotion.requested_by = CurrentUser();
   ROBOLOOP_ASSIGN_OR_RETURN(auto stack, wiring::EvalStack::Open(StackOptions(f)));
   ROBOLOOP_ASSIGN_OR_RETURN(eval::PromotionOutcome outcome,
                             eval::PromoteIfBetter(stack->handler(), stack->registry(), promotion));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
+#include "common/grpc_caller.h"
 #include "common/grpc_status.h"
 #include "common/grpc_tls.h"
 #include "common/status.h"
@@ -131,6 +132,7 @@ std::unique_ptr<grpc::ClientContext> GrpcChannel::NewContext(absl::Duration dead
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   if (!token_.empty()) context->AddMetadata(kAuthorizationMetadataKey, BearerMetadataValue(token_));
+  AddCallerIdentity(*context);
   return context;
 }
 

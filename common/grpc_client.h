@@ -63,9 +63,10 @@ class GrpcChannel {
   // The target this channel dials.
   const std::string& target() const { return options_.target; }
 
-  // A context for one call with the default deadline and the bearer token.
+  // A context for one call with the default deadline, the bearer token and the caller's
+  // identity (common/grpc_caller.h).
   std::unique_ptr<grpc::ClientContext> NewContext() const;
-  // A context for one call with `deadline` from now and the bearer token.
+  // A context for one call with `deadline` from now, the bearer token and the caller's identity.
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration deadline) const;
 
   // Converts a finished call's status, prefixing `rpc` and the target to the message, e.g.

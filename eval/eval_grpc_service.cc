@@ -1,5 +1,6 @@
 #include "eval/eval_grpc_service.h"
 
+#include "common/grpc_caller.h"
 #include "common/grpc_server_cancellation.h"
 #include "common/grpc_status.h"
 #include "eval/promotion.h"
@@ -20,7 +21,7 @@ grpc::Status EvalGrpcService::Evaluate(grpc::ServerContext* context, const v1::E
     cancel.Cancel("the call was cancelled");
     return absl::CancelledError("the client closed the Evaluate stream");
   };
-  absl::StatusOr<v1::Evaluation> evaluation = handler_->Evaluate(*request, write, &cancel);
+  absl::StatusOr<v1::Evaluation> evaluation = handler_->Evaluate(*request, common::RequestingUser(*context), write, &cancel);
   if (!evaluation.ok()) return common::AbslToGrpc(evaluation.status());
   v1::EvaluateProgress last;
   last.set_episodes_total(evaluation->protocol().episodes());
@@ -47,7 +48,7 @@ grpc::Status EvalGrpcService::Compare(grpc::ServerContext*, const v1::CompareReq
   return grpc::Status::OK;
 }
 
-grpc::Status EvalGrpcService::Promote(grpc::ServerContext*, const v1::PromoteCandidateRequest* request,
+grpc::Status EvalGrpcService::Promote(grpc::ServerContext* context, const v1::PromoteCandidateRequest* request,
                                       v1::PromotionDecision* response) {
   if (options_.registry == nullptr) {
     return common::AbslToGrpc(absl::FailedPreconditionError("this EvalService has no registry to promote in"));
@@ -55,6 +56,7 @@ grpc::Status EvalGrpcService::Promote(grpc::ServerContext*, const v1::PromoteCan
   absl::StatusOr<PromotionRequest> promotion =
       PromotionRequestFrom(*request, handler_->protocols_dir(), options_.dataset_cache_dir);
   if (!promotion.ok()) return common::AbslToGrpc(promotion.status());
+  promotion->requested_by = common::RequestingUser(*context);
   absl::StatusOr<PromotionOutcome> outcome = PromoteIfBetter(*handler_, *options_.registry, *promotion);
   if (!outcome.ok()) return common::AbslToGrpc(outcome.status());
   *response = PromotionDecisionOf(*outcome);

@@ -179,6 +179,7 @@ absl::StatusOr<std::unique_ptr<EvalServiceHandler>> EvalServiceHandler::Create(c
 }
 
 absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRequest& request,
+                                                            const std::string& requested_by,
                                                             const EvaluateProgressCallback& on_progress,
                                                             const common::CancellationToken* cancel) const {
   if (request.checkpoint_ref().empty()) return absl::InvalidArgumentError("an evaluation needs a checkpoint reference");
@@ -209,6 +210,7 @@ absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRe
   }
 
   v1::Evaluation evaluation = NewEvaluation(protocol, *checkpoint, request.force() && cached.has_value());
+  evaluation.set_requested_by(requested_by);
   AddFleetLibraries(fleet, evaluation.mutable_provenance());
   ShardedRolloutOptions sharding;
   sharding.shards_per_endpoint = options_.shards_per_endpoint;

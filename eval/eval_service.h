@@ -54,8 +54,9 @@ class EvalServiceHandler {
   // returns it. `on_progress` (may be empty) is called from worker threads, one call at a time;
   // the episodes of a re-dispatched shard are counted again. When the run cannot complete
   // (every endpoint failed, `cancel` was cancelled, progress failed) it is stored FAILED and the
-  // error is returned naming the evaluation id.
-  absl::StatusOr<v1::Evaluation> Evaluate(const v1::EvaluateRequest& request,
+  // error is returned naming the evaluation id. A new evaluation records `requested_by` (the
+  // user who asked, see common/grpc_caller.h); a cached one keeps its original requester.
+  absl::StatusOr<v1::Evaluation> Evaluate(const v1::EvaluateRequest& request, const std::string& requested_by,
                                           const EvaluateProgressCallback& on_progress,
                                           const common::CancellationToken* cancel) const;
 

@@ -65,6 +65,9 @@ CREATE TABLE episodes(
   final_state_hash INTEGER NOT NULL,
   PRIMARY KEY(evaluation_id, episode_index)) WITHOUT ROWID;
 )sql"},
+      {2, R"sql(
+ALTER TABLE evaluations ADD COLUMN requested_by TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }
@@ -169,8 +172,8 @@ absl::Status InsertEvaluationRow(SqliteDb& db, const v1::Evaluation& e) {
       "INSERT INTO evaluations(id, protocol_hash, protocol_json, task, checkpoint_id, model, "
       "model_version, dataset_id, aliases_json, status, successes, trials, success_rate, "
       "success_low, success_high, mean_return, return_low, return_high, aggregates_json, "
-      "provenance_json, failure, created_at, forced) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+      "provenance_json, failure, created_at, forced, requested_by) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
       {e.id(), e.protocol_hash(), ToJson(e.protocol()), e.protocol().task(), e.checkpoint_id(),
        e.model(), int64_t{e.model_version()}, e.dataset_id(), aliases.dump(),
        std::string(completed ? kCompleted : kFailed), number(a.success().successes()),
@@ -179,7 +182,7 @@ absl::Status InsertEvaluationRow(SqliteDb& db, const v1::Evaluation& e) {
        number(a.episode_return().mean()), number(a.episode_return().interval().low()),
        number(a.episode_return().interval().high()),
        completed ? SqlValue(ToJson(a)) : SqlValue(nullptr), ToJson(e.provenance()), e.failure(),
-       e.created_unix_us(), int64_t{e.forced() ? 1 : 0}});
+       e.created_unix_us(), int64_t{e.forced() ? 1 : 0}, e.requested_by()});
 }
 
 absl::Status InsertEpisodeRows(SqliteDb& db, const v1::Evaluation& e) {
@@ -198,7 +201,7 @@ absl::Status InsertEpisodeRows(SqliteDb& db, const v1::Evaluation& e) {
 constexpr char kSelectEvaluation[] =
     "SELECT e.id, e.protocol_json, e.protocol_hash, e.checkpoint_id, e.model, e.model_version, "
     "e.dataset_id, e.aliases_json, e.status, e.aggregates_json, e.provenance_json, e.failure, "
-    "e.created_at, e.forced FROM evaluations e ";
+    "e.created_at, e.forced, e.requested_by FROM evaluations e ";
 
 absl::StatusOr<v1::Evaluation> ReadEvaluationRow(const SqliteStatement& row) {
   v1::Evaluation e;
@@ -222,6 +225,7 @@ absl::StatusOr<v1::Evaluation> ReadEvaluationRow(const SqliteStatement& row) {
   e.set_failure(row.Text(11));
   e.set_created_unix_us(row.Int(12));
   e.set_forced(row.Int(13) != 0);
+  e.set_requested_by(row.Text(14));
   return e;
 }
 

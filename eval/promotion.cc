@@ -16,7 +16,7 @@ absl::StatusOr<v1::Evaluation> EvaluateUnder(const EvalServiceHandler& evaluatio
   evaluate.set_checkpoint_ref(checkpoint_id);
   *evaluate.mutable_protocol() = request.protocol;
   for (const std::string& endpoint : request.sim_endpoints) evaluate.add_sim_endpoints(endpoint);
-  return evaluations.Evaluate(evaluate, {}, nullptr);
+  return evaluations.Evaluate(evaluate, request.requested_by, {}, nullptr);
 }
 
 std::string ProtocolLabel(const v1::Evaluation& e) {

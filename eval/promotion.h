@@ -27,6 +27,7 @@ struct PromotionRequest {
   std::vector<std::string> sim_endpoints;  // empty = the handler's defaults
   double alpha = 0.05;                     // significance level of the paired comparison
   std::string dataset_cache_dir;           // local copies of training datasets (seed check)
+  std::string requested_by;                // who asked (recorded in new evaluations)
 };
 
 // What promotion decided.

@@ -10,10 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/fs.h"
-#include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
-#include "registry/caller_metadata.h"
 
 namespace roboloop::registry {
 
@@ -33,8 +31,6 @@ template <typename Request, typename Response>
 absl::StatusOr<Response> RegistryClient::CallUnary(UnaryMethod<Request, Response> method,
                                                    const Request& request, const char* name) {
   std::unique_ptr<grpc::ClientContext> context = channel_->NewContext();
-  context->AddMetadata(kUserMetadataKey, CurrentUser());
-  context->AddMetadata(kHostMetadataKey, HostName());
   Response response;
   grpc::Status status = (stub_.get()->*method)(context.get(), request, &response);
   if (!status.ok()) return channel_->CallStatus(status, absl::StrCat("registry ", name));

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_server_credentials.h"
+#include "common/grpc_caller.h"
 #include "common/grpc_status.h"
 #include "common/sha256.h"
 
@@ -12,23 +12,9 @@ namespace {
 
 using common::AbslToGrpc;
 
-std::string ClientMetadata(const grpc::ServerContext& context, const char* key) {
-  auto it = context.client_metadata().find(key);
-  if (it == context.client_metadata().end()) return "";
-  return std::string(it->second.data(), it->second.size());
-}
-
-// The caller as recorded in alias history: the authenticated caller's name when the server has a
-// tokens file, else the user the client reports, else the server's own user; the host the client
-// reports, else the peer address.
+// The caller as recorded in alias history (common/grpc_caller.h).
 Actor CallerOf(const grpc::ServerContext& context) {
-  Actor actor = Actor::Local();
-  std::string user = common::AuthenticatedCaller(context);
-  if (user.empty()) user = ClientMetadata(context, kUserMetadataKey);
-  std::string host = ClientMetadata(context, kHostMetadataKey);
-  actor.user = user.empty() ? actor.user : user;
-  actor.host = host.empty() ? context.peer() : host;
-  return actor;
+  return Actor{common::RequestingUser(context), common::RequestingHost(context)};
 }
 
 template <typename T>

@@ -4,7 +4,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "registry/caller_metadata.h"
 #include "registry/registry.h"
 #include "roboloop/v1/registry.grpc.pb.h"
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/grpc_server.h"
+#include "common/sha256.h"
 #include "eval/eval_client.h"
 #include "eval/eval_grpc_service.h"
 #include "registry/registry_host.h"
@@ -31,6 +32,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The user the handler-level evaluations below are recorded for.
+constexpr char kRequester[] = "handler-test-user";
 
 // One SimService: handler, adapter and a gRPC server on a unix socket.
 struct SimEndpoint {
@@ -136,11 +140,12 @@ std::string* EvalServiceTest::root_ = nullptr;
 std::string* EvalServiceTest::checkpoint_ = nullptr;
 
 TEST_F(EvalServiceTest, KillingOneOfTwoEndpointsMidEvaluationGivesTheOneEndpointResult) {
-  auto single = handler_->Evaluate(Request({0}), {}, nullptr);
+  auto single = handler_->Evaluate(Request({0}), kRequester, {}, nullptr);
   ASSERT_TRUE(single.ok()) << single.status();
   ASSERT_EQ(single->status(), v1::EVALUATION_COMPLETED);
   ASSERT_EQ(single->episodes_size(), 12);
   EXPECT_EQ(single->checkpoint_id(), *checkpoint_);
+  EXPECT_EQ(single->requested_by(), kRequester);
   std::thread killer;
   int64_t last_done = 0;
   auto kill_b_once = [&](const v1::EvaluateProgress& progress) {
@@ -148,7 +153,7 @@ TEST_F(EvalServiceTest, KillingOneOfTwoEndpointsMidEvaluationGivesTheOneEndpoint
     last_done = progress.episodes_done();
     return absl::OkStatus();
   };
-  auto sharded = handler_->Evaluate(Request({0, 1}, /*force=*/true), kill_b_once, nullptr);
+  auto sharded = handler_->Evaluate(Request({0, 1}, /*force=*/true), kRequester, kill_b_once, nullptr);
   killer.join();
   ASSERT_TRUE(sharded.ok()) << sharded.status();
   EXPECT_GE(handler_->redispatched_shards(), 1);
@@ -164,17 +169,17 @@ TEST_F(EvalServiceTest, KillingOneOfTwoEndpointsMidEvaluationGivesTheOneEndpoint
 }
 
 TEST_F(EvalServiceTest, ACachedEvaluationIsReusedUnlessForced) {
-  auto first = handler_->Evaluate(Request({0, 1}), {}, nullptr);
+  auto first = handler_->Evaluate(Request({0, 1}), kRequester, {}, nullptr);
   ASSERT_TRUE(first.ok()) << first.status();
   bool cached = false;
-  auto again = handler_->Evaluate(Request({0, 1}), [&](const v1::EvaluateProgress& p) {
+  auto again = handler_->Evaluate(Request({0, 1}), kRequester, [&](const v1::EvaluateProgress& p) {
     cached = p.cached();
     return absl::OkStatus();
   }, nullptr);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(cached);
   EXPECT_EQ(again->id(), first->id());
-  auto forced = handler_->Evaluate(Request({1}, /*force=*/true), {}, nullptr);
+  auto forced = handler_->Evaluate(Request({1}, /*force=*/true), kRequester, {}, nullptr);
   ASSERT_TRUE(forced.ok()) << forced.status();
   EXPECT_NE(forced->id(), first->id());
   EXPECT_EQ(Results(*forced), Results(*first));
@@ -186,7 +191,7 @@ TEST_F(EvalServiceTest, AnEvaluationWhoseEndpointsAllFailIsStoredFailedWithoutAR
     if (!killer.joinable()) killer = std::thread([this] { sims_[0].server->Shutdown(absl::ZeroDuration()); });
     return absl::OkStatus();
   };
-  auto failed = handler_->Evaluate(Request({0}), kill_a, nullptr);
+  auto failed = handler_->Evaluate(Request({0}), kRequester, kill_a, nullptr);
   killer.join();
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable) << failed.status();
@@ -206,7 +211,7 @@ TEST_F(EvalServiceTest, ACancelledEvaluationStopsAndIsStoredFailed) {
     cancel.Cancel();
     return absl::OkStatus();
   };
-  auto cancelled = handler_->Evaluate(Request({0, 1}), cancel_at_first, &cancel);
+  auto cancelled = handler_->Evaluate(Request({0, 1}), kRequester, cancel_at_first, &cancel);
   ASSERT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled) << cancelled.status();
   std::smatch id;
   const std::string message(cancelled.status().message());
@@ -257,7 +262,7 @@ TEST_F(EvalServiceTest, BadInputIsRefusedBeforeAnyRollout) {
   cases.push_back(unknown_checkpoint);
   cases.push_back({Request({}), absl::StatusCode::kInvalidArgument, "sim endpoint"});
   for (const Case& c : cases) {
-    auto evaluation = handler_->Evaluate(c.request, {}, nullptr);
+    auto evaluation = handler_->Evaluate(c.request, kRequester, {}, nullptr);
     EXPECT_EQ(evaluation.status().code(), c.code) << c.message << ": " << evaluation.status();
     EXPECT_THAT(evaluation.status().message(), HasSubstr(c.message));
     EXPECT_THAT(evaluation.status().message(), Not(HasSubstr("stored as failed")));
@@ -269,10 +274,14 @@ TEST_F(EvalServiceTest, TheGrpcServiceEvaluatesStreamsProgressAndAnswersQueries)
   EvalGrpcService service(handler_.get(), EvalGrpcService::Options());
   common::GrpcServerOptions options;
   options.listen_address = "unix:" + dir_ + "/eval.sock";
+  options.tokens_file = dir_ + "/tokens.yaml";
+  std::ofstream(options.tokens_file) << "tokens:\n  - {name: ci-bot, sha256: " << Sha256Hex("bot-token")
+                                     << ", role: admin}\n";
   auto server = common::GrpcServer::Create(options, {&service});
   ASSERT_TRUE(server.ok()) << server.status();
   common::GrpcChannelOptions channel;
   channel.target = (*server)->target();
+  channel.token = "bot-token";
   auto client = EvalClient::Connect(channel);
   ASSERT_TRUE(client.ok()) << client.status();
   std::vector<int64_t> done;
@@ -290,6 +299,7 @@ TEST_F(EvalServiceTest, TheGrpcServiceEvaluatesStreamsProgressAndAnswersQueries)
   ASSERT_TRUE(board.ok()) << board.status();
   ASSERT_EQ(board->evaluations_size(), 1);
   EXPECT_EQ(board->evaluations(0).id(), evaluation->id());
+  EXPECT_EQ(board->evaluations(0).requested_by(), "ci-bot");
   v1::CompareRequest compare;
   compare.set_candidate(evaluation->checkpoint_id());
   compare.set_baseline(evaluation->id());

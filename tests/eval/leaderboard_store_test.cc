@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "common/sqlite.h"
 #include "tests/eval/test_evaluations.h"
 #include "tests/util/subprocess.h"
 
@@ -56,6 +57,7 @@ TEST_F(LeaderboardStoreTest, RoundTripKeepsEveryFieldAndEpisode) {
   v1::Evaluation evaluation = MakeEvaluation(protocol, "ckpt-a", "reach", 1, 15, -3.25, kJan1);
   evaluation.mutable_episodes(2)->set_episode_return(0.1 + 0.2);
   evaluation.mutable_episodes(2)->set_end_detail("qacc NaN at step 3");
+  evaluation.set_requested_by("alice");
   *evaluation.mutable_aggregates() = *Aggregate(evaluation.episodes());
   ASSERT_TRUE(store_->Store(evaluation).ok());
   EXPECT_TRUE(roboloop::PathExists(root_ + "/eval/leaderboard.db"));
@@ -229,6 +231,31 @@ TEST_F(LeaderboardStoreTest, ReopenAfterCloseKeepsData) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->episodes_size(), 20);
   EXPECT_EQ((*store_->FindCached(ProtocolHash(protocol_), "ckpt-a"))->id(), evaluation.id());
+}
+
+// A database written before evaluations recorded their requester (schema 1) opens, migrates
+// and keeps its rows, which read back with an empty requester.
+TEST_F(LeaderboardStoreTest, SchemaOneDatabaseMigratesKeepingItsEvaluations) {
+  v1::Evaluation evaluation = MakeEvaluation(protocol_, "ckpt-a", "reach", 1, 15, 0, kJan1);
+  evaluation.set_requested_by("alice");
+  ASSERT_TRUE(store_->Store(evaluation).ok());
+  store_.reset();
+  {
+    auto db = SqliteDb::Open(LeaderboardStore::DatabasePath(root_), 5000);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("ALTER TABLE evaluations DROP COLUMN requested_by").ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE schema_version SET version = 1").ok());
+  }
+  store_ = Open();
+  ASSERT_NE(store_, nullptr);
+  auto back = store_->Get(evaluation.id());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->requested_by(), "");
+  EXPECT_EQ(back->episodes_size(), 20);
+  v1::Evaluation later = MakeEvaluation(protocol_, "ckpt-b", "reach", 1, 16, 0, kJan1 + kDay);
+  later.set_requested_by("bob");
+  ASSERT_TRUE(store_->Store(later).ok());
+  EXPECT_EQ(store_->Get(later.id())->requested_by(), "bob");
 }
 
 TEST_F(LeaderboardStoreTest, TwoConnectionsWriteConcurrently) {
