@@ -28,13 +28,14 @@ enum class CallClass {
   kUnlimited,  // no deadline (health Watch streams, which probes keep open)
 };
 
-// The limits; a zero duration means "no limit".
+// The limits; a zero duration means "no limit", the default here (in-process servers serve
+// only their own process); `roboloop serve` sets its own defaults (cli/flags.h).
 struct CallLimits {
-  absl::Duration unary_deadline = absl::Minutes(10);        // --unary-deadline
-  absl::Duration transfer_deadline = absl::Hours(6);        // --transfer-deadline
-  absl::Duration long_call_deadline = absl::Hours(24 * 7);  // --long-call-deadline
+  absl::Duration unary_deadline;     // --unary-deadline
+  absl::Duration transfer_deadline;  // --transfer-deadline
+  absl::Duration long_call_deadline;  // --long-call-deadline
   // Longest wait for the next message of a call that receives a stream (--upload-idle-timeout).
-  absl::Duration receive_idle_timeout = absl::Minutes(2);
+  absl::Duration receive_idle_timeout;
 };
 
 // The class of some methods, by full path ("/roboloop.v1.EvalService/Evaluate"). A method not
