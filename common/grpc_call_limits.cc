@@ -165,9 +165,12 @@ class CallLimitInterceptor final : public grpc::experimental::Interceptor {
       : context_(info->server_context()),
         method_(info->method() == nullptr ? "" : info->method()),
         deadline_(DeadlineOf(ClassOf(method_, info->type(), classes), limits)),
-        idle_timeout_(ReceivesStream(info->type()) ? limits.receive_idle_timeout : absl::ZeroDuration()) {}
+        idle_timeout_(ReceivesStream(info->type()) ? limits.receive_idle_timeout : absl::ZeroDuration()),
+        idle_message_(absl::StrCat(method_, " received no message from the client for ",
+                                   absl::FormatDuration(idle_timeout_), " (", kIdleTimeoutFlag,
+                                   ") and was cancelled")) {}
 
-  ~CallLimitInterceptor() override { CallWatcher::Get().Forget(context_); }
+  ~CallLimitInterceptor() override { StopWatching(); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using grpc::experimental::InterceptionHookPoints;
@@ -178,16 +181,17 @@ class CallLimitInterceptor final : public grpc::experimental::Interceptor {
       // A message restarts the idle clock; the end of the stream (no message) stops it.
       RestartIdleClock(methods->GetRecvMessage() != nullptr);
     }
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
-      CallWatcher::Get().Forget(context_);
-    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) StopWatching();
     methods->Proceed();
   }
 
  private:
+  // Registers the call with the watcher, unless no limit applies to it.
   void StartWatching() {
     const absl::Time now = absl::Now();
     const bool limited = deadline_.limit > absl::ZeroDuration();
+    if (!limited && idle_timeout_ <= absl::ZeroDuration()) return;
+    watching_ = true;
     const std::string message =
         limited ? absl::StrCat(method_, " ran past the server's deadline of ",
                                absl::FormatDuration(deadline_.limit), " (", deadline_.flag,
@@ -198,19 +202,23 @@ class CallLimitInterceptor final : public grpc::experimental::Interceptor {
     RestartIdleClock(true);
   }
 
+  void StopWatching() {
+    if (watching_) CallWatcher::Get().Forget(context_);
+    watching_ = false;
+  }
+
   void RestartIdleClock(bool awaiting_message) {
-    if (idle_timeout_ <= absl::ZeroDuration()) return;
-    const std::string message = absl::StrCat(
-        method_, " received no message from the client for ", absl::FormatDuration(idle_timeout_),
-        " (", kIdleTimeoutFlag, ") and was cancelled");
+    if (!watching_ || idle_timeout_ <= absl::ZeroDuration()) return;
     CallWatcher::Get().SetIdleDeadline(
-        context_, awaiting_message ? absl::Now() + idle_timeout_ : absl::InfiniteFuture(), message);
+        context_, awaiting_message ? absl::Now() + idle_timeout_ : absl::InfiniteFuture(), idle_message_);
   }
 
   grpc::ServerContextBase* const context_;
   const std::string method_;
   const ClassDeadline deadline_;
   const absl::Duration idle_timeout_;
+  const std::string idle_message_;
+  bool watching_ = false;  // registered with the watcher (hooks of one call never run concurrently)
 };
 
 class CallLimitInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {

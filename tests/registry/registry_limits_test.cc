@@ -50,14 +50,19 @@ class RegistryLimitsTest : public ::testing::Test {
     host_ = std::move(*host);
   }
 
+  // A channel to the server carrying `caller`'s token.
+  std::shared_ptr<const common::GrpcChannel> ChannelFor(const std::string& caller) {
+    common::GrpcChannelOptions options;
+    options.target = host_->target();
+    options.token_file = dir_ + "/" + caller + ".token";
+    options.retry.max_attempts = 1;
+    auto channel = common::GrpcChannel::Create(options);
+    EXPECT_TRUE(channel.ok()) << channel.status();
+    return channel.ok() ? std::move(*channel) : nullptr;
+  }
+
   std::unique_ptr<RegistryClient> Connect(const std::string& caller) {
-    common::GrpcChannelOptions channel;
-    channel.target = host_->target();
-    channel.token_file = dir_ + "/" + caller + ".token";
-    channel.retry.max_attempts = 1;
-    auto client = RegistryClient::Connect(channel);
-    EXPECT_TRUE(client.ok()) << client.status();
-    return client.ok() ? std::move(*client) : nullptr;
+    return std::make_unique<RegistryClient>(ChannelFor(caller), RegistryClient::Options{});
   }
 
   std::string WriteFile(const std::string& name, const std::string& data) {
@@ -91,10 +96,7 @@ class RegistryLimitsTest : public ::testing::Test {
     std::unique_ptr<grpc::ClientWriter<v1::UploadChunk>> writer;
   };
   OpenUpload StartUpload(const std::string& caller, const std::string& data, size_t sent) {
-    auto channel = common::GrpcChannel::Create({.target = host_->target(),
-                                                .token_file = dir_ + "/" + caller + ".token"});
-    EXPECT_TRUE(channel.ok()) << channel.status();
-    channel_ = std::move(*channel);
+    channel_ = ChannelFor(caller);
     stub_ = v1::RegistryService::NewStub(channel_->channel());
     OpenUpload upload;
     upload.context = channel_->NewContext(absl::Seconds(20));
@@ -109,7 +111,7 @@ class RegistryLimitsTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<RegistryHost> host_;
-  std::unique_ptr<common::GrpcChannel> channel_;
+  std::shared_ptr<const common::GrpcChannel> channel_;
   std::unique_ptr<v1::RegistryService::Stub> stub_;
 };
 
