@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "wiring/method_classes.h"
 #include "wiring/method_roles.h"
 
 namespace roboloop::cli {
@@ -21,6 +22,17 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& de
   command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address (tokens travel in clear)");
   command->add_option("--shutdown-deadline", flags->shutdown_deadline_s, "Seconds in-flight calls get on SIGINT/SIGTERM")
       ->capture_default_str();
+  command->add_option("--unary-deadline", flags->unary_deadline_s, "Seconds a unary call may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--transfer-deadline", flags->transfer_deadline_s,
+                      "Seconds an upload or download stream may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--long-call-deadline", flags->long_call_deadline_s,
+                      "Seconds an evaluation, rollout, training, verify or gc call may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--upload-idle-timeout", flags->upload_idle_timeout_s,
+                      "Seconds an upload may wait for the client's next message (0 = no limit)")
+      ->capture_default_str();
 }
 
 common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
@@ -33,6 +45,11 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
   options.tls_key_file = flags.tls_key;
   options.insecure = flags.insecure;
   options.shutdown_deadline = absl::Seconds(flags.shutdown_deadline_s);
+  options.call_limits.unary_deadline = absl::Seconds(flags.unary_deadline_s);
+  options.call_limits.transfer_deadline = absl::Seconds(flags.transfer_deadline_s);
+  options.call_limits.long_call_deadline = absl::Seconds(flags.long_call_deadline_s);
+  options.call_limits.receive_idle_timeout = absl::Seconds(flags.upload_idle_timeout_s);
+  options.method_classes = wiring::ServiceMethodClasses();
   return options;
 }
 

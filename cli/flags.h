@@ -26,10 +26,16 @@ struct ServerFlags {
   std::string tls_key;              // PEM private key
   bool insecure = false;            // allow plaintext on a non-loopback address
   double shutdown_deadline_s = 10;  // seconds in-flight calls get on SIGINT/SIGTERM
+  // Server-side deadlines in seconds (common/grpc_call_limits.h); 0 = no limit.
+  double unary_deadline_s = 600;            // unary calls
+  double transfer_deadline_s = 6 * 3600;    // streaming uploads and downloads
+  double long_call_deadline_s = 7 * 86400;  // evaluations, rollouts, training, verify, gc
+  double upload_idle_timeout_s = 120;       // wait for an upload's next message
 };
 
 // Adds --listen (default `default_listen`), --token-file, --tokens-file, --tls-cert, --tls-key,
-// --insecure and --shutdown-deadline to `command`.
+// --insecure, --shutdown-deadline, --unary-deadline, --transfer-deadline, --long-call-deadline
+// and --upload-idle-timeout to `command`.
 void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& default_listen);
 
 // The server options `flags` describe.

@@ -112,6 +112,7 @@ absl::Status ValidateOptions(const GrpcServerOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "idle_handler_threads must be at least 1, got ", options.idle_handler_threads));
   }
+  ROBOLOOP_RETURN_IF_ERROR(ValidateCallLimits(options.call_limits));
   if (options.shutdown_deadline < absl::ZeroDuration() ||
       options.drain_period < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("shutdown_deadline and drain_period must not be negative");
@@ -140,6 +141,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeCallerInterceptorFactory(verifier));
+  interceptors.push_back(MakeCallLimitInterceptorFactory(options.call_limits, options.method_classes));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
