@@ -19,6 +19,10 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& de
       ->excludes("--token-file");
   command->add_option("--tls-cert", flags->tls_cert, "PEM certificate chain (with --tls-key)");
   command->add_option("--tls-key", flags->tls_key, "PEM private key");
+  command->add_option("--admin-client-ca", flags->admin_client_ca,
+                      "PEM roots for admin callers' client certificates: admin calls then also need a certificate "
+                      "naming the caller (with --tokens-file and TLS)")
+      ->needs("--tokens-file");
   command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address (tokens travel in clear)");
   command->add_option("--shutdown-deadline", flags->shutdown_deadline_s, "Seconds in-flight calls get on SIGINT/SIGTERM")
       ->capture_default_str();
@@ -43,6 +47,7 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
   options.method_roles = wiring::ServiceMethodRoles();
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
+  options.admin_client_ca_file = flags.admin_client_ca;
   options.insecure = flags.insecure;
   options.shutdown_deadline = absl::Seconds(flags.shutdown_deadline_s);
   options.call_limits.unary_deadline = absl::Seconds(flags.unary_deadline_s);
@@ -61,6 +66,10 @@ void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
   command->add_option("--registry-tls-ca", target->tls_ca_file, "PEM roots to trust for --registry; turns on TLS");
   command->add_option("--registry-tls-server-name", target->tls_server_name,
                       "Name expected in the registry's certificate");
+  command->add_option("--registry-tls-client-cert", target->tls_client_cert_file,
+                      "PEM client certificate for --registry (the admin second factor; with --registry-tls-client-key)");
+  command->add_option("--registry-tls-client-key", target->tls_client_key_file,
+                      "PEM private key of --registry-tls-client-cert");
 }
 
 absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout) {

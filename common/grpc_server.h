@@ -40,6 +40,10 @@ struct GrpcServerOptions {
   std::string tls_cert_file;
   // PEM private key matching tls_cert_file.
   std::string tls_key_file;
+  // PEM roots for admin callers' client certificates: with a tokens file and TLS, a method that
+  // needs admin also needs a client certificate, verified against these roots, whose common
+  // name is the caller's name (a second factor). Empty = the token alone.
+  std::string admin_client_ca_file;
   // Allow a plaintext listener on a non-loopback address (tokens would travel in clear).
   bool insecure = false;
   // Time in-flight calls get to finish in Shutdown() before they are cancelled.
