@@ -33,6 +33,7 @@
 #include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
 #include "tests/registry/test_util.h"
+#include "tests/util/served_process.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/tiny_checkpoint.h"
 
@@ -50,49 +51,6 @@ int SoakSeconds() {
   const int seconds = text == nullptr ? 45 : std::atoi(text);
   return std::clamp(seconds, 5, 600);
 }
-
-// The `roboloop serve registry` process under test.
-class RegistryProcess {
- public:
-  RegistryProcess(std::string root, std::string socket) : root_(std::move(root)), socket_(std::move(socket)) {}
-
-  // Kills a server a failed test left running.
-  ~RegistryProcess() {
-    if (alive_) Kill();
-  }
-
-  // Starts the server and waits until it prints that it serves; false when it does not.
-  bool Start() {
-    running_ = testing::StartProgram({testing::RoboloopBinary(), "serve", "registry", "--listen",
-                                      "unix:" + socket_, "--root", root_});
-    alive_ = running_.pid > 0;
-    for (int i = 0; i < 400; ++i) {
-      if (testing::ReadWholeFile(running_.out_path).find("serving") != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    return false;
-  }
-
-  // SIGKILLs the server and reaps it.
-  void Kill() {
-    kill(running_.pid, SIGKILL);
-    testing::FinishProgram(running_);
-    alive_ = false;
-  }
-
-  // Stops the server with SIGTERM; returns its result.
-  testing::ProgramResult Stop() {
-    kill(running_.pid, SIGTERM);
-    alive_ = false;
-    return testing::FinishProgram(running_);
-  }
-
- private:
-  const std::string root_;
-  const std::string socket_;
-  testing::RunningProgram running_;
-  bool alive_ = false;
-};
 
 // Counts of one kind of operation.
 struct OperationCounts {
@@ -123,8 +81,10 @@ class SoakTest : public ::testing::Test {
     tiny.kind = "mlp";
     policy_ = testing::MakeTinyCheckpoint(tiny);
     ASSERT_FALSE(policy_.empty());
-    registry_ = std::make_unique<RegistryProcess>(root_, dir_ + "/registry.sock");
-    ASSERT_TRUE(registry_->Start());
+    registry_ = std::make_unique<testing::ServedProcess>(
+        std::vector<std::string>{"serve", "registry", "--listen", "unix:" + dir_ + "/registry.sock", "--root", root_},
+        dir_ + "/registry.sock", dir_);
+    ASSERT_TRUE(registry_->ready());
     service_registry_ = Client();
     StartSimAndEval();
   }
@@ -284,10 +244,10 @@ class SoakTest : public ::testing::Test {
     while (!stop_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(random)));
       if (stop_.load()) break;
-      registry_->Kill();
+      registry_->Stop(SIGKILL);
       ++kills_;
       std::this_thread::sleep_for(std::chrono::milliseconds(down_ms(random)));
-      ASSERT_TRUE(registry_->Start()) << "the registry did not come back after kill " << kills_.load();
+      ASSERT_TRUE(registry_->Restart()) << "the registry did not come back after kill " << kills_.load();
     }
   }
 
@@ -343,7 +303,7 @@ class SoakTest : public ::testing::Test {
   std::string dir_;
   std::string root_;
   std::string policy_;
-  std::unique_ptr<RegistryProcess> registry_;
+  std::unique_ptr<testing::ServedProcess> registry_;
   std::unique_ptr<registry::RegistryClient> service_registry_;
   sim::TaskRegistry tasks_;
   std::unique_ptr<sim::SimServiceHandler> sim_;
@@ -385,7 +345,7 @@ TEST_F(SoakTest, MixedLoadSurvivesRegistryKillsWithoutLosingAcknowledgedWork) {
   ExpectEveryAcknowledgedRegistrationWithoutGaps();
   ExpectAliasHistoriesEndAtTheAliases();
 
-  const testing::ProgramResult stopped = registry_->Stop();
+  const testing::ProgramResult stopped = registry_->Stop(SIGTERM);
   EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
   const testing::ProgramResult verify =
       testing::RunProgram({testing::RoboloopBinary(), "registry", "verify", "--root", root_});
