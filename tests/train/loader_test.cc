@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/data/test_util.h"
+#include "tests/train/encoded_episodes.h"
 #include "train/sampling.h"
 
 namespace roboloop::train {
@@ -17,24 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Features whose values encode (episode e, step t): obs/a = [1000e + t, 0.5t], obs/e = [e]
-// (scalar), actions = [1000e + t, -t], obs/wide = float64 [T, 1].
-data::Episode EncodedEpisode(int episode, int steps) {
-  std::vector<float> a, e, actions;
-  std::vector<double> wide;
-  for (int t = 0; t < steps; ++t) {
-    a.insert(a.end(), {1000.0f * episode + t, 0.5f * t});
-    e.push_back(static_cast<float>(episode));
-    actions.insert(actions.end(), {1000.0f * episode + t, -1.0f * t});
-    wide.push_back(t);
-  }
-  data::Episode out;
-  out["obs/a"] = data::Array::From<float>({steps, 2}, a);
-  out["obs/e"] = data::Array::From<float>({steps}, e);
-  out["obs/wide"] = data::Array::From<double>({steps, 1}, wide);
-  out["actions"] = data::Array::From<float>({steps, 2}, actions);
-  return out;
-}
+using testing::EncodedEpisode;
 
 class LoaderTest : public ::testing::Test {
  protected:
