@@ -310,7 +310,10 @@ TEST(StreamLoaderMemoryTest, StreamsAnEpochOfThreeTimesTheRssCapWithPeakRssUnder
     ASSERT_TRUE(loader.ok()) << loader.status();
     const int64_t batches = (*loader)->batches_per_epoch();
     for (int64_t k = 0; k < batches; ++k) ASSERT_TRUE((*loader)->Next().ok());
-    EXPECT_EQ(shared->counters().episodes_read, kBigEpisodes);
+    // Each episode once; the workers may have started on the next epoch's first block.
+    EXPECT_GE(shared->counters().episodes_read, kBigEpisodes);
+    EXPECT_LE(shared->counters().episodes_read,
+              kBigEpisodes + (*loader)->block_windows() / kSteps + 1);
   }
   const int64_t streamed_growth = StatusKiB("VmHWM") * 1024 - rss_before;
   // Beyond the cache: HDF5's metadata cache, batches in flight, block indices, worker stacks.
