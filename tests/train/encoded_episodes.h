@@ -1,9 +1,11 @@
-// Episodes whose values encode (episode, step), shared by the loader tests.
+// Episodes whose values encode (episode, step) and batch taking, shared by the loader tests.
 #pragma once
 
 #include <vector>
 
 #include "data/array.h"
+#include "gtest/gtest.h"
+#include "train/loader.h"
 
 namespace roboloop::train::testing {
 
@@ -24,6 +26,17 @@ inline data::Episode EncodedEpisode(int episode, int steps) {
   out["obs/wide"] = data::Array::From<double>({steps, 1}, wide);
   out["actions"] = data::Array::From<float>({steps, 2}, actions);
   return out;
+}
+
+// The next `count` batches of `loader`; a failed Next is a test failure and is left out.
+inline std::vector<Batch> TakeBatches(Loader& loader, int count) {
+  std::vector<Batch> batches;
+  for (int i = 0; i < count; ++i) {
+    auto batch = loader.Next();
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    if (batch.ok()) batches.push_back(std::move(batch).value());
+  }
+  return batches;
 }
 
 }  // namespace roboloop::train::testing

@@ -72,16 +72,6 @@ class StreamLoaderTest : public ::testing::Test {
     return loader.ok() ? std::move(loader).value() : nullptr;
   }
 
-  static std::vector<Batch> Take(Loader& loader, int count) {
-    std::vector<Batch> batches;
-    for (int i = 0; i < count; ++i) {
-      auto batch = loader.Next();
-      EXPECT_TRUE(batch.ok()) << batch.status();
-      if (batch.ok()) batches.push_back(std::move(batch).value());
-    }
-    return batches;
-  }
-
   // The (episode, t) of every sample, from the encoded values of its last obs slot.
   static std::vector<Window> Windows(const std::vector<Batch>& batches) {
     std::vector<Window> windows;
@@ -141,7 +131,7 @@ TEST_F(StreamLoaderTest, VisitsEveryWindowOncePerEpochReadingEachEpisodeOnce) {
   EXPECT_EQ(loader->batches_per_epoch(), 48);
   EXPECT_EQ(loader->block_windows(), 20);
   for (int epoch = 0; epoch < 2; ++epoch) {
-    const std::vector<Window> windows = Windows(Take(*loader, 48));
+    const std::vector<Window> windows = Windows(testing::TakeBatches(*loader, 48));
     EXPECT_EQ(std::set<Window>(windows.begin(), windows.end()).size(), 192u) << "epoch " << epoch;
     // Every episode once per epoch, in a cache of 6: a re-read would show. The workers may
     // already have read the next epoch's first block (2 episodes); epoch 1 may find a few of
@@ -159,20 +149,20 @@ TEST_F(StreamLoaderTest, SameSeedSameSequenceWhateverTheWorkers) {
   LoaderOptions options = RawOptions();
   options.num_workers = 1;
   options.prefetch = 1;
-  const std::vector<Window> a = Windows(Take(*Stream(OpenCache(), options), 60));
+  const std::vector<Window> a = Windows(testing::TakeBatches(*Stream(OpenCache(), options), 60));
   options.num_workers = 3;
   options.prefetch = 5;
-  const std::vector<Window> b = Windows(Take(*Stream(OpenCache(), options), 60));
+  const std::vector<Window> b = Windows(testing::TakeBatches(*Stream(OpenCache(), options), 60));
   EXPECT_EQ(a, b);
   options.seed = 6;
-  EXPECT_NE(a, Windows(Take(*Stream(OpenCache(), options), 60)));
+  EXPECT_NE(a, Windows(testing::TakeBatches(*Stream(OpenCache(), options), 60)));
 }
 
 TEST_F(StreamLoaderTest, SeekResumesTheSameSequence) {
-  const std::vector<Window> whole = Windows(Take(*Stream(OpenCache(), RawOptions()), 70));
+  const std::vector<Window> whole = Windows(testing::TakeBatches(*Stream(OpenCache(), RawOptions()), 70));
   auto resumed = Stream(OpenCache(), RawOptions());
   resumed->Seek(37);  // inside a block of epoch 0
-  const std::vector<Window> tail = Windows(Take(*resumed, 33));
+  const std::vector<Window> tail = Windows(testing::TakeBatches(*resumed, 33));
   EXPECT_EQ(tail, std::vector<Window>(whole.begin() + 37 * 4, whole.end()));
 }
 
@@ -186,7 +176,7 @@ TEST_F(StreamLoaderTest, TwoRanksShareAnEpochWithoutReadingAnEpisodeTwice) {
     auto cache = OpenCache();
     auto loader = Stream(cache, options);
     EXPECT_EQ(loader->batches_per_epoch(), 24);
-    shares.push_back(Windows(Take(*loader, 24)));
+    shares.push_back(Windows(testing::TakeBatches(*loader, 24)));
     reads += cache->counters().episodes_read;
   }
   std::set<Window> all(shares[0].begin(), shares[0].end());
@@ -208,7 +198,7 @@ TEST_F(StreamLoaderTest, BatchesHoldTheWindowsValuesWithPadding) {
   LoaderOptions options = RawOptions();
   options.history = 3;
   options.chunk = 2;
-  const std::vector<Batch> batches = Take(*Stream(OpenCache(), options), 3);
+  const std::vector<Batch> batches = testing::TakeBatches(*Stream(OpenCache(), options), 3);
   for (const Batch& batch : batches) {
     const std::vector<Window> windows = Windows({batch});
     for (int i = 0; i < batch.batch_size; ++i) {
