@@ -28,6 +28,7 @@
 #include "eval/eval_grpc_service.h"
 #include "eval/eval_service.h"
 #include "eval/leaderboard_store.h"
+#include "registry/registry.h"
 #include "registry/registry_client.h"
 #include "sim/builtin_tasks.h"
 #include "sim/sim_grpc_service.h"
