@@ -142,16 +142,7 @@ absl::StatusOr<std::optional<Caller>> CallVerifier::Judge(
     absl::string_view certified_name) const {
   if (IsPublicMethod(method)) return std::optional<Caller>();
   ROBOLOOP_ASSIGN_OR_RETURN(absl::string_view token, PresentedToken(authorization_values));
-  const Digest presented = Sha256Digest(token);
-  std::optional<Caller> caller;
-  {
-    absl::MutexLock lock(&mutex_);
-    for (const Entry& entry : entries_) {
-      if (CRYPTO_memcmp(presented.data(), entry.digest.data(), presented.size()) == 0) {
-        caller = entry.caller;
-      }
-    }
-  }
+  const std::optional<Caller> caller = CallerOfToken(token);
   if (!caller) return absl::UnauthenticatedError("invalid bearer token");
   if (tokens_file_.empty()) return std::optional<Caller>();
   const auto needed = method_roles_.find(method);
@@ -168,6 +159,23 @@ absl::StatusOr<std::optional<Caller>> CallVerifier::Judge(
         certified_name.empty() ? "none" : absl::StrCat("one for '", certified_name, "'")));
   }
   return caller;
+}
+
+std::optional<Caller> CallVerifier::CallerOfToken(absl::string_view token) const {
+  const Digest presented = Sha256Digest(token);
+  std::optional<Caller> caller;
+  absl::MutexLock lock(&mutex_);
+  for (const Entry& entry : entries_) {
+    if (CRYPTO_memcmp(presented.data(), entry.digest.data(), presented.size()) == 0) caller = entry.caller;
+  }
+  return caller;
+}
+
+std::optional<Caller> CallVerifier::Identify(absl::Span<const absl::string_view> authorization_values) const {
+  if (tokens_file_.empty()) return std::nullopt;
+  const absl::StatusOr<absl::string_view> token = PresentedToken(authorization_values);
+  if (!token.ok()) return std::nullopt;
+  return CallerOfToken(*token);
 }
 
 absl::Status CallVerifier::ReloadTokensFile() {

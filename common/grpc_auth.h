@@ -79,6 +79,11 @@ class CallVerifier {
                                               absl::Span<const absl::string_view> authorization_values,
                                               absl::string_view certified_name = {}) const;
 
+  // The caller (roles mode) whose token `authorization_values` carries, without judging any
+  // method: for telling handlers of admitted calls who called. nullopt in one-token mode and
+  // for a missing, malformed or unknown token.
+  std::optional<Caller> Identify(absl::Span<const absl::string_view> authorization_values) const;
+
   // True when admin methods need a client certificate naming the caller (ForTokensFile).
   bool admin_needs_certificate() const { return admin_needs_certificate_; }
 
@@ -97,6 +102,8 @@ class CallVerifier {
   CallVerifier(std::string tokens_file, MethodRoles method_roles, bool admin_needs_certificate,
                std::vector<Entry> entries);
   static absl::StatusOr<std::vector<Entry>> ReadEntries(const std::string& tokens_file);
+  // The entry whose digest matches `token`'s, compared against every entry in constant time.
+  std::optional<Caller> CallerOfToken(absl::string_view token) const;
 
   const std::string tokens_file_;   // empty in one-token mode
   const MethodRoles method_roles_;  // unused in one-token mode

@@ -104,9 +104,7 @@ constexpr char kCallerMetadataKey[] = "roboloop-authenticated-caller";
 // See MakeCallerInterceptorFactory. One per call; `caller_` backs the metadata value it adds.
 class CallerInterceptor final : public grpc::experimental::Interceptor {
  public:
-  CallerInterceptor(const CallVerifier* verifier, const char* method, std::string certified_name)
-      : verifier_(verifier), method_(method == nullptr ? "" : method),
-        certified_name_(std::move(certified_name)) {}
+  explicit CallerInterceptor(const CallVerifier* verifier) : verifier_(verifier) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
@@ -125,26 +123,15 @@ class CallerInterceptor final : public grpc::experimental::Interceptor {
     for (auto it = first; it != last; ++it) {
       authorization.emplace_back(it->second.data(), it->second.size());
     }
-    const absl::StatusOr<std::optional<Caller>> verdict = verifier_->Judge(method_, authorization, certified_name_);
-    if (!verdict.ok() || !verdict->has_value()) return;
-    caller_ = (*verdict)->name;
+    const std::optional<Caller> caller = verifier_->Identify(authorization);
+    if (!caller) return;
+    caller_ = caller->name;
     metadata.emplace(grpc::string_ref(kCallerMetadataKey), grpc::string_ref(caller_));
   }
 
   const CallVerifier* const verifier_;
-  const std::string method_;
-  const std::string certified_name_;
   std::string caller_;
 };
-
-// The common name of the call's verified client certificate ("" when none).
-std::string CertifiedName(const grpc::ServerContextBase& context) {
-  const std::shared_ptr<const grpc::AuthContext> connection = context.auth_context();
-  if (connection == nullptr) return "";
-  const std::vector<grpc::string_ref> names = connection->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
-  if (names.empty()) return "";
-  return std::string(names.front().data(), names.front().size());
-}
 
 class CallerInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
@@ -153,8 +140,8 @@ class CallerInterceptorFactory final
       : verifier_(std::move(verifier)) {}
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo* info) override {
-    return new CallerInterceptor(verifier_.get(), info->method(), CertifiedName(*info->server_context()));
+      grpc::experimental::ServerRpcInfo* /*info*/) override {
+    return new CallerInterceptor(verifier_.get());
   }
 
  private:

@@ -123,6 +123,15 @@ TEST_F(RoleVerifierTest, ACallAboveTheCallersRoleIsDeniedNamingTheRoleNeeded) {
   EXPECT_TRUE(Judge(kSay, "a-token").ok());    // admin includes write
 }
 
+TEST_F(RoleVerifierTest, IdentifyNamesTheTokensCallerWithoutJudgingAMethod) {
+  const std::string ada = Bearer("a-token"), unknown = Bearer("nobody");
+  ASSERT_TRUE(verifier_->Identify({ada}).has_value());
+  EXPECT_EQ(verifier_->Identify({ada})->name, "ada");
+  EXPECT_FALSE(verifier_->Identify({unknown}).has_value());
+  EXPECT_FALSE(verifier_->Identify({}).has_value());
+  EXPECT_FALSE(CallVerifier::ForToken("a-token")->Identify({ada}).has_value());  // one token: no names
+}
+
 TEST_F(RoleVerifierTest, AMethodMissingFromTheTableNeedsAdmin) {
   EXPECT_EQ(Judge("/roboloop.testing.Echo/Unlisted", "w-token").status().code(),
             absl::StatusCode::kPermissionDenied);
