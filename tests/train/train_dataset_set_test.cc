@@ -73,6 +73,7 @@ class TrainDatasetSetTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     const ProgramResult run = RunProgram(argv);
     EXPECT_EQ(run.exit_code, 0) << run.err;
+    *last_err_ = run.err;
     return root;
   }
 
@@ -92,6 +93,7 @@ class TrainDatasetSetTest : public ::testing::Test {
   }
 
   static std::string* dir_;
+  static inline std::string* last_err_ = new std::string;  // stderr of the last Train
 };
 
 std::string* TrainDatasetSetTest::dir_ = nullptr;
@@ -103,10 +105,12 @@ TEST_F(TrainDatasetSetTest, ThreeFilesTrainBitwiseAsTheirMergeInMemory) {
 }
 
 TEST_F(TrainDatasetSetTest, ThreeFilesTrainBitwiseAsTheirMergeStreamed) {
-  const std::vector<std::string> stream = {"--data-cache-mb", "0.01"};
+  const std::vector<std::string> stream = {"--data-cache-mb", "0.002"};  // 2 KiB: about two episodes
   const std::map<int64_t, double> merged = Losses(Train({Merged()}, stream));
   ASSERT_EQ(merged.size(), 6u);
+  EXPECT_THAT(*last_err_, HasSubstr("streaming"));
   EXPECT_EQ(Losses(Train({Part(0), Part(1), Part(2)}, stream)), merged);
+  EXPECT_THAT(*last_err_, AllOf(HasSubstr("streaming"), HasSubstr("and 2 more files of its set")));
 }
 
 TEST_F(TrainDatasetSetTest, AFolderAndAGlobAreTheirFilesInNameOrder) {
@@ -135,9 +139,11 @@ TEST_F(TrainDatasetSetTest, TheCheckpointsLineageListsTheSetAndEveryFile) {
   ASSERT_EQ(lineage.exit_code, 0) << lineage.err;
   std::map<std::string, std::vector<std::string>> parents;  // dataset name -> parent ids
   std::map<std::string, std::string> ids;                   // dataset name -> id
-  for (const nlohmann::json& dataset : nlohmann::json::parse(lineage.out)["datasets"]) {
-    ids[dataset["name"]] = dataset["id"];
-    parents[dataset["name"]] = dataset.value("parent_ids", std::vector<std::string>());
+  const nlohmann::json response = nlohmann::json::parse(lineage.out);
+  for (const nlohmann::json& dataset : response["datasets"]) {
+    const std::string name = dataset["name"];
+    ids[name] = dataset["id"];
+    parents[name] = dataset.value("parent_ids", std::vector<std::string>());
   }
   ASSERT_EQ(ids.size(), 4u) << lineage.out;
   ASSERT_TRUE(ids.count("part-0-set")) << lineage.out;
