@@ -21,6 +21,7 @@
 #include "common/progress.h"
 #include "common/status.h"
 #include "sim/checkpoint_policy.h"
+#include "train/dataset_set.h"
 #include "wiring/registry_connection.h"
 #include "wiring/tasks.h"
 
@@ -371,7 +372,8 @@ absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   add_checkpoints("descendant", response.descendants());
   add_checkpoints("trained-on", response.trained_on_dataset());
   for (const v1::Dataset& d : response.datasets()) {
-    table.AddRow({"dataset", "dataset", ShortId(d.id()), absl::StrCat(d.name(), ":v", d.version())});
+    table.AddRow({"dataset", train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
+                  absl::StrCat(d.name(), ":v", d.version())});
   }
   std::printf("%s", table.Render().c_str());
   return absl::OkStatus();

@@ -40,6 +40,8 @@ struct TrainCommand {
 absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job) {
   v1::TrainConfig config;
   if (!job.config_path.empty()) ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(job.config_path, &config));
+  // --dataset flags replace the file's datasets rather than add to them.
+  if (!job.overrides.dataset().empty()) config.clear_datasets();
   config.MergeFrom(job.overrides);
   return train::WithDefaults(config);
 }

@@ -44,6 +44,18 @@ int64_t StepBytes(const DatasetLayout& layout, const EpisodeStore::Options& opti
   return bytes;
 }
 
+// Opens `path`, one file of `episodes`, and checks that its split and features exist.
+absl::StatusOr<std::unique_ptr<DatasetReader>> OpenFile(const EpisodeStore::Options& episodes,
+                                                        const std::string& path) {
+  DatasetReader::Options reader_options;
+  reader_options.path = path;
+  reader_options.validation = episodes.validation;
+  reader_options.validation.scan_values = false;  // each episode's values are checked as it loads
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));
+  ROBOLOOP_RETURN_IF_ERROR(EpisodeStore::EstimateBytes(reader->layout(), episodes.ForFile(path)).status());
+  return reader;
+}
+
 }  // namespace
 
 int64_t DefaultDataCacheBytes() {
@@ -58,26 +70,36 @@ absl::StatusOr<std::unique_ptr<EpisodeCache>> EpisodeCache::Open(const Options& 
     return absl::InvalidArgumentError(
         absl::StrCat(episodes.path, ": an episode cache selects demos by split, not by a list"));
   }
-  DatasetReader::Options reader_options;
-  reader_options.path = episodes.path;
-  reader_options.validation = episodes.validation;
-  reader_options.validation.scan_values = false;  // each episode's values are checked as it loads
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
-                            DatasetReader::Open(reader_options));
-  // Checks that the split and features exist.
-  ROBOLOOP_RETURN_IF_ERROR(EpisodeStore::EstimateBytes(reader->layout(), episodes).status());
-  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> demos,
-                            EpisodeStore::SelectedDemos(reader->layout(), episodes));
-  const int64_t step_bytes = StepBytes(reader->layout(), episodes);
+  std::vector<std::string> paths = {episodes.path};
+  paths.insert(paths.end(), episodes.more_paths.begin(), episodes.more_paths.end());
+  std::vector<std::unique_ptr<DatasetReader>> readers;
+  std::vector<int> files;
+  std::vector<std::string> demos;
+  for (const std::string& path : paths) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, OpenFile(episodes, path));
+    if (!readers.empty()) {
+      const DatasetReader& first = *readers.front();
+      ROBOLOOP_RETURN_IF_ERROR(CheckSameFeatures(first.path(), first.layout().spec, path, reader->layout().spec,
+                                                 episodes.features));
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> selected,
+                              EpisodeStore::SelectedDemos(reader->layout(), episodes.ForFile(path)));
+    for (std::string& demo : selected) {
+      files.push_back(static_cast<int>(readers.size()));
+      demos.push_back(std::move(demo));
+    }
+    readers.push_back(std::move(reader));
+  }
+  const int64_t step_bytes = StepBytes(readers.front()->layout(), episodes);
   const int64_t capacity =
       options.capacity_bytes > 0 ? options.capacity_bytes : DefaultDataCacheBytes();
-  std::unique_ptr<EpisodeCache> cache(
-      new EpisodeCache(std::move(reader), episodes, std::move(demos), step_bytes, capacity));
+  std::unique_ptr<EpisodeCache> cache(new EpisodeCache(std::move(readers), episodes, std::move(files),
+                                                       std::move(demos), step_bytes, capacity));
   for (int64_t e = 0; e < cache->num_episodes(); ++e) {
     const int64_t bytes = cache->episode_length(e) * step_bytes;
     if (bytes > capacity) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          episodes.path, ": episode ", cache->demo_name(e), " takes ", bytes,
+          cache->episode_path(e), ": episode ", cache->demo_name(e), " takes ", bytes,
           " bytes in memory, more than the data cache of ", capacity,
           " bytes (raise --data-cache-mb)"));
     }
@@ -85,16 +107,17 @@ absl::StatusOr<std::unique_ptr<EpisodeCache>> EpisodeCache::Open(const Options& 
   return cache;
 }
 
-EpisodeCache::EpisodeCache(std::unique_ptr<DatasetReader> reader, EpisodeStore::Options episodes,
-                           std::vector<std::string> demos, int64_t step_bytes,
+EpisodeCache::EpisodeCache(std::vector<std::unique_ptr<DatasetReader>> readers, EpisodeStore::Options episodes,
+                           std::vector<int> files, std::vector<std::string> demos, int64_t step_bytes,
                            int64_t capacity_bytes)
-    : reader_(std::move(reader)),
+    : readers_(std::move(readers)),
       episodes_(std::move(episodes)),
+      files_(std::move(files)),
       demos_(std::move(demos)),
       step_bytes_(step_bytes),
       capacity_bytes_(capacity_bytes) {
-  for (const std::string& demo : demos_) {
-    lengths_.push_back(reader_->layout().FindDemo(demo)->num_samples);
+  for (size_t e = 0; e < demos_.size(); ++e) {
+    lengths_.push_back(readers_[files_[e]]->layout().FindDemo(demos_[e])->num_samples);
     total_steps_ += lengths_.back();
   }
 }
@@ -119,11 +142,11 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
   // glibc keeps freed episode buffers in the arena of the thread that allocated them (one per
   // loader worker); give the pages back so that the process stays near the cache's size.
   if (evicted_any) malloc_trim(0);
-  EpisodeStore::Options one = episodes_;
+  EpisodeStore::Options one = episodes_.ForFile(episode_path(episode));
   one.split.clear();
   one.demos = {demos_[episode]};
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<EpisodeStore> loaded,
-                            EpisodeStore::LoadFromReader(*reader_, one));
+                            EpisodeStore::LoadFromReader(*readers_[files_[episode]], one));
   std::shared_ptr<const EpisodeStore> store(std::move(loaded));
   recency_.push_front(episode);
   entries_[episode] = Entry{store, recency_.begin()};

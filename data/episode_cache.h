@@ -1,5 +1,6 @@
-// A bounded cache of episodes read on demand from one HDF5 dataset: what a training rank
-// holds when the dataset does not fit in memory (issue 28). Torch-free.
+// A bounded cache of episodes read on demand from one HDF5 dataset, or from the files of a
+// dataset set: what a training rank holds when the dataset does not fit in memory (issue 28).
+// Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -21,14 +22,17 @@ namespace roboloop::data {
 // default size of a training rank's data cache.
 int64_t DefaultDataCacheBytes();
 
-// Opens the file once and reads one episode at a time (all selected features, each episode an
-// EpisodeStore of one demo) into a least-recently-used cache of at most capacity_bytes.
+// Opens the file (each file of a set) once and reads one episode at a time (all selected
+// features, each episode an EpisodeStore of one demo) into a least-recently-used cache of at
+// most capacity_bytes. The episodes of a set are those of its files in order, each file's in
+// selection order, as EpisodeStore::Load numbers them.
 // Thread-safe: any number of threads may call Get. Reads are serialised (HDF5 1.10 runs every
 // call under one global lock), and a miss holds the cache's lock while it reads.
 class EpisodeCache {
  public:
   struct Options {
-    // The file, features, split, validation and dtype of what is read; `demos` must be empty.
+    // The file (and more_paths), features, split, validation and dtype of what is read;
+    // `demos` must be empty.
     EpisodeStore::Options episodes;
     int64_t capacity_bytes = 0;  // bytes of episodes held at most; 0 = DefaultDataCacheBytes()
   };
@@ -41,14 +45,17 @@ class EpisodeCache {
     int64_t peak_resident_bytes = 0;  // most bytes held at once
   };
 
-  // Opens and validates the file (structure only: values are checked as episodes load) and
+  // Opens and validates the files (structure only: values are checked as episodes load) and
   // selects the demos and features. Errors: those of DatasetReader::Open and
-  // EpisodeStore::SelectedDemos, an unknown feature, Options::episodes.demos given, and an
-  // episode larger than the capacity (naming it, the capacity and --data-cache-mb).
+  // EpisodeStore::SelectedDemos, an unknown feature, a file of a set whose features differ
+  // from the first's (data::CheckSameFeatures), Options::episodes.demos given, and an episode
+  // larger than the capacity (naming it, its file, the capacity and --data-cache-mb).
   static absl::StatusOr<std::unique_ptr<EpisodeCache>> Open(const Options& options);
 
-  // The file.
-  const std::string& path() const { return reader_->path(); }
+  // The file (of a set: its first file).
+  const std::string& path() const { return readers_.front()->path(); }
+  // The file of `episode`.
+  const std::string& episode_path(int64_t episode) const { return readers_[files_[episode]]->path(); }
   // The capacity in bytes.
   int64_t capacity_bytes() const { return capacity_bytes_; }
   // Selected episodes, in selection order (EpisodeStore::SelectedDemos).
@@ -74,16 +81,18 @@ class EpisodeCache {
   Counters counters() const;
 
  private:
-  EpisodeCache(std::unique_ptr<DatasetReader> reader, EpisodeStore::Options episodes,
-               std::vector<std::string> demos, int64_t step_bytes, int64_t capacity_bytes);
+  EpisodeCache(std::vector<std::unique_ptr<DatasetReader>> readers, EpisodeStore::Options episodes,
+               std::vector<int> files, std::vector<std::string> demos, int64_t step_bytes,
+               int64_t capacity_bytes);
 
   struct Entry {
     std::shared_ptr<const EpisodeStore> store;
     std::list<int64_t>::iterator recency;  // position in recency_
   };
 
-  const std::unique_ptr<DatasetReader> reader_;
+  const std::vector<std::unique_ptr<DatasetReader>> readers_;
   const EpisodeStore::Options episodes_;
+  const std::vector<int> files_;  // index in readers_ of each episode's file
   const std::vector<std::string> demos_;
   std::vector<int64_t> lengths_;
   int64_t total_steps_ = 0;

@@ -97,47 +97,83 @@ absl::StatusOr<std::vector<std::string>> EpisodeStore::SelectedDemos(const Datas
 }
 
 absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& options) {
-  DatasetReader::Options reader_options;
-  reader_options.path = options.path;
-  reader_options.validation = options.validation;
-  reader_options.validation.scan_values = false;  // done by CheckValues on the loaded values
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
-                            DatasetReader::Open(reader_options));
-  return LoadFromReader(*reader, options);
+  std::vector<std::unique_ptr<DatasetReader>> readers;
+  std::vector<const DatasetReader*> views;
+  std::vector<std::string> paths = {options.path};
+  paths.insert(paths.end(), options.more_paths.begin(), options.more_paths.end());
+  for (const std::string& path : paths) {
+    DatasetReader::Options reader_options;
+    reader_options.path = path;
+    reader_options.validation = options.validation;
+    reader_options.validation.scan_values = false;  // done by CheckValues on the loaded values
+    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));
+    views.push_back(reader.get());
+    readers.push_back(std::move(reader));
+  }
+  return LoadFromReaders(views, options);
 }
 
 absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::LoadFromReader(
     const DatasetReader& reader, const Options& options) {
-  ROBOLOOP_ASSIGN_OR_RETURN(int64_t needed, EstimateBytes(reader.layout(), options));
+  ROBOLOOP_CHECK_MSG(options.more_paths.empty(), "LoadFromReader reads one file");
+  return LoadFromReaders({&reader}, options);
+}
+
+absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::LoadFromReaders(
+    const std::vector<const DatasetReader*>& readers, const Options& options) {
+  if (readers.size() > 1 && !options.demos.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.path, ": a list of demos selects from one file, not from a dataset set"));
+  }
+  int64_t needed = 0;
+  for (const DatasetReader* reader : readers) {
+    ROBOLOOP_ASSIGN_OR_RETURN(int64_t bytes, EstimateBytes(reader->layout(), options.ForFile(reader->path())));
+    needed += bytes;
+  }
   const int64_t limit =
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : HalfOfPhysicalMemory();
   if (needed > limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        options.path, ": loading needs ", needed, " bytes, over the memory limit of ", limit,
-        " bytes (EpisodeStore::Options::memory_limit_bytes)"));
+        options.path, readers.size() > 1 ? " and the other files of its set" : "", ": loading needs ", needed,
+        " bytes, over the memory limit of ", limit, " bytes (EpisodeStore::Options::memory_limit_bytes)"));
   }
   std::unique_ptr<EpisodeStore> store(new EpisodeStore());
-  store->path_ = options.path;
-  store->warnings_ = reader.warnings();
-  ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(reader, options));
+  for (const DatasetReader* reader : readers) {
+    store->paths_.push_back(reader->path());
+    store->warnings_.insert(store->warnings_.end(), reader->warnings().begin(), reader->warnings().end());
+  }
+  ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(readers, options));
   if (options.validation.scan_values) {
-    ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(reader, options.validation.nan_policy,
-                                                /*loaded_only=*/!options.demos.empty()));
+    for (size_t file = 0; file < readers.size(); ++file) {
+      ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(*readers[file], static_cast<int>(file),
+                                                  options.validation.nan_policy,
+                                                  /*loaded_only=*/!options.demos.empty()));
+    }
   }
   if (options.as_float32) ROBOLOOP_RETURN_IF_ERROR(store->ConvertToFloat32());
   return store;
 }
 
-absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& options) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<const DemoLayout*> demos,
-                            SelectDemos(reader.layout(), options));
+absl::Status EpisodeStore::LoadFrom(const std::vector<const DatasetReader*>& readers, const Options& options) {
+  const DatasetReader& first = *readers.front();
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<FeatureSpec> features,
-                            SelectFeatures(reader.layout(), options));
-  for (const DemoLayout* demo : demos) {
-    demos_.push_back(demo->name);
-    offsets_.push_back(total_steps_);
-    lengths_.push_back(demo->num_samples);
-    total_steps_ += demo->num_samples;
+                            SelectFeatures(first.layout(), options.ForFile(first.path())));
+  std::vector<std::string> names;
+  for (const FeatureSpec& spec : features) names.push_back(spec.name);
+  for (size_t file = 0; file < readers.size(); ++file) {
+    const DatasetReader& reader = *readers[file];
+    // Every feature of the first file when none are named: the others must have the same.
+    ROBOLOOP_RETURN_IF_ERROR(CheckSameFeatures(first.path(), first.layout().spec, reader.path(),
+                                               reader.layout().spec, options.features));
+    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<const DemoLayout*> demos,
+                              SelectDemos(reader.layout(), options.ForFile(reader.path())));
+    for (const DemoLayout* demo : demos) {
+      files_.push_back(static_cast<int>(file));
+      demos_.push_back(demo->name);
+      offsets_.push_back(total_steps_);
+      lengths_.push_back(demo->num_samples);
+      total_steps_ += demo->num_samples;
+    }
   }
   for (const FeatureSpec& spec : features) {
     Feature& feature = features_[spec.name];
@@ -145,7 +181,7 @@ absl::Status EpisodeStore::LoadFrom(const DatasetReader& reader, const Options& 
     feature.row_bytes = RowBytes(spec);
     feature.bytes.resize(total_steps_ * feature.row_bytes);
     for (size_t i = 0; i < demos_.size(); ++i) {
-      ROBOLOOP_RETURN_IF_ERROR(reader.ReadFeatureInto(
+      ROBOLOOP_RETURN_IF_ERROR(readers[files_[i]]->ReadFeatureInto(
           demos_[i], spec.name, feature.bytes.data() + offsets_[i] * feature.row_bytes));
     }
   }
@@ -177,23 +213,27 @@ absl::Status EpisodeStore::CheckFloat32Range(const Feature& feature, const float
     if (!std::isinf(converted[i]) || !std::isfinite(stored[i])) continue;
     const int64_t row = static_cast<int64_t>(i) / per_step;
     const int64_t episode = std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin() - 1;
-    return absl::OutOfRangeError(absl::StrCat(path_, ": ", FeaturePath(demos_[episode], feature.spec.name), ": ",
+    return absl::OutOfRangeError(absl::StrCat(episode_path(episode), ": ", FeaturePath(demos_[episode], feature.spec.name), ": ",
                                               absl::StrFormat("%g", stored[i]), " at step ",
                                               row - offsets_[episode], " is beyond the float32 range"));
   }
   return absl::OkStatus();
 }
 
-absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, NanPolicy policy,
+absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, int file, NanPolicy policy,
                                        bool loaded_only) {
   // Every demo of the file in file order (demos not loaded are read for the check), or only
   // the loaded ones in load order.
   std::vector<std::pair<std::string, int64_t>> checked;
   if (loaded_only) {
-    for (size_t i = 0; i < demos_.size(); ++i) checked.emplace_back(demos_[i], static_cast<int64_t>(i));
+    for (size_t i = 0; i < demos_.size(); ++i) {
+      if (files_[i] == file) checked.emplace_back(demos_[i], static_cast<int64_t>(i));
+    }
   } else {
     std::unordered_map<std::string, int64_t> episode_of;
-    for (size_t i = 0; i < demos_.size(); ++i) episode_of[demos_[i]] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < demos_.size(); ++i) {
+      if (files_[i] == file) episode_of[demos_[i]] = static_cast<int64_t>(i);
+    }
     for (const DemoLayout& demo : reader.layout().demos) {
       const auto loaded = episode_of.find(demo.name);
       checked.emplace_back(demo.name, loaded == episode_of.end() ? -1 : loaded->second);

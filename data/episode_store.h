@@ -1,5 +1,6 @@
-// In-memory episode store: selected features of all demos (or of one split) loaded into one
-// contiguous buffer per feature, episodes back to back, for training and relabelling.
+// In-memory episode store: selected features of all demos (or of one split) of one file, or of
+// the files of a dataset set, loaded into one contiguous buffer per feature, episodes back to
+// back, for training and relabelling.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ class EpisodeStore {
  public:
   struct Options {
     std::string path;                   // the HDF5 file
+    // More files whose selected demos follow those of `path`, in this order (a dataset set,
+    // docs/training.md): the same features and split are selected in each, and each selected
+    // feature must have the dtype and step shape it has in `path`.
+    std::vector<std::string> more_paths;
     std::vector<std::string> features;  // features to load, e.g. {"actions", "obs/qpos"}; empty = all
     std::string split;                  // mask name (e.g. "train"); empty = every demo
     // Load exactly these demos, in this order, instead of a split (the two exclude each other);
@@ -34,6 +39,14 @@ class EpisodeStore {
     // in conversions(); a finite float64 value beyond the float32 range is an OutOfRange error
     // naming the file, the dataset and the step.
     bool as_float32 = false;
+
+    // These options for one file of the set: `file` as the path, no more_paths.
+    Options ForFile(const std::string& file) const {
+      Options one = *this;
+      one.path = file;
+      one.more_paths.clear();
+      return one;
+    }
   };
 
   // A feature Options::as_float32 converted.
@@ -66,7 +79,7 @@ class EpisodeStore {
   static absl::StatusOr<std::vector<std::string>> SelectedDemos(const DatasetLayout& layout,
                                                                 const Options& options);
 
-  // Opens, validates and loads the file, reading it once: the structure is checked first
+  // Opens, validates and loads the file (then each of more_paths), reading it once: the structure is checked first
   // and the load fails before allocating when the estimate exceeds the memory limit; NaN/Inf
   // values are then looked for in the loaded buffers (features or demos not loaded are read
   // for the check), findings reported in the same order and words as ValidateFile.
@@ -74,19 +87,21 @@ class EpisodeStore {
 
   // Load from a reader already open on options.path (its validation already done), so that
   // many small loads (one episode each, see episode_cache.h) do not re-read the file's
-  // structure. Same checks and errors as Load.
+  // structure. Same checks and errors as Load; options.more_paths must be empty.
   static absl::StatusOr<std::unique_ptr<EpisodeStore>> LoadFromReader(const DatasetReader& reader,
                                                                       const Options& options);
 
-  // The file the store was loaded from.
-  const std::string& path() const { return path_; }
+  // The file the store was loaded from (of a set: its first file).
+  const std::string& path() const { return paths_.front(); }
+  // The file episode `episode` was loaded from.
+  const std::string& episode_path(int64_t episode) const { return paths_[files_[episode]]; }
   // Features converted to float32 by Options::as_float32, in name order.
   const std::vector<Conversion>& conversions() const { return conversions_; }
   // Number of loaded episodes.
   int64_t num_episodes() const { return static_cast<int64_t>(demos_.size()); }
   // Steps over all loaded episodes.
   int64_t total_steps() const { return total_steps_; }
-  // Demo name of episode `episode` (0-based, in file order).
+  // Demo name of episode `episode` (0-based, in file order; of a set, the files in order).
   const std::string& demo_name(int64_t episode) const { return demos_[episode]; }
   // Row of the first step of `episode` in every feature buffer.
   int64_t episode_offset(int64_t episode) const { return offsets_[episode]; }
@@ -101,9 +116,14 @@ class EpisodeStore {
 
  private:
   EpisodeStore() = default;
-  absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
-  // With `loaded_only`, only the loaded features of the loaded demos are checked.
-  absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy, bool loaded_only);
+  // Load from readers open on options.path, then on each of options.more_paths, in order.
+  static absl::StatusOr<std::unique_ptr<EpisodeStore>> LoadFromReaders(
+      const std::vector<const DatasetReader*>& readers, const Options& options);
+  // Loads the selected demos of each reader, in order (readers[i] is file i of paths_).
+  absl::Status LoadFrom(const std::vector<const DatasetReader*>& readers, const Options& options);
+  // The values of file `file` (read through `reader`); with `loaded_only`, only the loaded
+  // features of its loaded demos are checked.
+  absl::Status CheckValues(const DatasetReader& reader, int file, NanPolicy policy, bool loaded_only);
   absl::Status ConvertToFloat32();
   // OutOfRange naming the file, demo, feature and step of the first finite float64 value of
   // `feature` whose float32 conversion in `converted` overflowed.
@@ -113,7 +133,8 @@ class EpisodeStore {
                                                                 int64_t episode,
                                                                 const FeatureSpec& spec) const;
 
-  std::string path_;
+  std::vector<std::string> paths_;
+  std::vector<int> files_;  // index in paths_ of each episode's file
   std::vector<std::string> demos_;
   std::vector<int64_t> offsets_;
   std::vector<int64_t> lengths_;

@@ -40,6 +40,35 @@ std::string DescribeFeature(const FeatureSpec& feature) {
   return absl::StrCat(DTypeName(feature.dtype), " ", shape, "]");
 }
 
+absl::Status CheckSameFeatures(const std::string& expected_path, const DatasetSpec& expected,
+                               const std::string& found_path, const DatasetSpec& found,
+                               const std::vector<std::string>& names) {
+  std::vector<std::string> checked = names;
+  if (checked.empty()) {
+    for (const FeatureSpec& feature : expected) checked.push_back(feature.name);
+  }
+  for (const std::string& name : checked) {
+    const FeatureSpec* want = FindFeature(expected, name);
+    const FeatureSpec* match = FindFeature(found, name);
+    if (want == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(expected_path, ": has no feature ", name));
+    }
+    if (match == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(found_path, ": has no feature ", name, " (", expected_path, " has it)"));
+    }
+    if (*match != *want) {
+      return absl::InvalidArgumentError(absl::StrCat(found_path, ": ", name, " is ", DescribeFeature(*match),
+                                                     ", expected ", DescribeFeature(*want), " (as in ",
+                                                     expected_path, ")"));
+    }
+  }
+  if (names.empty() && found.size() != expected.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(found_path, ": has features ", expected_path, " lacks"));
+  }
+  return absl::OkStatus();
+}
+
 nlohmann::json SpecToJson(const DatasetSpec& spec) {
   nlohmann::json features = nlohmann::json::array();
   for (const FeatureSpec& feature : spec) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "nlohmann/json.hpp"
 #include "data/dtype.h"
 
@@ -52,6 +53,14 @@ const FeatureSpec* FindFeature(const DatasetSpec& spec, const std::string& name)
 
 // Describes a spec as "float32 [T, 32]".
 std::string DescribeFeature(const FeatureSpec& feature);
+
+// OK when every feature of `names` (empty = every feature of `expected`, and `found` has no
+// others) is in `found` with the dtype and step shape it has in `expected`. Otherwise
+// InvalidArgument naming `found_path`, the feature and what differs from `expected_path`'s,
+// e.g. "b.hdf5: obs/qpos is float32 [T, 4], expected float32 [T, 3] (as in a.hdf5)".
+absl::Status CheckSameFeatures(const std::string& expected_path, const DatasetSpec& expected,
+                               const std::string& found_path, const DatasetSpec& found,
+                               const std::vector<std::string>& names = {});
 
 // JSON array of {name, dtype, shape} objects (shape is the per-step shape).
 nlohmann::json SpecToJson(const DatasetSpec& spec);

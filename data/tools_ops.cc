@@ -21,29 +21,6 @@ absl::StatusOr<std::unique_ptr<DatasetReader>> OpenStrict(const std::string& pat
   return DatasetReader::Open(options);
 }
 
-absl::Status CheckSameSpec(const DatasetReader& first, const DatasetReader& other) {
-  const DatasetSpec& expected = first.layout().spec;
-  const DatasetSpec& found = other.layout().spec;
-  for (const FeatureSpec& feature : expected) {
-    const FeatureSpec* match = FindFeature(found, feature.name);
-    if (match == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(other.path(), ": has no feature ",
-                                                     feature.name, " (", first.path(),
-                                                     " has it)"));
-    }
-    if (*match != feature) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          other.path(), ": ", feature.name, " is ", DescribeFeature(*match), ", expected ",
-          DescribeFeature(feature), " (as in ", first.path(), ")"));
-    }
-  }
-  if (found.size() != expected.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(other.path(), ": has features ", first.path(),
-                                                   " lacks"));
-  }
-  return absl::OkStatus();
-}
-
 std::set<std::string> SplitNames(const DatasetLayout& layout) {
   std::set<std::string> names;
   for (const auto& [name, demos] : layout.masks) names.insert(name);
@@ -106,7 +83,8 @@ absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
   for (const std::string& input : options.inputs) {
     ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, OpenStrict(input));
     readers.push_back(std::move(reader));
-    ROBOLOOP_RETURN_IF_ERROR(CheckSameSpec(*readers.front(), *readers.back()));
+    ROBOLOOP_RETURN_IF_ERROR(CheckSameFeatures(readers.front()->path(), readers.front()->layout().spec,
+                                               readers.back()->path(), readers.back()->layout().spec));
     ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(input));
     writer_options.lineage.parents.push_back({"dataset", input, sha256});
   }

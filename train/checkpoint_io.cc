@@ -71,10 +71,11 @@ absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registr
   if (ref.empty()) return absl::InvalidArgumentError("training needs a dataset (path or reference)");
   if (PathExists(ref)) {
     ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(ref));
-    if (register_file && !registry.GetDataset(id).ok()) {
+    absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
+    if (register_file && !registered.ok()) {
       ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, ref));
     }
-    return ResolvedDataset{ref, id};
+    return ResolvedDataset{ref, id, registered.ok() ? registered->name() : NameFromPath(ref)};
   }
   absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
   if (!dataset.ok()) {
@@ -82,7 +83,7 @@ absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registr
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path,
                             registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5"));
-  return ResolvedDataset{path, dataset->id()};
+  return ResolvedDataset{path, dataset->id(), dataset->name()};
 }
 
 absl::StatusOr<FetchedCheckpoint> FetchCheckpoint(registry::RegistryClient& registry,

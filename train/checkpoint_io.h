@@ -19,6 +19,7 @@ namespace roboloop::train {
 struct ResolvedDataset {
   std::string path;  // local HDF5 file
   std::string id;    // sha256 of its content (the registry's dataset id)
+  std::string name;  // its registry name (a file not registered: its file name's stem)
 };
 
 // `ref` is an existing file path or a registry dataset reference (name, name:vN, id); a

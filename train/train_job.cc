@@ -22,8 +22,10 @@ struct JobFlag {
   std::string help;
   std::string group = "Options";
   bool is_switch = false;                                    // takes no value
+  bool repeated = false;                                     // may be given many times
   std::string value_name = "TEXT";                           // the value's kind in --help
   std::function<std::string(const TrainJob&)> print;        // the field as the flag's value
+  std::function<std::vector<std::string>(const TrainJob&)> print_all;  // a repeated flag's values
   std::function<bool(TrainJob&, const std::string&)> parse;  // false = malformed value
 };
 
@@ -69,6 +71,19 @@ JobFlag Text(const char* name, const char* help, std::string (*get)(const TrainJ
   return flag;
 }
 
+// A flag given once per value; `parse` adds one value.
+JobFlag Repeated(const char* name, const char* help, std::vector<std::string> (*get)(const TrainJob&),
+                 void (*add)(TrainJob&, const std::string&)) {
+  JobFlag flag = Named(name, help);
+  flag.repeated = true;
+  flag.print_all = get;
+  flag.parse = [add](TrainJob& job, const std::string& text) {
+    add(job, text);
+    return true;
+  };
+  return flag;
+}
+
 JobFlag Switch(const char* name, const char* help, bool (*get)(const TrainJob&), void (*set)(TrainJob&)) {
   JobFlag flag = Named(name, help);
   flag.is_switch = true;
@@ -88,9 +103,21 @@ JobFlag InGroup(JobFlag flag, const char* group) {
 // Flags that override the TrainConfig.
 void AddConfigFlags(std::vector<JobFlag>& flags) {
   using J = TrainJob;
-  flags.push_back(Text("--dataset", "Dataset: HDF5 path or registry reference",
-                       [](const J& j) { return j.overrides.dataset(); },
-                       [](J& j, const std::string& v) { j.overrides.set_dataset(v); }));
+  flags.push_back(Repeated("--dataset",
+                           "Dataset: HDF5 file, folder of them, glob or registry reference; repeated, the "
+                           "datasets are trained on as one set",
+                           [](const J& j) {
+                             std::vector<std::string> all(j.overrides.datasets().begin(), j.overrides.datasets().end());
+                             if (!j.overrides.dataset().empty()) all.insert(all.begin(), j.overrides.dataset());
+                             return all;
+                           },
+                           [](J& j, const std::string& v) {
+                             if (j.overrides.dataset().empty()) {
+                               j.overrides.set_dataset(v);
+                             } else {
+                               j.overrides.add_datasets(v);
+                             }
+                           }));
   flags.push_back(Text("--split", "Train on the demos of this mask of the dataset, e.g. train (default: every demo)",
                        [](const J& j) { return j.overrides.split(); },
                        [](J& j, const std::string& v) { j.overrides.set_split(v); }));
@@ -211,6 +238,10 @@ std::vector<std::string> TrainJobArgv(const std::string& program, const TrainJob
   if (!job.config_path.empty()) argv.push_back(job.config_path);
   const TrainJob defaults;
   for (const JobFlag& flag : Flags()) {
+    if (flag.repeated) {
+      for (const std::string& value : flag.print_all(job)) argv.insert(argv.end(), {flag.name, value});
+      continue;
+    }
     const std::string value = flag.print(job);
     if (value == flag.print(defaults)) continue;
     argv.push_back(flag.name);
@@ -224,7 +255,16 @@ void AddTrainJobFlags(CLI::App* command, TrainJob* job) {
   for (const JobFlag& flag : Flags()) {
     const JobFlag* f = &flag;  // the table lives as long as the process
     CLI::Option* option =
-        f->is_switch
+        f->repeated
+            ? command
+                  ->add_option_function<std::vector<std::string>>(
+                      f->name,
+                      [f, job](const std::vector<std::string>& values) {
+                        for (const std::string& value : values) f->parse(*job, value);
+                      },
+                      f->help)
+                  ->allow_extra_args(false)
+        : f->is_switch
             ? command->add_flag_function(f->name, [f, job](int64_t) { f->parse(*job, ""); }, f->help)
             : command->add_option_function<std::string>(
                   f->name,

@@ -19,6 +19,7 @@
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/checkpoint_io.h"
+#include "train/dataset_set.h"
 #include "train/loader.h"
 #include "train/normalization.h"
 #include "train/policy_spec_options.h"
@@ -60,11 +61,8 @@ int64_t Elements(const std::vector<int64_t>& shape) {
 
 // Obs features: the configured ones, else the task's key order recorded by `sim collect`
 // (env_kwargs.obs_keys), else every obs/* feature in name order.
-absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const v1::TrainConfig& config) {
-  data::DatasetReader::Options reader_options;
-  reader_options.path = path;
-  ROBOLOOP_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(reader_options));
-  const data::DatasetLayout& layout = reader->layout();
+absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const data::DatasetLayout& layout,
+                                             const v1::TrainConfig& config) {
   DatasetFeatures features;
   features.obs.assign(config.obs_features().begin(), config.obs_features().end());
   if (features.obs.empty()) {
@@ -95,6 +93,34 @@ absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const v1::
     return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", config.action_feature()));
   }
   features.action_dim = Elements(action->step_shape);
+  return features;
+}
+
+// The features of the set's first file; every other file must train on the same obs features
+// with the same dtypes and shapes (the first file that differs is named).
+absl::StatusOr<DatasetFeatures> ReadSetFeatures(const ResolvedDatasetSet& set, const v1::TrainConfig& config) {
+  std::unique_ptr<data::DatasetReader> first;
+  DatasetFeatures features;
+  for (const std::string& path : set.paths()) {
+    data::DatasetReader::Options reader_options;
+    reader_options.path = path;
+    ROBOLOOP_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(reader_options));
+    ROBOLOOP_ASSIGN_OR_RETURN(DatasetFeatures found, ReadFeatures(path, reader->layout(), config));
+    if (first == nullptr) {
+      first = std::move(reader);
+      features = std::move(found);
+      continue;
+    }
+    if (found.obs != features.obs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": trains on obs features [", absl::StrJoin(found.obs, ", "), "], but ", first->path(),
+          " (the set's first file) on [", absl::StrJoin(features.obs, ", "), "]"));
+    }
+    std::vector<std::string> used = features.obs;
+    used.push_back(config.action_feature());
+    ROBOLOOP_RETURN_IF_ERROR(
+        data::CheckSameFeatures(first->path(), first->layout().spec, path, reader->layout().spec, used));
+  }
   return features;
 }
 
@@ -195,7 +221,7 @@ class RunRecorder {
 struct Prepared {
   std::string run_id;
   DatasetFeatures features;
-  ResolvedDataset dataset;
+  ResolvedDatasetSet dataset;
   nlohmann::json policy_options;
   Normalization normalization;
   std::optional<FetchedCheckpoint> resume;
@@ -207,9 +233,11 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   const v1::TrainConfig& config = options.config;
   Prepared p;
   const std::string cache = JoinPath(options.root, "cache");
-  ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDataset(*options.registry, config.dataset(), cache,
-                                                    /*register_file=*/options.rank.rank == 0));
-  ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadFeatures(p.dataset.path, config));
+  std::vector<std::string> refs(config.datasets().begin(), config.datasets().end());
+  if (!config.dataset().empty()) refs.insert(refs.begin(), config.dataset());
+  ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDatasetSet(*options.registry, refs, cache,
+                                                       /*register_files=*/options.rank.rank == 0));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadSetFeatures(p.dataset, config));
   if (!config.resume().empty() && !config.init_from().empty()) {
     return absl::InvalidArgumentError("--resume and --init-from exclude each other");
   }
@@ -233,8 +261,10 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
 // `log_conversions`, each feature converted from another dtype is logged once.
 absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepared& p, const v1::TrainConfig& config,
                                                                     const std::string& split, bool log_conversions) {
+  const std::vector<std::string> paths = p.dataset.paths();
   data::EpisodeStore::Options store_options;
-  store_options.path = p.dataset.path;
+  store_options.path = paths.front();
+  store_options.more_paths.assign(paths.begin() + 1, paths.end());
   store_options.features = p.features.obs;
   store_options.features.push_back(config.action_feature());
   store_options.split = split;
@@ -264,8 +294,10 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
     return absl::InvalidArgumentError(
         absl::StrCat("--data-cache-mb (data_cache_mb) must be >= 0 (0 = default), got ", config.data_cache_mb()));
   }
+  const std::vector<std::string> paths = p.dataset.paths();
   data::EpisodeCache::Options cache_options;
-  cache_options.episodes.path = p.dataset.path;
+  cache_options.episodes.path = paths.front();
+  cache_options.episodes.more_paths.assign(paths.begin() + 1, paths.end());
   cache_options.episodes.features = p.features.obs;
   cache_options.episodes.features.push_back(config.action_feature());
   cache_options.episodes.split = config.split();
@@ -277,7 +309,7 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
   if (resumed_block_windows.has_value() ? *resumed_block_windows == 0 : fits) {
     if (!fits) {
       spdlog::warn("{}: {} bytes of training data exceed the data cache of {} bytes, but the resumed run sampled "
-                   "them in memory: loading them to continue its sequence", p.dataset.path, cache->total_bytes(),
+                   "them in memory: loading them to continue its sequence", p.dataset.Describe(), cache->total_bytes(),
                    cache->capacity_bytes());
     }
     ROBOLOOP_ASSIGN_OR_RETURN(data.store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
@@ -285,7 +317,7 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
   }
   if (leader) {
     spdlog::info("{}: {} bytes of training data exceed the data cache of {} bytes (--data-cache-mb): streaming",
-                 p.dataset.path, cache->total_bytes(), cache->capacity_bytes());
+                 p.dataset.Describe(), cache->total_bytes(), cache->capacity_bytes());
   }
   data.cache = std::move(cache);
   return data;
@@ -387,7 +419,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   if (leader && !config.validation_split().empty()) {
     if (config.split().empty()) {
       spdlog::warn("{}: training on every demo, those of the validation split '{}' too (choose the training "
-                   "demos with --split)", p.dataset.path, config.validation_split());
+                   "demos with --split)", p.dataset.Describe(), config.validation_split());
     }
     ROBOLOOP_ASSIGN_OR_RETURN(validation_store, LoadStore(p, config, config.validation_split(), false));
     ROBOLOOP_ASSIGN_OR_RETURN(validation, ValidationSet::Create(*validation_store, p.normalization, loader_options));

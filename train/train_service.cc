@@ -105,8 +105,8 @@ TrainJob TrainServiceHandler::JobFor(const v1::TrainRequest& request, const std:
 absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
                                         const std::function<absl::Status(const v1::TrainEvent&)>& write,
                                         common::CancellationToken* cancel) {
-  if (request.config().dataset().empty()) {
-    return absl::InvalidArgumentError("Train: config.dataset is required");
+  if (request.config().dataset().empty() && request.config().datasets().empty()) {
+    return absl::InvalidArgumentError("Train: config.dataset is required (or config.datasets)");
   }
   const std::string run_id = NewUuid();
   const std::string dir = StoreLayout(options_.root).TrainingRunDir(run_id);

@@ -32,6 +32,8 @@ TrainJob EveryFieldSet() {
   job.config_path = "/tmp/request.json";
   v1::TrainConfig& o = job.overrides;
   o.set_dataset("demos@latest");
+  o.add_datasets("parts/");  // a repeated --dataset
+  o.add_datasets("more-*.hdf5");
   o.set_model("served");
   o.mutable_policy()->set_kind("mlp");
   o.mutable_policy()->set_history(3);

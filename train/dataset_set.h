@@ -1,0 +1,47 @@
+// Many files as one dataset (issue 28, req 4): the dataset a training run names, expanded into
+// its files, and the registry's record of a set ("dataset set", docs/manifest.md). Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "registry/registry_client.h"
+#include "roboloop/v1/registry.pb.h"
+#include "train/checkpoint_io.h"
+
+namespace roboloop::train {
+
+// The files of a run's dataset, in episode order, and the id its checkpoints record.
+struct ResolvedDatasetSet {
+  std::vector<ResolvedDataset> members;  // one or more, in the order given (folders and globs sorted)
+  // The dataset id checkpoints record: the one member's id, or, for several, the id of the
+  // set's record (DatasetSetBlob of the member ids; registered by ResolveDatasetSet).
+  std::string id;
+
+  // The members' local files, in order.
+  std::vector<std::string> paths() const;
+  // For messages: the first file, and how many more follow it.
+  std::string Describe() const;
+};
+
+// The content of a set's registry blob, whose sha256 is the set's id:
+// {"dataset_set":1,"members":[id, ...]} (compact, keys sorted).
+std::string DatasetSetBlob(const std::vector<std::string>& member_ids);
+
+// True when `dataset` is the record of a dataset set (its metadata says "format":"dataset_set").
+bool IsDatasetSet(const v1::Dataset& dataset);
+
+// Expands `refs` (TrainConfig's dataset, then its datasets) into the set's members, each ref
+// being an HDF5 file, a folder (its *.hdf5 files in name order), a glob pattern (its matches in
+// name order), a registry dataset reference, or the reference of a registered dataset set
+// (its members in the set's order). Members are resolved by ResolveDataset. With `register`,
+// each file and, for several members, the set itself are registered when missing: the set as
+// dataset "<first member's name>-set" whose parents are the members. Errors name the ref: none
+// given, a folder without *.hdf5 files, a glob that matches nothing, an unknown reference, a
+// set blob that does not parse.
+absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& registry,
+                                                     const std::vector<std::string>& refs,
+                                                     const std::string& cache_dir, bool register_files);
+
+}  // namespace roboloop::train
