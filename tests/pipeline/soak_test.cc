@@ -227,7 +227,11 @@ class SoakTest : public ::testing::Test {
       request.set_force(true);
       ++evaluations_.attempted;
       auto evaluation = (*client)->Evaluate(request, {}, absl::Seconds(60));
-      if (!evaluation.ok()) continue;
+      if (!evaluation.ok()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last_evaluation_error_ = evaluation.status().ToString();
+        continue;
+      }
       ++evaluations_.acknowledged;
       v1::Evaluation results;
       *results.mutable_episodes() = evaluation->episodes();
@@ -321,6 +325,7 @@ class SoakTest : public ::testing::Test {
   std::mutex mutex_;
   std::vector<Acknowledged> acknowledged_;
   std::string first_results_;
+  std::string last_evaluation_error_;
 };
 
 TEST_F(SoakTest, MixedLoadSurvivesRegistryKillsWithoutLosingAcknowledgedWork) {
@@ -342,7 +347,7 @@ TEST_F(SoakTest, MixedLoadSurvivesRegistryKillsWithoutLosingAcknowledgedWork) {
   EXPECT_GT(registrations_.acknowledged.load(), 0);
   EXPECT_GT(downloads_.acknowledged.load(), 0);
   EXPECT_GT(alias_moves_.acknowledged.load(), 0);
-  EXPECT_GT(evaluations_.acknowledged.load(), 0);
+  EXPECT_GT(evaluations_.acknowledged.load(), 0) << "last error: " << last_evaluation_error_;
   ExpectEveryAcknowledgedRegistrationWithoutGaps();
   ExpectAliasHistoriesEndAtTheAliases();
 
