@@ -126,7 +126,8 @@ class SoakTest : public ::testing::Test {
     leaderboard_ = *std::move(opened);
     ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/protocols").c_str()), 0);
     std::ofstream(dir_ + "/protocols/soak.yaml")
-        << "task: cartpole-swingup\nbase_seed: 5\nseed_start: 100\nepisodes: 8\nmax_steps: 30\n";
+        << "task: cartpole-swingup\nbase_seed: 5\nseed_start: 100\nepisodes: 8\nmax_steps: 30\n"
+           "execution: {chunk: {mode: FULL_CHUNK}}\n";
     eval::EvalServiceHandler::Options eval;
     eval.store = leaderboard_.get();
     eval.registry = service_registry_.get();
