@@ -54,8 +54,10 @@ for target in "${targets[@]}"; do
   "$build/tests/fuzz/fuzz_$target" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -print_final_stats=1 \
     -artifact_prefix="$findings/" > "$log" 2>&1 || true
-  execs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{s+=$2} END {print s+0}')"
-  coverage="$(grep -Eo 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)"
+  # Fork mode's status lines: "#<execs>: cov: <edges> ft: <features> corp: ... exec/s ...".
+  last="$(awk '/^#[0-9]+: cov: / {line = $0} END {print line}' "$log")"
+  execs="$(awk '{sub(/^#/, "", $1); sub(/:$/, "", $1); print $1 + 0}' <<< "${last:-#0:}")"
+  coverage="$(awk '{print $2, $3, $4, $5}' <<< "$last")"
   n_findings="$(find "$findings" -type f | wc -l)"
   found=$((found + n_findings))
   summary+=("$(printf '%-20s %10s execs %8s execs/s  %-24s %s findings' "$target" "$execs" \
