@@ -40,6 +40,7 @@ fi
 ninja -C "$build" -j "${ROBOLOOP_BUILD_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
 
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp}"
 summary=()
 found=0
 for target in "${targets[@]}"; do
