@@ -11,7 +11,6 @@
 #   ROBOLOOP_FUZZ_TARGETS="protocol reference" nice -n 5 scripts/fuzz.sh 180
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/venv.sh
 
 seconds="${1:-60}"
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
@@ -29,15 +28,12 @@ for target in "${targets[@]}"; do
   fi
 done
 
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-if [ ! -f "$build/build.ninja" ]; then
-  cuda_args=()
-  nvcc="$(roboloop_nvcc)"
-  if [ -n "$nvcc" ]; then cuda_args=("-DCMAKE_CUDA_COMPILER=$nvcc"); fi
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROBOLOOP_VENV="$ROBOLOOP_VENV" \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DROBOLOOP_FUZZ=ON "${cuda_args[@]}"
+if [ -f "$build/CMakeCache.txt" ] && ! grep -q '^ROBOLOOP_FUZZ:BOOL=ON$' "$build/CMakeCache.txt"; then
+  echo "scripts/fuzz.sh: $build is not a ROBOLOOP_FUZZ=ON build; pick another ROBOLOOP_FUZZ_BUILD_DIR" >&2
+  exit 2
 fi
-ninja -C "$build" -j "${ROBOLOOP_BUILD_JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}"
+ROBOLOOP_BUILD_DIR="$build" ROBOLOOP_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DROBOLOOP_FUZZ=ON" bash scripts/build.sh "${targets[@]/#/fuzz_}"
 
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp}"
