@@ -38,7 +38,7 @@ ROBOLOOP_BUILD_DIR="$build" ROBOLOOP_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebIn
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp}"
 # A huge malloc returns null, as without ASan: libhdf5 asks for sizes read from corrupt files and
-# handles null; in our code a huge `new` still throws and is still a finding.
+# handles null; a huge `new` (our code, the STL) is still reported by ASan, a finding.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1}"
 summary=()
 found=0
