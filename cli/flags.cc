@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "wiring/method_classes.h"
 #include "wiring/method_roles.h"
 
 namespace roboloop::cli {
@@ -18,8 +19,23 @@ void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& de
       ->excludes("--token-file");
   command->add_option("--tls-cert", flags->tls_cert, "PEM certificate chain (with --tls-key)");
   command->add_option("--tls-key", flags->tls_key, "PEM private key");
+  command->add_option("--admin-client-ca", flags->admin_client_ca,
+                      "PEM roots for admin callers' client certificates: admin calls then also need a certificate "
+                      "naming the caller (with --tokens-file and TLS)")
+      ->needs("--tokens-file");
   command->add_flag("--insecure", flags->insecure, "Allow plaintext on a non-loopback address (tokens travel in clear)");
   command->add_option("--shutdown-deadline", flags->shutdown_deadline_s, "Seconds in-flight calls get on SIGINT/SIGTERM")
+      ->capture_default_str();
+  command->add_option("--unary-deadline", flags->unary_deadline_s, "Seconds a unary call may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--transfer-deadline", flags->transfer_deadline_s,
+                      "Seconds an upload or download stream may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--long-call-deadline", flags->long_call_deadline_s,
+                      "Seconds an evaluation, rollout, training, verify or gc call may run (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--upload-idle-timeout", flags->upload_idle_timeout_s,
+                      "Seconds an upload may wait for the client's next message (0 = no limit)")
       ->capture_default_str();
 }
 
@@ -31,8 +47,14 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
   options.method_roles = wiring::ServiceMethodRoles();
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
+  options.admin_client_ca_file = flags.admin_client_ca;
   options.insecure = flags.insecure;
   options.shutdown_deadline = absl::Seconds(flags.shutdown_deadline_s);
+  options.call_limits.unary_deadline = absl::Seconds(flags.unary_deadline_s);
+  options.call_limits.transfer_deadline = absl::Seconds(flags.transfer_deadline_s);
+  options.call_limits.long_call_deadline = absl::Seconds(flags.long_call_deadline_s);
+  options.call_limits.receive_idle_timeout = absl::Seconds(flags.upload_idle_timeout_s);
+  options.method_classes = wiring::ServiceMethodClasses();
   return options;
 }
 
@@ -44,6 +66,10 @@ void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
   command->add_option("--registry-tls-ca", target->tls_ca_file, "PEM roots to trust for --registry; turns on TLS");
   command->add_option("--registry-tls-server-name", target->tls_server_name,
                       "Name expected in the registry's certificate");
+  command->add_option("--registry-tls-client-cert", target->tls_client_cert_file,
+                      "PEM client certificate for --registry (the admin second factor; with --registry-tls-client-key)");
+  command->add_option("--registry-tls-client-key", target->tls_client_key_file,
+                      "PEM private key of --registry-tls-client-cert");
 }
 
 absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout) {

@@ -3,7 +3,8 @@
 // that reaches a registry, and JSON printing of proto messages.
 //
 //   --token-file F            the bearer token THIS server requires (serve commands only)
-//   --registry-token-file F   the token sent to --registry; likewise --registry-tls-ca, --registry-tls-server-name
+//   --registry-token-file F   the token sent to --registry; likewise --registry-tls-ca, --registry-tls-server-name,
+//                             --registry-tls-client-cert/-key
 //   --sim-token-file F        the token sent to --sim
 #pragma once
 
@@ -24,19 +25,26 @@ struct ServerFlags {
   std::string tokens_file;          // callers with roles (common/access_roles.h); excludes token_file
   std::string tls_cert;             // PEM chain; with tls_key turns on TLS
   std::string tls_key;              // PEM private key
+  std::string admin_client_ca;      // PEM roots of admin callers' client certificates (second factor)
   bool insecure = false;            // allow plaintext on a non-loopback address
   double shutdown_deadline_s = 10;  // seconds in-flight calls get on SIGINT/SIGTERM
+  // Server-side deadlines in seconds (common/grpc_call_limits.h); 0 = no limit.
+  double unary_deadline_s = 600;            // unary calls
+  double transfer_deadline_s = 6 * 3600;    // streaming uploads and downloads
+  double long_call_deadline_s = 7 * 86400;  // evaluations, rollouts, training, verify, gc
+  double upload_idle_timeout_s = 120;       // wait for an upload's next message
 };
 
 // Adds --listen (default `default_listen`), --token-file, --tokens-file, --tls-cert, --tls-key,
-// --insecure and --shutdown-deadline to `command`.
+// --admin-client-ca, --insecure, --shutdown-deadline, --unary-deadline, --transfer-deadline,
+// --long-call-deadline and --upload-idle-timeout to `command`.
 void AddServerFlags(CLI::App* command, ServerFlags* flags, const std::string& default_listen);
 
 // The server options `flags` describe.
 common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags);
 
-// Adds --registry, --root, --registry-token-file, --registry-tls-ca and
-// --registry-tls-server-name to `command`.
+// Adds --registry, --root, --registry-token-file, --registry-tls-ca, --registry-tls-server-name,
+// --registry-tls-client-cert and --registry-tls-client-key to `command`.
 void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target);
 
 // How JSON output is laid out: indented for one document, one line per message for streams (JSONL).

@@ -20,6 +20,8 @@ namespace {
 struct ServeRegistryFlags {
   ServerFlags server;
   std::string root = ".roboloop";
+  int64_t max_upload_bytes = 0;  // largest blob one upload may declare; 0 = no limit
+  int64_t storage_quota = 0;     // bytes of blobs each caller may store; 0 = no quota
 };
 
 absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
@@ -27,6 +29,8 @@ absl::Status ServeRegistry(const ServeRegistryFlags& flags) {
   registry::RegistryHost::Options options;
   options.registry.root = flags.root;
   options.server = ServerOptionsFrom(flags.server);
+  options.service.max_upload_bytes = flags.max_upload_bytes;
+  options.service.caller_quota_bytes = flags.storage_quota;
   ROBOLOOP_ASSIGN_OR_RETURN(auto host, registry::RegistryHost::Create(options));
   wiring::ServeUntilShutdown(host->server(), *signals, "registry", " " + flags.root);
   return absl::OkStatus();
@@ -69,6 +73,14 @@ CLI::App* AddServeCommands(CLI::App& app, CommandRunner& runner) {
   CLI::App* registry = serve->add_subcommand("registry", "Run RegistryService");
   AddServerFlags(registry, &flags->server, "127.0.0.1:7070");
   registry->add_option("--root", flags->root, "Registry store folder")->capture_default_str();
+  registry->add_option("--max-upload-bytes", flags->max_upload_bytes,
+                       "Largest blob one upload may send, e.g. 8GiB (0 = no limit)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  registry->add_option("--storage-quota", flags->storage_quota,
+                       "Bytes of blobs each caller (tokens-file name) may store, e.g. 100GiB (0 = no quota)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   runner.Bind(registry, [flags] { return ServeRegistry(*flags); });
   AddServeEvalCommand(serve, runner);
   auto token_flags = std::make_shared<TokenFlags>();

@@ -107,20 +107,21 @@ std::string BearerMetadataValue(const std::string& token) {
 
 std::unique_ptr<CallVerifier> CallVerifier::ForToken(absl::string_view token) {
   std::vector<Entry> entries = {{Sha256Digest(token), Caller{"token", Role::kAdmin}}};
-  return std::unique_ptr<CallVerifier>(new CallVerifier("", {}, std::move(entries)));
+  return std::unique_ptr<CallVerifier>(new CallVerifier("", {}, false, std::move(entries)));
 }
 
 absl::StatusOr<std::unique_ptr<CallVerifier>> CallVerifier::ForTokensFile(
-    std::string tokens_file, MethodRoles method_roles) {
+    std::string tokens_file, MethodRoles method_roles, bool admin_needs_certificate) {
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ReadEntries(tokens_file));
-  return std::unique_ptr<CallVerifier>(
-      new CallVerifier(std::move(tokens_file), std::move(method_roles), std::move(entries)));
+  return std::unique_ptr<CallVerifier>(new CallVerifier(
+      std::move(tokens_file), std::move(method_roles), admin_needs_certificate, std::move(entries)));
 }
 
 CallVerifier::CallVerifier(std::string tokens_file, MethodRoles method_roles,
-                           std::vector<Entry> entries)
+                           bool admin_needs_certificate, std::vector<Entry> entries)
     : tokens_file_(std::move(tokens_file)),
       method_roles_(std::move(method_roles)),
+      admin_needs_certificate_(admin_needs_certificate),
       entries_(std::move(entries)) {}
 
 absl::StatusOr<std::vector<CallVerifier::Entry>> CallVerifier::ReadEntries(
@@ -137,7 +138,8 @@ absl::StatusOr<std::vector<CallVerifier::Entry>> CallVerifier::ReadEntries(
 }
 
 absl::StatusOr<std::optional<Caller>> CallVerifier::Judge(
-    absl::string_view method, absl::Span<const absl::string_view> authorization_values) const {
+    absl::string_view method, absl::Span<const absl::string_view> authorization_values,
+    absl::string_view certified_name) const {
   if (IsPublicMethod(method)) return std::optional<Caller>();
   ROBOLOOP_ASSIGN_OR_RETURN(absl::string_view token, PresentedToken(authorization_values));
   const Digest presented = Sha256Digest(token);
@@ -158,6 +160,12 @@ absl::StatusOr<std::optional<Caller>> CallVerifier::Judge(
     return absl::PermissionDeniedError(absl::StrCat(
         method, " needs role '", RoleName(role), "'; caller '", caller->name, "' has role '",
         RoleName(caller->role), "'"));
+  }
+  if (role == Role::kAdmin && admin_needs_certificate_ && certified_name != caller->name) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " needs role 'admin' and a client certificate for '", caller->name,
+        "' signed by the server's admin CA (second factor); the connection presented ",
+        certified_name.empty() ? "none" : absl::StrCat("one for '", certified_name, "'")));
   }
   return caller;
 }

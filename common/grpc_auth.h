@@ -59,18 +59,28 @@ class CallVerifier {
   // One-token mode; `token` is the one clients must present (see ValidateToken).
   static std::unique_ptr<CallVerifier> ForToken(absl::string_view token);
 
-  // Roles mode, reading `tokens_file` now (errors as ReadTokensFile's).
-  static absl::StatusOr<std::unique_ptr<CallVerifier>> ForTokensFile(std::string tokens_file,
-                                                                     MethodRoles method_roles);
+  // Roles mode, reading `tokens_file` now (errors as ReadTokensFile's). With
+  // `admin_needs_certificate`, a method that needs admin also needs the second factor: the
+  // connection's client certificate, verified against the server's admin CA, must name the
+  // caller (its common name equals the caller's name in the tokens file).
+  static absl::StatusOr<std::unique_ptr<CallVerifier>> ForTokensFile(
+      std::string tokens_file, MethodRoles method_roles, bool admin_needs_certificate = false);
 
   // Returns the verdict on a call to `method` (its path, e.g. "/grpc.health.v1.Health/Check")
   // whose `authorization` metadata is `authorization_values` (one entry per value sent):
   //  - public methods (health checks) pass with no caller;
   //  - UNAUTHENTICATED when the token is missing, repeated, malformed or unknown;
   //  - PERMISSION_DENIED naming the method, the role it needs and the caller's name and role;
+  //  - PERMISSION_DENIED for an admin method when admin needs a certificate and
+  //    `certified_name` (the common name of the connection's verified client certificate, ""
+  //    when it presented none) is not the caller's name;
   //  - otherwise the caller (roles mode) or no caller (one-token mode).
-  absl::StatusOr<std::optional<Caller>> Judge(
-      absl::string_view method, absl::Span<const absl::string_view> authorization_values) const;
+  absl::StatusOr<std::optional<Caller>> Judge(absl::string_view method,
+                                              absl::Span<const absl::string_view> authorization_values,
+                                              absl::string_view certified_name = {}) const;
+
+  // True when admin methods need a client certificate naming the caller (ForTokensFile).
+  bool admin_needs_certificate() const { return admin_needs_certificate_; }
 
   // Roles mode: re-reads the tokens file and, when it is valid, replaces the callers (calls
   // already admitted are not affected). On error keeps the current callers and returns the
@@ -84,11 +94,13 @@ class CallVerifier {
     Caller caller;
   };
 
-  CallVerifier(std::string tokens_file, MethodRoles method_roles, std::vector<Entry> entries);
+  CallVerifier(std::string tokens_file, MethodRoles method_roles, bool admin_needs_certificate,
+               std::vector<Entry> entries);
   static absl::StatusOr<std::vector<Entry>> ReadEntries(const std::string& tokens_file);
 
   const std::string tokens_file_;   // empty in one-token mode
   const MethodRoles method_roles_;  // unused in one-token mode
+  const bool admin_needs_certificate_;
   mutable absl::Mutex mutex_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mutex_);
 };

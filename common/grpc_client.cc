@@ -68,11 +68,35 @@ absl::StatusOr<std::string> ResolveToken(const GrpcChannelOptions& options) {
   return ReadTokenFile(options.token_file);
 }
 
+// Checks that a client certificate comes with its key and with TLS.
+absl::Status ValidateClientCertificate(const GrpcChannelOptions& options) {
+  const bool has_cert = !options.tls_client_cert_file.empty();
+  const bool has_key = !options.tls_client_key_file.empty();
+  if (!has_cert && !has_key) return absl::OkStatus();
+  if (has_cert != has_key) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs both a certificate file and a key file (tls_client_cert_file and "
+        "tls_client_key_file)");
+  }
+  if (options.tls_root_cert_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("client certificate '", options.tls_client_cert_file,
+                                                   "' needs TLS: give the server's roots (tls_root_cert_file)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const GrpcChannelOptions& options) {
+  ROBOLOOP_RETURN_IF_ERROR(ValidateClientCertificate(options));
   if (options.tls_root_cert_file.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
   ROBOLOOP_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemCertificates(options.tls_root_cert_file));
+  if (!options.tls_client_cert_file.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(TlsKeyPair client,
+                              ReadTlsKeyPair(options.tls_client_cert_file, options.tls_client_key_file));
+    ssl.pem_cert_chain = std::move(client.cert_chain_pem);
+    ssl.pem_private_key = std::move(client.private_key_pem);
+  }
   return grpc::SslCredentials(ssl);
 }
 

@@ -42,6 +42,10 @@ struct GrpcChannelOptions {
   std::string tls_root_cert_file;
   // Name to verify the server's certificate against instead of the target's host.
   std::string tls_server_name;
+  // With TLS: a client certificate (PEM chain) and its key, presented to the server, e.g. as the
+  // second factor of admin callers (GrpcServerOptions::admin_client_ca_file). Set both or none.
+  std::string tls_client_cert_file;
+  std::string tls_client_key_file;
   // Deadline of calls made with NewContext().
   absl::Duration default_deadline = absl::Seconds(30);
   // Retries of UNAVAILABLE.

@@ -78,6 +78,18 @@ absl::StatusOr<std::optional<TlsKeyPair>> ReadListenerTls(const GrpcServerOption
   return ReadTlsKeyPair(options.tls_cert_file, options.tls_key_file);
 }
 
+// The PEM roots admin callers' client certificates must verify against ("" when admin needs no
+// certificate). A second factor on top of a tokens file, over TLS only.
+absl::StatusOr<std::string> ReadAdminClientCa(const GrpcServerOptions& options) {
+  if (options.admin_client_ca_file.empty()) return std::string();
+  if (options.tokens_file.empty() || options.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an admin client CA ('", options.admin_client_ca_file,
+        "') is a second factor for admin callers: it needs a tokens file and TLS (a certificate and key)"));
+  }
+  return ReadPemCertificates(options.admin_client_ca_file);
+}
+
 // The verifier the options ask for: none, one token, or a tokens file with method roles.
 absl::StatusOr<std::shared_ptr<CallVerifier>> MakeVerifier(const GrpcServerOptions& options) {
   if (!options.token_file.empty() && !options.tokens_file.empty()) {
@@ -86,7 +98,8 @@ absl::StatusOr<std::shared_ptr<CallVerifier>> MakeVerifier(const GrpcServerOptio
         options.tokens_file, "'), not both"));
   }
   if (!options.tokens_file.empty()) {
-    return CallVerifier::ForTokensFile(options.tokens_file, options.method_roles);
+    return CallVerifier::ForTokensFile(options.tokens_file, options.method_roles,
+                                       !options.admin_client_ca_file.empty());
   }
   if (options.token_file.empty()) return std::shared_ptr<CallVerifier>();
   ROBOLOOP_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(options.token_file));
@@ -112,6 +125,7 @@ absl::Status ValidateOptions(const GrpcServerOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "idle_handler_threads must be at least 1, got ", options.idle_handler_threads));
   }
+  ROBOLOOP_RETURN_IF_ERROR(ValidateCallLimits(options.call_limits));
   if (options.shutdown_deadline < absl::ZeroDuration() ||
       options.drain_period < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("shutdown_deadline and drain_period must not be negative");
@@ -126,6 +140,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   ROBOLOOP_RETURN_IF_ERROR(ValidateOptions(options));
   ROBOLOOP_ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(options.listen_address));
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<TlsKeyPair> tls, ReadListenerTls(options, address));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string admin_client_ca, ReadAdminClientCa(options));
   ROBOLOOP_ASSIGN_OR_RETURN(std::shared_ptr<CallVerifier> verifier, MakeVerifier(options));
   if (address.kind == ListenAddress::Kind::kUnix) {
     ROBOLOOP_RETURN_IF_ERROR(PrepareUnixSocketPath(address.socket_path));
@@ -134,12 +149,13 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
 
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(address.ToGrpcAddress(), MakeAuthenticatingServerCredentials(tls, verifier),
+  builder.AddListeningPort(address.ToGrpcAddress(), MakeAuthenticatingServerCredentials(tls, admin_client_ca, verifier),
                            &bound_port);
   // Without this, gRPC's SO_REUSEPORT lets a second server silently share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MakeCallerInterceptorFactory(verifier));
+  interceptors.push_back(MakeCallLimitInterceptorFactory(options.call_limits, options.method_classes));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

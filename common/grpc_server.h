@@ -1,7 +1,8 @@
 // The gRPC server every roboloop service runs in (docs/architecture.md §3): binds loopback by default
 // (TCP or unix socket), serves grpc.health.v1 and reflection, refuses calls without the bearer
 // token before any handler runs (common/grpc_server_credentials.h), optionally speaks TLS,
-// refuses a plaintext non-loopback listener unless told `insecure`, and shuts down gracefully.
+// refuses a plaintext non-loopback listener unless told `insecure`, cancels calls that run past
+// their server-side deadline (common/grpc_call_limits.h), and shuts down gracefully.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/access_roles.h"
 #include "common/grpc_address.h"
+#include "common/grpc_call_limits.h"
 #include "common/grpc_auth.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/service_type.h"
@@ -30,10 +32,18 @@ struct GrpcServerOptions {
   std::string tokens_file;
   // With tokens_file: the role each method needs; a method not listed needs admin.
   MethodRoles method_roles;
+  // Server-side deadlines of calls and the idle timeout of received streams.
+  CallLimits call_limits;
+  // The deadline class of methods that are not unary or transfer calls.
+  MethodClasses method_classes;
   // PEM certificate chain for TLS; set together with tls_key_file, empty = plaintext.
   std::string tls_cert_file;
   // PEM private key matching tls_cert_file.
   std::string tls_key_file;
+  // PEM roots for admin callers' client certificates: with a tokens file and TLS, a method that
+  // needs admin also needs a client certificate, verified against these roots, whose common
+  // name is the caller's name (a second factor). Empty = the token alone.
+  std::string admin_client_ca_file;
   // Allow a plaintext listener on a non-loopback address (tokens would travel in clear).
   bool insecure = false;
   // Time in-flight calls get to finish in Shutdown() before they are cancelled.
@@ -54,7 +64,7 @@ class GrpcServer {
   // Validates `options`, then builds and starts a server for `services` (not owned; they must
   // outlive the server). Every service and the server as a whole ("") start SERVING. Errors
   // name the option at fault: bad address, unreadable token or TLS file, plaintext
-  // non-loopback listener without `insecure`, or a failed bind.
+  // non-loopback listener without `insecure`, a negative call limit, or a failed bind.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(
       const GrpcServerOptions& options, const std::vector<grpc::Service*>& services);
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/grpc_call_limits.h"
 
 namespace roboloop::common {
 
@@ -39,7 +40,7 @@ ServerCallCancellationWatch WatchServerCallCancellation(grpc::ServerContext* con
   watcher->thread = std::thread([context, token, poll, stop] {
     while (!stop->WaitForNotificationWithTimeout(poll)) {
       if (context->IsCancelled()) {
-        token->Cancel("the client cancelled the call");
+        token->Cancel(CallLimitBreach(*context).value_or("the client cancelled the call"));
         return;
       }
     }

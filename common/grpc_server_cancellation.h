@@ -32,8 +32,9 @@ class ServerCallCancellationWatch {
   std::unique_ptr<Watcher> watcher_;
 };
 
-// Cancels `token` (reason "the client cancelled the call") once `context` reports the call
-// cancelled, checking every `poll`, until the returned watch is destroyed. `context` and
+// Cancels `token` once `context` reports the call cancelled, with the reason "the client
+// cancelled the call" or, when a server-side limit cancelled it, the limit's message
+// (common/grpc_call_limits.h); checking every `poll`, until the returned watch is destroyed. `context` and
 // `token` must outlive the watch; declare the watch after the token so it goes first.
 [[nodiscard]] ServerCallCancellationWatch WatchServerCallCancellation(
     grpc::ServerContext* context, CancellationToken* token, absl::Duration poll = absl::Milliseconds(50));

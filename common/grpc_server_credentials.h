@@ -17,11 +17,13 @@
 
 namespace roboloop::common {
 
-// Creates listener credentials: TLS with `tls` when set, plaintext otherwise. With a `verifier`,
-// every call is judged by it (common/grpc_auth.h) before it reaches a handler; without one every
-// call is admitted.
+// Creates listener credentials: TLS with `tls` when set, plaintext otherwise. With TLS and a
+// `client_ca_pem` (PEM roots), clients may present a certificate, which must verify against it;
+// the verifier sees its common name. With a `verifier`, every call is judged by it
+// (common/grpc_auth.h) before it reaches a handler; without one every call is admitted.
 std::shared_ptr<grpc::ServerCredentials> MakeAuthenticatingServerCredentials(
-    const std::optional<TlsKeyPair>& tls, std::shared_ptr<const CallVerifier> verifier);
+    const std::optional<TlsKeyPair>& tls, const std::string& client_ca_pem,
+    std::shared_ptr<const CallVerifier> verifier);
 
 // A server interceptor that tells handlers who called: in each call's received metadata it
 // replaces whatever the client sent under the caller key by the name of the caller `verifier`

@@ -1,5 +1,6 @@
 #include "common/sqlite.h"
 
+#include <cerrno>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -65,6 +66,15 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path
 absl::Status SqliteDb::Error(int rc, const std::string& context) const {
   std::string message = absl::StrCat("database ", path_, ": ", context, ": ",
                                      db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  // A full disk reads SQLITE_FULL, or an I/O error whose system errno is ENOSPC (a WAL or
+  // journal write); both are the same condition to the user: no space left for `path_`.
+  const bool disk_full = (rc & 0xff) == SQLITE_FULL ||
+                         ((rc & 0xff) == SQLITE_IOERR && db_ != nullptr &&
+                          sqlite3_system_errno(db_) == ENOSPC);
+  if (disk_full) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(message, " (no space left on device for ", path_, ")"));
+  }
   if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
     return absl::AlreadyExistsError(message);
   }

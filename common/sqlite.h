@@ -84,7 +84,9 @@ class SqliteDb {
                                    int64_t fallback);
   // True while a transaction is open on this connection.
   bool InTransaction() const;
-  // Converts the connection's last error (result code `rc`) into a Status naming `context`.
+  // Converts the connection's last error (result code `rc`) into a Status naming the database
+  // and `context`. A full disk (SQLITE_FULL, or an I/O error with errno ENOSPC) is
+  // ResourceExhausted saying "no space left on device".
   absl::Status Error(int rc, const std::string& context) const;
 
  private:

@@ -1,5 +1,7 @@
 #include "data/dataset_writer.h"
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fs.h"
 #include "common/status.h"
 #include "data/hdf5_io.h"
 
@@ -81,8 +84,12 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Optio
     return absl::AlreadyExistsError(absl::StrCat(options.path, ": already exists"));
   }
   std::unique_ptr<DatasetWriter> writer(new DatasetWriter(options));
-  ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle file, h5::CreateFile(writer->partial_path_));
-  writer->file_ = std::make_unique<h5::Handle>(std::move(file));
+  absl::StatusOr<h5::Handle> file = h5::CreateFile(writer->partial_path_);
+  if (!file.ok()) {
+    std::remove(writer->partial_path_.c_str());  // HDF5 may have created it before failing
+    return file.status();
+  }
+  writer->file_ = std::make_unique<h5::Handle>(*std::move(file));
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle data, h5::EnsureGroup(writer->file_->get(), kDataGroup));
   return writer;
 }
@@ -167,10 +174,14 @@ absl::Status DatasetWriter::Append(const Episode& block) {
   int64_t rows = 0;
   ROBOLOOP_RETURN_IF_ERROR(CheckBlock(block, &rows));
   if (spec_.empty()) spec_ = SpecOf(block);
-  if (open_datasets_.empty()) ROBOLOOP_RETURN_IF_ERROR(CreateEpisodeDatasets(block, rows));
+  // HDF5 errors name the feature; the file being written is added in front.
+  if (open_datasets_.empty()) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(CreateEpisodeDatasets(block, rows), partial_path_));
+  }
   for (const auto& [name, array] : block) {
-    ROBOLOOP_RETURN_IF_ERROR(h5::AppendRows(open_datasets_.at(name)->get(), array,
-                                            FeaturePath(DemoName(num_episodes_), name)));
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::AppendRows(open_datasets_.at(name)->get(), array,
+                                                     FeaturePath(DemoName(num_episodes_), name)),
+                                      partial_path_));
   }
   episode_steps_ += rows;
   return absl::OkStatus();
@@ -257,14 +268,26 @@ absl::Status DatasetWriter::Close() {
   ROBOLOOP_RETURN_IF_ERROR(WriteMasks());
   ROBOLOOP_RETURN_IF_ERROR(h5::WriteStringAttr(file_->get(), kLineageAttr,
                                                LineageToJson(options_.lineage).dump()));
+  return Publish();
+}
+
+absl::Status DatasetWriter::Publish() {
+  // Flush (HDF5 writes what it still caches), close, fsync, then rename: a full disk or a
+  // crash never leaves a half-written file under the final name. A failed flush keeps the
+  // file open for Abandon(), which can still close it; any later failure removes the file.
   if (H5Fflush(file_->get(), H5F_SCOPE_GLOBAL) < 0) {
     return h5::ErrorFromStack(partial_path_, "cannot flush");
   }
+  absl::Status status = h5::CloseFile(std::move(*file_), partial_path_);
   file_.reset();
-  if (std::rename(partial_path_.c_str(), options_.path.c_str()) != 0) {
-    return ErrnoStatus(errno, options_.path);
+  if (status.ok()) {
+    UniqueFd fd(::open(partial_path_.c_str(), O_RDONLY | O_CLOEXEC));
+    status = fd.valid() ? FsyncFd(fd.get(), partial_path_)
+                        : ErrnoStatus(errno, absl::StrCat("cannot open ", partial_path_));
   }
-  return absl::OkStatus();
+  if (status.ok()) status = RenameDurable(partial_path_, options_.path);
+  if (!status.ok()) std::remove(partial_path_.c_str());
+  return status;
 }
 
 void DatasetWriter::Abandon() {

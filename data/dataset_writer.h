@@ -64,7 +64,9 @@ class DatasetWriter {
   // Records split `split` (e.g. "train") as the given demo names, written by Close().
   absl::Status SetMask(const std::string& split, const std::vector<std::string>& demos);
 
-  // Writes the dataset attributes and masks, closes and renames the file into place.
+  // Writes the dataset attributes and masks, closes and fsyncs the file and renames it into
+  // place. On error (e.g. ResourceExhausted: no space left, naming the partial file) nothing
+  // appears under `path` and the partial file is removed.
   absl::Status Close();
 
   // The spec fixed by the first Append (empty before).
@@ -77,6 +79,8 @@ class DatasetWriter {
  private:
   explicit DatasetWriter(const Options& options);
   absl::Status CheckBlock(const Episode& block, int64_t* rows) const;
+  // Closes, fsyncs and renames the partial file into place (the last step of Close).
+  absl::Status Publish();
   // Creates the open episode's datasets, chunked for a first block of `first_rows` rows.
   absl::Status CreateEpisodeDatasets(const Episode& first_block, int64_t first_rows);
   absl::Status WriteMasks();

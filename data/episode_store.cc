@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,6 +29,20 @@ int64_t RowBytes(const FeatureSpec& feature) {
 absl::StatusOr<std::vector<const DemoLayout*>> SelectDemos(const DatasetLayout& layout,
                                                            const EpisodeStore::Options& options) {
   std::vector<const DemoLayout*> demos;
+  if (!options.demos.empty()) {
+    if (!options.split.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options.path, ": a split ('", options.split, "') and a list of demos exclude each other"));
+    }
+    for (const std::string& name : options.demos) {
+      const DemoLayout* demo = layout.FindDemo(name);
+      if (demo == nullptr) {
+        return absl::NotFoundError(absl::StrCat(options.path, ": no demo named '", name, "'"));
+      }
+      demos.push_back(demo);
+    }
+    return demos;
+  }
   if (options.split.empty()) {
     for (const DemoLayout& demo : layout.demos) demos.push_back(&demo);
     return demos;
@@ -73,6 +88,14 @@ absl::StatusOr<int64_t> EpisodeStore::EstimateBytes(const DatasetLayout& layout,
   return bytes;
 }
 
+absl::StatusOr<std::vector<std::string>> EpisodeStore::SelectedDemos(const DatasetLayout& layout,
+                                                                     const Options& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<const DemoLayout*> demos, SelectDemos(layout, options));
+  std::vector<std::string> names;
+  for (const DemoLayout* demo : demos) names.push_back(demo->name);
+  return names;
+}
+
 absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& options) {
   DatasetReader::Options reader_options;
   reader_options.path = options.path;
@@ -80,7 +103,12 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
   reader_options.validation.scan_values = false;  // done by CheckValues on the loaded values
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
                             DatasetReader::Open(reader_options));
-  ROBOLOOP_ASSIGN_OR_RETURN(int64_t needed, EstimateBytes(reader->layout(), options));
+  return LoadFromReader(*reader, options);
+}
+
+absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::LoadFromReader(
+    const DatasetReader& reader, const Options& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t needed, EstimateBytes(reader.layout(), options));
   const int64_t limit =
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : HalfOfPhysicalMemory();
   if (needed > limit) {
@@ -90,10 +118,11 @@ absl::StatusOr<std::unique_ptr<EpisodeStore>> EpisodeStore::Load(const Options& 
   }
   std::unique_ptr<EpisodeStore> store(new EpisodeStore());
   store->path_ = options.path;
-  store->warnings_ = reader->warnings();
-  ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(*reader, options));
+  store->warnings_ = reader.warnings();
+  ROBOLOOP_RETURN_IF_ERROR(store->LoadFrom(reader, options));
   if (options.validation.scan_values) {
-    ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(*reader, options.validation.nan_policy));
+    ROBOLOOP_RETURN_IF_ERROR(store->CheckValues(reader, options.validation.nan_policy,
+                                                /*loaded_only=*/!options.demos.empty()));
   }
   if (options.as_float32) ROBOLOOP_RETURN_IF_ERROR(store->ConvertToFloat32());
   return store;
@@ -155,16 +184,27 @@ absl::Status EpisodeStore::CheckFloat32Range(const Feature& feature, const float
   return absl::OkStatus();
 }
 
-absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, NanPolicy policy) {
-  std::unordered_map<std::string, int64_t> episode_of;
-  for (size_t i = 0; i < demos_.size(); ++i) episode_of[demos_[i]] = static_cast<int64_t>(i);
-  for (const DemoLayout& demo : reader.layout().demos) {
-    const auto loaded = episode_of.find(demo.name);
-    const int64_t episode = loaded == episode_of.end() ? -1 : loaded->second;
+absl::Status EpisodeStore::CheckValues(const DatasetReader& reader, NanPolicy policy,
+                                       bool loaded_only) {
+  // Every demo of the file in file order (demos not loaded are read for the check), or only
+  // the loaded ones in load order.
+  std::vector<std::pair<std::string, int64_t>> checked;
+  if (loaded_only) {
+    for (size_t i = 0; i < demos_.size(); ++i) checked.emplace_back(demos_[i], static_cast<int64_t>(i));
+  } else {
+    std::unordered_map<std::string, int64_t> episode_of;
+    for (size_t i = 0; i < demos_.size(); ++i) episode_of[demos_[i]] = static_cast<int64_t>(i);
+    for (const DemoLayout& demo : reader.layout().demos) {
+      const auto loaded = episode_of.find(demo.name);
+      checked.emplace_back(demo.name, loaded == episode_of.end() ? -1 : loaded->second);
+    }
+  }
+  for (const auto& [demo, episode] : checked) {
     for (const FeatureSpec& spec : reader.layout().spec) {
       if (!IsFloating(spec.dtype)) continue;
+      if (loaded_only && features_.count(spec.name) == 0) continue;
       ROBOLOOP_ASSIGN_OR_RETURN(std::optional<ValidationIssue> issue,
-                                FindValueIssue(reader, demo.name, episode, spec));
+                                FindValueIssue(reader, demo, episode, spec));
       if (!issue.has_value()) continue;
       ROBOLOOP_RETURN_IF_ERROR(
           internal::ApplyNanPolicy(reader.path(), policy, *std::move(issue), &warnings_));

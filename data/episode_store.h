@@ -24,6 +24,9 @@ class EpisodeStore {
     std::string path;                   // the HDF5 file
     std::vector<std::string> features;  // features to load, e.g. {"actions", "obs/qpos"}; empty = all
     std::string split;                  // mask name (e.g. "train"); empty = every demo
+    // Load exactly these demos, in this order, instead of a split (the two exclude each other);
+    // their values are then checked only in the loaded features (what streaming reads).
+    std::vector<std::string> demos;
     int64_t memory_limit_bytes = 0;     // refuse to load more; 0 = half of physical memory
     ValidationOptions validation;       // checks of the file; values are checked as they load
     // Hold every loaded feature as float32: features stored in another numeric dtype (robomimic
@@ -58,11 +61,22 @@ class EpisodeStore {
   static absl::StatusOr<int64_t> EstimateBytes(const DatasetLayout& layout,
                                                const Options& options);
 
+  // Names of the demos `options` selects (Options::demos, else the split's, else every demo),
+  // in load order. Errors: an unknown split (listing the known ones) or demo, or both given.
+  static absl::StatusOr<std::vector<std::string>> SelectedDemos(const DatasetLayout& layout,
+                                                                const Options& options);
+
   // Opens, validates and loads the file, reading it once: the structure is checked first
   // and the load fails before allocating when the estimate exceeds the memory limit; NaN/Inf
   // values are then looked for in the loaded buffers (features or demos not loaded are read
   // for the check), findings reported in the same order and words as ValidateFile.
   static absl::StatusOr<std::unique_ptr<EpisodeStore>> Load(const Options& options);
+
+  // Load from a reader already open on options.path (its validation already done), so that
+  // many small loads (one episode each, see episode_cache.h) do not re-read the file's
+  // structure. Same checks and errors as Load.
+  static absl::StatusOr<std::unique_ptr<EpisodeStore>> LoadFromReader(const DatasetReader& reader,
+                                                                      const Options& options);
 
   // The file the store was loaded from.
   const std::string& path() const { return path_; }
@@ -88,7 +102,8 @@ class EpisodeStore {
  private:
   EpisodeStore() = default;
   absl::Status LoadFrom(const DatasetReader& reader, const Options& options);
-  absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy);
+  // With `loaded_only`, only the loaded features of the loaded demos are checked.
+  absl::Status CheckValues(const DatasetReader& reader, NanPolicy policy, bool loaded_only);
   absl::Status ConvertToFloat32();
   // OutOfRange naming the file, demo, feature and step of the first finite float64 value of
   // `feature` whose float32 conversion in `converted` overflowed.

@@ -1,19 +1,28 @@
 #include "data/hdf5_io.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include <zlib.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace roboloop::data::h5 {
 namespace {
 
 // HDF5 prints its error stack to stderr by default; the setting is per thread in the
 // thread-safe build, so every entry point turns it off for the calling thread.
+// The first call of the process also turns off HDF5's exit-time cleanup (it must come before
+// the library initializes): HDF5 1.10 cannot close a file whose flush failed (a full disk),
+// the file stays half-closed in the library, and that cleanup would crash the process on it.
+// Every file is closed by its owner (h5::Handle), so the cleanup has nothing else to do.
 void Quiet() {
+  static std::once_flag no_exit_cleanup;
+  std::call_once(no_exit_cleanup, [] { H5dont_atexit(); });
   thread_local bool quiet = false;
   if (!quiet) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -29,6 +38,15 @@ herr_t KeepInnermost(unsigned, const H5E_error2_t* error, void* client) {
   const bool plugin_search = error->func_name != nullptr &&
                              std::strncmp(error->func_name, "H5PL", 4) == 0;
   if (kept->empty() && error->desc != nullptr && !plugin_search) *kept = error->desc;
+  return 0;
+}
+
+// Keeps the errno a POSIX file-driver frame reports ("..., errno = 28, error message = ...").
+herr_t KeepSystemErrno(unsigned, const H5E_error2_t* error, void* client) {
+  int* kept = static_cast<int*>(client);
+  if (*kept != 0 || error->desc == nullptr) return 0;
+  const char* found = std::strstr(error->desc, "errno = ");
+  if (found != nullptr) *kept = std::atoi(found + std::strlen("errno = "));
   return 0;
 }
 
@@ -110,10 +128,25 @@ Handle& Handle::operator=(Handle&& other) noexcept {
 
 absl::Status ErrorFromStack(const std::string& what, const std::string& fallback) {
   std::string innermost;
+  int system_errno = 0;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &innermost);
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepSystemErrno, &system_errno);
   H5Eclear2(H5E_DEFAULT);
-  return absl::InternalError(absl::StrCat(what, ": ", fallback,
-                                          innermost.empty() ? "" : " (HDF5: " + innermost + ")"));
+  const std::string detail = innermost.empty() ? "" : " (HDF5: " + innermost + ")";
+  if (system_errno > 0) {
+    // The file system refused the write: say so first (e.g. "No space left on device") and
+    // keep its code (ENOSPC: ResourceExhausted) rather than an anonymous internal error.
+    absl::Status base = ErrnoStatus(system_errno, absl::StrCat(what, ": ", fallback));
+    return absl::Status(base.code(), absl::StrCat(base.message(), detail));
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", fallback, detail));
+}
+
+absl::Status CloseFile(Handle file, const std::string& path) {
+  Quiet();
+  const hid_t id = file.release();
+  if (H5Fclose(id) < 0) return ErrorFromStack(path, "cannot close HDF5 file");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Handle> OpenFile(const std::string& path, bool writable) {

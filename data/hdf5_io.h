@@ -32,6 +32,12 @@ class Handle {
 
   // The raw identifier.
   hid_t get() const { return id_; }
+  // Gives up ownership and returns the identifier (-1 when none was held).
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_ = -1;
@@ -40,9 +46,16 @@ class Handle {
 // What a path inside a file names.
 enum class ObjectKind { kMissing, kGroup, kDataset, kOther };
 
-// Returns an error `what: <HDF5's innermost message>` built from this thread's HDF5 error
-// stack (or `what: <fallback>` when the stack is empty).
+// Returns an error `what: <fallback> (HDF5: <innermost message>)` built from this thread's
+// HDF5 error stack. When a frame carries the system errno of a failed read or write, the
+// message also gives its text ("No space left on device") and the code follows the errno
+// (ENOSPC: ResourceExhausted); otherwise the code is Internal.
 absl::Status ErrorFromStack(const std::string& what, const std::string& fallback);
+
+// Closes the HDF5 file `file`, writing what HDF5 still holds in memory; an error (e.g. no
+// space left) names `path`. The handle is given up either way (after a failed close HDF5 may keep the file
+// open until the process ends; the caller discards the file).
+absl::Status CloseFile(Handle file, const std::string& path);
 
 // Opens an existing HDF5 file read-only or read-write; a missing or non-HDF5 file is an error
 // naming `path`.

@@ -611,6 +611,23 @@ absl::StatusOr<bool> Catalog::IsBlobReferenced(const std::string& sha256) {
   return count > 0;
 }
 
+absl::Status Catalog::RecordBlobUpload(const std::string& sha256, const std::string& caller,
+                                       int64_t size) {
+  absl::MutexLock lock(&mu_);
+  return db_->Run("INSERT OR IGNORE INTO blob_uploads(sha256, caller, size, time_us) VALUES(?1, ?2, ?3, ?4)",
+                  {sha256, caller, size, NowUnixMicros()});
+}
+
+absl::StatusOr<int64_t> Catalog::BytesUploadedBy(const std::string& caller) {
+  absl::MutexLock lock(&read_mu_);
+  return reader_->QueryInt("SELECT COALESCE(SUM(size), 0) FROM blob_uploads WHERE caller = ?1", {caller}, 0);
+}
+
+absl::Status Catalog::ForgetBlobUpload(const std::string& sha256) {
+  absl::MutexLock lock(&mu_);
+  return db_->Run("DELETE FROM blob_uploads WHERE sha256 = ?1", {sha256});
+}
+
 absl::StatusOr<std::vector<std::string>> Catalog::AllCheckpointIds() {
   absl::MutexLock lock(&read_mu_);
   return Strings(*reader_, "SELECT id FROM checkpoints ORDER BY rowid", {});

@@ -169,6 +169,14 @@ class Catalog {
   absl::StatusOr<std::vector<v1::BlobRef>> ReferencedBlobs();
   // True when some checkpoint or dataset references blob `sha256`.
   absl::StatusOr<bool> IsBlobReferenced(const std::string& sha256);
+  // Records that `caller` stored blob `sha256` of `size` bytes; a blob already recorded keeps its
+  // first uploader (deduplicated content counts once, for whoever stored it first).
+  absl::Status RecordBlobUpload(const std::string& sha256, const std::string& caller, int64_t size);
+  // Bytes of the blobs recorded for `caller` (0 when none).
+  absl::StatusOr<int64_t> BytesUploadedBy(const std::string& caller);
+  // Drops the upload record of blob `sha256` (its blob was deleted); OK when there is none.
+  absl::Status ForgetBlobUpload(const std::string& sha256);
+
   // Ids of all checkpoints, in insertion order.
   absl::StatusOr<std::vector<std::string>> AllCheckpointIds();
   // Ids of all datasets, in insertion order.

@@ -109,6 +109,16 @@ DROP TABLE alias_history;
 ALTER TABLE alias_history_numbered RENAME TO alias_history;
 CREATE INDEX alias_history_by_alias ON alias_history(model, alias);
 )sql"},
+      // Who stored each blob, for per-caller storage quotas (issue 25, req 6): one row per blob,
+      // its first uploader's; blobs stored before this step count for nobody.
+      {5, R"sql(
+CREATE TABLE blob_uploads(
+  sha256 TEXT PRIMARY KEY,
+  caller TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  time_us INTEGER NOT NULL);
+CREATE INDEX blob_uploads_by_caller ON blob_uploads(caller);
+)sql"},
   };
   return kMigrations;
 }

@@ -2,6 +2,7 @@
 #include "common/store_layout.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -105,7 +106,17 @@ absl::Status Registry::AppendUpload(absl::string_view sha256, int64_t declared_s
 
 absl::StatusOr<v1::BlobInfo> Registry::FinishUpload(absl::string_view sha256,
                                                     int64_t declared_size,
-                                                    absl::string_view streamed_digest) {
+                                                    absl::string_view streamed_digest,
+                                                    const Uploader& uploader) {
+  std::optional<absl::MutexLock> quota_lock;
+  if (uploader.quota_bytes > 0) {
+    quota_lock.emplace(&quota_mu_);
+    absl::Status within_quota = CheckStorageQuota(uploader, sha256, declared_size);
+    if (!within_quota.ok()) {
+      ROBOLOOP_RETURN_IF_ERROR(blobs_->Abort(sha256));
+      return within_quota;
+    }
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(PutResult result,
                             blobs_->Finish(sha256, declared_size, streamed_digest));
   if (result.size != declared_size) {
@@ -113,7 +124,24 @@ absl::StatusOr<v1::BlobInfo> Registry::FinishUpload(absl::string_view sha256,
                                                       result.size, " bytes, not the declared ",
                                                       declared_size));
   }
+  if (!result.already_present) {
+    ROBOLOOP_RETURN_IF_ERROR(catalog_->RecordBlobUpload(result.sha256, uploader.caller, result.size));
+  }
   return ToBlobInfo(result);
+}
+
+absl::Status Registry::CheckStorageQuota(const Uploader& uploader, absl::string_view sha256,
+                                         int64_t size) {
+  if (uploader.quota_bytes <= 0 || blobs_->Contains(sha256)) return absl::OkStatus();
+  ROBOLOOP_ASSIGN_OR_RETURN(int64_t stored, BytesStoredBy(uploader.caller));
+  if (stored + size <= uploader.quota_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "caller '", uploader.caller, "' is over its storage quota of ", uploader.quota_bytes,
+      " bytes (--storage-quota): it has stored ", stored, " bytes and blob ", sha256, " adds ", size));
+}
+
+absl::StatusOr<int64_t> Registry::BytesStoredBy(const std::string& caller) {
+  return catalog_->BytesUploadedBy(caller);
 }
 
 absl::Status Registry::AbortUpload(absl::string_view sha256) { return blobs_->Abort(sha256); }
@@ -460,6 +488,7 @@ absl::StatusOr<v1::GcResponse> Registry::CollectGarbage(const v1::GcRequest& req
       ROBOLOOP_ASSIGN_OR_RETURN(bool now_referenced, catalog_->IsBlobReferenced(blob.sha256));
       if (now_referenced) continue;
       ROBOLOOP_RETURN_IF_ERROR(blobs_->Remove(blob.sha256));
+      ROBOLOOP_RETURN_IF_ERROR(catalog_->ForgetBlobUpload(blob.sha256));
     }
     response.add_unreferenced(blob.sha256);
     response.set_bytes(response.bytes() + blob.size);

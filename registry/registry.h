@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "registry/blob_store.h"
 #include "registry/catalog.h"
@@ -34,6 +35,13 @@ inline constexpr int kMaxListLimit = 100000;
 inline constexpr char kChampionAlias[] = "champion";
 // The alias every registration moves.
 inline constexpr char kLatestAlias[] = "latest";
+
+// Who stores a blob, for the per-caller storage quota: the caller's name and the bytes of blobs it
+// may have stored (0 = no quota).
+struct Uploader {
+  std::string caller;
+  int64_t quota_bytes = 0;
+};
 
 class Registry {
  public:
@@ -59,10 +67,20 @@ class Registry {
   absl::Status AppendUpload(absl::string_view sha256, int64_t declared_size, int64_t offset,
                             absl::string_view data);
   // Checks size (truncated: FailedPrecondition, kept for resuming) and hash (DataLoss,
-  // discarded) and makes the blob visible. Completing an already stored blob is OK.
-  // `streamed_digest`: see BlobStore::Finish.
+  // discarded) and makes the blob visible, recorded as stored by `uploader.caller` unless it was
+  // stored before. Completing an already stored blob is OK. When the new blob would take the
+  // caller over its quota, the upload is discarded and ResourceExhausted returned (see
+  // CheckStorageQuota). `streamed_digest`: see BlobStore::Finish.
   absl::StatusOr<v1::BlobInfo> FinishUpload(absl::string_view sha256, int64_t declared_size,
-                                            absl::string_view streamed_digest = "");
+                                            absl::string_view streamed_digest = "",
+                                            const Uploader& uploader = {});
+  // OK when the blob is stored already, `uploader` has no quota, or the bytes it has stored plus
+  // `size` stay within its quota; ResourceExhausted naming the quota, its value, the caller and
+  // its usage otherwise.
+  absl::Status CheckStorageQuota(const Uploader& uploader, absl::string_view sha256, int64_t size);
+  // Bytes of the blobs `caller` stored first (deduplicated content counts for its first uploader
+  // only) and that are still stored.
+  absl::StatusOr<int64_t> BytesStoredBy(const std::string& caller);
   // Discards a partial upload; OK when there is none.
   absl::Status AbortUpload(absl::string_view sha256);
   // Stores `data` in one call (embedded use).
@@ -143,6 +161,9 @@ class Registry {
   const Options options_;
   const std::unique_ptr<BlobStore> blobs_;
   const std::unique_ptr<Catalog> catalog_;
+  // Held by uploads under a quota from the quota check to the upload's record, so concurrent
+  // uploads of one caller cannot together pass its quota (within this process).
+  absl::Mutex quota_mu_;
 };
 
 }  // namespace roboloop::registry

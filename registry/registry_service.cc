@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_call_limits.h"
 #include "common/grpc_caller.h"
+#include "common/grpc_server_credentials.h"
 #include "common/grpc_status.h"
 #include "common/sha256.h"
 
@@ -15,6 +17,12 @@ using common::AbslToGrpc;
 // The caller as recorded in alias history (common/grpc_caller.h).
 Actor CallerOf(const grpc::ServerContext& context) {
   return Actor{common::RequestingUser(context), common::RequestingHost(context)};
+}
+
+// The name uploads of this call count against: the authenticated caller, else kSharedCaller.
+std::string UploaderName(const grpc::ServerContext& context) {
+  std::string caller = common::AuthenticatedCaller(context);
+  return caller.empty() ? kSharedCaller : caller;
 }
 
 template <typename T>
@@ -41,12 +49,21 @@ grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
                         "the first upload message must carry the header (sha256, size, offset)");
   }
   const v1::UploadChunk::Header header = chunk.header();
+  if (options_.max_upload_bytes > 0 && header.size() > options_.max_upload_bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("upload of ", header.sha256(), " declares ", header.size(),
+                                     " bytes, over the server's upload limit of ", options_.max_upload_bytes,
+                                     " bytes (--max-upload-bytes)"));
+  }
+  const Uploader uploader{UploaderName(*context), options_.caller_quota_bytes};
+  absl::Status within_quota = registry_->CheckStorageQuota(uploader, header.sha256(), header.size());
+  if (!within_quota.ok()) return AbslToGrpc(within_quota);
   int64_t offset = header.offset();
   // A stream that starts at byte 0 hashes what it appends, so finishing needs no re-read.
   const bool whole_stream = offset == 0;
   Sha256 streamed;
   do {
-    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+    if (context->IsCancelled()) return EndCancelledUpload(*context, header.sha256());
     if (!chunk.data().empty()) {
       absl::Status appended =
           registry_->AppendUpload(header.sha256(), header.size(), offset, chunk.data());
@@ -57,9 +74,19 @@ grpc::Status RegistryServiceImpl::UploadBlob(grpc::ServerContext* context,
       offset += static_cast<int64_t>(chunk.data().size());
     }
   } while (reader->Read(&chunk));
+  if (context->IsCancelled()) return EndCancelledUpload(*context, header.sha256());
   std::string digest = whole_stream ? streamed.HexDigest() : "";
   if (offset != header.size()) digest.clear();
-  return Fill(registry_->FinishUpload(header.sha256(), header.size(), digest), response);
+  return Fill(registry_->FinishUpload(header.sha256(), header.size(), digest, uploader), response);
+}
+
+grpc::Status RegistryServiceImpl::EndCancelledUpload(const grpc::ServerContext& context,
+                                                     const std::string& sha256) {
+  const std::optional<std::string> breach = common::CallLimitBreach(context);
+  if (!breach.has_value()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+  absl::Status aborted = registry_->AbortUpload(sha256);
+  if (!aborted.ok()) return AbslToGrpc(aborted);
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, *breach);
 }
 
 grpc::Status RegistryServiceImpl::UploadStatus(grpc::ServerContext*,

@@ -1,5 +1,9 @@
 // The gRPC adapter of the registry: translates RegistryService calls into Registry calls.
-// All logic (validation, storage, references) lives in registry/registry.h.
+// All logic (validation, storage, references) lives in registry/registry.h. The adapter applies
+// the limits of served uploads (issue 25, req 6): the largest blob one upload may declare and each
+// caller's storage quota (RESOURCE_EXHAUSTED, nothing written), and an upload a server call limit
+// cancels (common/grpc_call_limits.h) discards what it held. The caller of a server without a
+// tokens file is kSharedCaller.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -9,12 +13,17 @@
 
 namespace roboloop::registry {
 
+// The caller whose quota uploads count against when the server authenticates no one by name.
+inline constexpr char kSharedCaller[] = "(shared)";
+
 // Thread-safe: gRPC calls handlers concurrently; Registry is thread-safe.
 class RegistryServiceImpl final : public v1::RegistryService::Service {
  public:
   struct Options {
     int download_chunk_bytes = 1 << 20;      // chunk size when the client names none
     int max_download_chunk_bytes = 4 << 20;  // upper bound on a requested chunk size
+    int64_t max_upload_bytes = 0;            // largest blob one upload may declare; 0 = no limit
+    int64_t caller_quota_bytes = 0;          // bytes of blobs each caller may store; 0 = no quota
   };
 
   // Serves `registry` (not owned; must outlive the service).
@@ -53,6 +62,11 @@ class RegistryServiceImpl final : public v1::RegistryService::Service {
                               v1::GcResponse* response) override;
 
  private:
+  // The status of an upload whose call ended early: a call a server limit cancelled discards
+  // the upload's partial content (DEADLINE_EXCEEDED with the limit's message); a call the client
+  // cancelled keeps it for resuming (CANCELLED).
+  grpc::Status EndCancelledUpload(const grpc::ServerContext& context, const std::string& sha256);
+
   Registry* registry_;
   Options options_;
 };

@@ -27,8 +27,38 @@ void NormalizeRows(const std::vector<float>& mean, const std::vector<float>& std
 
 }  // namespace
 
+absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
+                                            const LoaderOptions& options) {
+  TrainingRows rows;
+  ROBOLOOP_ASSIGN_OR_RETURN(rows.obs, ConcatFeatures(store, options.obs_features, "obs feature"));
+  ROBOLOOP_ASSIGN_OR_RETURN(rows.actions,
+                            FloatFeature(store, options.action_feature, "action feature"));
+  return rows;
+}
+
+absl::StatusOr<std::unique_ptr<StoreWindows>> StoreWindows::Create(
+    const data::EpisodeStore& store, const LoaderOptions& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(TrainingRows rows, TrainingRowsOf(store, options));
+  return std::unique_ptr<StoreWindows>(new StoreWindows(store, std::move(rows)));
+}
+
+StoreWindows::StoreWindows(const data::EpisodeStore& store, TrainingRows rows)
+    : store_(store), rows_(std::move(rows)) {
+  for (int64_t e = 0; e < store.num_episodes(); ++e) {
+    episode_offsets_.push_back(store.episode_offset(e));
+  }
+}
+
+SampleWindow StoreWindows::At(int64_t window) const {
+  // The last episode starting at or before `window` (empty episodes share the next one's start).
+  const auto next = std::upper_bound(episode_offsets_.begin(), episode_offsets_.end(), window);
+  const int64_t episode = (next - episode_offsets_.begin()) - 1;
+  const int64_t start = store_.episode_offset(episode);
+  return SampleWindow{&rows_, start, store_.episode_length(episode), window - start};
+}
+
 absl::StatusOr<std::unique_ptr<BatchBuilder>> BatchBuilder::Create(
-    const data::EpisodeStore& store, const Normalization& norm, const LoaderOptions& options) {
+    const TrainingRows& rows, const Normalization& norm, const LoaderOptions& options) {
   if (options.history < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("loader history must be >= 1, got ", options.history));
@@ -37,81 +67,65 @@ absl::StatusOr<std::unique_ptr<BatchBuilder>> BatchBuilder::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("loader chunk must be >= 1, got ", options.chunk));
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(ConcatRows obs,
-                            ConcatFeatures(store, options.obs_features, "obs feature"));
-  ROBOLOOP_ASSIGN_OR_RETURN(FloatRows actions,
-                            FloatFeature(store, options.action_feature, "action feature"));
   if (options.normalize) {
-    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.obs_mean, "obs mean", obs.width));
-    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.obs_std, "obs std", obs.width));
-    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_mean, "action mean", actions.width));
-    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_std, "action std", actions.width));
+    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.obs_mean, "obs mean", rows.obs.width));
+    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.obs_std, "obs std", rows.obs.width));
+    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_mean, "action mean", rows.actions.width));
+    ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_std, "action std", rows.actions.width));
   }
   return std::unique_ptr<BatchBuilder>(
-      new BatchBuilder(store, std::move(obs), std::move(actions), norm, options));
+      new BatchBuilder(rows.obs.width, rows.actions.width, norm, options));
 }
 
-BatchBuilder::BatchBuilder(const data::EpisodeStore& store, ConcatRows obs, FloatRows actions,
-                           const Normalization& norm, const LoaderOptions& options)
-    : store_(store),
-      obs_(std::move(obs)),
-      actions_(std::move(actions)),
+BatchBuilder::BatchBuilder(int64_t obs_width, int64_t action_width, const Normalization& norm,
+                           const LoaderOptions& options)
+    : obs_width_(obs_width),
+      action_width_(action_width),
       norm_(norm),
       history_(options.history),
       chunk_(options.chunk),
-      normalize_(options.normalize) {
-  for (int64_t e = 0; e < store.num_episodes(); ++e) {
-    episode_offsets_.push_back(store.episode_offset(e));
-  }
-}
+      normalize_(options.normalize) {}
 
-int64_t BatchBuilder::EpisodeOfRow(int64_t row) const {
-  // The last episode starting at or before `row` (empty episodes share the next one's start).
-  const auto next = std::upper_bound(episode_offsets_.begin(), episode_offsets_.end(), row);
-  return (next - episode_offsets_.begin()) - 1;
-}
-
-Batch BatchBuilder::Build(int64_t index, absl::Span<const int64_t> windows) const {
+Batch BatchBuilder::Build(int64_t index, absl::Span<const SampleWindow> samples) const {
   Batch batch;
   batch.index = index;
-  batch.batch_size = static_cast<int>(windows.size());
+  batch.batch_size = static_cast<int>(samples.size());
   batch.history = history_;
   batch.chunk = chunk_;
   batch.obs_dim = obs_dim();
   batch.action_dim = action_dim();
-  const size_t samples = windows.size();
-  batch.obs.resize(samples * history_ * obs_.width);
-  batch.history_length.resize(samples);
-  batch.actions.resize(samples * chunk_ * actions_.width);
-  batch.action_valid.resize(samples * chunk_);
-  for (size_t i = 0; i < samples; ++i) FillSample(windows[i], static_cast<int>(i), &batch);
+  const size_t count = samples.size();
+  batch.obs.resize(count * history_ * obs_width_);
+  batch.history_length.resize(count);
+  batch.actions.resize(count * chunk_ * action_width_);
+  batch.action_valid.resize(count * chunk_);
+  for (size_t i = 0; i < count; ++i) FillSample(samples[i], static_cast<int>(i), &batch);
   if (normalize_) {
-    NormalizeRows(norm_.obs_mean, norm_.obs_std, static_cast<int64_t>(samples) * history_,
+    NormalizeRows(norm_.obs_mean, norm_.obs_std, static_cast<int64_t>(count) * history_,
                   batch.obs.data());
-    NormalizeRows(norm_.action_mean, norm_.action_std, static_cast<int64_t>(samples) * chunk_,
+    NormalizeRows(norm_.action_mean, norm_.action_std, static_cast<int64_t>(count) * chunk_,
                   batch.actions.data());
   }
   return batch;
 }
 
-void BatchBuilder::FillSample(int64_t window, int sample, Batch* batch) const {
-  const int64_t episode = EpisodeOfRow(window);
-  const int64_t start = store_.episode_offset(episode);
-  const int64_t length = store_.episode_length(episode);
-  const int64_t t = window - start;
+void BatchBuilder::FillSample(const SampleWindow& window, int sample, Batch* batch) const {
+  const int64_t start = window.start;
+  const int64_t length = window.length;
+  const int64_t t = window.t;
   batch->history_length[sample] = static_cast<int32_t>(std::min<int64_t>(history_, t + 1));
   for (int h = 0; h < history_; ++h) {
     // Slot h holds step t - (history - 1) + h; steps before the episode repeat step 0.
     const int64_t step = std::max<int64_t>(0, t - (history_ - 1) + h);
     const int64_t slot = static_cast<int64_t>(sample) * history_ + h;
-    obs_.CopyRow(start + step, batch->obs.data() + slot * obs_.width);
+    window.rows->obs.CopyRow(start + step, batch->obs.data() + slot * obs_width_);
   }
   for (int c = 0; c < chunk_; ++c) {
     // Slot c holds action t + c; steps past the episode repeat its last action.
     const int64_t step = std::min<int64_t>(length - 1, t + c);
     const int64_t slot = static_cast<int64_t>(sample) * chunk_ + c;
-    const absl::Span<const float> row = actions_.Row(start + step);
-    std::copy(row.begin(), row.end(), batch->actions.begin() + slot * actions_.width);
+    const absl::Span<const float> row = window.rows->actions.Row(start + step);
+    std::copy(row.begin(), row.end(), batch->actions.begin() + slot * action_width_);
     batch->action_valid[slot] = t + c < length ? 1 : 0;
   }
 }

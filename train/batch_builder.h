@@ -1,9 +1,10 @@
-// Builds one rank's padded Batch from a list of window indices: the unchecked core of the
+// Builds one rank's padded Batch from a list of sample windows: the unchecked core of the
 // Loader, validated once by Create. Immutable after creation; Build may run on many threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,38 +16,71 @@
 
 namespace roboloop::train {
 
+// The obs and action rows training reads from one store.
+struct TrainingRows {
+  ConcatRows obs;     // the obs features, concatenated
+  FloatRows actions;  // the action feature
+};
+
+// The obs and action rows of `store` for `options`; errors as ConcatFeatures/FloatFeature.
+absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
+                                            const LoaderOptions& options);
+
+// One sample: step `t` of the episode whose rows are rows[start, start + length).
+struct SampleWindow {
+  const TrainingRows* rows = nullptr;
+  int64_t start = 0;
+  int64_t length = 0;
+  int64_t t = 0;
+};
+
+// The windows of an in-memory store: window w is store row w (episodes back to back).
+class StoreWindows {
+ public:
+  // The training rows of `store` (which must outlive this); errors as TrainingRowsOf.
+  static absl::StatusOr<std::unique_ptr<StoreWindows>> Create(const data::EpisodeStore& store,
+                                                              const LoaderOptions& options);
+  // The sample of window `window` (0 <= window < windows()).
+  SampleWindow At(int64_t window) const;
+  // Windows: steps of the store.
+  int64_t windows() const { return store_.total_steps(); }
+  // The store's rows.
+  const TrainingRows& rows() const { return rows_; }
+
+ private:
+  StoreWindows(const data::EpisodeStore& store, TrainingRows rows);
+
+  const data::EpisodeStore& store_;
+  const TrainingRows rows_;
+  std::vector<int64_t> episode_offsets_;  // first store row of every episode, ascending
+};
+
 class BatchBuilder {
  public:
-  // Checks the features of `options` in `store`, history/chunk >= 1 and (with normalize)
-  // that `norm` matches the obs and action widths. `store` must outlive the builder.
-  static absl::StatusOr<std::unique_ptr<BatchBuilder>> Create(const data::EpisodeStore& store,
+  // Checks history/chunk >= 1 and (with normalize) that `norm` matches `rows`' obs and action
+  // widths, which every later sample must share.
+  static absl::StatusOr<std::unique_ptr<BatchBuilder>> Create(const TrainingRows& rows,
                                                               const Normalization& norm,
                                                               const LoaderOptions& options);
 
-  // The batch with index `index` whose sample i is window windows[i] (a store row).
-  Batch Build(int64_t index, absl::Span<const int64_t> windows) const;
-  // Windows (= store rows) available.
-  int64_t windows() const { return store_.total_steps(); }
+  // The batch with index `index` whose sample i is samples[i].
+  Batch Build(int64_t index, absl::Span<const SampleWindow> samples) const;
   // Elements of one obs row.
-  int obs_dim() const { return static_cast<int>(obs_.width); }
+  int obs_dim() const { return static_cast<int>(obs_width_); }
   // Elements of one action row.
-  int action_dim() const { return static_cast<int>(actions_.width); }
+  int action_dim() const { return static_cast<int>(action_width_); }
 
  private:
-  BatchBuilder(const data::EpisodeStore& store, ConcatRows obs, FloatRows actions,
-               const Normalization& norm, const LoaderOptions& options);
-  void FillSample(int64_t window, int sample, Batch* batch) const;
-  // The episode holding store row `row`.
-  int64_t EpisodeOfRow(int64_t row) const;
+  BatchBuilder(int64_t obs_width, int64_t action_width, const Normalization& norm,
+               const LoaderOptions& options);
+  void FillSample(const SampleWindow& window, int sample, Batch* batch) const;
 
-  const data::EpisodeStore& store_;
-  const ConcatRows obs_;
-  const FloatRows actions_;
+  const int64_t obs_width_;
+  const int64_t action_width_;
   const Normalization norm_;
   const int history_;
   const int chunk_;
   const bool normalize_;
-  std::vector<int64_t> episode_offsets_;  // first store row of every episode, ascending
 };
 
 }  // namespace roboloop::train

@@ -6,56 +6,30 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status.h"
-#include "train/batch_builder.h"
-#include "train/sampling.h"
+#include "train/batch_source.h"
+#include "train/store_batches.h"
+#include "train/stream_batches.h"
 
 namespace roboloop::train {
-namespace {
-
-absl::Status CheckAtLeastOne(int value, const char* name) {
-  if (value >= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("loader ", name, " must be >= 1, got ", value));
-}
-
-absl::Status CheckShardOptions(const LoaderOptions& options, int64_t windows) {
-  ROBOLOOP_RETURN_IF_ERROR(CheckAtLeastOne(options.batch_size, "batch_size"));
-  ROBOLOOP_RETURN_IF_ERROR(CheckAtLeastOne(options.world_size, "world_size"));
-  ROBOLOOP_RETURN_IF_ERROR(CheckAtLeastOne(options.num_workers, "num_workers"));
-  ROBOLOOP_RETURN_IF_ERROR(CheckAtLeastOne(options.prefetch, "prefetch"));
-  if (options.rank < 0 || options.rank >= options.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("loader rank ", options.rank,
-                                                   " is outside [0, world_size = ",
-                                                   options.world_size, ")"));
-  }
-  const int64_t global = static_cast<int64_t>(options.batch_size) * options.world_size;
-  if (global > windows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "global batch batch_size * world_size = ", options.batch_size, " * ",
-        options.world_size, " = ", global, " exceeds the ", windows,
-        " windows of the dataset (not one full batch per epoch)"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(
     std::shared_ptr<const data::EpisodeStore> store, const Normalization& norm,
     const LoaderOptions& options) {
-  if (store == nullptr) return absl::InvalidArgumentError("loader: no episode store given");
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<BatchBuilder> builder,
-                            BatchBuilder::Create(*store, norm, options));
-  ROBOLOOP_RETURN_IF_ERROR(CheckShardOptions(options, builder->windows()));
-  return std::unique_ptr<Loader>(new Loader(std::move(store), std::move(builder), options));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                            StoreBatches::Create(std::move(store), norm, options));
+  return std::unique_ptr<Loader>(new Loader(std::move(source), options));
 }
 
-Loader::Loader(std::shared_ptr<const data::EpisodeStore> store,
-               std::unique_ptr<BatchBuilder> builder, const LoaderOptions& options)
-    : store_(std::move(store)),
-      builder_(std::move(builder)),
-      options_(options),
-      batches_per_epoch_(builder_->windows() /
-                         (static_cast<int64_t>(options.batch_size) * options.world_size)) {
+absl::StatusOr<std::unique_ptr<Loader>> Loader::CreateStreaming(
+    std::shared_ptr<data::EpisodeCache> cache, const Normalization& norm,
+    const LoaderOptions& options, int64_t block_windows) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> source,
+                            StreamBatches::Create(std::move(cache), norm, options, block_windows));
+  return std::unique_ptr<Loader>(new Loader(std::move(source), options));
+}
+
+Loader::Loader(std::unique_ptr<BatchSource> source, const LoaderOptions& options)
+    : source_(std::move(source)), options_(options) {
   for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -86,34 +60,10 @@ void Loader::WorkerLoop() {
       generation = generation_;
       cursor = cursor_;
     }
-    const BatchSlice slice = SliceOfBatch(index, batches_per_epoch_, options_.batch_size,
-                                          options_.rank, options_.world_size);
-    const std::shared_ptr<const std::vector<int64_t>> permutation =
-        Permutation(slice.epoch, cursor, cursor + options_.prefetch - 1);
-    Batch batch = builder_->Build(
-        index, absl::MakeConstSpan(*permutation).subspan(slice.begin, slice.size));
+    absl::StatusOr<Batch> batch = source_->Build(index, cursor);
     absl::MutexLock lock(&mu_);
     if (generation == generation_) ready_.emplace(index, std::move(batch));
   }
-}
-
-std::shared_ptr<const std::vector<int64_t>> Loader::Permutation(int64_t epoch,
-                                                                int64_t first_batch,
-                                                                int64_t last_batch) {
-  absl::MutexLock lock(&permutations_mu_);
-  // Forget the epochs no batch in flight needs (the cursor moved on, or Seek moved it).
-  const int64_t first_epoch = first_batch / batches_per_epoch_;
-  const int64_t last_epoch = last_batch / batches_per_epoch_;
-  for (auto it = permutations_.begin(); it != permutations_.end();) {
-    const bool needed = it->first == epoch || (it->first >= first_epoch && it->first <= last_epoch);
-    it = needed ? std::next(it) : permutations_.erase(it);
-  }
-  auto& permutation = permutations_[epoch];
-  if (permutation == nullptr) {
-    permutation = std::make_shared<const std::vector<int64_t>>(
-        EpochPermutation(builder_->windows(), options_.seed, epoch));
-  }
-  return permutation;
 }
 
 absl::StatusOr<Batch> Loader::Next() {
@@ -124,9 +74,10 @@ absl::StatusOr<Batch> Loader::Next() {
         "loader cursor is ", cursor_, "; Seek to a batch index >= 0 before Next"));
   }
   mu_.Await(absl::Condition(this, &Loader::NextReady));
+  wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+  if (!ready_.at(cursor_).ok()) return ready_.at(cursor_).status();
   auto node = ready_.extract(cursor_);
   ++cursor_;
-  wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
   return std::move(node.mapped());
 }
 
@@ -148,8 +99,10 @@ double Loader::wait_seconds() const {
   return wait_seconds_;
 }
 
-int64_t Loader::windows() const { return builder_->windows(); }
+int64_t Loader::windows() const { return source_->windows(); }
 
-int64_t Loader::batches_per_epoch() const { return batches_per_epoch_; }
+int64_t Loader::batches_per_epoch() const { return source_->batches_per_epoch(); }
+
+int64_t Loader::block_windows() const { return source_->block_windows(); }
 
 }  // namespace roboloop::train

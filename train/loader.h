@@ -1,6 +1,7 @@
-// Training data loader: samples (episode, t) windows from an in-memory EpisodeStore in a
-// seeded, rank-sharded order and builds padded [batch, history, obs] / [batch, chunk, action]
-// batches on background threads. Torch-free. See train/README.md for the sampling contract.
+// Training data loader: samples (episode, t) windows from an in-memory EpisodeStore, or from
+// episodes streamed through a bounded EpisodeCache, in a seeded, rank-sharded order and builds
+// padded [batch, history, obs] / [batch, chunk, action] batches on background threads.
+// Torch-free. See train/README.md for both sampling contracts.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/normalization.h"
 
@@ -50,7 +52,7 @@ struct Batch {
   std::vector<uint8_t> action_valid;  // [batch, chunk] 1 = real action, 0 = padding by repetition
 };
 
-class BatchBuilder;
+class BatchSource;
 
 // Thread-safety: Next, Seek, cursor and wait_seconds may be called from any thread, but the
 // batch order is defined by the cursor, so one consumer thread is the intended use. Workers
@@ -65,13 +67,21 @@ class Loader {
   static absl::StatusOr<std::unique_ptr<Loader>> Create(
       std::shared_ptr<const data::EpisodeStore> store, const Normalization& norm,
       const LoaderOptions& options);
+  // A loader streaming from `cache` under the streaming contract with blocks of
+  // `block_windows` windows (0 = StreamBatches::DefaultBlockWindows). Errors as Create's,
+  // plus a first episode that cannot be read and an epoch 0 that leaves a rank fewer windows
+  // than batch_size.
+  static absl::StatusOr<std::unique_ptr<Loader>> CreateStreaming(
+      std::shared_ptr<data::EpisodeCache> cache, const Normalization& norm,
+      const LoaderOptions& options, int64_t block_windows = 0);
   // Stops and joins the workers.
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
   // The batch at the cursor, then advances the cursor; blocks until a worker has built it and
-  // adds the blocked time to wait_seconds(). Fails when the cursor was Seek'ed below 0.
+  // adds the blocked time to wait_seconds(). Fails when the cursor was Seek'ed below 0, or
+  // with the error of building it (a streamed read); the cursor then stays.
   absl::StatusOr<Batch> Next();
   // Index of the batch Next() returns next.
   int64_t cursor() const;
@@ -79,37 +89,30 @@ class Loader {
   void Seek(int64_t cursor);
   // Total time Next() spent waiting for a batch (data stall), in seconds.
   double wait_seconds() const;
-  // Number of (episode, t) windows: every step of every loaded episode.
+  // Number of (episode, t) windows: every step of every loaded (or streamed) episode.
   int64_t windows() const;
-  // windows / (batch_size * world_size), rounded down (the last partial batch is dropped).
+  // In memory: windows / (batch_size * world_size), rounded down (the last partial batch is
+  // dropped). Streaming: epoch 0's batches (epochs may differ, see train/README.md).
   int64_t batches_per_epoch() const;
+  // Windows per streamed block; 0 when the loader samples an in-memory store.
+  int64_t block_windows() const;
 
  private:
-  Loader(std::shared_ptr<const data::EpisodeStore> store, std::unique_ptr<BatchBuilder> builder,
-         const LoaderOptions& options);
+  Loader(std::unique_ptr<BatchSource> source, const LoaderOptions& options);
   void WorkerLoop();
-  // The permutation of `epoch`, cached for the epochs that batches in [first, last] use.
-  std::shared_ptr<const std::vector<int64_t>> Permutation(int64_t epoch, int64_t first_batch,
-                                                          int64_t last_batch);
   bool CanBuild() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NextReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::shared_ptr<const data::EpisodeStore> store_;
-  const std::unique_ptr<BatchBuilder> builder_;
+  const std::unique_ptr<BatchSource> source_;
   const LoaderOptions options_;
-  const int64_t batches_per_epoch_;
 
   mutable absl::Mutex mu_;
   int64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;         // next batch Next() returns
   int64_t next_to_build_ ABSL_GUARDED_BY(mu_) = 0;  // next batch a worker claims
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;     // bumped by Seek; stale builds are dropped
-  std::map<int64_t, Batch> ready_ ABSL_GUARDED_BY(mu_);  // built, not yet returned
+  std::map<int64_t, absl::StatusOr<Batch>> ready_ ABSL_GUARDED_BY(mu_);  // built, not yet returned
   double wait_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-
-  absl::Mutex permutations_mu_;
-  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> permutations_
-      ABSL_GUARDED_BY(permutations_mu_);
 
   std::vector<std::thread> workers_;
 };

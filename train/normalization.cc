@@ -1,6 +1,8 @@
 #include "train/normalization.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -14,32 +16,63 @@ struct MeanStd {
   std::vector<float> std;
 };
 
-// Two passes in double (mean, then squared deviations) over every row of `rows`.
-MeanStd ComputeMeanStd(const ConcatRows& rows, int64_t steps) {
-  const size_t width = static_cast<size_t>(rows.width);
-  std::vector<float> row(width);
-  std::vector<double> sum(width, 0.0);
-  for (int64_t r = 0; r < steps; ++r) {
-    rows.CopyRow(r, row.data());
-    for (size_t e = 0; e < width; ++e) sum[e] += row[e];
+// Mean and population std of every element of a row, in double over two passes (sums, then
+// squared deviations from the mean); each pass must see the same rows in the same order.
+class MeanStdPasses {
+ public:
+  explicit MeanStdPasses(int64_t width)
+      : row_(static_cast<size_t>(width)), sum_(row_.size(), 0.0), squares_(row_.size(), 0.0) {}
+
+  // Pass 1: adds rows [0, steps) of `rows`.
+  void AddSums(const ConcatRows& rows, int64_t steps) {
+    for (int64_t r = 0; r < steps; ++r) {
+      rows.CopyRow(r, row_.data());
+      for (size_t e = 0; e < row_.size(); ++e) sum_[e] += row_[e];
+    }
+    steps_ += steps;
   }
-  std::vector<double> mean(width);
-  for (size_t e = 0; e < width; ++e) mean[e] = sum[e] / static_cast<double>(steps);
-  std::vector<double> squares(width, 0.0);
-  for (int64_t r = 0; r < steps; ++r) {
-    rows.CopyRow(r, row.data());
-    for (size_t e = 0; e < width; ++e) {
-      const double deviation = row[e] - mean[e];
-      squares[e] += deviation * deviation;
+
+  // Pass 2: adds the squared deviations of rows [0, steps) of `rows`.
+  void AddSquares(const ConcatRows& rows, int64_t steps) {
+    if (mean_.empty()) {
+      for (double sum : sum_) mean_.push_back(sum / static_cast<double>(steps_));
+    }
+    for (int64_t r = 0; r < steps; ++r) {
+      rows.CopyRow(r, row_.data());
+      for (size_t e = 0; e < row_.size(); ++e) {
+        const double deviation = row_[e] - mean_[e];
+        squares_[e] += deviation * deviation;
+      }
     }
   }
-  MeanStd result;
-  for (size_t e = 0; e < width; ++e) {
-    const double std = std::sqrt(squares[e] / static_cast<double>(steps));
-    result.mean.push_back(static_cast<float>(mean[e]));
-    result.std.push_back(static_cast<float>(std < kMinNormalizationStd ? 1.0 : std));
+
+  // The result after both passes; a std below kMinNormalizationStd becomes 1.
+  MeanStd Result() const {
+    MeanStd result;
+    for (size_t e = 0; e < row_.size(); ++e) {
+      const double std = std::sqrt(squares_[e] / static_cast<double>(steps_));
+      result.mean.push_back(static_cast<float>(mean_[e]));
+      result.std.push_back(static_cast<float>(std < kMinNormalizationStd ? 1.0 : std));
+    }
+    return result;
   }
-  return result;
+
+ private:
+  std::vector<float> row_;
+  std::vector<double> sum_;
+  std::vector<double> squares_;
+  std::vector<double> mean_;
+  int64_t steps_ = 0;
+};
+
+// The obs and action rows of `store`.
+absl::StatusOr<std::pair<ConcatRows, ConcatRows>> ObsAndActions(
+    const data::EpisodeStore& store, const std::vector<std::string>& obs_features,
+    const std::string& action_feature) {
+  ROBOLOOP_ASSIGN_OR_RETURN(ConcatRows obs, ConcatFeatures(store, obs_features, "obs feature"));
+  ROBOLOOP_ASSIGN_OR_RETURN(ConcatRows actions,
+                            ConcatFeatures(store, {action_feature}, "action feature"));
+  return std::make_pair(std::move(obs), std::move(actions));
 }
 
 nlohmann::json MeanStdToJson(const std::vector<float>& mean, const std::vector<float>& std) {
@@ -98,14 +131,50 @@ absl::StatusOr<MeanStd> ReadMeanStd(const nlohmann::json& json, const std::strin
 absl::StatusOr<Normalization> NormalizationFromStore(const data::EpisodeStore& store,
                                                      const std::vector<std::string>& obs_features,
                                                      const std::string& action_feature) {
-  ROBOLOOP_ASSIGN_OR_RETURN(ConcatRows obs, ConcatFeatures(store, obs_features, "obs feature"));
-  ROBOLOOP_ASSIGN_OR_RETURN(ConcatRows actions,
-                            ConcatFeatures(store, {action_feature}, "action feature"));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto rows, ObsAndActions(store, obs_features, action_feature));
   if (store.total_steps() == 0) {
     return absl::InvalidArgumentError("normalization: the episode store holds no steps");
   }
-  MeanStd obs_stats = ComputeMeanStd(obs, store.total_steps());
-  MeanStd action_stats = ComputeMeanStd(actions, store.total_steps());
+  MeanStdPasses obs(rows.first.width);
+  MeanStdPasses actions(rows.second.width);
+  obs.AddSums(rows.first, store.total_steps());
+  actions.AddSums(rows.second, store.total_steps());
+  obs.AddSquares(rows.first, store.total_steps());
+  actions.AddSquares(rows.second, store.total_steps());
+  MeanStd obs_stats = obs.Result();
+  MeanStd action_stats = actions.Result();
+  return Normalization{std::move(obs_stats.mean), std::move(obs_stats.std),
+                       std::move(action_stats.mean), std::move(action_stats.std)};
+}
+
+absl::StatusOr<Normalization> NormalizationFromEpisodes(data::EpisodeCache& cache,
+                                                        const std::vector<std::string>& obs_features,
+                                                        const std::string& action_feature) {
+  if (cache.total_steps() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("normalization: ", cache.path(), " has no steps to train on"));
+  }
+  std::optional<MeanStdPasses> obs;
+  std::optional<MeanStdPasses> actions;
+  for (const bool sums : {true, false}) {
+    for (int64_t e = 0; e < cache.num_episodes(); ++e) {
+      ROBOLOOP_ASSIGN_OR_RETURN(std::shared_ptr<const data::EpisodeStore> store, cache.Get(e));
+      ROBOLOOP_ASSIGN_OR_RETURN(auto rows, ObsAndActions(*store, obs_features, action_feature));
+      if (!obs.has_value()) {
+        obs.emplace(rows.first.width);
+        actions.emplace(rows.second.width);
+      }
+      if (sums) {
+        obs->AddSums(rows.first, store->total_steps());
+        actions->AddSums(rows.second, store->total_steps());
+      } else {
+        obs->AddSquares(rows.first, store->total_steps());
+        actions->AddSquares(rows.second, store->total_steps());
+      }
+    }
+  }
+  MeanStd obs_stats = obs->Result();
+  MeanStd action_stats = actions->Result();
   return Normalization{std::move(obs_stats.mean), std::move(obs_stats.std),
                        std::move(action_stats.mean), std::move(action_stats.std)};
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "nlohmann/json.hpp"
 
@@ -30,6 +31,14 @@ inline constexpr double kMinNormalizationStd = 1e-6;
 absl::StatusOr<Normalization> NormalizationFromStore(const data::EpisodeStore& store,
                                                      const std::vector<std::string>& obs_features,
                                                      const std::string& action_feature);
+
+// NormalizationFromStore over every episode of `cache`, read one at a time, twice (sums,
+// then squared deviations), in the cache's episode order: the same values as
+// NormalizationFromStore of the store holding those episodes, in a cache-sized memory.
+// Errors: a read's, those of NormalizationFromStore.
+absl::StatusOr<Normalization> NormalizationFromEpisodes(data::EpisodeCache& cache,
+                                                        const std::vector<std::string>& obs_features,
+                                                        const std::string& action_feature);
 
 // {"obs": {"mean": [...], "std": [...]}, "action": {"mean": [...], "std": [...]}}.
 nlohmann::json NormalizationToJson(const Normalization& norm);

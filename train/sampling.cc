@@ -25,15 +25,19 @@ uint64_t BoundedDraw(std::mt19937_64& rng, uint64_t bound) {
   return draw % bound;
 }
 
-std::vector<int64_t> EpochPermutation(int64_t windows, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> permutation(static_cast<size_t>(windows));
-  for (int64_t i = 0; i < windows; ++i) permutation[i] = i;
-  std::mt19937_64 rng(EpochSeed(seed, epoch));
-  for (int64_t i = windows - 1; i >= 1; --i) {
+std::vector<int64_t> SeededPermutation(int64_t n, uint64_t engine_seed) {
+  std::vector<int64_t> permutation(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) permutation[i] = i;
+  std::mt19937_64 rng(engine_seed);
+  for (int64_t i = n - 1; i >= 1; --i) {
     const uint64_t j = BoundedDraw(rng, static_cast<uint64_t>(i) + 1);
     std::swap(permutation[i], permutation[j]);
   }
   return permutation;
+}
+
+std::vector<int64_t> EpochPermutation(int64_t windows, uint64_t seed, int64_t epoch) {
+  return SeededPermutation(windows, EpochSeed(seed, epoch));
 }
 
 BatchSlice SliceOfBatch(int64_t batch_index, int64_t batches_per_epoch, int batch_size,

@@ -24,7 +24,12 @@ uint64_t EpochSeed(uint64_t seed, int64_t epoch);
 // then returns draw mod bound.
 uint64_t BoundedDraw(std::mt19937_64& rng, uint64_t bound);
 
-// The permutation of 0..windows-1 used by epoch `epoch` (see the file comment).
+// The Fisher–Yates permutation of 0..n-1 driven by std::mt19937_64(engine_seed) (see the
+// file comment).
+std::vector<int64_t> SeededPermutation(int64_t n, uint64_t engine_seed);
+
+// The permutation of 0..windows-1 used by epoch `epoch`:
+// SeededPermutation(windows, EpochSeed(seed, epoch)).
 std::vector<int64_t> EpochPermutation(int64_t windows, uint64_t seed, int64_t epoch);
 
 // Where one rank's share of one global batch lies in its epoch's permutation.

@@ -128,6 +128,11 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
   flags.push_back(Number<int64_t>("--checkpoint-every", "Register a checkpoint every K steps",
                                   [](const J& j) { return j.overrides.checkpoint_every(); },
                                   [](J& j, int64_t v) { j.overrides.set_checkpoint_every(v); }));
+  flags.push_back(Number<double>("--data-cache-mb",
+                                  "Training data held per rank, MiB (default 1/8 of available memory); "
+                                  "a larger dataset is streamed from its file",
+                                  [](const J& j) { return j.overrides.data_cache_mb(); },
+                                  [](J& j, double v) { j.overrides.set_data_cache_mb(v); }));
   flags.push_back(Number<int32_t>("--threads", "Torch threads per rank (default 1)",
                                   [](const J& j) { return j.overrides.threads(); },
                                   [](J& j, int32_t v) { j.overrides.set_threads(v); }));

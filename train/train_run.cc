@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "data/dataset_reader.h"
+#include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/checkpoint_io.h"
 #include "train/loader.h"
@@ -248,6 +249,48 @@ absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepar
   return std::shared_ptr<const data::EpisodeStore>(std::move(store));
 }
 
+// The training demos as the loader reads them: loaded in memory when they fit in the data
+// cache (or the resumed run sampled them so), else streamed through the cache.
+struct TrainingData {
+  std::shared_ptr<const data::EpisodeStore> store;  // in memory
+  std::shared_ptr<data::EpisodeCache> cache;        // streamed
+};
+
+// `resumed_block_windows`: the resumed run's driver record (nullopt = a fresh run; 0 = it
+// sampled in memory).
+absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::TrainConfig& config, bool leader,
+                                              std::optional<int64_t> resumed_block_windows) {
+  if (config.data_cache_mb() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data-cache-mb (data_cache_mb) must be >= 0 (0 = default), got ", config.data_cache_mb()));
+  }
+  data::EpisodeCache::Options cache_options;
+  cache_options.episodes.path = p.dataset.path;
+  cache_options.episodes.features = p.features.obs;
+  cache_options.episodes.features.push_back(config.action_feature());
+  cache_options.episodes.split = config.split();
+  cache_options.episodes.as_float32 = true;
+  cache_options.capacity_bytes = static_cast<int64_t>(config.data_cache_mb() * (1 << 20));
+  TrainingData data;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<data::EpisodeCache> cache, data::EpisodeCache::Open(cache_options));
+  const bool fits = cache->total_bytes() <= cache->capacity_bytes();
+  if (resumed_block_windows.has_value() ? *resumed_block_windows == 0 : fits) {
+    if (!fits) {
+      spdlog::warn("{}: {} bytes of training data exceed the data cache of {} bytes, but the resumed run sampled "
+                   "them in memory: loading them to continue its sequence", p.dataset.path, cache->total_bytes(),
+                   cache->capacity_bytes());
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(data.store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
+    return data;
+  }
+  if (leader) {
+    spdlog::info("{}: {} bytes of training data exceed the data cache of {} bytes (--data-cache-mb): streaming",
+                 p.dataset.path, cache->total_bytes(), cache->capacity_bytes());
+  }
+  data.cache = std::move(cache);
+  return data;
+}
+
 // Steps between validation losses: validate_every, else checkpoint_every, else steps / 10.
 int64_t ValidationInterval(const v1::TrainConfig& config) {
   if (config.validate_every() > 0) return config.validate_every();
@@ -293,10 +336,32 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   const v1::TrainConfig& config = options.config;
   const bool leader = options.rank.rank == 0;
   ROBOLOOP_ASSIGN_OR_RETURN(Prepared p, Prepare(options));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
+  // The resumed run's driver record fixes how its sequence is sampled, so it is read first.
+  ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
+  const nlohmann::json runtime_info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer,
+                            runtime->CreateTrainer(TrainerConfigJson(config, p.policy_options, options.rank).dump()));
+  nlohmann::json resumed_state;
+  std::optional<int64_t> resumed_block_windows;
+  if (p.resume) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::string driver, trainer->LoadState(p.resume->trainer_state_path));
+    resumed_state = nlohmann::json::parse(driver, nullptr, false);
+    if (!resumed_state.is_object() || !resumed_state.contains("step")) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", config.resume(), ": trainer state has no driver record"));
+    }
+    resumed_block_windows = resumed_state.value("stream_block_windows", int64_t{0});
+  } else if (p.init) {
+    ROBOLOOP_RETURN_IF_ERROR(trainer->LoadWeights(p.init->policy_path));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(TrainingData training, OpenTrainingData(p, config, leader, resumed_block_windows));
   if (!p.resume && !p.init) {
-    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
-                              NormalizationFromStore(*store, p.features.obs, config.action_feature()));
+    if (training.store != nullptr) {
+      ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
+                                NormalizationFromStore(*training.store, p.features.obs, config.action_feature()));
+    } else {
+      ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
+                                NormalizationFromEpisodes(*training.cache, p.features.obs, config.action_feature()));
+    }
   }
   LoaderOptions loader_options;
   loader_options.obs_features = p.features.obs;
@@ -309,7 +374,13 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   loader_options.world_size = options.rank.world_size;
   loader_options.num_workers = config.loader_workers();
   loader_options.prefetch = config.prefetch();
-  ROBOLOOP_ASSIGN_OR_RETURN(auto loader, Loader::Create(store, p.normalization, loader_options));
+  std::unique_ptr<Loader> loader;
+  if (training.store != nullptr) {
+    ROBOLOOP_ASSIGN_OR_RETURN(loader, Loader::Create(training.store, p.normalization, loader_options));
+  } else {
+    ROBOLOOP_ASSIGN_OR_RETURN(loader, Loader::CreateStreaming(training.cache, p.normalization, loader_options,
+                                                              resumed_block_windows.value_or(0)));
+  }
   // Rank 0 alone computes the validation loss: it needs no collective, so the ranks stay in step.
   std::shared_ptr<const data::EpisodeStore> validation_store;
   std::unique_ptr<ValidationSet> validation;
@@ -322,23 +393,12 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     ROBOLOOP_ASSIGN_OR_RETURN(validation, ValidationSet::Create(*validation_store, p.normalization, loader_options));
   }
 
-  ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
-  const nlohmann::json runtime_info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
-  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer,
-                            runtime->CreateTrainer(TrainerConfigJson(config, p.policy_options, options.rank).dump()));
   int64_t step = 0;
   std::string run_id = options.run_id;
   if (p.resume) {
-    ROBOLOOP_ASSIGN_OR_RETURN(std::string driver, trainer->LoadState(p.resume->trainer_state_path));
-    const nlohmann::json state = nlohmann::json::parse(driver, nullptr, false);
-    if (!state.is_object() || !state.contains("step")) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", config.resume(), ": trainer state has no driver record"));
-    }
-    step = state["step"].get<int64_t>();
-    loader->Seek(state.value("cursor", step));
-    if (run_id.empty()) run_id = state.value("run_id", std::string());
-  } else if (p.init) {
-    ROBOLOOP_RETURN_IF_ERROR(trainer->LoadWeights(p.init->policy_path));
+    step = resumed_state["step"].get<int64_t>();
+    loader->Seek(resumed_state.value("cursor", step));
+    if (run_id.empty()) run_id = resumed_state.value("run_id", std::string());
   }
   if (run_id.empty()) run_id = NewUuid();
 
@@ -362,7 +422,8 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     const std::string policy_path = JoinPath(dir, "policy.safetensors");
     const std::string state_path = JoinPath(dir, "trainer_state.pt");
     const nlohmann::json driver = {{"step", completed}, {"cursor", loader->cursor()}, {"run_id", run_id},
-                                   {"seed", config.seed()}, {"world_size", options.rank.world_size}};
+                                   {"seed", config.seed()}, {"world_size", options.rank.world_size},
+                                   {"stream_block_windows", loader->block_windows()}};
     ROBOLOOP_RETURN_IF_ERROR(trainer->Save(policy_path, state_path, driver.dump()));
     CheckpointRecord record;
     record.model = config.model();

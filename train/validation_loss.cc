@@ -1,7 +1,6 @@
 #include "train/validation_loss.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -22,16 +21,17 @@ absl::StatusOr<std::unique_ptr<ValidationSet>> ValidationSet::Create(
     return absl::InvalidArgumentError(
         absl::StrCat(store.path(), ": the validation split has no steps"));
   }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<StoreWindows> windows,
+                            StoreWindows::Create(store, options));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<BatchBuilder> builder,
-                            BatchBuilder::Create(store, norm, options));
-  std::vector<int64_t> windows(static_cast<size_t>(store.total_steps()));
-  std::iota(windows.begin(), windows.end(), int64_t{0});
+                            BatchBuilder::Create(windows->rows(), norm, options));
   std::vector<Batch> batches;
   const int64_t size = std::max(1, options.batch_size);
   for (int64_t first = 0; first < store.total_steps(); first += size) {
     const int64_t count = std::min(size, store.total_steps() - first);
-    batches.push_back(builder->Build(static_cast<int64_t>(batches.size()),
-                                     absl::MakeConstSpan(windows).subspan(first, count)));
+    std::vector<SampleWindow> samples;
+    for (int64_t w = first; w < first + count; ++w) samples.push_back(windows->At(w));
+    batches.push_back(builder->Build(static_cast<int64_t>(batches.size()), samples));
   }
   return std::unique_ptr<ValidationSet>(new ValidationSet(std::move(batches), store.total_steps()));
 }

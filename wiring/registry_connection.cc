@@ -17,6 +17,8 @@ absl::StatusOr<std::unique_ptr<RegistryConnection>> RegistryConnection::Open(
   channel.token_file = target.token_file;
   channel.tls_root_cert_file = target.tls_ca_file;
   channel.tls_server_name = target.tls_server_name;
+  channel.tls_client_cert_file = target.tls_client_cert_file;
+  channel.tls_client_key_file = target.tls_client_key_file;
   if (target.address.empty()) {
     // Embedded: an in-process registry on a unix socket private to this process.
     registry::RegistryHost::Options host;

@@ -18,6 +18,8 @@ struct RegistryTarget {
   std::string token_file;         // bearer token file for a remote registry
   std::string tls_ca_file;        // PEM roots to trust; set = TLS
   std::string tls_server_name;    // expected name in the server certificate (optional)
+  std::string tls_client_cert_file;  // client certificate (admin second factor; optional)
+  std::string tls_client_key_file;   // its private key
 };
 
 // An open connection; owns the embedded service when there is one.

@@ -1,9 +1,12 @@
 // Roles (issue 25, req 5): tokens files are read with every problem reported at once; a caller's
 // role gates each method (PERMISSION_DENIED names the role needed); over real sockets the
 // handler sees the authenticated caller of its own call; re-reading the file admits new callers
-// on an open connection and a bad file keeps the current ones.
+// on an open connection and a bad file keeps the current ones; with an admin client CA, admin
+// methods also need a client certificate naming the caller.
 #include "common/access_roles.h"
 
+#include <atomic>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -15,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/common/grpc_test_support.h"
+#include "tests/util/tls_files.h"
 
 namespace {
 
@@ -144,9 +148,16 @@ class CallerEchoService final : public roboloop::testing::Echo::Service {
  public:
   grpc::Status Say(grpc::ServerContext* context, const roboloop::testing::EchoRequest*,
                    roboloop::testing::EchoReply* reply) override {
+    ++calls_;
     reply->set_text(roboloop::common::AuthenticatedCaller(*context));
     return grpc::Status::OK;
   }
+
+  // Calls that reached Say.
+  int calls() const { return calls_.load(); }
+
+ private:
+  std::atomic<int> calls_{0};
 };
 
 TEST(RolesOverTheWireTest, EachCallSeesItsOwnCallerAndDenialsNeverReachTheHandler) {
@@ -204,6 +215,96 @@ TEST(RolesOverTheWireTest, WithoutATokensFileNoCallerCanBeClaimed) {
                   ->Say(&context, roboloop::testing::EchoRequest(), &reply)
                   .ok());
   EXPECT_EQ(reply.text(), "");
+}
+
+// A TLS server whose admin callers need a client certificate from `ca` (the second factor).
+class AdminCertificateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_cert_ = roboloop::testing::MakeSelfSignedCert(folder(), "server");
+    ca_ = roboloop::testing::MakeSelfSignedCert(folder(), "admin-ca");
+    roboloop_test::WriteFile(dir_.File("tokens.yaml"), "tokens:\n" + Entry("ada", "a-token", "admin") +
+                                                           Entry("wes", "w-token", "write"));
+    roboloop::common::GrpcServerOptions options;
+    options.tokens_file = dir_.File("tokens.yaml");
+    options.method_roles = {{kSay, Role::kAdmin}, {kCount, Role::kWrite}};
+    options.tls_cert_file = server_cert_.cert;
+    options.tls_key_file = server_cert_.key;
+    options.admin_client_ca_file = ca_.cert;
+    auto server = roboloop::common::GrpcServer::Create(options, {&service_});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  std::string folder() const { return std::filesystem::path(dir_.File("x")).parent_path().string(); }
+
+  // Calls Say with `token`, presenting `client` when it is set.
+  grpc::Status Say(const std::string& token, const roboloop::testing::TlsFiles* client,
+                   roboloop::testing::EchoReply* reply) {
+    roboloop::common::GrpcChannelOptions options;
+    options.target = server_->target();
+    options.token = token;
+    options.tls_root_cert_file = server_cert_.cert;
+    options.tls_server_name = "localhost";
+    options.retry.max_attempts = 1;
+    if (client != nullptr) {
+      options.tls_client_cert_file = client->cert;
+      options.tls_client_key_file = client->key;
+    }
+    auto channel = roboloop::common::GrpcChannel::Create(options);
+    EXPECT_TRUE(channel.ok()) << channel.status();
+    if (!channel.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "no channel");
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", Bearer(token));
+    return roboloop::testing::Echo::NewStub((*channel)->channel())
+        ->Say(&context, roboloop::testing::EchoRequest(), reply);
+  }
+
+  TempDir dir_;
+  roboloop::testing::TlsFiles server_cert_;
+  roboloop::testing::TlsFiles ca_;
+  CallerEchoService service_;
+  std::unique_ptr<roboloop::common::GrpcServer> server_;
+};
+
+TEST_F(AdminCertificateTest, AdminCallsNeedACertificateNamingTheCaller) {
+  roboloop::testing::EchoReply reply;
+  const grpc::Status bare = Say("a-token", nullptr, &reply);
+  EXPECT_EQ(bare.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(bare.error_message(), HasSubstr("client certificate for 'ada'"));
+  EXPECT_THAT(bare.error_message(), HasSubstr("presented none"));
+
+  const roboloop::testing::TlsFiles ada = roboloop::testing::MakeClientCertSignedBy(ca_, folder(), "ada", "ada");
+  ASSERT_TRUE(Say("a-token", &ada, &reply).ok());
+  EXPECT_EQ(reply.text(), "ada");
+
+  const roboloop::testing::TlsFiles bob = roboloop::testing::MakeClientCertSignedBy(ca_, folder(), "bob", "bob");
+  const grpc::Status borrowed = Say("a-token", &bob, &reply);
+  EXPECT_EQ(borrowed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(borrowed.error_message(), HasSubstr("presented one for 'bob'"));
+}
+
+TEST_F(AdminCertificateTest, ACertificateFromAnotherCaIsRefusedAtTheHandshake) {
+  const roboloop::testing::TlsFiles rogue_ca = roboloop::testing::MakeSelfSignedCert(folder(), "rogue-ca");
+  const roboloop::testing::TlsFiles forged =
+      roboloop::testing::MakeClientCertSignedBy(rogue_ca, folder(), "forged", "ada");
+  roboloop::testing::EchoReply reply;
+  const grpc::Status status = Say("a-token", &forged, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(service_.calls(), 0);
+}
+
+TEST_F(AdminCertificateTest, AnAdminCaNeedsATokensFileAndTls) {
+  roboloop::common::GrpcServerOptions options;
+  options.admin_client_ca_file = ca_.cert;
+  options.tokens_file = dir_.File("tokens.yaml");
+  auto plaintext = roboloop::common::GrpcServer::Create(options, {&service_});
+  EXPECT_THAT(plaintext.status().message(), HasSubstr("needs a tokens file and TLS"));
+  roboloop::common::GrpcChannelOptions channel;
+  channel.target = server_->target();
+  channel.tls_client_cert_file = ca_.cert;
+  channel.tls_client_key_file = ca_.key;
+  EXPECT_THAT(roboloop::common::GrpcChannel::Create(channel).status().message(), HasSubstr("needs TLS"));
 }
 
 TEST(RolesOverTheWireTest, TokenAndTokensFileTogetherAreRefused) {

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/metrics.h"
+#include "tests/util/served_process.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop::cli {
@@ -31,6 +32,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using roboloop::testing::ProgramResult;
+using roboloop::testing::ServedProcess;
 
 const std::string kSource = ROBOLOOP_SOURCE_DIR;
 
@@ -337,39 +339,21 @@ TEST_F(TrainResumeTest, AKilledRunnerShowsInterruptedLeavesNoSocketsAndItsTraini
   ExpectTrainingContinued(root, *uninterrupted_);
 }
 
-// A `roboloop serve ...` process; SIGTERM on destruction.
-class Server {
- public:
-  Server(std::vector<std::string> args, const std::string& socket, const std::string& cwd) {
-    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    running_ = roboloop::testing::StartProgram(argv, {}, cwd);
-    for (int i = 0; i < 400 && access(socket.c_str(), F_OK) != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  ~Server() {
-    kill(running_.pid, SIGTERM);
-    roboloop::testing::FinishProgram(running_);
-  }
-
- private:
-  roboloop::testing::RunningProgram running_;
-};
-
 TEST(RunE2eTest, ServicesAsSeparateProcessesWithATokenRunAPipeline) {
   const std::string dir = roboloop::testing::MakeTempDir("run-remote");
   const std::string store = dir + "/store";
   std::ofstream(dir + "/token") << "pipeline-secret\n";
   const std::string registry = dir + "/registry.sock", sim = dir + "/sim.sock", train = dir + "/train.sock",
                     evals = dir + "/eval.sock";
-  Server registry_server({"serve", "registry", "--listen", "unix:" + registry, "--root", store, "--token-file",
+  ServedProcess registry_server({"serve", "registry", "--listen", "unix:" + registry, "--root", store, "--token-file",
                           dir + "/token"}, registry, dir);
-  Server sim_server({"serve", "sim", "--listen", "unix:" + sim, "--token-file", dir + "/token", "--registry",
+  ServedProcess sim_server({"serve", "sim", "--listen", "unix:" + sim, "--token-file", dir + "/token", "--registry",
                      "unix:" + registry, "--registry-token-file", dir + "/token", "--root", dir + "/sim",
                      "--dataset-dir", dir + "/sim/datasets"}, sim, dir);
-  Server train_server({"serve", "train", "--listen", "unix:" + train, "--token-file", dir + "/token",
+  ServedProcess train_server({"serve", "train", "--listen", "unix:" + train, "--token-file", dir + "/token",
                        "--registry", "unix:" + registry, "--registry-token-file", dir + "/token", "--root", dir + "/train"},
                       train, dir);
-  Server eval_server({"serve", "eval", "--listen", "unix:" + evals, "--token-file", dir + "/token", "--registry",
+  ServedProcess eval_server({"serve", "eval", "--listen", "unix:" + evals, "--token-file", dir + "/token", "--registry",
                       "unix:" + registry, "--registry-token-file", dir + "/token", "--root", store, "--sim",
                       "unix:" + sim, "--sim-token-file", dir + "/token", "--protocols-dir", kSource + "/configs/protocols"},
                      evals, dir);

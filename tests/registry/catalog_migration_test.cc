@@ -115,6 +115,23 @@ TEST(CatalogMigration, VersionOneDatabaseIsMigratedAndKeepsItsRows) {
   EXPECT_EQ((*history)[1].previous_id(), id);
 }
 
+TEST(CatalogMigration, AnOldDatabaseStartsWithNoStoredBytesPerCaller) {
+  ScopedDir dir;
+  std::string path = JoinPath(dir.path(), "catalog.db");
+  RunSql(path, std::string(kSchemaV1) + OldCheckpointRows(Sha256Hex("old manifest")));
+  Catalog::Options options;
+  options.path = path;
+  auto catalog = Catalog::Create(options);
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  EXPECT_EQ(*(*catalog)->BytesUploadedBy("alice"), 0);
+  ASSERT_TRUE((*catalog)->RecordBlobUpload(Sha256Hex("w"), "alice", 7).ok());
+  ASSERT_TRUE((*catalog)->RecordBlobUpload(Sha256Hex("w"), "bob", 7).ok());
+  EXPECT_EQ(*(*catalog)->BytesUploadedBy("alice"), 7);
+  EXPECT_EQ(*(*catalog)->BytesUploadedBy("bob"), 0);  // the first uploader keeps the blob
+  ASSERT_TRUE((*catalog)->ForgetBlobUpload(Sha256Hex("w")).ok());
+  EXPECT_EQ(*(*catalog)->BytesUploadedBy("alice"), 0);
+}
+
 TEST(CatalogMigration, AliasHistoryKeepsItsNumbersAndNewMovesFollowThem) {
   ScopedDir dir;
   std::string path = JoinPath(dir.path(), "catalog.db");

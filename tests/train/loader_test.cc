@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/data/test_util.h"
+#include "tests/train/encoded_episodes.h"
 #include "train/sampling.h"
 
 namespace roboloop::train {
@@ -17,24 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Features whose values encode (episode e, step t): obs/a = [1000e + t, 0.5t], obs/e = [e]
-// (scalar), actions = [1000e + t, -t], obs/wide = float64 [T, 1].
-data::Episode EncodedEpisode(int episode, int steps) {
-  std::vector<float> a, e, actions;
-  std::vector<double> wide;
-  for (int t = 0; t < steps; ++t) {
-    a.insert(a.end(), {1000.0f * episode + t, 0.5f * t});
-    e.push_back(static_cast<float>(episode));
-    actions.insert(actions.end(), {1000.0f * episode + t, -1.0f * t});
-    wide.push_back(t);
-  }
-  data::Episode out;
-  out["obs/a"] = data::Array::From<float>({steps, 2}, a);
-  out["obs/e"] = data::Array::From<float>({steps}, e);
-  out["obs/wide"] = data::Array::From<double>({steps, 1}, wide);
-  out["actions"] = data::Array::From<float>({steps, 2}, actions);
-  return out;
-}
+using testing::EncodedEpisode;
 
 class LoaderTest : public ::testing::Test {
  protected:
@@ -69,16 +53,6 @@ class LoaderTest : public ::testing::Test {
     auto loader = Loader::Create(store_, norm, options);
     EXPECT_TRUE(loader.ok()) << loader.status();
     return loader.ok() ? std::move(loader).value() : nullptr;
-  }
-
-  static std::vector<Batch> Take(Loader& loader, int count) {
-    std::vector<Batch> batches;
-    for (int i = 0; i < count; ++i) {
-      auto batch = loader.Next();
-      EXPECT_TRUE(batch.ok()) << batch.status();
-      batches.push_back(std::move(batch).value());
-    }
-    return batches;
   }
 
   // The (episode, t) of sample i, read from its last (always real) obs slot.
@@ -121,7 +95,7 @@ TEST_F(LoaderTest, PadsHistoryAndChunkByRepetition) {
   options.chunk = 4;
   options.batch_size = 30;  // one batch holds every window
   auto loader = MakeLoader(options);
-  const Batch batch = Take(*loader, 1)[0];
+  const Batch batch = testing::TakeBatches(*loader, 1)[0];
   ASSERT_EQ(batch.obs.size(), 30u * 3 * 3);
   ASSERT_EQ(batch.actions.size(), 30u * 4 * 2);
   std::set<std::pair<int, int>> seen;
@@ -151,7 +125,7 @@ TEST_F(LoaderTest, PadsHistoryAndChunkByRepetition) {
 TEST_F(LoaderTest, BatchesFollowTheEpochPermutation) {
   LoaderOptions options = RawOptions();
   auto loader = MakeLoader(options);
-  const std::vector<Batch> batches = Take(*loader, 16);
+  const std::vector<Batch> batches = testing::TakeBatches(*loader, 16);
   for (int k = 0; k < 16; ++k) {
     const std::vector<int64_t> permutation = EpochPermutation(30, options.seed, k / 7);
     for (int i = 0; i < 4; ++i) {
@@ -170,8 +144,8 @@ TEST_F(LoaderTest, BatchesDoNotDependOnWorkersOrPrefetch) {
   options.num_workers = 3;
   options.prefetch = 5;
   auto three = MakeLoader(options);
-  const std::vector<Batch> a = Take(*one, 20);
-  const std::vector<Batch> b = Take(*three, 20);
+  const std::vector<Batch> a = testing::TakeBatches(*one, 20);
+  const std::vector<Batch> b = testing::TakeBatches(*three, 20);
   for (int k = 0; k < 20; ++k) {
     EXPECT_EQ(a[k].index, k);
     ExpectSameBatch(a[k], b[k]);
@@ -182,13 +156,13 @@ TEST_F(LoaderTest, RanksTogetherFormTheWorldOneBatch) {
   LoaderOptions options = RawOptions();
   options.chunk = 2;
   options.batch_size = 6;
-  const std::vector<Batch> whole = Take(*MakeLoader(options), 10);
+  const std::vector<Batch> whole = testing::TakeBatches(*MakeLoader(options), 10);
   options.batch_size = 2;
   options.world_size = 3;
   std::vector<std::vector<Batch>> shards;
   for (int rank = 0; rank < 3; ++rank) {
     options.rank = rank;
-    shards.push_back(Take(*MakeLoader(options), 10));
+    shards.push_back(testing::TakeBatches(*MakeLoader(options), 10));
   }
   for (int k = 0; k < 10; ++k) {
     Batch joined = shards[0][k];
@@ -209,16 +183,16 @@ TEST_F(LoaderTest, SeekReproducesBatches) {
   LoaderOptions options = RawOptions();
   options.num_workers = 3;
   auto loader = MakeLoader(options);
-  const std::vector<Batch> reference = Take(*loader, 12);
+  const std::vector<Batch> reference = testing::TakeBatches(*loader, 12);
   EXPECT_EQ(loader->cursor(), 12);
 
   auto resumed = MakeLoader(options);
   resumed->Seek(9);
   EXPECT_EQ(resumed->cursor(), 9);
-  const std::vector<Batch> tail = Take(*resumed, 3);
+  const std::vector<Batch> tail = testing::TakeBatches(*resumed, 3);
   for (int i = 0; i < 3; ++i) ExpectSameBatch(tail[i], reference[9 + i]);
   resumed->Seek(2);
-  ExpectSameBatch(Take(*resumed, 1)[0], reference[2]);
+  ExpectSameBatch(testing::TakeBatches(*resumed, 1)[0], reference[2]);
   EXPECT_EQ(resumed->cursor(), 3);
 }
 
@@ -237,7 +211,7 @@ TEST_F(LoaderTest, EpochsVisitEveryWindowOnceInDifferentOrders) {
   auto loader = MakeLoader(options);
   std::vector<std::vector<int64_t>> orders(3);
   for (int epoch = 0; epoch < 3; ++epoch) {
-    for (const Batch& batch : Take(*loader, 6)) {
+    for (const Batch& batch : testing::TakeBatches(*loader, 6)) {
       for (int i = 0; i < 5; ++i) orders[epoch].push_back(RowOf(WindowOf(batch, i)));
     }
     std::vector<int64_t> sorted = orders[epoch];
@@ -250,9 +224,9 @@ TEST_F(LoaderTest, EpochsVisitEveryWindowOnceInDifferentOrders) {
 
 TEST_F(LoaderTest, DifferentSeedsGiveDifferentOrders) {
   LoaderOptions options = RawOptions();
-  const std::vector<Batch> a = Take(*MakeLoader(options), 1);
+  const std::vector<Batch> a = testing::TakeBatches(*MakeLoader(options), 1);
   options.seed = 12;
-  const std::vector<Batch> b = Take(*MakeLoader(options), 1);
+  const std::vector<Batch> b = testing::TakeBatches(*MakeLoader(options), 1);
   EXPECT_NE(a[0].obs, b[0].obs);
 }
 
@@ -262,9 +236,9 @@ TEST_F(LoaderTest, AppliesNormalization) {
   options.chunk = 2;
   auto norm = NormalizationFromStore(*store_, options.obs_features, options.action_feature);
   ASSERT_TRUE(norm.ok()) << norm.status();
-  const Batch raw = Take(*MakeLoader(options), 1)[0];
+  const Batch raw = testing::TakeBatches(*MakeLoader(options), 1)[0];
   options.normalize = true;
-  const Batch normalized = Take(*MakeLoader(options, *norm), 1)[0];
+  const Batch normalized = testing::TakeBatches(*MakeLoader(options, *norm), 1)[0];
   ASSERT_EQ(raw.obs.size(), normalized.obs.size());
   for (size_t i = 0; i < raw.obs.size(); ++i) {
     const size_t e = i % 3;

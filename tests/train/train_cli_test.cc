@@ -92,6 +92,7 @@ int CudaDevices() {
 
 class TrainCliTest : public ::testing::Test {
  protected:
+  void ExpectSigkilledRunResumesWithBitwiseEqualLosses(const std::vector<std::string>& extra);
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("train_cli"));
     for (const auto& [task, file] : {std::pair<const char*, const char*>{"cartpole-swingup", "/cartpole.hdf5"},
@@ -256,9 +257,11 @@ TEST_F(TrainCliTest, RunWritesJsonlAndTensorBoardLogs) {
   EXPECT_THAT(log, HasSubstr("\"finished\""));
 }
 
-TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) {
+// Trains 2000 steps straight and killed + resumed with `extra` flags; the losses must match.
+void TrainCliTest::ExpectSigkilledRunResumesWithBitwiseEqualLosses(const std::vector<std::string>& extra) {
   // Long enough (a few seconds) that the kill lands mid-run however fast the machine is.
-  const std::vector<std::string> common = {"--steps", "2000", "--checkpoint-every", "10", "--model", "k"};
+  std::vector<std::string> common = {"--steps", "2000", "--checkpoint-every", "10", "--model", "k"};
+  common.insert(common.end(), extra.begin(), extra.end());
   const std::string straight = testing::MakeTempDir("straight"), killed = testing::MakeTempDir("killed");
   const ProgramResult full = RunProgram(Train(straight, common));
   ASSERT_EQ(full.exit_code, 0) << full.err;
@@ -278,6 +281,13 @@ TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) {
   for (int64_t step = 1; step <= 2000; ++step) {
     EXPECT_EQ(actual.at(step), expected.at(step)) << "step " << step;
   }
+}
+
+TEST_F(TrainCliTest, SigkilledRunResumesWithBitwiseEqualLosses) { ExpectSigkilledRunResumesWithBitwiseEqualLosses({}); }
+
+TEST_F(TrainCliTest, SigkilledStreamingRunResumesWithBitwiseEqualLosses) {
+  // A 10 KiB data cache under the 14 KiB the 6 episodes take: they stream, a block each.
+  ExpectSigkilledRunResumesWithBitwiseEqualLosses({"--data-cache-mb", "0.01"});
 }
 
 TEST_F(TrainCliTest, RankKilledMidRunGivesTheOtherAClearErrorWithin60Seconds) {

@@ -16,4 +16,10 @@ struct TlsFiles {
 // into `dir` as <stem>.pem and <stem>.key. Fails the current test if openssl fails.
 TlsFiles MakeSelfSignedCert(const std::string& dir, const std::string& stem = "cert");
 
+// Writes a fresh RSA-2048 client certificate for CN=`common_name` signed by `ca` (a
+// certificate MakeSelfSignedCert made) into `dir` as <stem>.pem and <stem>.key. Fails the
+// current test if openssl fails.
+TlsFiles MakeClientCertSignedBy(const TlsFiles& ca, const std::string& dir, const std::string& stem,
+                                const std::string& common_name);
+
 }  // namespace roboloop::testing

@@ -1,0 +1,142 @@
+#include "data/episode_cache.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace roboloop::data {
+namespace {
+
+// MemAvailable of /proc/meminfo in bytes, or 0 when it cannot be read.
+int64_t MemAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// Bytes of one step of the selected features as EpisodeStore holds them.
+int64_t StepBytes(const DatasetLayout& layout, const EpisodeStore::Options& options) {
+  std::vector<FeatureSpec> features;
+  if (options.features.empty()) {
+    features = layout.spec;
+  } else {
+    for (const std::string& name : options.features) features.push_back(*FindFeature(layout.spec, name));
+  }
+  int64_t bytes = 0;
+  for (const FeatureSpec& feature : features) {
+    int64_t row = options.as_float32 ? int64_t{sizeof(float)} : DTypeSize(feature.dtype);
+    for (int64_t dim : feature.step_shape) row *= dim;
+    bytes += row;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int64_t DefaultDataCacheBytes() {
+  const int64_t available = MemAvailableBytes();
+  if (available > 0) return available / 8;
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 8;
+}
+
+absl::StatusOr<std::unique_ptr<EpisodeCache>> EpisodeCache::Open(const Options& options) {
+  const EpisodeStore::Options& episodes = options.episodes;
+  if (!episodes.demos.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(episodes.path, ": an episode cache selects demos by split, not by a list"));
+  }
+  DatasetReader::Options reader_options;
+  reader_options.path = episodes.path;
+  reader_options.validation = episodes.validation;
+  reader_options.validation.scan_values = false;  // each episode's values are checked as it loads
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
+                            DatasetReader::Open(reader_options));
+  // Checks that the split and features exist.
+  ROBOLOOP_RETURN_IF_ERROR(EpisodeStore::EstimateBytes(reader->layout(), episodes).status());
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> demos,
+                            EpisodeStore::SelectedDemos(reader->layout(), episodes));
+  const int64_t step_bytes = StepBytes(reader->layout(), episodes);
+  const int64_t capacity =
+      options.capacity_bytes > 0 ? options.capacity_bytes : DefaultDataCacheBytes();
+  std::unique_ptr<EpisodeCache> cache(
+      new EpisodeCache(std::move(reader), episodes, std::move(demos), step_bytes, capacity));
+  for (int64_t e = 0; e < cache->num_episodes(); ++e) {
+    const int64_t bytes = cache->episode_length(e) * step_bytes;
+    if (bytes > capacity) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          episodes.path, ": episode ", cache->demo_name(e), " takes ", bytes,
+          " bytes in memory, more than the data cache of ", capacity,
+          " bytes (raise --data-cache-mb)"));
+    }
+  }
+  return cache;
+}
+
+EpisodeCache::EpisodeCache(std::unique_ptr<DatasetReader> reader, EpisodeStore::Options episodes,
+                           std::vector<std::string> demos, int64_t step_bytes,
+                           int64_t capacity_bytes)
+    : reader_(std::move(reader)),
+      episodes_(std::move(episodes)),
+      demos_(std::move(demos)),
+      step_bytes_(step_bytes),
+      capacity_bytes_(capacity_bytes) {
+  for (const std::string& demo : demos_) {
+    lengths_.push_back(reader_->layout().FindDemo(demo)->num_samples);
+    total_steps_ += lengths_.back();
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t episode) {
+  ROBOLOOP_CHECK(episode >= 0 && episode < num_episodes());
+  absl::MutexLock lock(&mu_);
+  if (auto found = entries_.find(episode); found != entries_.end()) {
+    recency_.splice(recency_.begin(), recency_, found->second.recency);
+    return found->second.store;
+  }
+  // Make room first, so that the cache never holds more than its capacity.
+  const int64_t bytes = lengths_[episode] * step_bytes_;
+  bool evicted_any = false;
+  while (!recency_.empty() && counters_.resident_bytes + bytes > capacity_bytes_) {
+    auto evicted = entries_.find(recency_.back());
+    counters_.resident_bytes -= evicted->second.store->memory_bytes();
+    entries_.erase(evicted);
+    recency_.pop_back();
+    evicted_any = true;
+  }
+  // glibc keeps freed episode buffers in the arena of the thread that allocated them (one per
+  // loader worker); give the pages back so that the process stays near the cache's size.
+  if (evicted_any) malloc_trim(0);
+  EpisodeStore::Options one = episodes_;
+  one.split.clear();
+  one.demos = {demos_[episode]};
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<EpisodeStore> loaded,
+                            EpisodeStore::LoadFromReader(*reader_, one));
+  std::shared_ptr<const EpisodeStore> store(std::move(loaded));
+  recency_.push_front(episode);
+  entries_[episode] = Entry{store, recency_.begin()};
+  counters_.episodes_read += 1;
+  counters_.bytes_read += store->memory_bytes();
+  counters_.resident_bytes += store->memory_bytes();
+  counters_.peak_resident_bytes = std::max(counters_.peak_resident_bytes, counters_.resident_bytes);
+  return store;
+}
+
+EpisodeCache::Counters EpisodeCache::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+}  // namespace roboloop::data

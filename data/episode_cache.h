@@ -1,0 +1,99 @@
+// A bounded cache of episodes read on demand from one HDF5 dataset: what a training rank
+// holds when the dataset does not fit in memory (issue 28). Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "data/dataset_reader.h"
+#include "data/episode_store.h"
+
+namespace roboloop::data {
+
+// 1/8 of MemAvailable (/proc/meminfo), or of physical memory where that is unreadable: the
+// default size of a training rank's data cache.
+int64_t DefaultDataCacheBytes();
+
+// Opens the file once and reads one episode at a time (all selected features, each episode an
+// EpisodeStore of one demo) into a least-recently-used cache of at most capacity_bytes.
+// Thread-safe: any number of threads may call Get. Reads are serialised (HDF5 1.10 runs every
+// call under one global lock), and a miss holds the cache's lock while it reads.
+class EpisodeCache {
+ public:
+  struct Options {
+    // The file, features, split, validation and dtype of what is read; `demos` must be empty.
+    EpisodeStore::Options episodes;
+    int64_t capacity_bytes = 0;  // bytes of episodes held at most; 0 = DefaultDataCacheBytes()
+  };
+
+  // What the cache has done so far.
+  struct Counters {
+    int64_t episodes_read = 0;        // episodes read from the file (misses)
+    int64_t bytes_read = 0;           // their bytes as held in memory
+    int64_t resident_bytes = 0;       // bytes held now
+    int64_t peak_resident_bytes = 0;  // most bytes held at once
+  };
+
+  // Opens and validates the file (structure only: values are checked as episodes load) and
+  // selects the demos and features. Errors: those of DatasetReader::Open and
+  // EpisodeStore::SelectedDemos, an unknown feature, Options::episodes.demos given, and an
+  // episode larger than the capacity (naming it, the capacity and --data-cache-mb).
+  static absl::StatusOr<std::unique_ptr<EpisodeCache>> Open(const Options& options);
+
+  // The file.
+  const std::string& path() const { return reader_->path(); }
+  // The capacity in bytes.
+  int64_t capacity_bytes() const { return capacity_bytes_; }
+  // Selected episodes, in selection order (EpisodeStore::SelectedDemos).
+  int64_t num_episodes() const { return static_cast<int64_t>(demos_.size()); }
+  // Demo name of `episode`.
+  const std::string& demo_name(int64_t episode) const { return demos_[episode]; }
+  // Steps of `episode`.
+  int64_t episode_length(int64_t episode) const { return lengths_[episode]; }
+  // Bytes one step of the selected features takes in memory (float32 with as_float32).
+  int64_t step_bytes() const { return step_bytes_; }
+  // Bytes all selected episodes would take in memory.
+  int64_t total_bytes() const { return total_steps_ * step_bytes_; }
+  // Steps of all selected episodes.
+  int64_t total_steps() const { return total_steps_; }
+
+  // Episode `episode` (0 <= episode < num_episodes()). On a miss the least recently used
+  // episodes are dropped until the episode fits within capacity_bytes, then it is read (a
+  // dropped episode stays valid while a caller still holds it). Errors: the load's (I/O,
+  // NaN/Inf under a strict policy, float32 range), naming the file and demo.
+  absl::StatusOr<std::shared_ptr<const EpisodeStore>> Get(int64_t episode);
+
+  // Counters so far.
+  Counters counters() const;
+
+ private:
+  EpisodeCache(std::unique_ptr<DatasetReader> reader, EpisodeStore::Options episodes,
+               std::vector<std::string> demos, int64_t step_bytes, int64_t capacity_bytes);
+
+  struct Entry {
+    std::shared_ptr<const EpisodeStore> store;
+    std::list<int64_t>::iterator recency;  // position in recency_
+  };
+
+  const std::unique_ptr<DatasetReader> reader_;
+  const EpisodeStore::Options episodes_;
+  const std::vector<std::string> demos_;
+  std::vector<int64_t> lengths_;
+  int64_t total_steps_ = 0;
+  const int64_t step_bytes_;
+  const int64_t capacity_bytes_;
+
+  mutable absl::Mutex mu_;
+  std::unordered_map<int64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::list<int64_t> recency_ ABSL_GUARDED_BY(mu_);  // most recently used first
+  Counters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace roboloop::data

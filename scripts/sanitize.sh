@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds roboloop with sanitizers and runs tests under them (issue 25, req 2; docs/RELIABILITY.md).
+#   bash scripts/sanitize.sh address [CTEST_ARGS...]  ASan+UBSan build of the whole suite, runs ctest
+#                                                      (every test but the gpu label) in build-asan/
+#   bash scripts/sanitize.sh thread                   TSan build of the concurrent parts (env pool,
+#                                                      scheduler, registry group commit, eval fan-out)
+#                                                      in build-tsan/, runs their test binaries
+# Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="${1:-address}"
+shift || true
+source scripts/venv.sh
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+supp="$PWD/scripts/sanitizers"
+
+# Configures build dir $1 with sanitizers $2 (Release, line tables for readable reports).
+configure() {
+  local dir="$1" sanitizers="$2"
+  if [ -f "$dir/build.ninja" ]; then return; fi
+  local cuda_args=()
+  local nvcc
+  nvcc="$(roboloop_nvcc)"
+  if [ -n "$nvcc" ]; then cuda_args=("-DCMAKE_CUDA_COMPILER=$nvcc"); fi
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
+    -DROBOLOOP_SANITIZE="$sanitizers" -DROBOLOOP_VENV="$ROBOLOOP_VENV" "${cuda_args[@]}"
+}
+
+jobs="${ROBOLOOP_BUILD_JOBS:-$(nproc)}"
+case "$kind" in
+  address)
+    configure build-asan "address,undefined"
+    ninja -C build-asan -j "$jobs"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+    export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
+    (cd build-asan && ctest --output-on-failure --timeout 1200 -LE gpu -j "${ROBOLOOP_TEST_JOBS:-2}" "$@")
+    ;;
+  thread)
+    tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
+    configure build-tsan thread
+    ninja -C build-tsan -j "$jobs" roboloop "${tests[@]}"
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+    failed=0
+    for t in "${tests[@]}"; do
+      echo "== tsan: $t"
+      "build-tsan/tests/$t" || failed=1
+    done
+    exit "$failed"
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh address|thread [ctest args]" >&2
+    exit 2
+    ;;
+esac
