@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <limits>
@@ -273,11 +274,60 @@ class YamlProtoParser {
   std::vector<std::string> problems_;
 };
 
+// Offset of the first byte of `text` that is not part of well-formed UTF-8 (no overlong forms,
+// surrogates or code points past U+10FFFF), or npos when all of it is.
+size_t FirstInvalidUtf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // range of the second byte
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;   // overlong
+      if (lead == 0xED) high = 0x9F;  // surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;   // overlong
+      if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const unsigned char c = byte(i + k);
+      if (k == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string::npos;
+}
+
+// InvalidArgument "<source>:<line>:<column>: ..." when `text` is not UTF-8 (YAML text is
+// Unicode, and proto string fields must hold UTF-8: protobuf refuses to serialize others).
+absl::Status CheckUtf8(const std::string& text, const std::string& source) {
+  const size_t bad = FirstInvalidUtf8(text);
+  if (bad == std::string::npos) return absl::OkStatus();
+  const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + bad, '\n'));
+  const size_t column = bad - (line_start == std::string::npos || bad == 0 ? 0 : line_start + 1) + 1;
+  return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", column, ": not UTF-8 text (byte 0x",
+                                                 absl::Hex(static_cast<unsigned char>(text[bad]), absl::kZeroPad2), ")"));
+}
+
 }  // namespace
 
 absl::Status ParseYamlToProto(const std::string& text, const std::string& source,
                               Message* message) {
   message->Clear();
+  ROBOLOOP_RETURN_IF_ERROR(CheckUtf8(text, source));
   YAML::Node root;
   try {
     root = YAML::Load(text);

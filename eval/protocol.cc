@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
@@ -130,6 +131,10 @@ absl::Status ValidateProtocol(const v1::Protocol& protocol,
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": seed_start must be >= 0 (got ", protocol.seed_start(), ")"));
   }
+  if (protocol.episodes() > std::numeric_limits<int64_t>::max() - protocol.seed_start()) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": seed_start + episodes must be at most 2^63 - 1 (got ",
+                                                   protocol.seed_start(), " + ", protocol.episodes(), ")"));
+  }
   if (protocol.max_steps() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": max_steps must be >= 1 (got ", protocol.max_steps(), ")"));
@@ -153,8 +158,9 @@ bool BatchInvariant(const v1::Protocol& protocol) {
 }
 
 std::string DescribeSeedRange(const SeedRange& range) {
+  // Unsigned: the end of a range that reaches 2^63 - 1 is still printed right.
   std::string text = absl::StrCat("base seed ", range.base_seed, ", episodes [", range.start, ", ",
-                                  range.start + range.count, ")");
+                                  static_cast<uint64_t>(range.start) + static_cast<uint64_t>(range.count), ")");
   return range.label.empty() ? text : absl::StrCat(range.label, " (", text, ")");
 }
 

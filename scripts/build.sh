@@ -2,6 +2,8 @@
 # Configures (CMake + Ninja, Release) and builds roboloop into ./build (or $ROBOLOOP_BUILD_DIR),
 # with LibTorch and MuJoCo from the project's Python environment (scripts/venv.sh) and nvcc from
 # the system CUDA toolkit or, where there is none, from that environment (docs/toolchain.md).
+# Arguments name the Ninja targets to build (default: all); $ROBOLOOP_CMAKE_ARGS adds configure
+# arguments when the build folder is new (scripts/fuzz.sh: Clang with ROBOLOOP_FUZZ=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -12,6 +14,6 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   nvcc="$(roboloop_nvcc)"
   if [ -n "$nvcc" ]; then cuda_args=("-DCMAKE_CUDA_COMPILER=$nvcc"); fi
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DROBOLOOP_VENV="$ROBOLOOP_VENV" \
-    "${cuda_args[@]}"
+    "${cuda_args[@]}" ${ROBOLOOP_CMAKE_ARGS:-}
 fi
-ninja -C "$BUILD_DIR" -j "${ROBOLOOP_BUILD_JOBS:-$(nproc)}"
+ninja -C "$BUILD_DIR" -j "${ROBOLOOP_BUILD_JOBS:-$(nproc)}" "$@"

@@ -12,12 +12,11 @@ namespace {
 
 constexpr size_t kHeaderLengthBytes = 8;
 
-// Product of `shape`, or -1 when a dimension is negative.
+// Product of `shape`, or -1 when a dimension is negative or the product overflows int64.
 int64_t ElementCount(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t d : shape) {
-    if (d < 0) return -1;
-    count *= d;
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) return -1;
   }
   return count;
 }
@@ -48,6 +47,7 @@ absl::StatusOr<FloatTensor> DecodeTensor(const std::string& name, const nlohmann
   const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
   const int64_t count = ElementCount(tensor.shape);
   if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size || count < 0 ||
+      static_cast<uint64_t>(count) > data_size / sizeof(float) ||
       offsets[1] - offsets[0] != static_cast<uint64_t>(count) * sizeof(float)) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", name, "' has data_offsets ", entry["data_offsets"].dump(),
@@ -55,7 +55,8 @@ absl::StatusOr<FloatTensor> DecodeTensor(const std::string& name, const nlohmann
                      " data bytes"));
   }
   tensor.values.resize(static_cast<size_t>(count));
-  std::memcpy(tensor.values.data(), data + offsets[0], offsets[1] - offsets[0]);
+  // An empty tensor's vector may have no storage: memcpy must not get its null pointer.
+  if (count > 0) std::memcpy(tensor.values.data(), data + offsets[0], offsets[1] - offsets[0]);
   return tensor;
 }
 

@@ -73,6 +73,20 @@ TEST(ConfigTest, MalformedYamlReportsPosition) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("m.yaml:"));
 }
 
+// Found by fuzzing (tests/fuzz/corpus/protocol/regression_invalid_utf8): a string field holding
+// bytes that are not UTF-8 made protobuf's JSON printer emit text nlohmann::json then threw on.
+TEST(ConfigTest, TextThatIsNotUtf8IsRefusedWithItsPosition) {
+  Pipeline p;
+  absl::Status s = ParseYamlToProto("name: ok\ndescription: caf\xc3\xa9 \xff\n", "u.yaml", &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("u.yaml:2:20: not UTF-8 text (byte 0xff)"));
+  for (const char* bad : {"name: \xc0\xaf\n", "name: \xed\xa0\x80\n", "name: \xf4\x90\x80\x80\n", "name: \xe2\x82"}) {
+    EXPECT_THAT(std::string(ParseYamlToProto(bad, "u.yaml", &p).message()), HasSubstr("u.yaml:1:7: not UTF-8")) << bad;
+  }
+  ASSERT_TRUE(ParseYamlToProto("name: \xf0\x9f\xa4\x96 \xe2\x82\xac\n", "u.yaml", &p).ok());
+  EXPECT_EQ(p.name(), "\xf0\x9f\xa4\x96 \xe2\x82\xac");
+}
+
 TEST(ConfigTest, MissingFileNamesThePath) {
   Pipeline p;
   absl::Status s = LoadYamlFile("/nonexistent/roboloop.yaml", &p);

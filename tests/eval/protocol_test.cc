@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,12 @@ TEST_F(ProtocolTest, ValidationNamesWhatIsWrong) {
   EXPECT_THAT(error([](v1::Protocol* p) { p->set_max_steps(0); }), HasSubstr("max_steps must be >= 1"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->set_max_steps(-5); }), HasSubstr("(got -5)"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->set_seed_start(-1); }), HasSubstr("seed_start"));
+  // Found by fuzzing (tests/fuzz/corpus/protocol/regression_seed_range_overflow).
+  EXPECT_THAT(error([](v1::Protocol* p) {
+                p->set_seed_start(std::numeric_limits<int64_t>::max() - 5);
+                p->set_episodes(6);
+              }),
+              HasSubstr("seed_start + episodes must be at most 2^63 - 1 (got 9223372036854775802 + 6)"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->mutable_execution()->mutable_chunk()->set_receding_steps(0); }),
               HasSubstr("receding_steps"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->mutable_execution()->clear_chunk(); }),
@@ -173,6 +180,11 @@ TEST(SeedRangeTest, DisjointCheckNamesBothRanges) {
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("protocol 'gate' (base seed 0, episodes [1000000, 1000200))"));
   EXPECT_THAT(status.message(), HasSubstr("dataset feedback:v3 (base seed 0, episodes [1000150, 1000250))"));
+}
+
+TEST(SeedRangeTest, DescribesARangeEndingAtTheLastIndex) {
+  const SeedRange range{3, std::numeric_limits<int64_t>::max() - 1, 2, ""};
+  EXPECT_EQ(DescribeSeedRange(range), "base seed 3, episodes [9223372036854775806, 9223372036854775808)");
 }
 
 TEST(ShippedProtocolsTest, LoadValidateAndAreDisjoint) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/subprocess.h"
@@ -69,6 +70,18 @@ TEST(SafetensorsTest, BadFilesAreErrorsNamingTheFileAndTheFault) {
                        "1234");
   EXPECT_THAT(ReadSafetensors(path).status().message(),
               AllOf(HasSubstr(path), HasSubstr("malformed")));
+}
+
+// Found by fuzzing (tests/fuzz/corpus/safetensors/): element counts past int64 or past the
+// file's data were taken modulo 2^64 and then allocated.
+TEST(SafetensorsTest, ShapesWhoseElementCountOverflowsAreRefused) {
+  const std::string path = roboloop::testing::MakeTempDir("st") + "/big.safetensors";
+  for (const char* shape : {"[4294967296, 4294967296]", "[4611686018427387904]"}) {
+    WriteBytes(path, WithHeader(absl::StrCat(R"({"w": {"dtype": "F32", "shape": )", shape,
+                                             R"(, "data_offsets": [0, 0]}})")));
+    EXPECT_THAT(ReadSafetensors(path).status().message(), AllOf(HasSubstr(path), HasSubstr("do not fit")))
+        << shape;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+// Helpers shared by the fuzz targets of tests/fuzz (docs/RELIABILITY.md, "Fuzzing"): parsers that
+// read files get the fuzzer's bytes through a scratch file of this process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace roboloop::fuzz {
+
+// A directory private to this process (created on first use under $TMPDIR, else /tmp, and
+// removed at exit). Aborts when it cannot be created: a fuzz target without it cannot run.
+const std::string& ScratchDir();
+
+// Writes `size` bytes at `data` to ScratchDir()/`name` (replacing it) and returns the path.
+// Not fsynced: the file lives as long as one input. Aborts when the write fails.
+std::string WriteScratchFile(const std::string& name, const uint8_t* data, size_t size);
+
+}  // namespace roboloop::fuzz
