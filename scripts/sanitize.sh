@@ -2,9 +2,10 @@
 # Builds roboloop with sanitizers and runs tests under them (issue 25, req 2; docs/RELIABILITY.md).
 #   bash scripts/sanitize.sh address [CTEST_ARGS...]  ASan+UBSan build of the whole suite, runs ctest
 #                                                      (every test but the gpu label) in build-asan/
-#   bash scripts/sanitize.sh thread                   TSan build of the concurrent parts (env pool,
+#   bash scripts/sanitize.sh thread [TEST...]         TSan build of the concurrent parts (env pool,
 #                                                      scheduler, registry group commit, eval fan-out)
-#                                                      in build-tsan/, runs their test binaries
+#                                                      in build-tsan/, runs their test binaries (or the
+#                                                      named test targets)
 # Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ case "$kind" in
     ;;
   thread)
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
+    if [ "$#" -gt 0 ]; then tests=("$@"); fi
     configure build-tsan thread
     ninja -C build-tsan -j "$jobs" roboloop "${tests[@]}"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
