@@ -41,7 +41,7 @@ case "$kind" in
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
     if [ "$#" -gt 0 ]; then tests=("$@"); fi
     configure build-tsan thread
-    ninja -C build-tsan -j "$jobs" roboloop "${tests[@]}"
+    ninja -C build-tsan -j "$jobs" "${tests[@]}"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
     failed=0
     for t in "${tests[@]}"; do
