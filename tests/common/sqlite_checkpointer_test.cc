@@ -70,8 +70,10 @@ TEST_F(WalCheckpointerTest, BackgroundPassesRestartTheLogAndLoseNothing) {
     }
   }
   // Every commit adds about three 4 KiB frames: a log that never restarted would hold all of them
-  // (37 MB); restarted after each pass it holds at most the rows of about two waits.
-  EXPECT_LT(FileSize(path_ + "-wal"), int64_t{12} * kCommitsPerWait * 4096);
+  // (37 MB). The file keeps its high-water mark, which depends on how soon the background pass runs:
+  // 10 MB at most was seen with the machine loaded by a parallel ctest. 20 waits' rows (16 MB) leave
+  // room for that and still fail a log that never restarts.
+  EXPECT_LT(FileSize(path_ + "-wal"), int64_t{20} * kCommitsPerWait * 4096);
   EXPECT_EQ(CountRows(), kCommits);
 }
 
