@@ -8,7 +8,7 @@
 #                                                      named test targets)
 # Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
 # TSan needs absl and protobuf built with TSan too: with Debian's prebuilt ones it reports absl::Mutex-guarded
-# accesses as races and protobuf's TSan-dependent layouts crash (docs/RELIABILITY.md, "Sanitizers").
+# accesses as races and protobuf's map fields change layout under TSan and crash (docs/RELIABILITY.md, "Sanitizers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-address}"
