@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds roboloop with sanitizers and runs tests under them (issue 25, req 2; docs/RELIABILITY.md).
-#   bash scripts/sanitize.sh address [CTEST_ARGS...]  ASan+UBSan build of the whole suite, runs ctest
-#                                                      (every test but the gpu label) in build-asan/
+#   bash scripts/sanitize.sh address [TEST...]        ASan+UBSan build in build-asan/: the whole suite,
+#                                                      then ctest (every test but the gpu label); or
+#                                                      only the named test targets, run directly
 #   bash scripts/sanitize.sh thread [TEST...]         TSan build of the concurrent parts (env pool,
 #                                                      scheduler, registry group commit, eval fan-out)
 #                                                      in build-tsan/, runs their test binaries (or the
@@ -33,11 +34,21 @@ jobs="${ROBOLOOP_BUILD_JOBS:-$(nproc)}"
 case "$kind" in
   address)
     configure build-asan "address,undefined"
-    ninja -C build-asan -j "$jobs"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-    (cd build-asan && ctest --output-on-failure --timeout 1200 -LE gpu -j "${ROBOLOOP_TEST_JOBS:-2}" "$@")
+    if [ "$#" -eq 0 ]; then
+      ninja -C build-asan -j "$jobs"
+      (cd build-asan && ctest --output-on-failure --timeout 1200 -LE gpu -j "${ROBOLOOP_TEST_JOBS:-2}")
+      exit
+    fi
+    ninja -C build-asan -j "$jobs" "$@"
+    failed=0
+    for t in "$@"; do
+      echo "== asan: $t"
+      "build-asan/tests/$t" || failed=1
+    done
+    exit "$failed"
     ;;
   thread)
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
