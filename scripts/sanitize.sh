@@ -30,6 +30,17 @@ configure() {
     -DROBOLOOP_SANITIZE="$sanitizers" -DROBOLOOP_VENV="$ROBOLOOP_VENV" "${cuda_args[@]}"
 }
 
+# Runs the test binaries $2... of build dir $1 one after another; fails if any fails.
+run_test_binaries() {
+  local dir="$1" failed=0
+  shift
+  for t in "$@"; do
+    echo "== $dir: $t"
+    "$dir/tests/$t" || failed=1
+  done
+  return "$failed"
+}
+
 jobs="${ROBOLOOP_BUILD_JOBS:-$(nproc)}"
 case "$kind" in
   address)
@@ -43,12 +54,7 @@ case "$kind" in
       exit
     fi
     ninja -C build-asan -j "$jobs" "$@"
-    failed=0
-    for t in "$@"; do
-      echo "== asan: $t"
-      "build-asan/tests/$t" || failed=1
-    done
-    exit "$failed"
+    run_test_binaries build-asan "$@"
     ;;
   thread)
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
@@ -56,15 +62,10 @@ case "$kind" in
     configure build-tsan thread
     ninja -C build-tsan -j "$jobs" "${tests[@]}"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
-    failed=0
-    for t in "${tests[@]}"; do
-      echo "== tsan: $t"
-      "build-tsan/tests/$t" || failed=1
-    done
-    exit "$failed"
+    run_test_binaries build-tsan "${tests[@]}"
     ;;
   *)
-    echo "usage: scripts/sanitize.sh address|thread [ctest args]" >&2
+    echo "usage: scripts/sanitize.sh address|thread [TEST...]" >&2
     exit 2
     ;;
 esac
