@@ -20,8 +20,6 @@
 namespace roboloop::registry {
 namespace {
 
-constexpr size_t kMaxRunIdLength = 100;
-
 v1::BlobInfo ToBlobInfo(const PutResult& result) {
   v1::BlobInfo info;
   info.set_sha256(result.sha256);
