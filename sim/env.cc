@@ -42,6 +42,7 @@ void Trajectory::Clear() {
   rewards.clear();
   dones.clear();
   states.clear();
+  images.clear();
   final_obs.clear();
 }
 

@@ -37,6 +37,8 @@ struct Trajectory {
   std::vector<float> rewards;   // length: reward of step t
   std::vector<uint8_t> dones;   // length: 1 on the episode's last step
   std::vector<double> states;   // length x PhysicsStateSize: full state before action t
+  std::vector<uint8_t> images;  // length x image bytes: camera frames before action t (empty
+                                // when the task has no cameras)
   std::vector<float> final_obs; // observation after the last step
 
   // Empties all arrays, keeping their capacity.

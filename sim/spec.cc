@@ -30,6 +30,40 @@ int ObsSpec::offset(const std::string& name) const {
   return -1;
 }
 
+bool CameraSpec::operator==(const CameraSpec& other) const {
+  return name == other.name && camera == other.camera && width == other.width && height == other.height;
+}
+
+int ObsSpec::image_bytes() const {
+  int n = 0;
+  for (const CameraSpec& camera : cameras) n += camera.bytes();
+  return n;
+}
+
+int ObsSpec::image_offset(const std::string& name) const {
+  int offset = 0;
+  for (const CameraSpec& camera : cameras) {
+    if (camera.name == name) return offset;
+    offset += camera.bytes();
+  }
+  return -1;
+}
+
+std::string CameraImageKey(const CameraSpec& camera) { return absl::StrCat(camera.name, "_image"); }
+
+absl::Status ValidateCameraSize(const CameraSpec& camera, const std::string& who) {
+  if (camera.name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": a camera observation has no name"));
+  }
+  for (auto [side, value] : {std::pair{"width", camera.width}, std::pair{"height", camera.height}}) {
+    if (value < 1 || value > kMaxCameraSide) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": camera '", camera.name, "' ", side, " ", value,
+                                                     " is outside 1..", kMaxCameraSide));
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool ActionSpec::operator==(const ActionSpec& other) const {
   return low == other.low && high == other.high;
 }
@@ -38,6 +72,9 @@ std::string DescribeObsSpec(const ObsSpec& spec) {
   std::vector<std::string> parts;
   for (const ArraySpec& key : spec.keys) {
     parts.push_back(absl::StrCat(key.name, "[", absl::StrJoin(key.shape, "x"), "]"));
+  }
+  for (const CameraSpec& camera : spec.cameras) {
+    parts.push_back(absl::StrCat(camera.name, ":rgb[", camera.height, "x", camera.width, "]"));
   }
   return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
 }

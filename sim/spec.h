@@ -18,16 +18,45 @@ struct ArraySpec {
   bool operator==(const ArraySpec& other) const;
 };
 
-// A task's observation: keys laid out back to back in one flat float row, in order.
+// One camera observation: an RGB image of the scene, uint8 height x width x 3, rows top to
+// bottom (docs/vision.md). Datasets store it as `obs/<name>_image` (CameraImageKey).
+struct CameraSpec {
+  std::string name;    // observation name, unique within an ObsSpec (keys and cameras)
+  std::string camera;  // the MJCF camera rendering it; "" = the free camera framing the model
+  int width = 0;       // pixels, 1..kMaxCameraSide
+  int height = 0;      // pixels, 1..kMaxCameraSide
+
+  // Bytes of one frame: height * width * 3.
+  int bytes() const { return height * width * 3; }
+  bool operator==(const CameraSpec& other) const;
+};
+
+// The largest width or height a camera may ask for.
+inline constexpr int kMaxCameraSide = 2048;
+
+// A task's observation: float keys laid out back to back in one flat float row, in order,
+// and camera images laid out back to back in one byte row, in order.
 struct ObsSpec {
-  std::vector<ArraySpec> keys;  // in layout order
+  std::vector<ArraySpec> keys;        // float arrays, in layout order
+  std::vector<CameraSpec> cameras;    // images, in layout order; empty for state-only tasks
 
   // Total floats in one observation row.
   int size() const;
   // Offset of key `name` within the row, or -1 if absent.
   int offset(const std::string& name) const;
-  bool operator==(const ObsSpec& other) const { return keys == other.keys; }
+  // Total bytes of one observation's images (0 without cameras).
+  int image_bytes() const;
+  // Byte offset of camera `name` within the image row, or -1 if absent.
+  int image_offset(const std::string& name) const;
+  bool operator==(const ObsSpec& other) const { return keys == other.keys && cameras == other.cameras; }
 };
+
+// The dataset key of a camera's frames, relative to `obs/`: "<name>_image".
+std::string CameraImageKey(const CameraSpec& camera);
+
+// OK when `camera` has a non-empty name and a size within 1..kMaxCameraSide; otherwise
+// InvalidArgument naming `who`, the camera and what is wrong.
+absl::Status ValidateCameraSize(const CameraSpec& camera, const std::string& who);
 
 // A task's action: a flat float vector with per-dimension bounds (actions are clipped).
 struct ActionSpec {
@@ -48,7 +77,7 @@ absl::Status CheckObsSpecMatches(const ObsSpec& expected, const ObsSpec& actual,
 absl::Status CheckActionSpecMatches(const ActionSpec& expected, const ActionSpec& actual,
                                     const std::string& who);
 
-// "name[3x2]" style text for messages.
+// "name[3x2]" style text for messages; cameras read "name:rgb[84x84]" (height x width).
 std::string DescribeObsSpec(const ObsSpec& spec);
 
 }  // namespace roboloop::sim
