@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 // Version of the table below. Bump on any change to it.
-#define ROBOLOOP_TORCH_ABI_VERSION 4u
+#define ROBOLOOP_TORCH_ABI_VERSION 5u
 
 // Name of the exported entry point.
 #define ROBOLOOP_TORCH_ENTRY_POINT "roboloop_torch_api"
@@ -30,6 +30,11 @@ typedef struct RoboloopTrainBatch {
   const int32_t* history_length;   // batch: real observation steps
   const float* actions;            // batch x chunk x action_dim, normalised targets
   const uint8_t* action_valid;     // batch x chunk: 1 real, 0 padding
+  // ABI 5: camera frames (docs/vision.md). image_bytes is the bytes of one observation's
+  // frames (0 for state-only policies, then images is NULL).
+  int image_bytes;
+  const uint8_t* images;           // batch x image_bytes: the frames of each row's last
+                                   // observation step, cameras in the policy's order, raw uint8
 } RoboloopTrainBatch;
 
 // Figures of one step, averaged over ranks.
@@ -116,6 +121,18 @@ typedef struct RoboloopTorchApi {
   // Returns 0 or -1 with a message.
   int (*trainer_validation_loss)(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
                                  int64_t step, double* loss, char* error_buf, size_t error_cap);
+
+  // --- ABI 5: policies that see (docs/vision.md). ---
+
+  // policy_act_chunk for a policy with cameras: `images` holds batch x image_bytes bytes, the
+  // frames of each row's current observation, cameras in the order of the policy's options
+  // (image_bytes must equal their total; a state-only policy takes 0 and NULL). Returns 0 or
+  // -1 with a message.
+  int (*policy_act_chunk_images)(RoboloopTorchPolicy* policy, const float* obs,
+                                 const int32_t* history_length, const uint8_t* images,
+                                 int image_bytes, int batch, int history, int obs_dim,
+                                 float* actions, int chunk, int action_dim, int batch_invariant,
+                                 char* error_buf, size_t error_cap);
 } RoboloopTorchApi;
 
 // Signature of the entry point: returns the library's table (never NULL).
