@@ -217,7 +217,9 @@ TEST(H5pyInteropTest, ReadsImageKeysWrittenByH5py) {
     for (int t = 0; t < steps; ++t)
       for (int y = 0; y < 6; ++y)
         for (int x = 0; x < 4; ++x)
-          for (int c = 0; c < 3; ++c) expected.push_back(static_cast<uint8_t>((t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256));
+          for (int c = 0; c < 3; ++c) {
+            expected.push_back(static_cast<uint8_t>((t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256));
+          }
     EXPECT_EQ(frames->bytes, expected);
   }
 }

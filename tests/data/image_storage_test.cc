@@ -12,12 +12,12 @@ namespace roboloop::data {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::kImageKey;
 using testing::MakeImageEpisode;
 using testing::OpenOrDie;
 using testing::TempDir;
 using testing::WriteDataset;
 
-constexpr char kImage[] = "obs/agentview_image";
 
 // Chunk shape and filters (HDF5 filter id -> first parameter) of a dataset.
 struct Storage {
@@ -78,17 +78,17 @@ TEST(ImageKeyTest, NamesOfTheRobomimicLayout) {
 }
 
 TEST(ImageKeyTest, CheckImageFeatureSaysWhatIsWrong) {
-  EXPECT_TRUE(CheckImageFeature({kImage, DType::kUint8, {84, 84, 3}}).ok());
-  EXPECT_TRUE(CheckImageFeature({kImage, DType::kUint8, {1, 2048, 3}}).ok());
-  EXPECT_EQ(CheckImageFeature({kImage, DType::kFloat32, {8, 8, 3}}).message(),
+  EXPECT_TRUE(CheckImageFeature({kImageKey, DType::kUint8, {84, 84, 3}}).ok());
+  EXPECT_TRUE(CheckImageFeature({kImageKey, DType::kUint8, {1, 2048, 3}}).ok());
+  EXPECT_EQ(CheckImageFeature({kImageKey, DType::kFloat32, {8, 8, 3}}).message(),
             "float32 [T, 8, 8, 3], expected uint8 [T, H, W, 3] (RGB frames)");
-  EXPECT_EQ(CheckImageFeature({kImage, DType::kUint8, {8, 8, 4}}).message(),
+  EXPECT_EQ(CheckImageFeature({kImageKey, DType::kUint8, {8, 8, 4}}).message(),
             "uint8 [T, 8, 8, 4], expected uint8 [T, H, W, 3] (RGB frames)");
-  EXPECT_EQ(CheckImageFeature({kImage, DType::kUint8, {8, 8}}).message(),
+  EXPECT_EQ(CheckImageFeature({kImageKey, DType::kUint8, {8, 8}}).message(),
             "uint8 [T, 8, 8], expected uint8 [T, H, W, 3] (RGB frames)");
-  EXPECT_EQ(CheckImageFeature({kImage, DType::kUint8, {2049, 8, 3}}).message(),
+  EXPECT_EQ(CheckImageFeature({kImageKey, DType::kUint8, {2049, 8, 3}}).message(),
             "uint8 [T, 2049, 8, 3]: height and width must lie in 1..2048");
-  EXPECT_EQ(CheckImageFeature({kImage, DType::kUint8, {8, 0, 3}}).message(),
+  EXPECT_EQ(CheckImageFeature({kImageKey, DType::kUint8, {8, 0, 3}}).message(),
             "uint8 [T, 8, 0, 3]: height and width must lie in 1..2048");
 }
 
@@ -103,7 +103,7 @@ TEST(ImageStorageTest, OneFramePerChunkDeflatedWhateverTheOptions) {
   ASSERT_TRUE((*writer)->WriteEpisode(MakeImageEpisode(10, 0)).ok());
   ASSERT_TRUE((*writer)->Close().ok());
 
-  const Storage image = StorageOf(path, FeaturePath("demo_0", kImage));
+  const Storage image = StorageOf(path, FeaturePath("demo_0", kImageKey));
   EXPECT_THAT(image.chunk, ElementsAre(1, 8, 8, 3));
   EXPECT_EQ(image.filters, (std::map<int, unsigned>{{H5Z_FILTER_DEFLATE, kImageGzipLevel}}));
   const Storage actions = StorageOf(path, FeaturePath("demo_0", "actions"));
@@ -117,19 +117,19 @@ TEST(ImageStorageTest, FramesReadBackWholeAndByRows) {
   const std::vector<Episode> episodes =
       WriteDataset(path, {6, 9}, R"({"env_name": "Lift"})", MakeImageEpisode);
   const auto reader = OpenOrDie(path);
-  const FeatureSpec* spec = FindFeature(reader->layout().spec, kImage);
+  const FeatureSpec* spec = FindFeature(reader->layout().spec, kImageKey);
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(DescribeFeature(*spec), "uint8 [T, 8, 8, 3]");
-  auto whole = reader->ReadFeature("demo_1", kImage);
+  auto whole = reader->ReadFeature("demo_1", kImageKey);
   ASSERT_TRUE(whole.ok()) << whole.status();
-  EXPECT_EQ(whole->bytes, episodes[1].at(kImage).bytes);
+  EXPECT_EQ(whole->bytes, episodes[1].at(kImageKey).bytes);
 
   constexpr int kFrame = 8 * 8 * 3;
   std::vector<uint8_t> frames(2 * kFrame);
-  ASSERT_TRUE(reader->ReadFeatureRows("demo_1", kImage, 3, 2, frames.data()).ok());
-  const std::vector<uint8_t>& stored = episodes[1].at(kImage).bytes;
+  ASSERT_TRUE(reader->ReadFeatureRows("demo_1", kImageKey, 3, 2, frames.data()).ok());
+  const std::vector<uint8_t>& stored = episodes[1].at(kImageKey).bytes;
   EXPECT_EQ(frames, std::vector<uint8_t>(stored.begin() + 3 * kFrame, stored.begin() + 5 * kFrame));
-  EXPECT_EQ(reader->ReadFeatureRows("demo_1", kImage, 8, 2, frames.data()).message(),
+  EXPECT_EQ(reader->ReadFeatureRows("demo_1", kImageKey, 8, 2, frames.data()).message(),
             path + ": data/demo_1/obs/agentview_image: steps [8, 10) beyond its 9 steps");
 }
 
@@ -140,15 +140,15 @@ TEST(ImageStorageTest, WriterRefusesFramesThatAreNotRgbBytes) {
   auto writer = DatasetWriter::Create(options);
   ASSERT_TRUE(writer.ok());
   Episode episode = testing::MakeEpisode(4, 0);
-  episode[kImage] = Array::Zeros(DType::kFloat32, {4, 8, 8, 3});
+  episode[kImageKey] = Array::Zeros(DType::kFloat32, {4, 8, 8, 3});
   EXPECT_EQ((*writer)->WriteEpisode(episode).status().message(),
             options.path + ": demo_0/obs/agentview_image: float32 [T, 8, 8, 3], expected uint8 "
                            "[T, H, W, 3] (RGB frames)");
-  episode[kImage] = Array::Zeros(DType::kUint8, {4, 8, 8, 1});
+  episode[kImageKey] = Array::Zeros(DType::kUint8, {4, 8, 8, 1});
   EXPECT_EQ((*writer)->WriteEpisode(episode).status().message(),
             options.path + ": demo_0/obs/agentview_image: uint8 [T, 8, 8, 1], expected uint8 "
                            "[T, H, W, 3] (RGB frames)");
-  episode[kImage] = Array::Zeros(DType::kUint8, {3, 8, 8, 3});
+  episode[kImageKey] = Array::Zeros(DType::kUint8, {3, 8, 8, 3});
   EXPECT_EQ((*writer)->WriteEpisode(episode).status().message(),
             options.path + ": demo_0/obs/agentview_image: length 3, expected 4 (actions)");
 }
@@ -158,7 +158,7 @@ TEST(ImageValidationTest, FramesThatDoNotMatchTheActionsNameFileDemoAndKey) {
   const std::string path = dir.File("images.hdf5");
   WriteDataset(path, {6, 10}, R"({"env_name": "Lift"})", MakeImageEpisode);
   ASSERT_TRUE(ValidateFile(path, ValidationOptions()).ok());
-  ReplaceDataset(path, FeaturePath("demo_1", kImage), Array::Zeros(DType::kUint8, {9, 8, 8, 3}));
+  ReplaceDataset(path, FeaturePath("demo_1", kImageKey), Array::Zeros(DType::kUint8, {9, 8, 8, 3}));
   EXPECT_EQ(ValidationError(path),
             path + ": data/demo_1/obs/agentview_image: 9 frames, expected 10 (one per step of actions)");
   DatasetReader::Options options;
@@ -170,7 +170,7 @@ TEST(ImageValidationTest, WrongDtypeOrShapeNamesFileDemoAndKey) {
   TempDir dir;
   const std::string path = dir.File("images.hdf5");
   WriteDataset(path, {6, 10}, R"({"env_name": "Lift"})", MakeImageEpisode);
-  const std::string key = FeaturePath("demo_0", kImage);
+  const std::string key = FeaturePath("demo_0", kImageKey);
   ReplaceDataset(path, key, Array::Zeros(DType::kFloat32, {6, 8, 8, 3}));
   EXPECT_EQ(ValidationError(path),
             path + ": " + key + ": float32 [T, 8, 8, 3], expected uint8 [T, H, W, 3] (RGB frames)");

@@ -15,12 +15,12 @@ namespace roboloop::data {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kImageKey;
 using testing::MakeImageEpisode;
 using testing::OpenOrDie;
 using testing::TempDir;
 using testing::WriteDataset;
 
-constexpr char kImage[] = "obs/agentview_image";
 constexpr int64_t kFrameBytes = 8 * 8 * 3;
 
 std::vector<Episode> WriteImageDataset(const std::string& path, const std::vector<int>& lengths) {
@@ -33,18 +33,18 @@ TEST(ImageEpisodeStoreTest, AsFloat32KeepsFramesAsBytes) {
   const std::vector<Episode> episodes = WriteImageDataset(path, {5, 7});
   EpisodeStore::Options options;
   options.path = path;
-  options.features = {"actions", "obs/qvel", kImage};
+  options.features = {"actions", "obs/qvel", kImageKey};
   options.as_float32 = true;
   auto store = EpisodeStore::Load(options);
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_EQ((*store)->conversions().size(), 1u);
   EXPECT_EQ((*store)->conversions()[0].feature, "obs/qvel");
-  auto image = (*store)->feature(kImage);
+  auto image = (*store)->feature(kImageKey);
   ASSERT_TRUE(image.ok());
   EXPECT_EQ((*image)->spec.dtype, DType::kUint8);
   EXPECT_EQ((*image)->row_bytes, kFrameBytes);
   const absl::Span<const uint8_t> frame = (*image)->Step<uint8_t>((*store)->episode_offset(1) + 4);
-  const std::vector<uint8_t>& stored = episodes[1].at(kImage).bytes;
+  const std::vector<uint8_t>& stored = episodes[1].at(kImageKey).bytes;
   EXPECT_EQ(std::vector<uint8_t>(frame.begin(), frame.end()),
             std::vector<uint8_t>(stored.begin() + 4 * kFrameBytes, stored.begin() + 5 * kFrameBytes));
   EXPECT_EQ((*store)->memory_bytes(), 12 * (4 * 4 + 2 * 4 + kFrameBytes));
@@ -56,7 +56,7 @@ TEST(ImageEpisodeCacheTest, CountsFramesAsBytes) {
   WriteImageDataset(path, {5, 7});
   EpisodeCache::Options options;
   options.episodes.path = path;
-  options.episodes.features = {"actions", kImage};
+  options.episodes.features = {"actions", kImageKey};
   options.episodes.as_float32 = true;
   options.capacity_bytes = 7 * (4 * 4 + kFrameBytes);  // exactly the longer episode
   auto cache = EpisodeCache::Open(options);
@@ -88,7 +88,7 @@ TEST(ImageStatsTest, PerChannelStatisticsOfPixelsOverOne) {
   const std::vector<Episode> episodes = WriteImageDataset(path, {5, 7});
   auto stats = ComputeFileStats(path, StatsOptions());
   ASSERT_TRUE(stats.ok()) << stats.status();
-  auto image = std::find_if(stats->begin(), stats->end(), [](const FeatureStats& s) { return s.name == kImage; });
+  auto image = std::find_if(stats->begin(), stats->end(), [](const FeatureStats& s) { return s.name == kImageKey; });
   ASSERT_NE(image, stats->end());
   EXPECT_TRUE(image->per_channel);
   EXPECT_EQ(image->count, 12);
@@ -96,7 +96,7 @@ TEST(ImageStatsTest, PerChannelStatisticsOfPixelsOverOne) {
   for (int channel = 0; channel < 3; ++channel) {
     std::vector<double> values;
     for (const Episode& episode : episodes) {
-      const std::vector<uint8_t>& bytes = episode.at(kImage).bytes;
+      const std::vector<uint8_t>& bytes = episode.at(kImageKey).bytes;
       for (size_t i = channel; i < bytes.size(); i += 3) values.push_back(bytes[i] / 255.0);
     }
     std::sort(values.begin(), values.end());
@@ -112,13 +112,14 @@ TEST(ImageStatsTest, PerChannelStatisticsOfPixelsOverOne) {
     EXPECT_NEAR(image->q01[channel], Quantile(values, 0.01), 1e-12);
     EXPECT_NEAR(image->q99[channel], Quantile(values, 0.99), 1e-12);
   }
-  EXPECT_EQ(StatsToJson(*stats)[kImage]["per_channel"], true);
+  EXPECT_EQ(StatsToJson(*stats)[kImageKey]["per_channel"], true);
   EXPECT_FALSE(StatsToJson(*stats)["obs/qpos"].contains("per_channel"));
 
   ASSERT_TRUE(StoreStats(path, *stats).ok());
   auto loaded = LoadStats(path);
   ASSERT_TRUE(loaded.ok() && loaded->has_value());
-  auto stored = std::find_if((*loaded)->begin(), (*loaded)->end(), [](const FeatureStats& s) { return s.name == kImage; });
+  auto stored = std::find_if((*loaded)->begin(), (*loaded)->end(),
+                             [](const FeatureStats& s) { return s.name == kImageKey; });
   ASSERT_NE(stored, (*loaded)->end());
   EXPECT_TRUE(stored->per_channel);
   EXPECT_EQ(stored->mean, image->mean);
@@ -134,8 +135,8 @@ TEST(ImageToolsTest, MergeAndSplitKeepFramesInfoShowsThem) {
   ASSERT_TRUE(MergeDatasets(merge).ok());
   {
     const auto merged = OpenOrDie(merge.output);
-    EXPECT_EQ(merged->ReadFeature("demo_0", kImage)->bytes, a[0].at(kImage).bytes);
-    EXPECT_EQ(merged->ReadFeature("demo_2", kImage)->bytes, b[1].at(kImage).bytes);
+    EXPECT_EQ(merged->ReadFeature("demo_0", kImageKey)->bytes, a[0].at(kImageKey).bytes);
+    EXPECT_EQ(merged->ReadFeature("demo_2", kImageKey)->bytes, b[1].at(kImageKey).bytes);
   }  // split opens the file read-write
   auto split = SplitDataset(merge.output, 0.34, 7);
   ASSERT_TRUE(split.ok()) << split.status();
@@ -147,7 +148,8 @@ TEST(ImageToolsTest, MergeAndSplitKeepFramesInfoShowsThem) {
   EXPECT_THAT(table, HasSubstr("  obs/agentview_image  uint8 [T, 8, 8, 3]  image (RGB frames)\n"));
   EXPECT_THAT(table, HasSubstr("per RGB channel, pixels / 255"));
   const nlohmann::json features = InfoToJson(*info)["features"];
-  auto image = std::find_if(features.begin(), features.end(), [](const nlohmann::json& f) { return f["name"] == kImage; });
+  auto image = std::find_if(features.begin(), features.end(),
+                            [](const nlohmann::json& f) { return f["name"] == kImageKey; });
   ASSERT_NE(image, features.end());
   EXPECT_EQ((*image)["image"], true);
   EXPECT_EQ((*image)["dtype"], "uint8");

@@ -79,15 +79,20 @@ inline void AddImage(Episode* episode, const std::string& name, int height, int 
   const int steps = static_cast<int>(episode->at("actions").Steps());
   std::vector<uint8_t> pixels;
   for (int t = 0; t < steps; ++t) {
-    for (int p = 0; p < height * width * 3; ++p) pixels.push_back(static_cast<uint8_t>((seed * 53 + t * 11 + p * 7) % 256));
+    for (int p = 0; p < height * width * 3; ++p) {
+      pixels.push_back(static_cast<uint8_t>((seed * 53 + t * 11 + p * 7) % 256));
+    }
   }
   (*episode)[name] = Array::From<uint8_t>({steps, height, width, 3}, pixels);
 }
 
-// MakeEpisode(steps, seed) with an 8x8 camera "obs/agentview_image".
+// The camera of MakeImageEpisode.
+inline constexpr char kImageKey[] = "obs/agentview_image";
+
+// MakeEpisode(steps, seed) with an 8x8 camera kImageKey.
 inline Episode MakeImageEpisode(int steps, int seed) {
   Episode episode = MakeEpisode(steps, seed);
-  AddImage(&episode, "obs/agentview_image", 8, 8, seed);
+  AddImage(&episode, kImageKey, 8, 8, seed);
   return episode;
 }
 
