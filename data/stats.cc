@@ -119,6 +119,7 @@ void AddChannelStats(const std::array<int64_t, 256>& histogram, FeatureStats* st
   stats->q99.push_back(HistogramQuantile(histogram, 0.99) * kScale);
 }
 
+// Per-channel statistics of image key `feature` over every frame of the file.
 absl::StatusOr<FeatureStats> ComputeImageStats(const DatasetReader& reader, const FeatureSpec& feature) {
   ROBOLOOP_ASSIGN_OR_RETURN(ChannelHistograms histograms, CountPixels(reader, feature));
   FeatureStats stats;
@@ -219,10 +220,10 @@ absl::StatusOr<DatasetStats> ComputeStats(const DatasetReader& reader,
                                           const StatsOptions& options) {
   DatasetStats stats;
   for (const FeatureSpec& feature : reader.layout().spec) {
-    if (feature.step_shape.size() > 1 && !IsImageKey(feature.name)) continue;
-    ROBOLOOP_ASSIGN_OR_RETURN(FeatureStats feature_stats,
-                              IsImageKey(feature.name) ? ComputeImageStats(reader, feature)
-                                                       : ComputeFeatureStats(reader, feature, options));
+    const bool image = IsImageKey(feature.name);
+    if (!image && feature.step_shape.size() > 1) continue;
+    ROBOLOOP_ASSIGN_OR_RETURN(FeatureStats feature_stats, image ? ComputeImageStats(reader, feature)
+                                                                : ComputeFeatureStats(reader, feature, options));
     stats.push_back(std::move(feature_stats));
   }
   return stats;
