@@ -13,6 +13,7 @@
 #include "common/store_layout.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "report/report_progress.h"
 #include "sim/render.h"
 
 namespace roboloop::report {
@@ -238,6 +239,12 @@ std::string AnimationSection(const std::vector<EpisodeAnimation>& animations, co
   return html;
 }
 
+// The protocol of the champion's best leaderboard row ("" when it has none).
+std::string ChampionProtocol(const v1::Checkpoint& champion, const std::vector<v1::Evaluation>& rows) {
+  auto row = std::find_if(rows.begin(), rows.end(), [&](const v1::Evaluation& e) { return e.checkpoint_id() == champion.id(); });
+  return row == rows.end() ? "" : row->protocol().name();
+}
+
 // The champion's evaluation with episodes under the protocol of its best leaderboard row.
 std::string ChampionAnimation(wiring::ServiceClients& clients, const ReportRequest& request, const v1::Checkpoint& champion,
                               const std::vector<v1::Evaluation>& rows) {
@@ -299,13 +306,12 @@ absl::StatusOr<std::string> WriteModelReport(wiring::ServiceClients& clients, co
     absl::StrAppend(&html, SuccessChart(rows), LeaderboardTable(rows));
   }
   if (champion.ok()) {
+    std::vector<v1::Checkpoint> chain = {*champion};
+    absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(champion->id());
+    if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
+    absl::StrAppend(&html, ClosedLoopSection(clients, chain, rows, ChampionProtocol(*champion, rows)));
     absl::StrAppend(&html, ChampionAnimation(clients, request, *champion, rows));
-    if (!request.train_root.empty()) {
-      std::vector<v1::Checkpoint> chain = {*champion};
-      absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(champion->id());
-      if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
-      absl::StrAppend(&html, LossSection(request.train_root, chain));
-    }
+    if (!request.train_root.empty()) absl::StrAppend(&html, LossSection(request.train_root, chain));
     absl::StrAppend(&html, LineageSection(clients, *champion));
   }
   absl::StrAppend(&html, AliasHistorySection(clients, request.model), "</body></html>\n");
