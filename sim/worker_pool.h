@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -30,6 +31,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Calls fn(i) for every i in [0, n), spread over the threads; returns when all are done.
+  // `fn` may instead take (i, thread): `thread` in [0, num_threads()) names the thread running
+  // it (0 = the caller's), so that a loop can use per-thread resources (a GL context).
   template <typename Fn>
   void ParallelFor(int n, Fn& fn) {
     Start(n, fn);
@@ -41,7 +44,7 @@ class WorkerPool {
   // `fn` goes away. With no workers, nothing runs until Finish.
   template <typename Fn>
   void Start(int n, Fn& fn) {
-    StartLoop(n, [](void* context, int i) { (*static_cast<Fn*>(context))(i); }, &fn);
+    StartLoop(n, &CallBody<Fn>, &fn);
   }
 
   // Runs the started loop's remaining indices on the caller's thread and returns when all
@@ -51,11 +54,19 @@ class WorkerPool {
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
  private:
-  using Body = void (*)(void* context, int index);
+  using Body = void (*)(void* context, int index, int thread);
+  template <typename Fn>
+  static void CallBody(void* context, int index, int thread) {
+    if constexpr (std::is_invocable_v<Fn&, int, int>) {
+      (*static_cast<Fn*>(context))(index, thread);
+    } else {
+      (*static_cast<Fn*>(context))(index);
+    }
+  }
   explicit WorkerPool(int num_threads);
   void StartLoop(int n, Body body, void* context);
-  void WorkerMain();
-  void DrainIndices();
+  void WorkerMain(int thread);
+  void DrainIndices(int thread);
 
   absl::Mutex mu_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;

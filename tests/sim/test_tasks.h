@@ -31,7 +31,7 @@ inline void RunEpisode(Env& env, Policy& policy, uint64_t base_seed, int64_t ind
   ASSERT_TRUE(env.Reset(EpisodeSeed(base_seed, index), index, obs.data()).ok());
   while (!env.done()) {
     const int32_t step = env.length();
-    PolicyBatch batch{obs.data(), &index, &step, 1};
+    PolicyBatch batch{obs.data(), nullptr, &index, &step, 1};
     ASSERT_TRUE(policy.Act(batch, action.data()).ok());
     env.Step(action.data(), static_cast<int>(action.size()), obs.data());
   }
