@@ -138,6 +138,13 @@ GlBackend CameraRenderer::backend() const { return gl_->context->backend(); }
 
 absl::Status CameraRenderer::Render(const mjModel* m, mjData* data, uint8_t* images) {
   if (absl::Status current = gl_->context->MakeCurrent(); !current.ok()) return current;
+  // After mj_step the positions lag the integrated state by one physics step; the frame shows
+  // the state itself, as a restored state (mj_forward) does.
+  mj_kinematics(m, data);
+  mj_comPos(m, data);
+  mj_camlight(m, data);
+  mj_flex(m, data);
+  mj_tendon(m, data);
   for (size_t i = 0; i < cameras_.size(); ++i) {
     mjv_updateScene(m, data, &gl_->option, nullptr, &views_[i], mjCAT_ALL, &gl_->scene);
     RenderOne(i, images);

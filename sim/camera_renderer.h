@@ -37,10 +37,13 @@ class CameraRenderer {
                                                                 Options options);
   ~CameraRenderer();
 
-  // Renders every camera for `data` (positions as of its last mj_forward or mj_step) of the
-  // model `m` (the renderer's model or a copy with the same geometry) into `images`:
-  // ObsSpec::image_bytes() bytes, each camera's uint8 height x width x 3 RGB frame in order,
-  // rows top to bottom. Errors come from making the context current.
+  // Renders every camera for the state in `data` of the model `m` (the renderer's model or a
+  // copy with the same geometry) into `images`: ObsSpec::image_bytes() bytes, each camera's
+  // uint8 height x width x 3 RGB frame in order, rows top to bottom. First recomputes the
+  // positions of `data` from its state (mj_kinematics, mj_comPos, mj_camlight, mj_flex,
+  // mj_tendon; after mj_step they lag by one physics step), so a state gives the same frame
+  // whether stepped into or restored; the state itself is untouched. Errors come from making
+  // the context current.
   absl::Status Render(const mjModel* m, mjData* data, uint8_t* images);
 
   GlBackend backend() const;

@@ -2,6 +2,8 @@
 // against the model; the env pool renders every env after reset and each step with one GL
 // context per thread; the same state gives the same pixels, and frames do not depend on the
 // number of threads or envs; the policy sees the frames the trajectory records.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/png.h"
 #include "sim/camera_renderer.h"
 #include "sim/physics_state.h"
 #include "sim/render.h"
@@ -191,6 +194,8 @@ TEST(CameraRenderTest, CameraPngsAreWhatThePolicySaw) {
                                                       trajectory.states.begin() + PhysicsStateSize(task->model())}, 1);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ((*first)[0], (*pngs)[0]);
+  const std::vector<uint8_t> seen(trajectory.images.begin(), trajectory.images.begin() + 32 * 32 * 3);
+  EXPECT_EQ((*pngs)[0], EncodePngRgb(32, 32, seen).value()) << "the top camera's first frame in the rollout";
   const absl::Status unknown = RenderCameraStatesAsPng(*task, "wrist", trajectory.states, 1).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.message(), HasSubstr("task camera-reach has no camera observation 'wrist'; its cameras: top, view"));
@@ -206,6 +211,33 @@ TEST(GlBackendTest, UnknownMujocoGlIsAClearError) {
         std::exit(status.code() == absl::StatusCode::kInvalidArgument ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "MUJOCO_GL='vulkan' is not a rendering backend roboloop has; use osmesa");
+}
+
+// Renders the camera task's reset state twice with `backend` (in a child process, where
+// MUJOCO_GL is read afresh) and exits 0 when both frames are equal and not blank.
+void RenderTwiceWith(const char* backend) {
+  setenv("MUJOCO_GL", backend, 1);
+  auto task = CameraTask();
+  auto renderer = CameraRenderer::Create(task->model(), task->obs_spec().cameras, CameraRenderer::Options());
+  if (!renderer.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(renderer.status().message()).c_str());
+    std::exit(2);
+  }
+  DataPtr data = MakeData(task->model()).value();
+  mj_forward(task->model(), data.get());
+  std::vector<uint8_t> first(task->obs_spec().image_bytes()), again(first.size());
+  if (!(*renderer)->Render(task->model(), data.get(), first.data()).ok() ||
+      !(*renderer)->Render(task->model(), data.get(), again.data()).ok()) {
+    std::exit(3);
+  }
+  const bool blank = std::count(first.begin(), first.end(), first[0]) == static_cast<long>(first.size());
+  std::fprintf(stderr, "rendered with %s\n", GlBackendName((*renderer)->backend()));
+  std::exit(first == again && !blank ? 0 : 4);
+}
+
+TEST(GlBackendTest, EglRendersTheSamePixelsTwice) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RenderTwiceWith("egl"), ::testing::ExitedWithCode(0), "rendered with egl");
 }
 
 }  // namespace

@@ -22,8 +22,12 @@ static const char kMjcf[] =
 
 static const RoboloopObsKey kObsKeys[] = {{"position", 1}, {"velocity", 1}, {"target", 1}};
 
-/* A 32x32 view of the rail from the MJCF camera 'side', stored as obs/side_image. */
-static const RoboloopCamera kCameras[] = {{"side", "side", 32, 32}};
+/* A 32x32 view of the rail from the MJCF camera 'side', stored as obs/side_image. (The
+ * tests build the example with another camera name to see it refused.) */
+#ifndef SLIDER_REACH_CAMERA
+#define SLIDER_REACH_CAMERA "side"
+#endif
+static const RoboloopCamera kCameras[] = {{"side", SLIDER_REACH_CAMERA, 32, 32}};
 
 static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
   (void)m;
