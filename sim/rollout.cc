@@ -56,6 +56,7 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
   slot_images_.resize(n * image_bytes_);
   renderers_.resize(pool_->num_threads());
   render_errors_.resize(pool_->num_threads());
+  pool_->SetWorkerExitHook([this](int thread) { renderers_[thread].reset(); });
   const bool overlap = options_.overlap_inference && pool_->num_threads() > 1 && n > 1;
   groups_.resize(overlap ? 2 : 1);
   for (EnvGroup& group : groups_) {
@@ -68,6 +69,8 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
     group.batch_step.resize(rows);
   }
 }
+
+RolloutEngine::~RolloutEngine() { pool_.reset(); }
 
 bool RolloutEngine::Cancelled() const {
   return common::IsCancelled(options_.cancel);

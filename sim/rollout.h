@@ -79,6 +79,9 @@ class RolloutEngine {
   static absl::StatusOr<std::unique_ptr<RolloutEngine>> Create(const Task* task,
                                                                const RolloutOptions& options);
 
+  // Stops the workers first: each frees its renderer on its own thread.
+  ~RolloutEngine();
+
   // Runs all episodes of the options' seed range with `policy` and passes each to `sink`.
   // A policy whose specs do not match the task is refused before any stepping.
   absl::Status Run(Policy& policy, EpisodeSink& sink);

@@ -24,6 +24,11 @@ WorkerPool::~WorkerPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
+void WorkerPool::SetWorkerExitHook(std::function<void(int thread)> hook) {
+  absl::MutexLock lock(&mu_);
+  exit_hook_ = std::move(hook);
+}
+
 void WorkerPool::DrainIndices(int thread) {
   for (int i = next_index_.fetch_add(1); i < count_; i = next_index_.fetch_add(1)) {
     body_(context_, i, thread);
@@ -59,7 +64,10 @@ void WorkerPool::WorkerMain(int thread) {
         return stopping_ || generation_ != seen;
       };
       mu_.Await(absl::Condition(&ready));
-      if (stopping_) return;
+      if (stopping_) {
+        if (exit_hook_) exit_hook_(thread);
+        return;
+      }
       seen = generation_;
     }
     DrainIndices(thread);

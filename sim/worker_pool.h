@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -53,6 +54,11 @@ class WorkerPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // Sets what each worker runs on its own thread as it stops (`thread` in 1..num_threads()-1),
+  // e.g. freeing a per-thread GL context, which only its thread may release. Call before
+  // destruction, with no loop running. The hook runs under the pool's lock: it must not call the pool.
+  void SetWorkerExitHook(std::function<void(int thread)> hook);
+
  private:
   using Body = void (*)(void* context, int index, int thread);
   template <typename Fn>
@@ -77,6 +83,7 @@ class WorkerPool {
   void* context_ = nullptr;
   int count_ = 0;
   std::atomic<int> next_index_{0};
+  std::function<void(int)> exit_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

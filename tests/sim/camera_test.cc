@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "common/png.h"
 #include "sim/camera_renderer.h"
 #include "sim/physics_state.h"
+#include "sim/random_policy.h"
 #include "sim/render.h"
 #include "sim/rollout.h"
 #include "sim/task_definition_hash.h"
@@ -238,6 +240,32 @@ void RenderTwiceWith(const char* backend) {
 TEST(GlBackendTest, EglRendersTheSamePixelsTwice) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(RenderTwiceWith("egl"), ::testing::ExitedWithCode(0), "rendered with egl");
+}
+
+// True when /proc/self/maps shows a GL library.
+bool GlMapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("libOSMesa") != std::string::npos || line.find("libEGL") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(GlBackendTest, ATaskWithoutCamerasLoadsNoGl) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        auto task = LoadYamlTask(WriteCameraTask("nocameras", ""));
+        RolloutOptions options;
+        options.num_episodes = 2;
+        options.num_threads = 2;
+        RandomPolicy policy(**task, 1);
+        const bool ran = RunRollout(**task, policy, options).ok();
+        std::fprintf(stderr, "ran %d, GL mapped %d\n", ran, GlMapped());
+        std::exit(ran && !GlMapped() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "ran 1, GL mapped 0");
 }
 
 }  // namespace
