@@ -70,8 +70,9 @@ class TrajectorySink : public EpisodeSink {
   std::map<int64_t, Trajectory> trajectories;
 };
 
-TrajectorySink RunLooking(const Task& task, int envs, int threads, LookingPolicy* policy) {
+TrajectorySink RunLooking(const Task& task, int envs, int threads, LookingPolicy* policy, bool overlap = false) {
   RolloutOptions options;
+  options.overlap_inference = overlap;
   options.base_seed = 11;
   options.num_episodes = 4;
   options.num_envs = envs;
@@ -162,17 +163,21 @@ TEST(CameraRenderTest, SameStateSamePixelsAfterSteppingElsewhere) {
 TEST(CameraRenderTest, FramesDoNotDependOnThreadsOrEnvsAndThePolicySeesThem) {
   auto task = CameraTask();
   ASSERT_NE(task, nullptr);
-  LookingPolicy serial_policy(*task), parallel_policy(*task);
+  LookingPolicy serial_policy(*task), parallel_policy(*task), overlapped_policy(*task);
   TrajectorySink serial = RunLooking(*task, 1, 1, &serial_policy);
   TrajectorySink parallel = RunLooking(*task, 3, 2, &parallel_policy);
+  TrajectorySink overlapped = RunLooking(*task, 4, 2, &overlapped_policy, /*overlap=*/true);
   ASSERT_EQ(serial.trajectories.size(), 4u);
   ASSERT_EQ(parallel.trajectories.size(), 4u);
+  ASSERT_EQ(overlapped.trajectories.size(), 4u);
   const size_t bytes = task->obs_spec().image_bytes();
   for (const auto& [episode, trajectory] : serial.trajectories) {
     EXPECT_TRUE(serial.records[episode].SameOutcome(parallel.records[episode])) << episode;
+    EXPECT_TRUE(serial.records[episode].SameOutcome(overlapped.records[episode])) << episode;
     const std::vector<uint8_t>& images = trajectory.images;
     ASSERT_EQ(images.size(), trajectory.dones.size() * bytes) << episode;
     EXPECT_EQ(images, parallel.trajectories[episode].images) << "episode " << episode;
+    EXPECT_EQ(images, overlapped.trajectories[episode].images) << "episode " << episode;
     for (size_t step = 0; step < trajectory.dones.size(); ++step) {
       const std::vector<uint8_t> recorded(images.begin() + step * bytes, images.begin() + (step + 1) * bytes);
       const std::pair<int64_t, int32_t> key(episode, static_cast<int32_t>(step));
