@@ -46,7 +46,9 @@ class CameraRenderer {
   // the context current.
   absl::Status Render(const mjModel* m, mjData* data, uint8_t* images);
 
+  // The GL backend rendering the frames.
   GlBackend backend() const;
+  // The cameras given to Create, in the order Render writes them.
   const std::vector<CameraSpec>& cameras() const { return cameras_; }
 
  private:

@@ -40,6 +40,7 @@ class GlContext {
   // Makes the context current on the calling thread (nothing to do when it already is).
   // Errors name the backend call that failed (EGL refuses a context current on another thread).
   absl::Status MakeCurrent();
+  // The backend that made the context.
   virtual GlBackend backend() const = 0;
 
  protected:
