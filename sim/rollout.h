@@ -91,6 +91,7 @@ class RolloutEngine {
   struct EnvGroup {
     std::vector<int> active;              // slots with a running episode, in slot order
     std::vector<float> batch_obs;         // active x obs_size, the policy's input
+    std::vector<float> batch_privileged;  // active x privileged size, for scripted experts
     std::vector<uint8_t> batch_images;    // active x image_bytes, the policy's image input
     std::vector<float> batch_actions;     // active x action_size, the policy's output
     std::vector<int64_t> batch_episode;
@@ -129,6 +130,7 @@ class RolloutEngine {
   std::vector<std::unique_ptr<Env>> envs_;
   std::unique_ptr<WorkerPool> pool_;
   int obs_size_;
+  int privileged_size_;
   int action_size_;
   int image_bytes_;                    // bytes of one slot's frames; 0 without cameras
   int64_t next_episode_ = 0;

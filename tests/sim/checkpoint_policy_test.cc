@@ -67,7 +67,7 @@ std::vector<float> RunAlone(Policy& policy, int64_t episode, int steps) {
   for (int32_t t = 0; t < steps; ++t) {
     const float obs = static_cast<float>(t + 1);
     float action = 0;
-    PolicyBatch batch{&obs, nullptr, &episode, &t, 1};
+    PolicyBatch batch{&obs, &episode, &t, 1};
     EXPECT_TRUE(policy.Act(batch, &action).ok());
     out.push_back(action);
   }
@@ -125,7 +125,7 @@ TEST(ChunkedPolicyTest, EachRowDependsOnlyOnItsEpisode) {
       steps.insert(steps.begin(), t - 2);
     }
     std::vector<float> actions(obs.size());
-    PolicyBatch batch{obs.data(), nullptr, episodes.data(), steps.data(), static_cast<int>(obs.size())};
+    PolicyBatch batch{obs.data(), episodes.data(), steps.data(), static_cast<int>(obs.size())};
     ASSERT_TRUE(mixed->Act(batch, actions.data()).ok());
     got.push_back(actions.back());
   }
@@ -139,7 +139,7 @@ TEST(ChunkedPolicyTest, AStepOutOfOrderIsRefused) {
   const int64_t episode = 3;
   const int32_t step = 4;
   float action = 0;
-  absl::Status status = policy->Act(PolicyBatch{&obs, nullptr, &episode, &step, 1}, &action);
+  absl::Status status = policy->Act(PolicyBatch{&obs, &episode, &step, 1}, &action);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("episode 3"));
 }

@@ -235,7 +235,7 @@ TEST(RelabelTest, RandomEpisodesGetTheExpertsActions) {
     std::vector<float> expected(demo.num_samples);
     std::vector<int64_t> episode(demo.num_samples, demo.index);
     std::vector<int32_t> step(demo.num_samples, 0);
-    PolicyBatch batch{obs.data(), nullptr, episode.data(), step.data(), static_cast<int>(demo.num_samples)};
+    PolicyBatch batch{obs.data(), episode.data(), step.data(), static_cast<int>(demo.num_samples)};
     ASSERT_TRUE((*expert)->Act(batch, expected.data()).ok());
     auto actual = b->at("actions").Values<float>();
     EXPECT_EQ(std::vector<float>(actual.begin(), actual.end()), expected);
