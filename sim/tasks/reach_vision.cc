@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "sim/experts/reach_vision_expert.h"
+#include "sim/task_cameras.h"
 
 namespace roboloop::sim {
 namespace {
@@ -80,7 +81,6 @@ absl::StatusOr<std::unique_ptr<Task>> MakeReachVisionTask(const std::string& mod
   ROBOLOOP_ASSIGN_OR_RETURN(parts.finger_x, FindId(m, mjOBJ_JOINT, "joint", "finger_x", def.name));
   ROBOLOOP_ASSIGN_OR_RETURN(parts.finger_y, FindId(m, mjOBJ_JOINT, "joint", "finger_y", def.name));
   ROBOLOOP_ASSIGN_OR_RETURN(int target_body, FindId(m, mjOBJ_BODY, "body", "target", def.name));
-  ROBOLOOP_RETURN_IF_ERROR(FindId(m, mjOBJ_CAMERA, "camera", "top", def.name).status());
   parts.target_mocap = m->body_mocapid[target_body];
   if (parts.target_mocap < 0) {
     return absl::InvalidArgumentError("task reach-vision: body 'target' must be a mocap body");
@@ -93,6 +93,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeReachVisionTask(const std::string& mod
   def.control_substeps = 5;
   def.max_steps = 60;
   def.success = SuccessRule::HeldFor(5);
+  ROBOLOOP_RETURN_IF_ERROR(PrepareTaskCameras(&def, "task reach-vision"));
   return std::unique_ptr<Task>(new ReachVisionTask(std::move(def), parts));
 }
 
