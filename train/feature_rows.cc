@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
@@ -12,6 +13,48 @@ void ConcatRows::CopyRow(int64_t row, float* out) const {
     const absl::Span<const float> values = part.Row(row);
     out = std::copy(values.begin(), values.end(), out);
   }
+}
+
+void ConcatImages::CopyRow(int64_t row, uint8_t* out) const {
+  for (const ImageRows& part : parts) {
+    const absl::Span<const uint8_t> frame = part.Row(row);
+    out = std::copy(frame.begin(), frame.end(), out);
+  }
+}
+
+bool IsImageFeature(const data::FeatureSpec& spec) {
+  return absl::StartsWith(spec.name, "obs/") && absl::EndsWith(spec.name, "_image") &&
+         spec.dtype == data::DType::kUint8 && spec.step_shape.size() == 3;
+}
+
+std::string CameraNameOf(const std::string& feature) {
+  std::string name = feature;
+  if (absl::StartsWith(name, "obs/")) name.erase(0, 4);
+  if (absl::EndsWith(name, "_image")) name.resize(name.size() - 6);
+  return name;
+}
+
+absl::StatusOr<ConcatImages> ImageFeatures(const data::EpisodeStore& store,
+                                           const std::vector<std::string>& names) {
+  ConcatImages images;
+  for (const std::string& name : names) {
+    auto feature = store.feature(name);
+    if (!feature.ok()) return Annotate(feature.status(), absl::StrCat(store.path(), ": image feature '", name, "'"));
+    const data::FeatureSpec& spec = (*feature)->spec;
+    const std::vector<int64_t>& shape = spec.step_shape;
+    if (spec.dtype != data::DType::kUint8 || shape.size() != 3 || shape[0] < 1 || shape[1] < 1 || shape[2] != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          store.path(), ": image feature '", name, "' is ", data::DescribeFeature(spec),
+          "; camera frames must be uint8 [T, H, W, 3] (docs/vision.md)"));
+    }
+    ImageRows rows;
+    rows.name = name;
+    rows.frame_bytes = shape[0] * shape[1] * shape[2];
+    rows.values = (*feature)->Values<uint8_t>();
+    images.bytes += rows.frame_bytes;
+    images.parts.push_back(std::move(rows));
+  }
+  return images;
 }
 
 absl::StatusOr<FloatRows> FloatFeature(const data::EpisodeStore& store, const std::string& name,
