@@ -18,6 +18,7 @@
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/normalization.h"
+#include "train/torch_api.h"
 
 namespace roboloop::train {
 
@@ -59,6 +60,10 @@ struct Batch {
   // of LoaderOptions::image_features back to back, raw uint8 (RoboloopTrainBatch::images).
   std::vector<uint8_t> images;
 };
+
+// The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes; images is null
+// when the batch has none.
+RoboloopTrainBatch BatchView(const Batch& batch);
 
 class BatchSource;
 

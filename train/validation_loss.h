@@ -15,9 +15,6 @@
 
 namespace roboloop::train {
 
-// The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes.
-RoboloopTrainBatch BatchView(const Batch& batch);
-
 // The batches of every window of a validation store, built one at a time by each Loss (so
 // that camera frames are not held twice). Immutable.
 class ValidationSet {

@@ -16,7 +16,6 @@
 #include "train/feature_rows.h"
 #include "train/loader.h"
 #include "train/normalization.h"
-#include "train/validation_loss.h"
 
 namespace roboloop::train {
 namespace {
