@@ -158,4 +158,15 @@ nlohmann::json WithCameras(nlohmann::json options, const DatasetFeatures& featur
   return options;
 }
 
+absl::Status CheckOptionCameras(const nlohmann::json& options, const DatasetFeatures& features,
+                                const std::string& ref) {
+  const nlohmann::json none = nlohmann::json::array();
+  const nlohmann::json& mine = options.contains("cameras") ? options["cameras"] : none;
+  const nlohmann::json dataset = WithCameras(nlohmann::json::object(), features).value("cameras", none);
+  if (mine == dataset) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " sees cameras ", mine.dump(),
+                                                 ", but the dataset has ", dataset.dump(), " (image features [",
+                                                 absl::StrJoin(features.images, ", "), "])"));
+}
+
 }  // namespace roboloop::train

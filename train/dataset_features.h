@@ -49,4 +49,10 @@ absl::StatusOr<DatasetFeatures> ReadSetFeatures(const std::vector<std::string>& 
 // state-only dataset.
 nlohmann::json WithCameras(nlohmann::json options, const DatasetFeatures& features);
 
+// OK when the policy options `options` of checkpoint `ref` see exactly the cameras of `features`
+// (WithCameras' entries, in order; no "cameras" or [] = none). InvalidArgument naming the
+// checkpoint, both camera lists and the dataset's image features otherwise.
+absl::Status CheckOptionCameras(const nlohmann::json& options, const DatasetFeatures& features,
+                                const std::string& ref);
+
 }  // namespace roboloop::train

@@ -60,14 +60,7 @@ absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoi
         ", but the dataset has obs_dim ", features.obs_dim, " (", absl::StrJoin(features.obs, ", "),
         ") and action_dim ", features.action_dim));
   }
-  const nlohmann::json none = nlohmann::json::array();
-  const nlohmann::json& mine = options.contains("cameras") ? options["cameras"] : none;
-  const nlohmann::json dataset = WithCameras(nlohmann::json::object(), features).value("cameras", none);
-  if (mine != dataset) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " sees cameras ", mine.dump(),
-                                                   ", but the dataset has ", dataset.dump(), " (",
-                                                   absl::StrJoin(features.images, ", "), ")"));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckOptionCameras(options, features, ref));
   return options;
 }
 

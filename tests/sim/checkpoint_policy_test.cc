@@ -53,7 +53,7 @@ class ScriptedModel : public ChunkModel {
   std::vector<CameraSpec> cameras_;
 };
 
-ObsSpec OneFloatObs() { return ObsSpec{{ArraySpec{"x", {1}}}}; }
+ObsSpec OneFloatObs() { return ObsSpec{{ArraySpec{"x", {1}}}, {}}; }
 ActionSpec OneAction() { return ActionSpec{{-1e9f}, {1e9f}}; }
 
 std::unique_ptr<Policy> Chunked(int history, int chunk, const std::string& execution, std::vector<int>* queries) {
@@ -71,7 +71,7 @@ std::vector<float> RunAlone(Policy& policy, int64_t episode, int steps) {
   for (int32_t t = 0; t < steps; ++t) {
     const float obs = static_cast<float>(t + 1);
     float action = 0;
-    PolicyBatch batch{&obs, nullptr, &episode, &t, 1};
+    PolicyBatch batch{&obs, &episode, &t, 1};
     EXPECT_TRUE(policy.Act(batch, &action).ok());
     out.push_back(action);
   }
@@ -129,7 +129,7 @@ TEST(ChunkedPolicyTest, EachRowDependsOnlyOnItsEpisode) {
       steps.insert(steps.begin(), t - 2);
     }
     std::vector<float> actions(obs.size());
-    PolicyBatch batch{obs.data(), nullptr, episodes.data(), steps.data(), static_cast<int>(obs.size())};
+    PolicyBatch batch{obs.data(), episodes.data(), steps.data(), static_cast<int>(obs.size())};
     ASSERT_TRUE(mixed->Act(batch, actions.data()).ok());
     got.push_back(actions.back());
   }
@@ -143,7 +143,7 @@ TEST(ChunkedPolicyTest, AStepOutOfOrderIsRefused) {
   const int64_t episode = 3;
   const int32_t step = 4;
   float action = 0;
-  absl::Status status = policy->Act(PolicyBatch{&obs, nullptr, &episode, &step, 1}, &action);
+  absl::Status status = policy->Act(PolicyBatch{&obs, &episode, &step, 1}, &action);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("episode 3"));
 }
@@ -193,14 +193,14 @@ TEST(ChunkedPolicyTest, EachQueryRowGetsItsFramesInTheModelsCameraOrder) {
   const std::vector<int64_t> episodes = {4, 5};
   const std::vector<int32_t> steps = {0, 0};
   std::vector<float> actions(2);
-  ASSERT_TRUE((*policy)->Act(PolicyBatch{obs.data(), images.data(), episodes.data(), steps.data(), 2},
+  ASSERT_TRUE((*policy)->Act(PolicyBatch{obs.data(), episodes.data(), steps.data(), 2, images.data()},
                              actions.data()).ok());
   EXPECT_EQ(actions, obs);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0], (std::vector<uint8_t>{16, 17, 18, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(seen[1], (std::vector<uint8_t>{25, 26, 27, 19, 20, 21, 22, 23, 24}));
   const std::vector<int32_t> next = {1, 1};
-  const absl::Status blind = (*policy)->Act(PolicyBatch{obs.data(), nullptr, episodes.data(), next.data(), 2},
+  const absl::Status blind = (*policy)->Act(PolicyBatch{obs.data(), episodes.data(), next.data(), 2},
                                             actions.data());
   EXPECT_EQ(blind.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(blind.message(), HasSubstr("seeing sees cameras, but the batch carries no images"));
@@ -216,7 +216,7 @@ TEST(ChunkedPolicyTest, AStateOnlyModelRunsOnATaskWithCameras) {
   const int64_t episode = 1;
   const int32_t step = 0;
   float action = 0;
-  ASSERT_TRUE((*policy)->Act(PolicyBatch{&obs, images.data(), &episode, &step, 1}, &action).ok());
+  ASSERT_TRUE((*policy)->Act(PolicyBatch{&obs, &episode, &step, 1, images.data()}, &action).ok());
   EXPECT_EQ(action, 1000 + 2);
 }
 
@@ -270,7 +270,7 @@ nlohmann::json ManifestFor(const ObsSpec& obs, int action_dim) {
 }
 
 TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
-  const ObsSpec task_obs{{ArraySpec{"position", {2}}, ArraySpec{"velocity", {2}}}};
+  const ObsSpec task_obs{{ArraySpec{"position", {2}}, ArraySpec{"velocity", {2}}}, {}};
   const ActionSpec task_action{{-1, -1}, {1, 1}};
   ASSERT_TRUE(CheckManifestFitsTask(ManifestFor(task_obs, 2), "ck", task_obs, task_action).ok());
   ObsSpec with_camera = task_obs;
@@ -283,9 +283,9 @@ TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
     std::string message;
   };
   std::vector<Case> cases;
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[1], task_obs.keys[0]}}, 2), "key 0 is 'velocity'"});
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}}, 2), "'velocity' [3]"});
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}}, 2), "key 1 is nothing"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[1], task_obs.keys[0]}, {}}, 2), "key 0 is 'velocity'"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}, {}}, 2), "'velocity' [3]"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}, {}}, 2), "key 1 is nothing"});
   cases.push_back({ManifestFor(task_obs, 3), "writes 3 action dims, the task takes 2"});
   nlohmann::json unknown_kind = ManifestFor(task_obs, 2);
   unknown_kind["policy"]["kind"] = "lstm";

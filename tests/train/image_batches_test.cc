@@ -204,6 +204,22 @@ TEST_F(ImageBatchesTest, RecordedCamerasFixTheOrderAndTheirMjcfCamera) {
   EXPECT_EQ(options["obs_dim"], 2);
 }
 
+TEST_F(ImageBatchesTest, ACheckpointMustSeeTheDatasetsCameras) {
+  auto features = FeaturesOf(path_, Config());
+  ASSERT_TRUE(features.ok()) << features.status();
+  EXPECT_TRUE(CheckOptionCameras(WithCameras({{"obs_dim", 3}}, *features), *features, "ck:v1").ok());
+  const absl::Status blind = CheckOptionCameras({{"obs_dim", 3}, {"cameras", nlohmann::json::array()}}, *features,
+                                                "ck:v1");
+  EXPECT_EQ(blind.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(blind.message(), HasSubstr("checkpoint ck:v1 sees cameras [], but the dataset has [{"));
+  EXPECT_THAT(blind.message(), HasSubstr("(image features [obs/cam_image, obs/wrist_image])"));
+  DatasetFeatures state_only = *features;
+  state_only.images.clear();
+  state_only.cameras.clear();
+  EXPECT_TRUE(CheckOptionCameras({{"obs_dim", 3}}, state_only, "ck:v1").ok());
+  EXPECT_FALSE(CheckOptionCameras(WithCameras({{"obs_dim", 3}}, *features), state_only, "ck:v1").ok());
+}
+
 TEST_F(ImageBatchesTest, ConfiguredFeaturesChooseStateOnlyTraining) {
   v1::TrainConfig config = Config();
   config.add_obs_features("obs/a");
