@@ -33,7 +33,7 @@ absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
   ROBOLOOP_ASSIGN_OR_RETURN(rows.obs, ConcatFeatures(store, options.obs_features, "obs feature"));
   ROBOLOOP_ASSIGN_OR_RETURN(rows.actions,
                             FloatFeature(store, options.action_feature, "action feature"));
-  ROBOLOOP_ASSIGN_OR_RETURN(rows.images, ImageFeatures(store, options.image_features));
+  ROBOLOOP_ASSIGN_OR_RETURN(rows.images, ConcatImageFeatures(store, options.image_features));
   return rows;
 }
 

@@ -24,7 +24,7 @@ struct TrainingRows {
 };
 
 // The obs, action and image rows of `store` for `options`; errors as ConcatFeatures,
-// FloatFeature and ImageFeatures.
+// FloatFeature and ConcatImageFeatures.
 absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
                                             const LoaderOptions& options);
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/spec.h"
+#include "registry/policy_kind.h"
 #include "train/feature_rows.h"
 
 namespace roboloop::train {
@@ -70,19 +71,17 @@ absl::StatusOr<std::vector<std::string>> ObsFeatureNames(const std::string& path
   }
   for (const data::FeatureSpec& spec : layout.spec) {
     const bool listed = std::find(names.begin(), names.end(), spec.name) != names.end();
-    if (IsImageFeature(spec) && !listed) names.push_back(spec.name);
+    if (IsObsImageKey(spec.name) && !listed) names.push_back(spec.name);
   }
   return names;
 }
 
 absl::Status AddImage(const std::string& path, const data::FeatureSpec& spec, const RecordedCameras& recorded,
                       DatasetFeatures& features) {
-  const std::vector<int64_t>& shape = spec.step_shape;
-  if (shape[0] < 1 || shape[1] < 1 || shape[2] != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": image feature ", spec.name, " is ",
-                                                   data::DescribeFeature(spec),
-                                                   "; camera frames must be uint8 [T, H, W, 3] (docs/vision.md)"));
+  if (absl::Status frames = data::CheckImageFeature(spec); !frames.ok()) {
+    return Annotate(frames, absl::StrCat(path, ": image feature ", spec.name));
   }
+  const std::vector<int64_t>& shape = spec.step_shape;
   const std::string name = CameraNameOf(spec.name);
   auto mjcf = recorded.mjcf.find(name);
   features.images.push_back(spec.name);
@@ -100,7 +99,7 @@ absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const data
   for (const std::string& name : names) {
     const data::FeatureSpec* spec = data::FindFeature(layout.spec, name);
     if (spec == nullptr) return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", name));
-    if (IsImageFeature(*spec)) {
+    if (IsObsImageKey(name)) {
       ROBOLOOP_RETURN_IF_ERROR(AddImage(path, *spec, recorded, features));
       continue;
     }
@@ -148,21 +147,35 @@ absl::StatusOr<DatasetFeatures> ReadSetFeatures(const std::vector<std::string>& 
   return features;
 }
 
-nlohmann::json WithCameras(nlohmann::json options, const DatasetFeatures& features) {
-  if (features.cameras.empty()) return options;
+nlohmann::json CamerasOption(const DatasetFeatures& features) {
   nlohmann::json cameras = nlohmann::json::array();
   for (const registry::ManifestCamera& camera : features.cameras) {
     cameras.push_back({{"name", camera.name}, {"width", camera.width}, {"height", camera.height}});
   }
-  options["cameras"] = std::move(cameras);
-  return options;
+  return cameras;
+}
+
+absl::StatusOr<nlohmann::json> WithCameras(nlohmann::json options, const DatasetFeatures& features) {
+  if (features.cameras.empty()) return options;
+  const std::string kind_name = options.value("kind", std::string());
+  options["cameras"] = CamerasOption(features);
+  absl::StatusOr<const registry::PolicyKind*> kind = registry::FindPolicyKind(kind_name);
+  absl::StatusOr<nlohmann::json> completed =
+      kind.ok() ? registry::CompletePolicyOptions(**kind, options) : absl::StatusOr<nlohmann::json>(kind.status());
+  if (!completed.ok()) {
+    return Annotate(completed.status(),
+                    absl::StrCat("policy '", kind_name, "' on a dataset with cameras (image features [",
+                                 absl::StrJoin(features.images, ", "),
+                                 "]; list only float obs_features to train it state-only)"));
+  }
+  return completed;
 }
 
 absl::Status CheckOptionCameras(const nlohmann::json& options, const DatasetFeatures& features,
                                 const std::string& ref) {
   const nlohmann::json none = nlohmann::json::array();
   const nlohmann::json& mine = options.contains("cameras") ? options["cameras"] : none;
-  const nlohmann::json dataset = WithCameras(nlohmann::json::object(), features).value("cameras", none);
+  const nlohmann::json dataset = CamerasOption(features);
   if (mine == dataset) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " sees cameras ", mine.dump(),
                                                  ", but the dataset has ", dataset.dump(), " (image features [",

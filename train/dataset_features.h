@@ -29,12 +29,13 @@ struct DatasetFeatures {
 // The features of the dataset `path` (with `layout`) for `config`. The obs features are the
 // configured ones (config.obs_features), else the task's key order recorded by `sim collect`
 // (env_args env_kwargs.obs_keys), else every obs/* feature in name order; among them, image
-// features (IsImageFeature: uint8 obs/<camera>_image [T, H, W, 3]) become cameras and the rest
+// keys (IsObsImageKey: obs/<camera>_image, uint8 [T, H, W, 3]) become cameras and the rest
 // the float row. Without configured features every image feature of the file is a camera, in
 // the order of env_kwargs.cameras ([{name, camera, ...}]) where recorded, else in name order; a
 // camera's MJCF `camera` is the one recorded there, else "". InvalidArgument naming the file
 // and the feature: none to train on, a feature the file lacks, a camera env_kwargs.cameras
-// names but the file lacks, an image feature that is not [T, H, W, 3] with H, W >= 1.
+// names but the file lacks, an image feature that is not uint8 [T, H, W, 3]
+// (data::CheckImageFeature).
 absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const data::DatasetLayout& layout,
                                              const v1::TrainConfig& config);
 
@@ -44,13 +45,18 @@ absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const data
 absl::StatusOr<DatasetFeatures> ReadSetFeatures(const std::vector<std::string>& paths,
                                                 const v1::TrainConfig& config);
 
-// `options` (a trainable kind's complete policy options) with "cameras": [{name, width,
-// height}] of `features.cameras` (the torch library's option, docs/vision.md); unchanged for a
-// state-only dataset.
-nlohmann::json WithCameras(nlohmann::json options, const DatasetFeatures& features);
+// The policy option of `features.cameras` (the torch library's `cameras`, docs/vision.md):
+// [{name, width, height}] in camera order; [] for a state-only dataset.
+nlohmann::json CamerasOption(const DatasetFeatures& features);
+
+// `options` (complete policy options of a kind, with "kind") with "cameras" set to
+// CamerasOption(features) and checked against the kind's schema; unchanged for a state-only
+// dataset. InvalidArgument naming the kind, the dataset's image features and the schema's
+// complaint (a kind that cannot see), before any training.
+absl::StatusOr<nlohmann::json> WithCameras(nlohmann::json options, const DatasetFeatures& features);
 
 // OK when the policy options `options` of checkpoint `ref` see exactly the cameras of `features`
-// (WithCameras' entries, in order; no "cameras" or [] = none). InvalidArgument naming the
+// (CamerasOption's entries, in order; no "cameras" or [] = none). InvalidArgument naming the
 // checkpoint, both camera lists and the dataset's image features otherwise.
 absl::Status CheckOptionCameras(const nlohmann::json& options, const DatasetFeatures& features,
                                 const std::string& ref);

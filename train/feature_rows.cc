@@ -22,34 +22,28 @@ void ConcatImages::CopyRow(int64_t row, uint8_t* out) const {
   }
 }
 
-bool IsImageFeature(const data::FeatureSpec& spec) {
-  return absl::StartsWith(spec.name, "obs/") && absl::EndsWith(spec.name, "_image") &&
-         spec.dtype == data::DType::kUint8 && spec.step_shape.size() == 3;
-}
+bool IsObsImageKey(const std::string& name) { return absl::StartsWith(name, "obs/") && data::IsImageKey(name); }
 
 std::string CameraNameOf(const std::string& feature) {
   std::string name = feature;
   if (absl::StartsWith(name, "obs/")) name.erase(0, 4);
-  if (absl::EndsWith(name, "_image")) name.resize(name.size() - 6);
+  if (absl::EndsWith(name, data::kImageSuffix)) name.resize(name.size() - (sizeof(data::kImageSuffix) - 1));
   return name;
 }
 
-absl::StatusOr<ConcatImages> ImageFeatures(const data::EpisodeStore& store,
-                                           const std::vector<std::string>& names) {
+absl::StatusOr<ConcatImages> ConcatImageFeatures(const data::EpisodeStore& store,
+                                                 const std::vector<std::string>& names) {
   ConcatImages images;
   for (const std::string& name : names) {
     auto feature = store.feature(name);
     if (!feature.ok()) return Annotate(feature.status(), absl::StrCat(store.path(), ": image feature '", name, "'"));
     const data::FeatureSpec& spec = (*feature)->spec;
-    const std::vector<int64_t>& shape = spec.step_shape;
-    if (spec.dtype != data::DType::kUint8 || shape.size() != 3 || shape[0] < 1 || shape[1] < 1 || shape[2] != 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          store.path(), ": image feature '", name, "' is ", data::DescribeFeature(spec),
-          "; camera frames must be uint8 [T, H, W, 3] (docs/vision.md)"));
+    if (absl::Status frames = data::CheckImageFeature(spec); !frames.ok()) {
+      return Annotate(frames, absl::StrCat(store.path(), ": image feature '", name, "'"));
     }
     ImageRows rows;
     rows.name = name;
-    rows.frame_bytes = shape[0] * shape[1] * shape[2];
+    rows.frame_bytes = spec.step_shape[0] * spec.step_shape[1] * spec.step_shape[2];
     rows.values = (*feature)->Values<uint8_t>();
     images.bytes += rows.frame_bytes;
     images.parts.push_back(std::move(rows));

@@ -55,19 +55,19 @@ struct ConcatImages {
   void CopyRow(int64_t row, uint8_t* out) const;
 };
 
-// Whether `spec` is a camera's frames: a feature under obs/ whose name ends with "_image",
-// uint8, with a per-step shape of rank 3 ([height, width, channels]).
-bool IsImageFeature(const data::FeatureSpec& spec);
+// Whether feature `name` is an observation's camera frames: an image key (data::IsImageKey)
+// under obs/ ("obs/agentview_image"; next_obs/ frames are not observations training reads).
+bool IsObsImageKey(const std::string& name);
 
 // The camera name of image feature `feature`: the name without "obs/" and "_image"
 // ("obs/agentview_image" -> "agentview").
 std::string CameraNameOf(const std::string& feature);
 
 // The loaded image features `names` of `store`, in order (none: an empty ConcatImages).
-// InvalidArgument naming the file and feature when one is not loaded or is not uint8
-// [T, H, W, 3] with H, W >= 1.
-absl::StatusOr<ConcatImages> ImageFeatures(const data::EpisodeStore& store,
-                                           const std::vector<std::string>& names);
+// InvalidArgument naming the file and feature when one is not loaded or is not camera frames
+// (data::CheckImageFeature: uint8 [T, H, W, 3]).
+absl::StatusOr<ConcatImages> ConcatImageFeatures(const data::EpisodeStore& store,
+                                                 const std::vector<std::string>& names);
 
 // The loaded float32 feature `name` of `store`; `role` ("obs feature", "action feature")
 // prefixes errors: not loaded (listing the loaded ones) or not float32 (naming the file and

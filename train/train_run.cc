@@ -175,7 +175,7 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
     (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
   } else {
     ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromSpec(config.policy(), p.features.obs_dim, p.features.action_dim));
-    p.policy_options = WithCameras(std::move(p.policy_options), p.features);
+    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, WithCameras(std::move(p.policy_options), p.features));
   }
   return p;
 }

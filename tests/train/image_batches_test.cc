@@ -121,12 +121,11 @@ class ImageBatchesTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(ImageBatchesTest, ImageFeaturesAreUint8ObsImagesOfRankFour) {
-  EXPECT_TRUE(IsImageFeature({"obs/cam_image", data::DType::kUint8, {4, 4, 3}}));
-  EXPECT_FALSE(IsImageFeature({"obs/cam_image", data::DType::kFloat32, {4, 4, 3}}));
-  EXPECT_FALSE(IsImageFeature({"obs/cam_image", data::DType::kUint8, {48}}));
-  EXPECT_FALSE(IsImageFeature({"obs/cam", data::DType::kUint8, {4, 4, 3}}));
-  EXPECT_FALSE(IsImageFeature({"next_obs/cam_image", data::DType::kUint8, {4, 4, 3}}));
+TEST_F(ImageBatchesTest, CamerasAreTheImageKeysUnderObs) {
+  EXPECT_TRUE(IsObsImageKey("obs/cam_image"));
+  EXPECT_FALSE(IsObsImageKey("obs/cam"));
+  EXPECT_FALSE(IsObsImageKey("obs/_image"));
+  EXPECT_FALSE(IsObsImageKey("next_obs/cam_image"));
   EXPECT_EQ(CameraNameOf("obs/agentview_image"), "agentview");
 }
 
@@ -198,16 +197,27 @@ TEST_F(ImageBatchesTest, RecordedCamerasFixTheOrderAndTheirMjcfCamera) {
   EXPECT_EQ(features->images, (std::vector<std::string>{"obs/wrist_image", "obs/cam_image"}));
   EXPECT_EQ(features->cameras,
             (std::vector<registry::ManifestCamera>{{"wrist", "hand", 3, 2}, {"cam", "", 4, 4}}));
-  const nlohmann::json options = WithCameras({{"obs_dim", 2}}, *features);
-  EXPECT_EQ(options["cameras"], nlohmann::json::parse(R"([{"name": "wrist", "width": 3, "height": 2},
-                                                          {"name": "cam", "width": 4, "height": 4}])"));
-  EXPECT_EQ(options["obs_dim"], 2);
+  EXPECT_EQ(CamerasOption(*features), nlohmann::json::parse(R"([{"name": "wrist", "width": 3, "height": 2},
+                                                                 {"name": "cam", "width": 4, "height": 4}])"));
+}
+
+TEST_F(ImageBatchesTest, AKindThatCannotSeeIsRefusedBeforeTraining) {
+  auto features = FeaturesOf(path_, Config());
+  ASSERT_TRUE(features.ok()) << features.status();
+  // TorchScript modules take the obs row alone: the kind has no cameras option.
+  auto options = WithCameras({{"kind", "torchscript"}}, *features);
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.status().message(),
+              HasSubstr("policy 'torchscript' on a dataset with cameras (image features [obs/cam_image, "
+                        "obs/wrist_image]; list only float obs_features to train it state-only)"));
+  EXPECT_THAT(options.status().message(), HasSubstr("cameras"));
 }
 
 TEST_F(ImageBatchesTest, ACheckpointMustSeeTheDatasetsCameras) {
   auto features = FeaturesOf(path_, Config());
   ASSERT_TRUE(features.ok()) << features.status();
-  EXPECT_TRUE(CheckOptionCameras(WithCameras({{"obs_dim", 3}}, *features), *features, "ck:v1").ok());
+  const nlohmann::json seeing = {{"obs_dim", 3}, {"cameras", CamerasOption(*features)}};
+  EXPECT_TRUE(CheckOptionCameras(seeing, *features, "ck:v1").ok());
   const absl::Status blind = CheckOptionCameras({{"obs_dim", 3}, {"cameras", nlohmann::json::array()}}, *features,
                                                 "ck:v1");
   EXPECT_EQ(blind.code(), absl::StatusCode::kInvalidArgument);
@@ -217,7 +227,7 @@ TEST_F(ImageBatchesTest, ACheckpointMustSeeTheDatasetsCameras) {
   state_only.images.clear();
   state_only.cameras.clear();
   EXPECT_TRUE(CheckOptionCameras({{"obs_dim", 3}}, state_only, "ck:v1").ok());
-  EXPECT_FALSE(CheckOptionCameras(WithCameras({{"obs_dim", 3}}, *features), state_only, "ck:v1").ok());
+  EXPECT_FALSE(CheckOptionCameras(seeing, state_only, "ck:v1").ok());
 }
 
 TEST_F(ImageBatchesTest, ConfiguredFeaturesChooseStateOnlyTraining) {
@@ -226,7 +236,10 @@ TEST_F(ImageBatchesTest, ConfiguredFeaturesChooseStateOnlyTraining) {
   auto features = FeaturesOf(path_, config);
   ASSERT_TRUE(features.ok()) << features.status();
   EXPECT_TRUE(features->images.empty());
-  EXPECT_EQ(WithCameras({{"obs_dim", 2}}, *features), nlohmann::json({{"obs_dim", 2}}));
+  const nlohmann::json options = {{"kind", "torchscript"}, {"obs_dim", 1}};
+  auto unchanged = WithCameras(options, *features);
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  EXPECT_EQ(*unchanged, options);
   config.add_obs_features("obs/cam_image");
   features = FeaturesOf(path_, config);
   ASSERT_TRUE(features.ok()) << features.status();
@@ -266,7 +279,8 @@ TEST_F(ImageBatchesTest, FramesOfTheWrongDtypeOrChannelsAreRefusedNamingFileAndF
   options.batch_size = 2;
   options.image_features = {"obs/a"};
   auto loader = Loader::Create(Load(), {}, options);
-  EXPECT_THAT(loader.status().message(), HasSubstr(path_ + ": image feature 'obs/a' is float32 [T, 2]"));
+  EXPECT_THAT(loader.status().message(), HasSubstr(path_ + ": image feature 'obs/a'"));
+  EXPECT_THAT(loader.status().message(), HasSubstr("float32 [T, 2], expected uint8 [T, H, W, 3]"));
   options.image_features = {"obs/top_image"};
   loader = Loader::Create(Load(), {}, options);
   EXPECT_THAT(loader.status().message(), HasSubstr("image feature 'obs/top_image'"));
