@@ -94,6 +94,16 @@ class DatasetSink : public EpisodeSink {
   DatasetSummary summary_;
 };
 
+// The task's cameras as [{name, camera, width, height}], in layout order (training reads their
+// order and MJCF cameras from it).
+nlohmann::json CamerasJson(const ObsSpec& spec) {
+  nlohmann::json cameras = nlohmann::json::array();
+  for (const CameraSpec& c : spec.cameras) {
+    cameras.push_back({{"name", c.name}, {"camera", c.camera}, {"width", c.width}, {"height", c.height}});
+  }
+  return cameras;
+}
+
 }  // namespace
 
 void AddCameraFrames(const ObsSpec& spec, const std::vector<uint8_t>& images, int64_t steps, data::Episode* episode) {
@@ -131,7 +141,8 @@ std::string CollectEnvArgs(const Task& task, const CollectOptions& options) {
                            {"failures_only", options.failures_only},
                            {"robustness", RobustnessToJson(r.robustness)},
                            {"state_size", PhysicsStateSize(task.model())},
-                           {"obs_keys", ObsKeyNames(task)}};
+                           {"obs_keys", ObsKeyNames(task)},
+                           {"cameras", CamerasJson(task.obs_spec())}};
   return nlohmann::json{{"env_name", task.name()}, {"type", "roboloop"}, {"env_kwargs", kwargs}}
       .dump();
 }
