@@ -32,3 +32,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ffmpeg REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
 message(STATUS "roboloop LeRobot datasets: Arrow/Parquet ${ROBOLOOP_ARROW_SO_VERSION} from ${ROBOLOOP_PYARROW_DIR}, "
   "FFmpeg libavcodec ${ffmpeg_libavcodec_VERSION}")
+
+# LeRobot's own environment (scripts/lerobot-venv.sh), where the tests run LeRobot itself.
+set(ROBOLOOP_LEROBOT_VENV "${ROBOLOOP_VENV}/../lerobot-venv" CACHE PATH
+  "Python virtual environment holding the pinned lerobot (tests and benchmarks only)")

@@ -320,13 +320,16 @@ class Exporter {
     if (!names.Finish(&name_column).ok()) return absl::ResourceExhaustedError("tasks table");
     ROBOLOOP_ASSIGN_OR_RETURN(auto index_column,
                               lerobot::ColumnFromArray(Array::From<int64_t>({static_cast<int64_t>(indices.size())}, indices), true));
+    constexpr char kIndex[] = "__index_level_0__";
     const nlohmann::json pandas = {
-        {"index_columns", {"task"}},
-        {"column_indexes", nlohmann::json::array()},
+        {"index_columns", {kIndex}},
+        {"column_indexes",
+         {{{"name", nullptr}, {"field_name", nullptr}, {"pandas_type", "unicode"}, {"numpy_type", "object"},
+           {"metadata", {{"encoding", "UTF-8"}}}}}},
         {"columns",
          {{{"name", "task_index"}, {"field_name", "task_index"}, {"pandas_type", "int64"}, {"numpy_type", "int64"}, {"metadata", nullptr}},
-          {{"name", "task"}, {"field_name", "task"}, {"pandas_type", "unicode"}, {"numpy_type", "object"}, {"metadata", nullptr}}}}};
-    auto schema = arrow::schema({arrow::field("task_index", arrow::int64()), arrow::field("task", arrow::utf8())},
+          {{"name", nullptr}, {"field_name", kIndex}, {"pandas_type", "unicode"}, {"numpy_type", "object"}, {"metadata", nullptr}}}}};
+    auto schema = arrow::schema({arrow::field("task_index", arrow::int64()), arrow::field(kIndex, arrow::utf8())},
                                 arrow::key_value_metadata({"pandas"}, {pandas.dump()}));
     return lerobot::WriteParquet(*arrow::Table::Make(schema, {index_column, name_column}), JoinPath(root_, lerobot::kTasksPath));
   }

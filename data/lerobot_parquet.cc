@@ -136,8 +136,12 @@ absl::Status WriteParquet(const arrow::Table& table, const std::string& path) {
   ROBOLOOP_RETURN_IF_ERROR(FromArrow(sink.status(), path));
   std::shared_ptr<parquet::WriterProperties> properties =
       parquet::WriterProperties::Builder().compression(parquet::Compression::SNAPPY)->build();
+  // The Arrow schema (and its metadata, e.g. pandas' index columns) is stored as pyarrow does.
+  std::shared_ptr<parquet::ArrowWriterProperties> arrow_properties =
+      parquet::ArrowWriterProperties::Builder().store_schema()->build();
   ROBOLOOP_RETURN_IF_ERROR(FromArrow(
-      parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, 64 * 1024, properties), path));
+      parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, 64 * 1024, properties, arrow_properties),
+      path));
   return FromArrow((*sink)->Close(), path);
 }
 
@@ -221,7 +225,8 @@ absl::StatusOr<Array> NumericRows(const ParquetTable& table, const std::string& 
   Array array = Array::Zeros(dtype, width == 0 ? std::vector<int64_t>{count} : std::vector<int64_t>{count, width});
   const int64_t row_bytes = std::max<int64_t>(width, 1) * DTypeSize(dtype);
   int64_t row = 0;
-  for (const std::shared_ptr<arrow::Array>& chunk : values->Slice(first, count)->chunks()) {
+  const std::shared_ptr<arrow::ChunkedArray> rows = values->Slice(first, count);
+  for (const std::shared_ptr<arrow::Array>& chunk : rows->chunks()) {
     ROBOLOOP_RETURN_IF_ERROR(
         CopyChunk(table, column, *chunk, width, dtype, first + row, array.bytes.data() + row * row_bytes));
     row += chunk->length();

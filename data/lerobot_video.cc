@@ -140,6 +140,7 @@ VideoReader::VideoReader(std::unique_ptr<State> state) : state_(std::move(state)
 VideoReader::~VideoReader() = default;
 
 absl::StatusOr<std::unique_ptr<VideoReader>> VideoReader::Open(const std::string& path) {
+  av_log_set_level(AV_LOG_ERROR);  // FFmpeg's progress notes would drown roboloop's output
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such video file"));
@@ -237,6 +238,7 @@ VideoWriter::VideoWriter(std::unique_ptr<State> state) : state_(std::move(state)
 VideoWriter::~VideoWriter() = default;
 
 absl::StatusOr<std::unique_ptr<VideoWriter>> VideoWriter::Open(const VideoWriterOptions& options) {
+  av_log_set_level(AV_LOG_ERROR);
   if (options.width <= 0 || options.height <= 0 || options.width % 2 != 0 || options.height % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(options.path, ": frames of ", options.width, "x", options.height,
                                                    "; yuv420p video needs an even width and height"));
@@ -251,6 +253,7 @@ absl::StatusOr<std::unique_ptr<VideoWriter>> VideoWriter::Open(const VideoWriter
   ROBOLOOP_RETURN_IF_ERROR(state->OpenEncoder());
   state->stream = avformat_new_stream(state->format, nullptr);
   state->stream->time_base = state->codec->time_base;
+  state->stream->avg_frame_rate = state->codec->framerate;  // readers index frames by it (torchcodec)
   ROBOLOOP_RETURN_IF_ERROR(AvStatus(avcodec_parameters_from_context(state->stream->codecpar, state->codec.get()),
                                     options.path, "codec parameters"));
   ROBOLOOP_RETURN_IF_ERROR(

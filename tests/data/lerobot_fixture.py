@@ -5,6 +5,7 @@ compares them bitwise.
   write DIR TRUTH   writes a dataset with LeRobotDataset.create/add_frame/save_episode
                     (state, action, reward, done, one camera) and its values into TRUTH/
   read DIR OUT      loads DIR with LeRobotDataset and dumps what it yields into OUT/
+  shift DIR ROWS    moves the last episode's rows in meta/episodes ROWS past its data table
 """
 import json
 import pathlib
@@ -94,5 +95,18 @@ def read(root, out):
                                                "fps": dataset.fps}))
 
 
+def shift(root, rows):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = pathlib.Path(root) / "meta/episodes/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    for column in ("dataset_from_index", "dataset_to_index"):
+        values = table[column].to_pylist()
+        values[-1] += int(rows)
+        table = table.set_column(table.schema.get_field_index(column), column, pa.array(values, pa.int64()))
+    pq.write_table(table, path)
+
+
 if __name__ == "__main__":
-    {"write": write, "read": read}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"write": write, "read": read, "shift": shift}[sys.argv[1]](sys.argv[2], sys.argv[3])
