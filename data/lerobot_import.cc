@@ -308,4 +308,16 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
   return result;
 }
 
+absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string digest, lerobot::FolderDigest(dir, nullptr));
+  const std::string path = JoinPath(cache_dir, absl::StrCat("lerobot-", digest, ".hdf5"));
+  if (PathExists(path)) return path;
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
+  LeRobotImportOptions options;
+  options.input_dir = dir;
+  options.output_path = path;
+  ROBOLOOP_RETURN_IF_ERROR(ImportLeRobot(options).status());
+  return path;
+}
+
 }  // namespace roboloop::data

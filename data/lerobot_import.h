@@ -43,4 +43,9 @@ struct LeRobotImportResult {
 // left behind.
 absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& options);
 
+// Imports the LeRobot folder `dir` once into `cache_dir`/lerobot-<digest>.hdf5, where digest is
+// the folder's content digest (lerobot::FolderDigest), and returns that path; a file already
+// there is reused, so an unchanged folder is imported once. Errors as ImportLeRobot.
+absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir);
+
 }  // namespace roboloop::data
