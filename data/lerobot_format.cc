@@ -51,6 +51,7 @@ std::string FeatureNameOf(const std::string& key) {
   if (key == "action") return "actions";
   if (key == "next.reward") return "rewards";
   if (key == "next.done") return "dones";
+  if (key == "states") return "states";  // what an export of robomimic `states` writes
   constexpr absl::string_view kObservation = "observation.";
   if (absl::StartsWith(key, kObservation)) return absl::StrCat("obs/", key.substr(kObservation.size()));
   return absl::StrCat("obs/", key);

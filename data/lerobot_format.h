@@ -34,7 +34,8 @@ std::string FormatPath(const std::string& path_template, int64_t chunk_index, in
                        const std::string& video_key = "");
 
 // The robomimic feature a LeRobot key of a numeric feature becomes: "action" -> "actions",
-// "next.reward" -> "rewards", "next.done" -> "dones", "observation.<k>" -> "obs/<k>", any other
+// "next.reward" -> "rewards", "next.done" -> "dones", "states" -> "states",
+// "observation.<k>" -> "obs/<k>", any other
 // key -> "obs/<key>" (carried, e.g. "obs/next.success").
 std::string FeatureNameOf(const std::string& key);
 

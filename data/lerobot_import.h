@@ -40,7 +40,7 @@ struct LeRobotImportResult {
 
 // Converts every episode of the LeRobot v3 dataset at `input_dir`: numeric features by
 // FeatureNameOf (lerobot_format.h; action -> actions, next.reward -> rewards, next.done -> dones,
-// observation.<k> -> obs/<k>, others carried as obs/<key>), timestamp and task_index as
+// states -> states, observation.<k> -> obs/<k>, others carried as obs/<key>), timestamp and task_index as
 // obs/timestamp and obs/task_index, and each video feature decoded (FFmpeg) into
 // obs/<camera>_image, uint8 [T, H, W, 3] RGB. The `data` env_args records env_name "lerobot",
 // env_kwargs.obs_keys (the observation.* numeric features) and under "lerobot" the fps, the

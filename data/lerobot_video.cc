@@ -1,6 +1,7 @@
 #include "data/lerobot_video.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 extern "C" {
@@ -54,6 +55,7 @@ struct VideoReader::State {
   std::unique_ptr<AVFrame, FrameFreer> frame{av_frame_alloc()};
   std::unique_ptr<AVPacket, PacketFreer> packet{av_packet_alloc()};
   std::unique_ptr<SwsContext, ScaleFreer> scale;
+  std::unique_ptr<AVFrame, FrameFreer> rgb;  // aligned RGB frame swscale writes
   int stream = -1;
   double time_base = 0;
   bool have_frame = false;  // `frame` holds the last decoded frame, not yet passed
@@ -106,15 +108,26 @@ struct VideoReader::State {
     return absl::OkStatus();
   }
 
-  // Converts `frame` to RGB rows at `out`.
+  // Converts `frame` to RGB rows at `out`. swscale writes through SIMD stores that may pass the
+  // end of an unaligned row, so it converts into an aligned frame whose rows are then copied.
   absl::Status ConvertTo(uint8_t* out) {
     scale.reset(sws_getCachedContext(scale.release(), frame->width, frame->height,
                                      static_cast<AVPixelFormat>(frame->format), codec->width, codec->height,
                                      AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr));
     if (scale == nullptr) return absl::InternalError(absl::StrCat(path, ": no conversion of its frames to RGB"));
-    uint8_t* planes[4] = {out, nullptr, nullptr, nullptr};
-    int strides[4] = {codec->width * 3, 0, 0, 0};
-    sws_scale(scale.get(), frame->data, frame->linesize, 0, frame->height, planes, strides);
+    if (rgb == nullptr) {
+      rgb.reset(av_frame_alloc());
+      rgb->format = AV_PIX_FMT_RGB24;
+      rgb->width = codec->width;
+      rgb->height = codec->height;
+      ROBOLOOP_RETURN_IF_ERROR(AvStatus(av_frame_get_buffer(rgb.get(), 64), path, "allocating an RGB frame"));
+    }
+    sws_scale(scale.get(), frame->data, frame->linesize, 0, frame->height, rgb->data, rgb->linesize);
+    const int row_bytes = codec->width * 3;
+    for (int y = 0; y < codec->height; ++y) {
+      std::memcpy(out + static_cast<int64_t>(y) * row_bytes, rgb->data[0] + static_cast<int64_t>(y) * rgb->linesize[0],
+                  row_bytes);
+    }
     return absl::OkStatus();
   }
 
@@ -184,6 +197,7 @@ absl::Status VideoReader::ReadFrames(const std::vector<double>& times, double to
 
 struct VideoWriter::State {
   VideoWriterOptions options;
+  std::unique_ptr<AVFrame, FrameFreer> rgb{av_frame_alloc()};  // aligned copy of the input picture
   AVFormatContext* format = nullptr;  // owned; freed by Finish or the destructor
   std::unique_ptr<AVCodecContext, CodecFreer> codec;
   std::unique_ptr<AVFrame, FrameFreer> frame{av_frame_alloc()};
@@ -264,6 +278,11 @@ absl::StatusOr<std::unique_ptr<VideoWriter>> VideoWriter::Open(const VideoWriter
   frame->width = options.width;
   frame->height = options.height;
   ROBOLOOP_RETURN_IF_ERROR(AvStatus(av_frame_get_buffer(frame, 0), options.path, "allocating a frame"));
+  AVFrame* rgb = state->rgb.get();
+  rgb->format = AV_PIX_FMT_RGB24;
+  rgb->width = options.width;
+  rgb->height = options.height;
+  ROBOLOOP_RETURN_IF_ERROR(AvStatus(av_frame_get_buffer(rgb, 64), options.path, "allocating an RGB frame"));
   state->scale.reset(sws_getContext(options.width, options.height, AV_PIX_FMT_RGB24, options.width, options.height,
                                     AV_PIX_FMT_YUV420P, SWS_BILINEAR, nullptr, nullptr, nullptr));
   return std::unique_ptr<VideoWriter>(new VideoWriter(std::move(state)));
@@ -274,9 +293,13 @@ absl::Status VideoWriter::Write(const uint8_t* rgb, int64_t count) {
   const int stride = s.options.width * 3;
   for (int64_t i = 0; i < count; ++i) {
     ROBOLOOP_RETURN_IF_ERROR(AvStatus(av_frame_make_writable(s.frame.get()), s.options.path, "frame buffer"));
-    const uint8_t* planes[4] = {rgb + i * stride * s.options.height, nullptr, nullptr, nullptr};
-    const int strides[4] = {stride, 0, 0, 0};
-    sws_scale(s.scale.get(), planes, strides, 0, s.options.height, s.frame->data, s.frame->linesize);
+    // swscale may read past the end of unaligned rows: it reads from an aligned copy.
+    const uint8_t* picture = rgb + i * stride * s.options.height;
+    for (int y = 0; y < s.options.height; ++y) {
+      std::memcpy(s.rgb->data[0] + static_cast<int64_t>(y) * s.rgb->linesize[0], picture + static_cast<int64_t>(y) * stride,
+                  stride);
+    }
+    sws_scale(s.scale.get(), s.rgb->data, s.rgb->linesize, 0, s.options.height, s.frame->data, s.frame->linesize);
     s.frame->pts = s.frames++;
     ROBOLOOP_RETURN_IF_ERROR(s.Encode(s.frame.get()));
   }
