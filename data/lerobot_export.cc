@@ -1,14 +1,15 @@
 #include "data/lerobot_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "common/fs.h"
 #include "common/status.h"
 #include "data/dataset_reader.h"
@@ -334,27 +335,17 @@ class Exporter {
     return lerobot::WriteParquet(*arrow::Table::Make(schema, {index_column, name_column}), JoinPath(root_, lerobot::kTasksPath));
   }
 
+  // meta/stats.json from the file's exact statistics (data/stats.h), by LeRobot key.
   absl::Status WriteStats() {
+    ROBOLOOP_ASSIGN_OR_RETURN(DatasetStats computed, ComputeStats(reader_, StatsOptions()));
     nlohmann::json stats = nlohmann::json::object();
-    for (const Target& target : targets_) {
-      if (target.video) continue;
-      const Array all = Concatenate(progress_.columns[target.key]);
-      const int64_t width = all.ElementsPerStep();
-      std::vector<double> sum(width, 0), sum_sq(width, 0), low(width, INFINITY), high(width, -INFINITY);
-      for (int64_t i = 0; i < all.NumElements(); ++i) {
-        const double v = all.ValueAsDouble(i);
-        sum[i % width] += v;
-        sum_sq[i % width] += v * v;
-        low[i % width] = std::min(low[i % width], v);
-        high[i % width] = std::max(high[i % width], v);
-      }
-      const double n = static_cast<double>(std::max<int64_t>(all.Steps(), 1));
-      std::vector<double> mean(width), std(width);
-      for (int64_t j = 0; j < width; ++j) {
-        mean[j] = sum[j] / n;
-        std[j] = std::sqrt(std::max(0.0, sum_sq[j] / n - mean[j] * mean[j]));
-      }
-      stats[target.key] = {{"mean", mean}, {"std", std}, {"min", low}, {"max", high}, {"count", {all.Steps()}}};
+    for (const FeatureStats& feature : computed) {
+      const auto target = std::find_if(targets_.begin(), targets_.end(),
+                                       [&](const Target& t) { return t.feature == feature.name; });
+      if (target == targets_.end() || target->video) continue;
+      stats[target->key] = {{"mean", feature.mean}, {"std", feature.std}, {"min", feature.min},
+                            {"max", feature.max},   {"q01", feature.q01}, {"q99", feature.q99},
+                            {"count", {feature.count}}};
     }
     return WriteFileAtomic(JoinPath(root_, "meta/stats.json"), stats.dump(4));
   }

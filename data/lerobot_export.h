@@ -27,7 +27,7 @@ struct LeRobotExportResult {
 };
 
 // Writes `input_path` as a LeRobot v3.0 dataset: meta/info.json, meta/stats.json (mean, std,
-// min, max, count of each numeric feature), meta/tasks.parquet, meta/episodes/chunk-000/
+// min, max, q01, q99, count of each numeric feature, data/stats.h), meta/tasks.parquet, meta/episodes/chunk-000/
 // file-000.parquet, data/chunk-000/file-000.parquet and one mp4 per camera
 // (videos/<key>/chunk-000/file-000.mp4, yuv420p). Features map back by the file's env_args
 // (a LeRobot import's keys, dtypes and names), else: actions -> action, rewards -> next.reward,
