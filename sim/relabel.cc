@@ -22,15 +22,23 @@ class StateObserver {
     return StateObserver(task, std::move(data));
   }
 
-  // Observation rows for `steps` state rows of `states` (PhysicsStateSize doubles each).
-  absl::Status Observe(const double* states, int64_t steps, std::vector<float>* obs) {
+  // Observation rows and privileged rows (task.privileged_spec()) for `steps` state rows of
+  // `states` (PhysicsStateSize doubles each).
+  absl::Status Observe(const double* states, int64_t steps, std::vector<float>* obs,
+                       std::vector<float>* privileged) {
     const int state_size = PhysicsStateSize(task_.model());
     const int obs_size = task_.obs_spec().size();
+    const int privileged_size = task_.privileged_spec().size();
     obs->resize(static_cast<size_t>(steps) * obs_size);
+    privileged->resize(static_cast<size_t>(steps) * privileged_size);
     return GuardMujoco("restoring a recorded state", [&] {
       for (int64_t row = 0; row < steps; ++row) {
         RestorePhysicsState(task_.model(), states + row * state_size, data_.get());
         task_.Observe(task_.model(), data_.get(), &(*obs)[static_cast<size_t>(row) * obs_size]);
+        if (privileged_size > 0) {
+          task_.ObservePrivileged(task_.model(), data_.get(),
+                                  &(*privileged)[static_cast<size_t>(row) * privileged_size]);
+        }
       }
     });
   }
@@ -64,13 +72,15 @@ absl::Status RelabelEpisode(const Task& task, Policy& expert, int64_t demo_index
   ROBOLOOP_ASSIGN_OR_RETURN(const data::Array* states, RecordedStates(task, *episode));
   const int64_t steps = states->shape[0];
   std::vector<float> obs;
-  ROBOLOOP_RETURN_IF_ERROR(observer.Observe(states->Values<double>().data(), steps, &obs));
+  std::vector<float> privileged;
+  ROBOLOOP_RETURN_IF_ERROR(observer.Observe(states->Values<double>().data(), steps, &obs, &privileged));
   std::vector<int64_t> episode_index(steps, demo_index);
   std::vector<int32_t> step(steps);
   for (int64_t t = 0; t < steps; ++t) step[t] = static_cast<int32_t>(t);
   const int action_size = task.action_spec().size();
   std::vector<float> actions(static_cast<size_t>(steps) * action_size);
   PolicyBatch batch{obs.data(), episode_index.data(), step.data(), static_cast<int>(steps)};
+  if (!privileged.empty()) batch.privileged = privileged.data();
   ROBOLOOP_RETURN_IF_ERROR(Annotate(expert.Act(batch, actions.data()), expert.name()));
   (*episode)["actions"] = data::Array::From<float>({steps, action_size}, actions);
   return absl::OkStatus();

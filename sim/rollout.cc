@@ -48,6 +48,7 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
       envs_(std::move(envs)),
       pool_(std::move(pool)),
       obs_size_(task->obs_spec().size()),
+      privileged_size_(task->privileged_spec().size()),
       action_size_(task->action_spec().size()) {
   const size_t n = envs_.size();
   slot_obs_.resize(n * obs_size_);
@@ -57,6 +58,7 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
     const size_t rows = (n + groups_.size() - 1) / groups_.size();
     group.active.reserve(rows);
     group.batch_obs.resize(rows * obs_size_);
+    group.batch_privileged.resize(rows * privileged_size_);
     group.batch_actions.resize(rows * action_size_);
     group.batch_episode.resize(rows);
     group.batch_step.resize(rows);
@@ -100,9 +102,14 @@ absl::Status RolloutEngine::Act(Policy& policy, EnvGroup& group, const std::stri
                 &group.batch_obs[row * obs_size_]);
     group.batch_episode[row] = envs_[slot]->episode_index();
     group.batch_step[row] = envs_[slot]->length();
+    if (privileged_size_ > 0) {
+      Env& env = *envs_[slot];
+      task_->ObservePrivileged(env.model(), env.data(), &group.batch_privileged[row * privileged_size_]);
+    }
   }
   PolicyBatch batch{group.batch_obs.data(), group.batch_episode.data(), group.batch_step.data(),
                     static_cast<int>(group.active.size())};
+  if (privileged_size_ > 0) batch.privileged = group.batch_privileged.data();
   return Annotate(policy.Act(batch, group.batch_actions.data()), who);
 }
 

@@ -84,6 +84,7 @@ class RolloutEngine {
   struct EnvGroup {
     std::vector<int> active;              // slots with a running episode, in slot order
     std::vector<float> batch_obs;         // active x obs_size, the policy's input
+    std::vector<float> batch_privileged;  // active x privileged size, for scripted experts
     std::vector<float> batch_actions;     // active x action_size, the policy's output
     std::vector<int64_t> batch_episode;
     std::vector<int32_t> batch_step;
@@ -115,6 +116,7 @@ class RolloutEngine {
   std::vector<std::unique_ptr<Env>> envs_;
   std::unique_ptr<WorkerPool> pool_;
   int obs_size_;
+  int privileged_size_;
   int action_size_;
   int64_t next_episode_ = 0;
   std::vector<float> slot_obs_;        // num_envs x obs_size: each slot's current obs
