@@ -1,7 +1,7 @@
 // One timed `data import lerobot` for bench/peers/lerobot_bench.py (issue 24, req 6): imports
 // DIR into OUT and prints {"seconds", "frames", "episodes"} as JSON, the time covering the whole
-// import (parquet reads, video decoding, HDF5 writing) with the import's default storage (raw
-// chunks), not the process start.
+// import (parquet reads, video decoding, HDF5 writing with the default storage: image keys
+// deflated frame by frame, data/storage_options.h), not the process start.
 #include <chrono>
 #include <cstdio>
 

@@ -33,7 +33,6 @@ struct CliOptions {
   double fps = 0;                        // export lerobot: frames per second (0 = the file's)
   std::string task;                      // export lerobot: task string of demos without one
   std::string codec = "h264";            // export lerobot: h264 or av1
-  int gzip_level = 0;                    // import lerobot: deflate level of the output
   std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input;  // info: reference -> file
 };
 
@@ -141,7 +140,6 @@ absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
   import.input_dir = options.file;
   import.output_path = options.output;
   import.overwrite = options.overwrite;
-  import.storage.gzip_level = options.gzip_level;
   absl::StatusOr<LeRobotImportResult> result = ImportLeRobot(import);
   if (!result.ok()) return result.status();
   out << absl::StrFormat("%s: imported %d episodes, %d steps, %d video frames from %s\n", options.output,
@@ -206,9 +204,6 @@ void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   CLI::App* lerobot = import->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
   lerobot->add_option("dir", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
   lerobot->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
-  lerobot->add_option("--gzip-level", options->gzip_level,
-                      "deflate level 0-9 of the output (default 0: frames stored raw, the mp4s stay the compact copy)")
-      ->check(CLI::Range(0, 9));
   lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output");
   BindTool(runner, lerobot, "import lerobot", ImportFromLeRobot, options);
 }

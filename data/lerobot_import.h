@@ -16,17 +16,9 @@ namespace roboloop::data {
 struct LeRobotImportOptions {
   std::string input_dir;    // the LeRobot dataset folder (holding meta/info.json)
   std::string output_path;  // robomimic-layout file to write
-  // Chunking and compression of the output. Uncompressed by default: the mp4s stay the compact
-  // copy, and deflate of decoded frames costs 4-5x the whole import (docs/lerobot.md).
-  StorageOptions storage = Uncompressed();
+  StorageOptions storage;   // chunking and compression of the output (image keys: ImageStorage())
   bool overwrite = false;   // replace an existing output file
   int64_t max_block_bytes = int64_t{64} << 20;  // an episode's rows are written in blocks of at most this size
-
-  static StorageOptions Uncompressed() {
-    StorageOptions storage;
-    storage.gzip_level = 0;
-    return storage;
-  }
 };
 
 // What an import produced.
