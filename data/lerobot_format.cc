@@ -22,6 +22,9 @@ bool IsLeRobotFolder(const std::string& dir) { return PathExists(JoinPath(dir, k
 
 absl::StatusOr<nlohmann::json> ReadInfo(const std::string& dir) {
   const std::string path = JoinPath(dir, kInfoPath);
+  if (!PathExists(path)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file (", dir, " is not a LeRobot dataset folder)"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   nlohmann::json info = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!info.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
