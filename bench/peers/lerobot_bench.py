@@ -65,10 +65,13 @@ def main(build_dir, work_dir):
     if not (root / "meta/info.json").exists():
         make_dataset(root)
     info = json.loads((root / "meta/info.json").read_text())
-    codec = info["features"]["observation.images.front"]["info"]["video.codec"]
+    camera = info["features"]["observation.images.front"]
+    codec = camera["info"]["video.codec"]
+    height, width = camera["shape"][0], camera["shape"][1]
     binary = str(pathlib.Path(build_dir) / "bin/lerobot_import_bench")
     import torch
-    print(f"settings: {EPISODES} episodes x {LENGTH} frames, {FPS} fps, one {WIDTH}x{HEIGHT} {codec} camera "
+    print(f"settings: {info['total_episodes']} episodes, {info['total_frames']} frames, {info['fps']} fps, "
+          f"one {width}x{height} {codec} camera "
           f"(written by LeRobot), state and action of 7; LeRobot loader: DataLoader batch {BATCH}, "
           f"{WORKERS} workers, video backend torchcodec; torch threads {torch.get_num_threads()}; "
           f"{ROUNDS} rounds alternating, roboloop first")
