@@ -11,8 +11,7 @@
 #include "common/fs.h"
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "data/lerobot_format.h"
-#include "data/lerobot_import.h"
+#include "data/lerobot_runtime.h"
 #include "data/stats.h"
 #include "data/tools.h"
 #include "wiring/registry_connection.h"
@@ -75,8 +74,9 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
 absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& file_or_folder,
                                  const std::string& name) {
   std::string path = file_or_folder;
-  if (data::lerobot::IsLeRobotFolder(file_or_folder)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(path, data::ImportLeRobotCached(file_or_folder, StoreLayout(target.root).DatasetCache()));
+  if (data::IsLeRobotFolder(file_or_folder)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(const data::LeRobotApi* lerobot, data::LoadLeRobot());
+    ROBOLOOP_ASSIGN_OR_RETURN(path, lerobot->import_lerobot_cached(file_or_folder, StoreLayout(target.root).DatasetCache()));
     std::printf("imported LeRobot dataset %s as %s\n", file_or_folder.c_str(), path.c_str());
   }
   ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,

@@ -8,8 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "data/aloha_import.h"
-#include "data/lerobot_export.h"
-#include "data/lerobot_import.h"
+#include "data/lerobot_runtime.h"
 #include "data/tools.h"
 #include "nlohmann/json.hpp"
 
@@ -140,7 +139,8 @@ absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
   import.input_dir = options.file;
   import.output_path = options.output;
   import.overwrite = options.overwrite;
-  absl::StatusOr<LeRobotImportResult> result = ImportLeRobot(import);
+  ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
+  absl::StatusOr<LeRobotImportResult> result = lerobot->import_lerobot(import);
   if (!result.ok()) return result.status();
   out << absl::StrFormat("%s: imported %d episodes, %d steps, %d video frames from %s\n", options.output,
                          result->num_episodes, result->total_steps, result->frames_decoded, options.file);
@@ -156,7 +156,8 @@ absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   export_options.fps = options.fps;
   if (!options.task.empty()) export_options.task = options.task;
   export_options.encoder = options.codec == "av1" ? "libaom-av1" : "libx264";
-  absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(export_options);
+  ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
+  absl::StatusOr<LeRobotExportResult> result = lerobot->export_lerobot(export_options);
   if (!result.ok()) return result.status();
   out << absl::StrFormat("%s: exported %d episodes, %d frames, %d video frames (%s) from %s\n", options.output,
                          result->num_episodes, result->total_frames, result->frames_encoded, options.codec,

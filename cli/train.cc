@@ -20,8 +20,7 @@
 #include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "data/lerobot_format.h"
-#include "data/lerobot_import.h"
+#include "data/lerobot_runtime.h"
 #include "train/launcher.h"
 #include "train/train_job.h"
 #include "train/train_progress.h"
@@ -43,13 +42,12 @@ struct TrainCommand {
 // A LeRobot folder given as a dataset becomes its import, cached under the store by content.
 absl::Status ImportLeRobotDatasets(const std::string& root, v1::TrainConfig* config) {
   const std::string cache = StoreLayout(root).DatasetCache();
-  if (data::lerobot::IsLeRobotFolder(config->dataset())) {
-    ROBOLOOP_ASSIGN_OR_RETURN(*config->mutable_dataset(), data::ImportLeRobotCached(config->dataset(), cache));
-  }
-  for (std::string& dataset : *config->mutable_datasets()) {
-    if (data::lerobot::IsLeRobotFolder(dataset)) {
-      ROBOLOOP_ASSIGN_OR_RETURN(dataset, data::ImportLeRobotCached(dataset, cache));
-    }
+  std::vector<std::string*> datasets = {config->mutable_dataset()};
+  for (std::string& dataset : *config->mutable_datasets()) datasets.push_back(&dataset);
+  for (std::string* dataset : datasets) {
+    if (!data::IsLeRobotFolder(*dataset)) continue;
+    ROBOLOOP_ASSIGN_OR_RETURN(const data::LeRobotApi* lerobot, data::LoadLeRobot());
+    ROBOLOOP_ASSIGN_OR_RETURN(*dataset, lerobot->import_lerobot_cached(*dataset, cache));
   }
   return absl::OkStatus();
 }

@@ -18,8 +18,6 @@ const std::vector<std::string>& BookkeepingKeys() {
   return keys;
 }
 
-bool IsLeRobotFolder(const std::string& dir) { return PathExists(JoinPath(dir, kInfoPath)); }
-
 absl::StatusOr<nlohmann::json> ReadInfo(const std::string& dir) {
   const std::string path = JoinPath(dir, kInfoPath);
   if (!PathExists(path)) {

@@ -22,9 +22,6 @@ inline constexpr double kTimestampToleranceS = 1e-4;
 // The columns LeRobot adds to every data table; import derives them, export writes them.
 const std::vector<std::string>& BookkeepingKeys();
 
-// True when `dir` holds meta/info.json (a LeRobot dataset folder).
-bool IsLeRobotFolder(const std::string& dir);
-
 // Reads DIR/meta/info.json and checks it is v3.x with fps and features; errors name the file.
 absl::StatusOr<nlohmann::json> ReadInfo(const std::string& dir);
 
