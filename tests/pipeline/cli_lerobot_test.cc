@@ -1,6 +1,7 @@
 // LeRobot folders through the real binary (issue 24, reqs 1, 2, 5): `data export lerobot`,
 // `data import lerobot`, `data register DIR` and `train --dataset DIR`, which import a LeRobot
-// folder once into the store's cache; bad input exits 1 naming it.
+// folder once into the store's cache; bad input exits 1 naming it. Arrow and FFmpeg stay out of
+// the binary: libroboloop_lerobot.so is loaded on demand.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using testing::ProgramResult;
 
@@ -114,6 +116,23 @@ TEST_F(CliLeRobotTest, TrainTakesALeRobotFolder) {
   const ProgramResult run = Roboloop({"train", dir_ + "/config.yaml", "--dataset", Folder(), "--root", root});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(CachedImports(root).size(), 1u);
+}
+
+TEST_F(CliLeRobotTest, MissingLeRobotLibraryIsAClearError) {
+  const ProgramResult missing = testing::RunProgram(
+      {testing::RoboloopBinary(), "data", "import", "lerobot", Folder(), "-o", dir_ + "/x.hdf5"},
+      {"ROBOLOOP_LEROBOT_LIBRARY=/nonexistent/libroboloop_lerobot.so"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/libroboloop_lerobot.so (absent)"));
+}
+
+TEST(CliLeRobotBoundaryTest, RoboloopBinaryLinksNeitherArrowNorFFmpeg) {
+  const ProgramResult ldd = testing::RunProgram({"/usr/bin/ldd", testing::RoboloopBinary()});
+  ASSERT_EQ(ldd.exit_code, 0);
+  ASSERT_THAT(ldd.out, HasSubstr("libhdf5"));  // the listing is real
+  for (const char* library : {"libarrow", "libparquet", "libavcodec", "libavformat", "libswscale"}) {
+    EXPECT_THAT(ldd.out, Not(HasSubstr(library))) << library;
+  }
 }
 
 }  // namespace
