@@ -180,7 +180,6 @@ absl::StatusOr<std::unique_ptr<VideoReader>> VideoReader::Open(const std::string
 
 int VideoReader::width() const { return state_->codec->width; }
 int VideoReader::height() const { return state_->codec->height; }
-std::string VideoReader::codec() const { return avcodec_get_name(state_->codec->codec_id); }
 
 absl::Status VideoReader::ReadFrames(const std::vector<double>& times, double tolerance_s, uint8_t* out) {
   const int64_t frame_bytes = int64_t{width()} * height() * 3;
@@ -305,8 +304,6 @@ absl::Status VideoWriter::Write(const uint8_t* rgb, int64_t count) {
   }
   return absl::OkStatus();
 }
-
-int64_t VideoWriter::frames() const { return state_->frames; }
 
 absl::Status VideoWriter::Close() {
   State& s = *state_;

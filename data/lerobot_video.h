@@ -23,10 +23,9 @@ class VideoReader {
   VideoReader(const VideoReader&) = delete;
   VideoReader& operator=(const VideoReader&) = delete;
 
+  // Frame size of the video stream.
   int width() const;
   int height() const;
-  // The codec's name, e.g. "h264", "av1".
-  std::string codec() const;
 
   // Writes into `out` (times.size() · height · width · 3 bytes) the frames shown at `times`
   // (seconds, ascending): for each, the decoded frame whose timestamp lies within `tolerance_s`.
@@ -61,8 +60,6 @@ class VideoWriter {
 
   // Encodes `count` frames at `rgb` (count · height · width · 3 bytes) as the next frames.
   absl::Status Write(const uint8_t* rgb, int64_t count);
-  // Frames written so far.
-  int64_t frames() const;
   // Flushes the encoder and finishes the file.
   absl::Status Close();
 
