@@ -12,6 +12,7 @@
 #include "data/lerobot_export.h"
 #include "data/lerobot_import.h"
 #include "nlohmann/json.hpp"
+#include "tests/data/lerobot_test_util.h"
 #include "tests/data/test_util.h"
 
 namespace roboloop::data {
@@ -49,13 +50,6 @@ void Write(const std::string& path, const std::vector<Episode>& episodes) {
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
-double MeanAbsoluteError(const Array& a, const Array& b) {
-  EXPECT_EQ(a.bytes.size(), b.bytes.size());
-  double sum = 0;
-  for (size_t i = 0; i < std::min(a.bytes.size(), b.bytes.size()); ++i) sum += std::abs(int{a.bytes[i]} - int{b.bytes[i]});
-  return sum / static_cast<double>(std::max<size_t>(a.bytes.size(), 1));
-}
-
 TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   TempDir dir;
   const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1)};
@@ -87,7 +81,7 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
       EXPECT_EQ(back->at(feature).dtype, episodes[i].at(feature).dtype) << feature;
     }
     EXPECT_EQ(back->at("dones").Values<uint8_t>().back(), 1);
-    EXPECT_LT(MeanAbsoluteError(back->at("obs/cam_image"), episodes[i].at("obs/cam_image")), 6.0);
+    EXPECT_LT(testing::MeanAbsoluteError(back->at("obs/cam_image").bytes, episodes[i].at("obs/cam_image").bytes), 6.0);
   }
   const nlohmann::json env = nlohmann::json::parse(reader->layout().env_args_json);
   EXPECT_EQ(env["lerobot"]["fps"], 15);

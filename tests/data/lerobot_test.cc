@@ -17,11 +17,13 @@
 #include "data/lerobot_export.h"
 #include "data/lerobot_import.h"
 #include "nlohmann/json.hpp"
+#include "tests/data/lerobot_test_util.h"
 #include "tests/data/test_util.h"
 
 namespace roboloop::data {
 namespace {
 
+using testing::MeanAbsoluteError;
 using testing::TempDir;
 
 const char kFixture[] = ROBOLOOP_SOURCE_DIR "/tests/data/lerobot_fixture.py";
@@ -55,14 +57,6 @@ std::vector<uint8_t> AllRows(const DatasetReader& reader, const std::string& fea
     if (array.ok()) bytes.insert(bytes.end(), array->bytes.begin(), array->bytes.end());
   }
   return bytes;
-}
-
-// Mean absolute difference per byte (pixel channel) of two frame buffers of equal size.
-double MeanAbsoluteError(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double sum = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) sum += std::abs(int{a[i]} - int{b[i]});
-  return a.empty() ? 0 : sum / static_cast<double>(a.size());
 }
 
 // The codec's tolerance: the mean absolute error per pixel channel (0..255 levels) between the
