@@ -61,7 +61,8 @@ std::vector<uint8_t> AllRows(const DatasetReader& reader, const std::string& fea
 
 // The codec's tolerance: the mean absolute error per pixel channel (0..255 levels) between the
 // pictures given to the encoder and the decoded frames. Measured on the fixture's 32x24 frames:
-// 7.95 for LeRobot's AV1 (libsvtav1, crf 30), 2.96 for roboloop's H.264 (libx264, crf 18).
+// 7.95 for LeRobot's AV1 (libsvtav1, crf 30), 2.96 for roboloop's H.264 (libx264, crf 18), 2.93 for
+// roboloop's AV1 (libaom, crf 18).
 constexpr double kMaxCodecError = 10.0;
 // Two decoders of the same file (ours through FFmpeg, LeRobot's torchcodec) may round the colour
 // conversion differently, nothing more.
@@ -136,12 +137,17 @@ TEST_F(LeRobotTest, ImportsALeRobotWrittenDatasetBitwiseWithFramesWithinTheCodec
   EXPECT_EQ(reader->layout().lineage.operation, "import_lerobot");
 }
 
-TEST_F(LeRobotTest, ExportLoadsInLeRobotDatasetWithTheSameValues) {
+// Exports the imported fixture with `encoder` and checks what LeRobotDataset yields from it.
+void ExpectExportLoadsInLeRobotDataset(const std::string& fixture, const std::string& encoder) {
   TempDir out;
-  ASSERT_TRUE(Import(dir_->File("lerobot"), out.File("imported.hdf5")).ok());
+  LeRobotImportOptions import_options;
+  import_options.input_dir = fixture;
+  import_options.output_path = out.File("imported.hdf5");
+  ASSERT_TRUE(ImportLeRobot(import_options).ok());
   LeRobotExportOptions options;
   options.input_path = out.File("imported.hdf5");
   options.output_dir = out.File("exported");
+  options.encoder = encoder;
   absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->total_frames, 20);
@@ -158,8 +164,17 @@ TEST_F(LeRobotTest, ExportLoadsInLeRobotDatasetWithTheSameValues) {
   EXPECT_EQ(ReadBytes(out.File("loaded/action.bin")), AllRows(*reader, "actions"));
   const double error = MeanAbsoluteError(ReadBytes(out.File("loaded/observation.images.front.frames.bin")),
                                          AllRows(*reader, "obs/front_image"));
-  std::printf("export: mean absolute error per pixel channel %.3f (H.264 crf 18, decoded by LeRobot)\n", error);
+  std::printf("export (%s crf 18, decoded by LeRobot): mean absolute error per pixel channel %.3f\n", encoder.c_str(),
+              error);
   EXPECT_LT(error, kMaxCodecError);
+}
+
+TEST_F(LeRobotTest, H264ExportLoadsInLeRobotDatasetWithTheSameValues) {
+  ExpectExportLoadsInLeRobotDataset(dir_->File("lerobot"), "libx264");
+}
+
+TEST_F(LeRobotTest, Av1ExportLoadsInLeRobotDatasetWithTheSameValues) {
+  ExpectExportLoadsInLeRobotDataset(dir_->File("lerobot"), "libaom-av1");
 }
 
 TEST_F(LeRobotTest, ACorruptParquetFileIsAnErrorNamingIt) {
