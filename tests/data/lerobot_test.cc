@@ -61,8 +61,8 @@ std::vector<uint8_t> AllRows(const DatasetReader& reader, const std::string& fea
 
 // The codec's tolerance: the mean absolute error per pixel channel (0..255 levels) between the
 // pictures given to the encoder and the decoded frames. Measured on the fixture's 32x24 frames:
-// 7.95 for LeRobot's AV1 (libsvtav1, crf 30), 2.96 for roboloop's H.264 (libx264, crf 18), 2.93 for
-// roboloop's AV1 (libaom, crf 18).
+// 7.95 for LeRobot's AV1 (libsvtav1, crf 30), 2.96 for roboloop's H.264 (libx264, crf 18), 2.40 for
+// roboloop's AV1 (libaom, crf 18, cpu-used 6).
 constexpr double kMaxCodecError = 10.0;
 // Two decoders of the same file (ours through FFmpeg, LeRobot's torchcodec) may round the colour
 // conversion differently, nothing more.
