@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "data/lerobot_runtime.h"
 #include "data/stats.h"
 #include "data/tools.h"
 #include "wiring/registry_connection.h"
@@ -70,8 +71,14 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
 
 }  // namespace
 
-absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& path,
+absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& file_or_folder,
                                  const std::string& name) {
+  std::string path = file_or_folder;
+  if (data::IsLeRobotFolder(file_or_folder)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(const data::LeRobotApi* lerobot, data::LoadLeRobot());
+    ROBOLOOP_ASSIGN_OR_RETURN(path, lerobot->import_lerobot_cached(file_or_folder, StoreLayout(target.root).DatasetCache()));
+    std::printf("imported LeRobot dataset %s as %s\n", file_or_folder.c_str(), path.c_str());
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
                             data::PrepareRegistration(path, data::StatsOptions()));
   ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(target));
@@ -100,7 +107,9 @@ CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner) {
   auto flags = std::make_shared<RegisterFlags>();
   CLI::App* reg = data_command->add_subcommand(
       "register", "Validate FILE, store its statistics and register it in the registry");
-  reg->add_option("FILE", flags->file, "robomimic-layout HDF5 file")->required();
+  reg->add_option("FILE", flags->file,
+                  "robomimic-layout HDF5 file, or a LeRobot v3 dataset folder (imported first, cached by content)")
+      ->required();
   reg->add_option("--name", flags->name, "Dataset name")->required();
   AddRegistryTargetFlags(reg, &flags->target);
   runner.Bind(reg, [flags] { return RegisterDatasetFile(flags->target, flags->file, flags->name); });

@@ -12,10 +12,11 @@ namespace roboloop::cli {
 // takes a registry reference) and `data register`. Returns the `data` subcommand.
 CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner);
 
-// Validates the dataset at `path`, stores its statistics, uploads it to the registry at
-// `target` and registers it as the next version of `name`, linking the parents in its lineage
-// that the registry knows. Prints the registered name, version and id.
-absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& path,
+// Validates the dataset at `file_or_folder`, stores its statistics, uploads it to the registry
+// at `target` and registers it as the next version of `name`, linking the parents in its lineage
+// that the registry knows. A LeRobot v3 folder is first imported into the store's dataset cache
+// (data::ImportLeRobotCached). Prints the registered name, version and id.
+absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& file_or_folder,
                                  const std::string& name);
 
 }  // namespace roboloop::cli

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "data/aloha_import.h"
+#include "data/lerobot_runtime.h"
 #include "data/tools.h"
 #include "nlohmann/json.hpp"
 
@@ -28,6 +29,9 @@ struct CliOptions {
   double valid_fraction = 0.1;
   uint64_t seed = 0;
   std::string env_args = R"({"env_name": "aloha", "env_kwargs": {}})";
+  double fps = 0;                        // export lerobot: frames per second (0 = the file's)
+  std::string task;                      // export lerobot: task string of demos without one
+  std::string codec = "h264";            // export lerobot: h264 or av1
   std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input;  // info: reference -> file
 };
 
@@ -130,6 +134,37 @@ absl::Status Import(const CliOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
+absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
+  LeRobotImportOptions import;
+  import.input_dir = options.file;
+  import.output_path = options.output;
+  import.overwrite = options.overwrite;
+  ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
+  absl::StatusOr<LeRobotImportResult> result = lerobot->import_lerobot(import);
+  if (!result.ok()) return result.status();
+  out << absl::StrFormat("%s: imported %d episodes, %d steps, %d video frames from %s\n", options.output,
+                         result->num_episodes, result->total_steps, result->frames_decoded, options.file);
+  for (const std::string& feature : result->features) out << "  " << feature << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
+  LeRobotExportOptions export_options;
+  export_options.input_path = options.file;
+  export_options.output_dir = options.output;
+  export_options.overwrite = options.overwrite;
+  export_options.fps = options.fps;
+  if (!options.task.empty()) export_options.task = options.task;
+  export_options.encoder = options.codec == "av1" ? "libaom-av1" : "libx264";
+  ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
+  absl::StatusOr<LeRobotExportResult> result = lerobot->export_lerobot(export_options);
+  if (!result.ok()) return result.status();
+  out << absl::StrFormat("%s: exported %d episodes, %d frames, %d video frames (%s) from %s\n", options.output,
+                         result->num_episodes, result->total_frames, result->frames_encoded, options.codec,
+                         options.file);
+  return absl::OkStatus();
+}
+
 using Tool = absl::Status (*)(const CliOptions&, std::ostream&);
 
 // Binds `command` to run `tool` after parsing; its output goes to stdout, and a failure is
@@ -167,6 +202,25 @@ void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   aloha->add_option("--env-args", options->env_args, "env_args JSON of the output");
   aloha->add_flag("--overwrite", options->overwrite, "replace an existing output");
   BindTool(runner, aloha, "import aloha", Import, options);
+  CLI::App* lerobot = import->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
+  lerobot->add_option("dir", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
+  lerobot->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
+  lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  BindTool(runner, lerobot, "import lerobot", ImportFromLeRobot, options);
+}
+
+void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
+  CLI::App* export_command = data->add_subcommand("export", "export episodes to another format");
+  export_command->require_subcommand(1);
+  CLI::App* lerobot = export_command->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
+  lerobot->add_option("file", options->file, "robomimic-layout HDF5 file")->required();
+  lerobot->add_option("-o,--output", options->output, "LeRobot dataset folder to write")->required();
+  lerobot->add_option("--fps", options->fps, "frames per second (default: the file's, recorded by a LeRobot import)")
+      ->check(CLI::PositiveNumber);
+  lerobot->add_option("--task", options->task, "task string of demos that have none");
+  lerobot->add_option("--codec", options->codec, "video codec")->check(CLI::IsMember({"h264", "av1"}));
+  lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output folder");
+  BindTool(runner, lerobot, "export lerobot", ExportToLeRobot, options);
 }
 
 }  // namespace
@@ -205,6 +259,7 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
   BindTool(runner, split, "split", Split, options);
 
   AddImport(data, runner, options);
+  AddExport(data, runner, options);
 }
 
 }  // namespace roboloop::cli

@@ -19,6 +19,8 @@
 #include "common/ids.h"
 #include "common/signal_cancellation.h"
 #include "common/status.h"
+#include "common/store_layout.h"
+#include "data/lerobot_runtime.h"
 #include "train/launcher.h"
 #include "train/train_job.h"
 #include "train/train_progress.h"
@@ -37,12 +39,26 @@ struct TrainCommand {
   std::vector<std::string> argv;
 };
 
+// A LeRobot folder given as a dataset becomes its import, cached under the store by content.
+absl::Status ImportLeRobotDatasets(const std::string& root, v1::TrainConfig* config) {
+  const std::string cache = StoreLayout(root).DatasetCache();
+  std::vector<std::string*> datasets = {config->mutable_dataset()};
+  for (std::string& dataset : *config->mutable_datasets()) datasets.push_back(&dataset);
+  for (std::string* dataset : datasets) {
+    if (!data::IsLeRobotFolder(*dataset)) continue;
+    ROBOLOOP_ASSIGN_OR_RETURN(const data::LeRobotApi* lerobot, data::LoadLeRobot());
+    ROBOLOOP_ASSIGN_OR_RETURN(*dataset, lerobot->import_lerobot_cached(*dataset, cache));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job) {
   v1::TrainConfig config;
   if (!job.config_path.empty()) ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(job.config_path, &config));
   // --dataset flags replace the file's datasets rather than add to them.
   if (!job.overrides.dataset().empty()) config.clear_datasets();
   config.MergeFrom(job.overrides);
+  ROBOLOOP_RETURN_IF_ERROR(ImportLeRobotDatasets(job.root, &config));
   return train::WithDefaults(config);
 }
 

@@ -20,3 +20,5 @@ find_package(Gloo CONFIG REQUIRED)
 # and train/ see it, but linked only into the on-demand shared library roboloop_torch (and into
 # test/bench binaries of those modules), never into torch-free targets.
 include(RoboloopToolchain)
+# Arrow/Parquet (from the pyarrow wheel) and FFmpeg, for LeRobot datasets only.
+include(RoboloopLeRobot)

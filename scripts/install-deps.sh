@@ -17,6 +17,8 @@ PACKAGES=(
   libabsl-dev libsqlite3-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libhdf5-dev zlib1g-dev libssl-dev openssl
+  # LeRobot videos (data/lerobot_video.cc); libavfilter8 and libavdevice59 for LeRobot's torchcodec.
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter8 libavdevice59
   chromium  # the report test opens reports in headless Chromium
 )
 
@@ -40,7 +42,7 @@ install_debian_packages() {
 }
 
 # The wheels every machine gets; versions come from python/pins.txt.
-PYTHON_PACKAGES=(torch mujoco numpy h5py gymnasium)
+PYTHON_PACKAGES=(torch mujoco numpy h5py gymnasium pyarrow)
 # nvcc and the CUDA headers of the pinned 13.0 release, for machines without a CUDA toolkit.
 CUDA_TOOLKIT_WHEELS=("cuda-toolkit[nvcc,crt,cccl,cudart]")
 
@@ -88,3 +90,4 @@ lay_out_cuda_wheels_as_a_toolkit() {
 
 install_debian_packages
 install_python_environment
+scripts/lerobot-venv.sh

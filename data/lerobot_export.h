@@ -1,0 +1,41 @@
+// Export of robomimic-layout HDF5 datasets as LeRobot v3 datasets (docs/lerobot.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace roboloop::data {
+
+// What to export and how.
+struct LeRobotExportOptions {
+  std::string input_path;   // robomimic-layout HDF5 file
+  std::string output_dir;   // the LeRobot dataset folder to write
+  bool overwrite = false;   // replace an existing output folder
+  double fps = 0;           // frames per second; 0 = the file's (env_args lerobot.fps), else an error
+  std::string task = "roboloop demonstration";  // task string of demos without one
+  std::string encoder = "libx264";  // FFmpeg video encoder: libx264 (H.264) or libaom-av1 (AV1)
+  int crf = 18;             // the encoder's constant rate factor
+};
+
+// What an export wrote.
+struct LeRobotExportResult {
+  int64_t num_episodes = 0;    // one per demo, in demo order
+  int64_t total_frames = 0;    // rows of the data table
+  int64_t frames_encoded = 0;  // video frames over all cameras
+};
+
+// Writes `input_path` as a LeRobot v3.0 dataset: meta/info.json, meta/stats.json (mean, std,
+// min, max, q01, q99, count of each numeric feature, data/stats.h), meta/tasks.parquet, meta/episodes/chunk-000/
+// file-000.parquet, data/chunk-000/file-000.parquet and one mp4 per camera
+// (videos/<key>/chunk-000/file-000.mp4, yuv420p). Features map back by the file's env_args
+// (a LeRobot import's keys, dtypes and names), else: actions -> action, rewards -> next.reward,
+// dones -> next.done, obs/<camera>_image (uint8 [H, W, 3]) -> observation.images.<camera> (video),
+// obs/timestamp and obs/task_index -> timestamp and task_index, states -> states,
+// obs/<k> -> observation.<k>. next_obs/* features and numeric features of rank above 1 are
+// refused by name. The folder is written as `<output_dir>.partial` and renamed when complete;
+// errors name the input, feature or output file.
+absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options);
+
+}  // namespace roboloop::data

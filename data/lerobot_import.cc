@@ -1,0 +1,323 @@
+#include "data/lerobot_import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/fs.h"
+#include "common/status.h"
+#include "data/dataset_writer.h"
+#include "data/lerobot_format.h"
+#include "data/lerobot_parquet.h"
+#include "data/lerobot_video.h"
+
+namespace roboloop::data {
+namespace {
+
+using lerobot::ParquetTable;
+
+// A numeric feature of info.json and where it goes.
+struct NumericFeature {
+  std::string key;      // LeRobot key, e.g. "observation.state"
+  std::string feature;  // robomimic name, e.g. "obs/state"
+  DType dtype = DType::kFloat32;
+  int64_t width = 1;    // values per frame
+  bool rank_one = false;  // stored [T] (rewards, dones) rather than [T, width]
+};
+
+// A video feature of info.json.
+struct CameraFeature {
+  std::string key;      // e.g. "observation.images.front"
+  std::string feature;  // e.g. "obs/front_image"
+  int64_t height = 0;
+  int64_t width = 0;
+};
+
+struct Plan {
+  std::vector<NumericFeature> numeric;
+  std::vector<CameraFeature> cameras;
+  std::string data_path;
+  std::string video_path;
+  double fps = 0;
+};
+
+// One row of the episodes tables.
+struct EpisodeRef {
+  int64_t index = 0;
+  int64_t length = 0;
+  int64_t data_chunk = 0;
+  int64_t data_file = 0;
+  int64_t from_index = 0;
+  std::vector<std::string> tasks;
+  std::map<std::string, std::pair<std::string, double>> videos;  // camera key -> (file, from_timestamp)
+};
+
+absl::StatusOr<DType> NumericDType(const std::string& dtype) {
+  static const std::map<std::string, DType> kTypes = {
+      {"float32", DType::kFloat32}, {"float64", DType::kFloat64}, {"int8", DType::kInt8},
+      {"uint8", DType::kUint8},     {"int16", DType::kInt16},     {"int32", DType::kInt32},
+      {"int64", DType::kInt64},     {"bool", DType::kUint8}};
+  auto it = kTypes.find(dtype);
+  if (it == kTypes.end()) return absl::InvalidArgumentError(absl::StrCat("dtype '", dtype, "'"));
+  return it->second;
+}
+
+absl::Status Refuse(const std::string& info_path, const std::string& key, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat(info_path, ": feature '", key, "': ", why,
+                                               "; roboloop imports numeric features of shape [n] and video cameras"));
+}
+
+absl::StatusOr<Plan> PlanFeatures(const std::string& dir, const nlohmann::json& info) {
+  const std::string info_path = JoinPath(dir, lerobot::kInfoPath);
+  Plan plan;
+  plan.fps = info["fps"].get<double>();
+  plan.data_path = info.value("data_path", lerobot::kDataPathTemplate);
+  plan.video_path = info["video_path"].is_string() ? info["video_path"].get<std::string>() : lerobot::kVideoPathTemplate;
+  const auto& bookkeeping = lerobot::BookkeepingKeys();
+  for (const auto& [key, spec] : info["features"].items()) {
+    const std::string dtype = spec.value("dtype", "");
+    const std::vector<int64_t> shape = spec.value("shape", std::vector<int64_t>{});
+    if (dtype == "video") {
+      if (shape.size() != 3 || shape[2] != 3) return Refuse(info_path, key, "a video whose shape is not [H, W, 3]");
+      plan.cameras.push_back({key, absl::StrCat("obs/", lerobot::CameraNameOf(key), "_image"), shape[0], shape[1]});
+      continue;
+    }
+    if (dtype == "image" || dtype == "string") return Refuse(info_path, key, absl::StrCat("dtype ", dtype));
+    absl::StatusOr<DType> type = NumericDType(dtype);
+    if (!type.ok()) return Refuse(info_path, key, std::string(type.status().message()));
+    if (shape.size() != 1 || shape[0] <= 0) return Refuse(info_path, key, "a shape of rank other than 1");
+    const bool is_bookkeeping = std::find(bookkeeping.begin(), bookkeeping.end(), key) != bookkeeping.end();
+    if (is_bookkeeping && key != "timestamp" && key != "task_index") continue;  // derived from the demos
+    NumericFeature feature{key, is_bookkeeping ? "obs/" + key : lerobot::FeatureNameOf(key), *type, shape[0]};
+    feature.rank_one = feature.feature == "rewards" || feature.feature == "dones";
+    if (feature.rank_one && shape[0] != 1) return Refuse(info_path, key, "a reward or done of more than one value");
+    plan.numeric.push_back(feature);
+  }
+  if (std::none_of(plan.numeric.begin(), plan.numeric.end(), [](const NumericFeature& f) { return f.key == "action"; })) {
+    return absl::InvalidArgumentError(absl::StrCat(info_path, ": no 'action' feature"));
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<EpisodeRef>> ReadEpisodes(const std::string& dir, const Plan& plan) {
+  std::vector<std::string> files;
+  std::error_code error;
+  const std::string episodes_dir = JoinPath(dir, lerobot::kEpisodesDir);
+  for (auto it = std::filesystem::recursive_directory_iterator(episodes_dir, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_regular_file() && it->path().extension() == ".parquet") files.push_back(it->path().string());
+  }
+  if (error) return ErrnoStatus(error.value(), episodes_dir);
+  if (files.empty()) return absl::NotFoundError(absl::StrCat(episodes_dir, ": no episode tables (*.parquet)"));
+  std::sort(files.begin(), files.end());
+  std::vector<EpisodeRef> episodes;
+  for (const std::string& file : files) {
+    ROBOLOOP_ASSIGN_OR_RETURN(ParquetTable table, lerobot::ReadParquet(file));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto index, lerobot::Int64Column(table, "episode_index"));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto length, lerobot::Int64Column(table, "length"));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto chunk, lerobot::Int64Column(table, "data/chunk_index"));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto file_index, lerobot::Int64Column(table, "data/file_index"));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto from, lerobot::Int64Column(table, "dataset_from_index"));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, lerobot::StringListColumn(table, "tasks"));
+    const size_t first = episodes.size();
+    for (size_t i = 0; i < index.size(); ++i) {
+      episodes.push_back({index[i], length[i], chunk[i], file_index[i], from[i], tasks[i], {}});
+    }
+    for (const CameraFeature& camera : plan.cameras) {
+      const std::string prefix = absl::StrCat("videos/", camera.key, "/");
+      ROBOLOOP_ASSIGN_OR_RETURN(auto video_chunk, lerobot::Int64Column(table, prefix + "chunk_index"));
+      ROBOLOOP_ASSIGN_OR_RETURN(auto video_file, lerobot::Int64Column(table, prefix + "file_index"));
+      ROBOLOOP_ASSIGN_OR_RETURN(auto video_from, lerobot::DoubleColumn(table, prefix + "from_timestamp"));
+      for (size_t i = 0; i < index.size(); ++i) {
+        episodes[first + i].videos[camera.key] = {
+            JoinPath(dir, lerobot::FormatPath(plan.video_path, video_chunk[i], video_file[i], camera.key)),
+            video_from[i]};
+      }
+    }
+  }
+  std::sort(episodes.begin(), episodes.end(), [](const EpisodeRef& a, const EpisodeRef& b) { return a.index < b.index; });
+  return episodes;
+}
+
+// Reads the data tables and videos of a dataset, keeping the last file of each open.
+class Source {
+ public:
+  Source(std::string dir, const Plan& plan) : dir_(std::move(dir)), plan_(plan) {}
+
+  // The first row of `episode` in its data table, checked against the table's index column.
+  absl::StatusOr<int64_t> LocateRows(const EpisodeRef& episode) {
+    const std::string path = JoinPath(dir_, lerobot::FormatPath(plan_.data_path, episode.data_chunk, episode.data_file));
+    if (table_.path != path) {
+      ROBOLOOP_ASSIGN_OR_RETURN(table_, lerobot::ReadParquet(path));
+      ROBOLOOP_ASSIGN_OR_RETURN(index_, lerobot::Int64Column(table_, "index"));
+    }
+    auto first = std::lower_bound(index_.begin(), index_.end(), episode.from_index);
+    const int64_t row = first - index_.begin();
+    if (first == index_.end() || *first != episode.from_index || row + episode.length > static_cast<int64_t>(index_.size()) ||
+        index_[row + episode.length - 1] != episode.from_index + episode.length - 1) {
+      return absl::OutOfRangeError(absl::StrCat(
+          path, ": episode ", episode.index, " has rows with index [", episode.from_index, ", ",
+          episode.from_index + episode.length, ") (meta/episodes), which this table does not hold (its index spans [",
+          index_.empty() ? 0 : index_.front(), ", ", index_.empty() ? 0 : index_.back() + 1, "))"));
+    }
+    return row;
+  }
+
+  // Rows [row, row + count) of every numeric feature and the matching camera frames.
+  absl::StatusOr<Episode> ReadBlock(const EpisodeRef& episode, int64_t row, int64_t count, int64_t* frames) {
+    Episode block;
+    for (const NumericFeature& feature : plan_.numeric) {
+      ROBOLOOP_ASSIGN_OR_RETURN(block[feature.feature],
+                                lerobot::NumericRows(table_, feature.key, row, count, feature.width, feature.dtype));
+      if (feature.rank_one) block[feature.feature].shape = {count};
+    }
+    if (plan_.cameras.empty()) return block;
+    ROBOLOOP_ASSIGN_OR_RETURN(Array timestamps, lerobot::NumericRows(table_, "timestamp", row, count, 1, DType::kFloat32));
+    for (const CameraFeature& camera : plan_.cameras) {
+      const auto& [path, from_timestamp] = episode.videos.at(camera.key);
+      ROBOLOOP_ASSIGN_OR_RETURN(lerobot::VideoReader * video, Video(camera.key, path));
+      if (video->height() != camera.height || video->width() != camera.width) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": frames of ", video->width(), "x", video->height(),
+                                                       ", info.json says ", camera.width, "x", camera.height));
+      }
+      std::vector<double> times;
+      for (float t : timestamps.Values<float>()) times.push_back(from_timestamp + t);
+      Array images = Array::Zeros(DType::kUint8, {count, camera.height, camera.width, 3});
+      ROBOLOOP_RETURN_IF_ERROR(video->ReadFrames(times, lerobot::kTimestampToleranceS, images.bytes.data()));
+      block[camera.feature] = std::move(images);
+      *frames += count;
+    }
+    return block;
+  }
+
+  // Bytes of one row of every feature.
+  int64_t RowBytes() const {
+    int64_t bytes = 0;
+    for (const NumericFeature& feature : plan_.numeric) bytes += feature.width * DTypeSize(feature.dtype);
+    for (const CameraFeature& camera : plan_.cameras) bytes += camera.height * camera.width * 3;
+    return bytes;
+  }
+
+ private:
+  absl::StatusOr<lerobot::VideoReader*> Video(const std::string& key, const std::string& path) {
+    auto& [open_path, reader] = videos_[key];
+    if (open_path != path || reader == nullptr) {
+      ROBOLOOP_ASSIGN_OR_RETURN(reader, lerobot::VideoReader::Open(path));
+      open_path = path;
+    }
+    return reader.get();
+  }
+
+  std::string dir_;
+  const Plan& plan_;
+  ParquetTable table_;
+  std::vector<int64_t> index_;
+  std::map<std::string, std::pair<std::string, std::unique_ptr<lerobot::VideoReader>>> videos_;
+};
+
+nlohmann::json EnvArgs(const std::string& dir, const nlohmann::json& info, const Plan& plan,
+                       const std::vector<std::string>& tasks, const std::vector<EpisodeRef>& episodes) {
+  nlohmann::json obs_keys = nlohmann::json::array();
+  nlohmann::json features = nlohmann::json::object();
+  for (const NumericFeature& feature : plan.numeric) {
+    if (absl::StartsWith(feature.key, "observation.")) obs_keys.push_back(feature.feature.substr(4));
+  }
+  for (const auto& [key, spec] : info["features"].items()) {
+    const auto numeric = std::find_if(plan.numeric.begin(), plan.numeric.end(), [&](const NumericFeature& f) { return f.key == key; });
+    const auto camera = std::find_if(plan.cameras.begin(), plan.cameras.end(), [&](const CameraFeature& c) { return c.key == key; });
+    nlohmann::json entry = spec;
+    if (numeric != plan.numeric.end()) entry["roboloop_feature"] = numeric->feature;
+    if (camera != plan.cameras.end()) entry["roboloop_feature"] = camera->feature;
+    features[key] = entry;
+  }
+  nlohmann::json episode_list = nlohmann::json::array();
+  for (const EpisodeRef& episode : episodes) episode_list.push_back({{"episode_index", episode.index}, {"tasks", episode.tasks}});
+  return {{"env_name", "lerobot"},
+          {"env_kwargs", {{"obs_keys", obs_keys}}},
+          {"lerobot",
+           {{"source", dir},
+            {"fps", info["fps"]},
+            {"robot_type", info.value("robot_type", nlohmann::json())},
+            {"tasks", tasks},
+            {"episodes", episode_list},
+            {"features", features}}}};
+}
+
+absl::StatusOr<std::vector<std::string>> ReadTasks(const std::string& dir) {
+  ROBOLOOP_ASSIGN_OR_RETURN(ParquetTable table, lerobot::ReadParquet(JoinPath(dir, lerobot::kTasksPath)));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto indices, lerobot::Int64Column(table, "task_index"));
+  // pandas keeps the task strings as the frame's index (a column "__index_level_0__" or "task").
+  const std::string column = table.table->GetColumnByName("task") != nullptr ? "task" : "__index_level_0__";
+  ROBOLOOP_ASSIGN_OR_RETURN(auto strings, lerobot::StringColumn(table, column));
+  std::vector<std::string> tasks(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= static_cast<int64_t>(indices.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(table.path, ": task_index ", indices[i], " out of range"));
+    }
+    tasks[indices[i]] = strings[i];
+  }
+  return tasks;
+}
+
+}  // namespace
+
+absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& options) {
+  const std::string& dir = options.input_dir;
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json info, lerobot::ReadInfo(dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(Plan plan, PlanFeatures(dir, info));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> tasks, ReadTasks(dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<EpisodeRef> episodes, ReadEpisodes(dir, plan));
+  LeRobotImportResult result;
+  result.lineage.operation = "import_lerobot";
+  std::vector<std::pair<std::string, std::string>> files;
+  ROBOLOOP_RETURN_IF_ERROR(lerobot::FolderDigest(dir, &files).status());
+  for (const auto& [file, sha256] : files) result.lineage.parents.push_back({"lerobot_file", JoinPath(dir, file), sha256});
+  for (const NumericFeature& f : plan.numeric) result.features.push_back(absl::StrCat(f.key, " -> ", f.feature));
+  for (const CameraFeature& c : plan.cameras) result.features.push_back(absl::StrCat(c.key, " -> ", c.feature));
+
+  DatasetWriter::Options writer_options;
+  writer_options.path = options.output_path;
+  writer_options.env_args_json = EnvArgs(dir, info, plan, tasks, episodes).dump();
+  writer_options.lineage = result.lineage;
+  writer_options.storage = options.storage;
+  writer_options.overwrite = options.overwrite;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer, DatasetWriter::Create(writer_options));
+  Source source(dir, plan);
+  const int64_t block_rows = std::max<int64_t>(1, options.max_block_bytes / std::max<int64_t>(1, source.RowBytes()));
+  for (const EpisodeRef& episode : episodes) {
+    if (episode.length <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(dir, "/", lerobot::kEpisodesDir, ": episode ", episode.index,
+                                                     " has length ", episode.length));
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(int64_t row, source.LocateRows(episode));
+    ROBOLOOP_RETURN_IF_ERROR(writer->BeginEpisode());
+    for (int64_t done = 0; done < episode.length; done += block_rows) {
+      const int64_t count = std::min(block_rows, episode.length - done);
+      ROBOLOOP_ASSIGN_OR_RETURN(Episode block, source.ReadBlock(episode, row + done, count, &result.frames_decoded));
+      ROBOLOOP_RETURN_IF_ERROR(writer->Append(block));
+    }
+    ROBOLOOP_RETURN_IF_ERROR(writer->EndEpisode().status());
+    result.total_steps += episode.length;
+    ++result.num_episodes;
+  }
+  ROBOLOOP_RETURN_IF_ERROR(writer->Close());
+  return result;
+}
+
+absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string digest, lerobot::FolderDigest(dir, nullptr));
+  const std::string path = JoinPath(cache_dir, absl::StrCat("lerobot-", digest, ".hdf5"));
+  if (PathExists(path)) return path;
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
+  LeRobotImportOptions options;
+  options.input_dir = dir;
+  options.output_path = path;
+  ROBOLOOP_RETURN_IF_ERROR(ImportLeRobot(options).status());
+  return path;
+}
+
+}  // namespace roboloop::data

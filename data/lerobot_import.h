@@ -1,0 +1,51 @@
+// Import of LeRobot v3 datasets (parquet tables and mp4 videos) into the robomimic layout
+// (docs/lerobot.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "data/lineage.h"
+#include "data/storage_options.h"
+
+namespace roboloop::data {
+
+// What to import and where.
+struct LeRobotImportOptions {
+  std::string input_dir;    // the LeRobot dataset folder (holding meta/info.json)
+  std::string output_path;  // robomimic-layout file to write
+  StorageOptions storage;   // chunking and compression of the output (image keys: ImageStorage())
+  bool overwrite = false;   // replace an existing output file
+  int64_t max_block_bytes = int64_t{64} << 20;  // an episode's rows are written in blocks of at most this size
+};
+
+// What an import produced.
+struct LeRobotImportResult {
+  int64_t num_episodes = 0;    // demos written (ascending episode_index becomes demo_<k>)
+  int64_t total_steps = 0;     // steps over all demos
+  int64_t frames_decoded = 0;  // video frames decoded over all cameras
+  std::vector<std::string> features;  // "lerobot key -> robomimic feature" of every imported feature
+  Lineage lineage;             // operation "import_lerobot", one "lerobot_file" parent per file
+};
+
+// Converts every episode of the LeRobot v3 dataset at `input_dir`: numeric features by
+// FeatureNameOf (lerobot_format.h; action -> actions, next.reward -> rewards, next.done -> dones,
+// states -> states, observation.<k> -> obs/<k>, others carried as obs/<key>), timestamp and task_index as
+// obs/timestamp and obs/task_index, and each video feature decoded (FFmpeg) into
+// obs/<camera>_image, uint8 [T, H, W, 3] RGB. The `data` env_args records env_name "lerobot",
+// env_kwargs.obs_keys (the observation.* numeric features) and under "lerobot" the fps, the
+// robot type, the task strings, each episode's index and tasks and each feature's key, dtype,
+// shape and names. Features of dtype image or string, or numeric features of rank above 1, are
+// refused naming the feature. Errors name the file (info.json, a parquet table, a video) and
+// what is wrong, e.g. an episode whose rows lie past its data table; on error no output file is
+// left behind.
+absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& options);
+
+// Imports the LeRobot folder `dir` once into `cache_dir`/lerobot-<digest>.hdf5, where digest is
+// the folder's content digest (lerobot::FolderDigest), and returns that path; a file already
+// there is reused, so an unchanged folder is imported once. Errors as ImportLeRobot.
+absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir);
+
+}  // namespace roboloop::data

@@ -1,0 +1,128 @@
+// LeRobot export then import without LeRobot (fast): what roboloop writes, roboloop reads back with
+// the same values (frames within H.264's tolerance), and what has no LeRobot form is refused by name.
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "data/dataset_reader.h"
+#include "data/dataset_writer.h"
+#include "data/lerobot_export.h"
+#include "data/lerobot_import.h"
+#include "nlohmann/json.hpp"
+#include "tests/data/lerobot_test_util.h"
+#include "tests/data/test_util.h"
+
+namespace roboloop::data {
+namespace {
+
+using testing::TempDir;
+
+constexpr int kHeight = 16;
+constexpr int kWidth = 24;
+
+// MakeEpisode's features LeRobot can hold (no next_obs) and a smooth camera.
+Episode CameraEpisode(int steps, int seed) {
+  Episode episode = testing::MakeEpisode(steps, seed);
+  episode.erase("next_obs/qpos");
+  std::vector<uint8_t> pixels;
+  for (int t = 0; t < steps; ++t) {
+    for (int y = 0; y < kHeight; ++y) {
+      for (int x = 0; x < kWidth; ++x) {
+        pixels.push_back(static_cast<uint8_t>(8 * x + 3 * t));
+        pixels.push_back(static_cast<uint8_t>(12 * y + 20 * seed));
+        pixels.push_back(static_cast<uint8_t>(100 + 5 * t));
+      }
+    }
+  }
+  episode["obs/cam_image"] = Array::From<uint8_t>({steps, kHeight, kWidth, 3}, pixels);
+  return episode;
+}
+
+void Write(const std::string& path, const std::vector<Episode>& episodes) {
+  DatasetWriter::Options options;
+  options.path = path;
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (const Episode& episode : episodes) ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
+  TempDir dir;
+  const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1)};
+  Write(dir.File("in.hdf5"), episodes);
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  export_options.task = "stack";
+  absl::StatusOr<LeRobotExportResult> exported = ExportLeRobot(export_options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(exported->num_episodes, 2);
+  EXPECT_EQ(exported->frames_encoded, 11);
+
+  LeRobotImportOptions import_options;
+  import_options.input_dir = dir.File("lerobot");
+  import_options.output_path = dir.File("back.hdf5");
+  absl::StatusOr<LeRobotImportResult> imported = ImportLeRobot(import_options);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->total_steps, 11);
+
+  std::unique_ptr<DatasetReader> reader = testing::OpenOrDie(dir.File("back.hdf5"));
+  ASSERT_EQ(reader->layout().demos.size(), 2u);
+  for (size_t i = 0; i < episodes.size(); ++i) {
+    absl::StatusOr<Episode> back = reader->ReadEpisode(reader->layout().demos[i].name);
+    ASSERT_TRUE(back.ok()) << back.status();
+    for (const char* feature : {"actions", "obs/qpos", "obs/qvel", "obs/count", "rewards", "states"}) {
+      EXPECT_EQ(back->at(feature).bytes, episodes[i].at(feature).bytes) << feature;
+      EXPECT_EQ(back->at(feature).dtype, episodes[i].at(feature).dtype) << feature;
+    }
+    EXPECT_EQ(back->at("dones").Values<uint8_t>().back(), 1);
+    EXPECT_LT(testing::MeanAbsoluteError(back->at("obs/cam_image").bytes, episodes[i].at("obs/cam_image").bytes), 6.0);
+  }
+  const nlohmann::json env = nlohmann::json::parse(reader->layout().env_args_json);
+  EXPECT_EQ(env["lerobot"]["fps"], 15);
+  EXPECT_EQ(env["lerobot"]["tasks"], nlohmann::json({"stack"}));
+  EXPECT_EQ(env["env_kwargs"]["obs_keys"], nlohmann::json({"count", "qpos", "qvel"}));
+}
+
+TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {testing::MakeEpisode(3, 0)});
+  LeRobotExportOptions options;
+  options.input_path = dir.File("in.hdf5");
+  options.output_dir = dir.File("lerobot");
+  options.fps = 10;
+  absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("next_obs/qpos"), std::string::npos) << result.status();
+  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot.partial")));
+}
+
+TEST(LeRobotRoundTripTest, AFileWithoutAFrameRateNeedsTheFlag) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});
+  LeRobotExportOptions options;
+  options.input_path = dir.File("in.hdf5");
+  options.output_dir = dir.File("lerobot");
+  absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("--fps"), std::string::npos) << result.status();
+}
+
+TEST(LeRobotRoundTripTest, AFolderWithoutInfoJsonIsAnErrorNamingIt) {
+  TempDir dir;
+  LeRobotImportOptions options;
+  options.input_dir = dir.path();
+  options.output_path = dir.File("out.hdf5");
+  absl::StatusOr<LeRobotImportResult> result = ImportLeRobot(options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find(dir.File("meta/info.json")), std::string::npos) << result.status();
+}
+
+}  // namespace
+}  // namespace roboloop::data

@@ -1,0 +1,139 @@
+// LeRobot folders through the real binary (issue 24, reqs 1, 2, 5): `data export lerobot`,
+// `data import lerobot`, `data register DIR` and `train --dataset DIR`, which import a LeRobot
+// folder once into the store's cache; bad input exits 1 naming it. Arrow and FFmpeg stay out of
+// the binary: libroboloop_lerobot.so is loaded on demand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/dataset_writer.h"
+#include "tests/util/subprocess.h"
+
+namespace roboloop {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+using testing::ProgramResult;
+
+ProgramResult Roboloop(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {testing::RoboloopBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProgram(argv);
+}
+
+// A small robomimic file: `demos` demos of 12 steps, obs/qpos [12, 4], actions [12, 1].
+void WriteDataset(const std::string& path, int demos) {
+  data::DatasetWriter::Options options;
+  options.path = path;
+  auto writer = data::DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int d = 0; d < demos; ++d) {
+    std::vector<float> obs, actions;
+    for (int t = 0; t < 12; ++t) {
+      for (int k = 0; k < 4; ++k) obs.push_back(0.1f * d + 0.01f * t + k);
+      actions.push_back(0.5f - 0.05f * t);
+    }
+    data::Episode episode;
+    episode["obs/qpos"] = data::Array::From<float>({12, 4}, obs);
+    episode["actions"] = data::Array::From<float>({12, 1}, actions);
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+// The LeRobot imports in the store at `root`.
+std::vector<fs::path> CachedImports(const std::string& root) {
+  std::vector<fs::path> imports;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(root + "/cache/datasets", error)) {
+    if (entry.path().filename().string().rfind("lerobot-", 0) == 0) imports.push_back(entry.path());
+  }
+  return imports;
+}
+
+class CliLeRobotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("cli_lerobot");
+    WriteDataset(dir_ + "/demos.hdf5", 3);
+    const ProgramResult exported =
+        Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20", "--task", "balance"});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    EXPECT_THAT(exported.out, HasSubstr("exported 3 episodes, 36 frames"));
+  }
+
+  std::string Folder() const { return dir_ + "/lerobot"; }
+
+  std::string dir_;
+};
+
+TEST_F(CliLeRobotTest, ExportThenImport) {
+  const ProgramResult imported = Roboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_THAT(imported.out, HasSubstr("imported 3 episodes, 36 steps"));
+  EXPECT_THAT(imported.out, HasSubstr("observation.qpos -> obs/qpos"));
+  const ProgramResult info = Roboloop({"data", "info", dir_ + "/back.hdf5", "--format", "json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_THAT(info.out, HasSubstr("\"total_steps\": 36"));
+}
+
+TEST_F(CliLeRobotTest, BadInputExitsOneNamingIt) {
+  const ProgramResult no_folder = Roboloop({"data", "import", "lerobot", dir_ + "/none", "-o", dir_ + "/x.hdf5"});
+  EXPECT_EQ(no_folder.exit_code, 1);
+  EXPECT_THAT(no_folder.err, StartsWith("roboloop: data import lerobot: " + dir_ + "/none/meta/info.json"));
+  const ProgramResult no_fps = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/other"});
+  EXPECT_EQ(no_fps.exit_code, 1);
+  EXPECT_THAT(no_fps.err, HasSubstr("--fps"));
+  const ProgramResult exists = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20"});
+  EXPECT_EQ(exists.exit_code, 1);
+  EXPECT_THAT(exists.err, HasSubstr("already exists"));
+  EXPECT_EQ(Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/x", "--codec", "vp9"}).exit_code, 2);
+}
+
+TEST_F(CliLeRobotTest, RegisterImportsTheFolderOnce) {
+  const std::string root = dir_ + "/store";
+  const ProgramResult first = Roboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("imported LeRobot dataset " + Folder()));
+  EXPECT_THAT(first.out, HasSubstr("registered dataset lerobot-demos:v1"));
+  ASSERT_EQ(CachedImports(root).size(), 1u);
+  const fs::file_time_type written = fs::last_write_time(CachedImports(root).front());
+  const ProgramResult second = Roboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(fs::last_write_time(CachedImports(root).front()), written);
+}
+
+TEST_F(CliLeRobotTest, TrainTakesALeRobotFolder) {
+  std::ofstream(dir_ + "/config.yaml") << "policy:\n  kind: mlp\n  history: 1\n  chunk: 2\nbatch_size: 4\nsteps: 3\nseed: 1\n";
+  const std::string root = dir_ + "/train_store";
+  const ProgramResult run = Roboloop({"train", dir_ + "/config.yaml", "--dataset", Folder(), "--root", root});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(CachedImports(root).size(), 1u);
+}
+
+TEST_F(CliLeRobotTest, MissingLeRobotLibraryIsAClearError) {
+  const ProgramResult missing = testing::RunProgram(
+      {testing::RoboloopBinary(), "data", "import", "lerobot", Folder(), "-o", dir_ + "/x.hdf5"},
+      {"ROBOLOOP_LEROBOT_LIBRARY=/nonexistent/libroboloop_lerobot.so"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/libroboloop_lerobot.so (absent)"));
+}
+
+TEST(CliLeRobotBoundaryTest, RoboloopBinaryLinksNeitherArrowNorFFmpeg) {
+  const ProgramResult ldd = testing::RunProgram({"/usr/bin/ldd", testing::RoboloopBinary()});
+  ASSERT_EQ(ldd.exit_code, 0);
+  ASSERT_THAT(ldd.out, HasSubstr("libhdf5"));  // the listing is real
+  for (const char* library : {"libarrow", "libparquet", "libavcodec", "libavformat", "libswscale"}) {
+    EXPECT_THAT(ldd.out, Not(HasSubstr(library))) << library;
+  }
+}
+
+}  // namespace
+}  // namespace roboloop
