@@ -1,6 +1,8 @@
 // python/roboloop_policy.py against the C++ policies (issue 6, req 7): the same seeded weights
 // and normalization, loaded once through TorchRuntime::LoadPolicy and once by the plain-PyTorch
-// loader, give the same action chunks for windows with mixed history lengths.
+// loader, give the same action chunks for windows with mixed history lengths. Policies with
+// cameras (issue 23, req 4) run in C++ through policy_act_chunk_images on seeded frames; their
+// tolerance is the same relative error, ‖python − C++‖ / ‖C++‖ ≤ 1e-5 over the action chunk.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/train/policy_test_files.h"
+#include "tests/train/vision_test_util.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
@@ -114,24 +117,50 @@ class ExportPythonTest : public ::testing::Test {
     const std::vector<float> obs = PaddedWindows(lengths, history, obs_dim, seed + 100);
     WriteRaw(policy_dir + "/obs.bin", obs);
     WriteRaw(policy_dir + "/lengths.bin", lengths);
+    const int image_bytes = ImageBytes(spec);
+    const std::vector<uint8_t> images = testing::RandomFrames(kBatch, image_bytes, seed + 200);
+    std::vector<std::string> python_args = {
+        testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
+        module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
+        std::to_string(kBatch), policy_dir + "/python.bin"};
+    if (image_bytes > 0) {
+      WriteRaw(policy_dir + "/images.bin", images);
+      python_args.push_back(policy_dir + "/images.bin");
+    }
 
-    roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(
-        {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
-         module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
-         std::to_string(kBatch), policy_dir + "/python.bin"});
+    roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(python_args);
     ASSERT_EQ(ran.exit_code, 0) << ran.err;
     const std::vector<float> python = ReadFloats(policy_dir + "/python.bin");
     ASSERT_EQ(python.size(), static_cast<size_t>(kBatch * chunk * action_dim));
 
+    testing::AbiPolicy with_images(testing::LoadedTorchApi(), policy_dir + "/model.safetensors", kind,
+                                   options.dump());
+    ASSERT_TRUE(with_images.ok()) << with_images.error();
     for (bool batch_invariant : {false, true}) {
       std::vector<float> cpp(python.size());
-      ASSERT_TRUE((*policy)
-                      ->ActChunk(obs.data(), lengths.data(), kBatch, history, obs_dim, cpp.data(),
-                                 chunk, action_dim, batch_invariant)
-                      .ok());
+      if (image_bytes > 0) {
+        ASSERT_EQ(with_images.ActImages(obs.data(), lengths.data(), images.data(), image_bytes, kBatch, history,
+                                        obs_dim, cpp.data(), chunk, action_dim, batch_invariant),
+                  0)
+            << with_images.error();
+      } else {
+        ASSERT_TRUE((*policy)
+                        ->ActChunk(obs.data(), lengths.data(), kBatch, history, obs_dim, cpp.data(),
+                                   chunk, action_dim, batch_invariant)
+                        .ok());
+      }
       EXPECT_LE(RelativeL2Error(python, cpp), 1e-5)
           << kind << " batch_invariant=" << batch_invariant << " options " << spec.dump();
     }
+  }
+
+  // Bytes of one row's frames for the policy options `spec` (0 without cameras).
+  static int ImageBytes(const nlohmann::json& spec) {
+    int bytes = 0;
+    for (const nlohmann::json& camera : spec.value("cameras", nlohmann::json::array())) {
+      bytes += camera["width"].get<int>() * camera["height"].get<int>() * 3;
+    }
+    return bytes;
   }
 
   // Runs the roboloop binary; fails the test when it fails.
@@ -170,6 +199,30 @@ TEST_F(ExportPythonTest, FlowMatchingTransformer) {
                   {"flow_matching", true}, {"flow_steps", 5}},
                  3);
   ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 3);
+}
+
+// The options of the image encoder of the cases below: two small cameras of different sizes.
+nlohmann::json TwoCameraOptions() {
+  return {{"cameras", {{{"name", "agentview"}, {"width", 16}, {"height", 16}},
+                       {{"name", "wrist"}, {"width", 12}, {"height", 8}}}},
+          {"encoder_channels", 8},
+          {"encoder_blocks", 2},
+          {"keypoints", 6}};
+}
+
+TEST_F(ExportPythonTest, MlpWithTwoCameras) {
+  nlohmann::json spec = {{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
+                         {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "relu"}};
+  spec.update(TwoCameraOptions());
+  ExpectPythonMatchesCpp(MakePolicy(spec, 5), ROBOLOOP_SOURCE_DIR "/python", 5);
+}
+
+TEST_F(ExportPythonTest, FlowMatchingTransformerWithTwoCameras) {
+  nlohmann::json spec = {{"kind", "transformer"}, {"obs_dim", 4}, {"action_dim", 3}, {"history", 3},
+                         {"chunk", 2}, {"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32},
+                         {"flow_matching", true}, {"flow_steps", 3}};
+  spec.update(TwoCameraOptions());
+  ExpectPythonMatchesCpp(MakePolicy(spec, 6), ROBOLOOP_SOURCE_DIR "/python", 6);
 }
 
 // The whole path: demonstrations, `roboloop train`, `roboloop export`, and the folder's own
