@@ -17,6 +17,13 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
+// One intra-op thread: the encodings here are tiny, and OpenMP threads on a shared machine only
+// wait for each other.
+class ImageEncoderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { at::set_num_threads(1); }
+};
+
 torch::Generator Seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
 ImageEncoderOptions TwoCameras() {
@@ -32,7 +39,7 @@ torch::Tensor RandomRows(int64_t batch, int64_t bytes, uint64_t seed) {
   return torch::randint(0, 256, {batch, bytes}, Seeded(seed), torch::kUInt8);
 }
 
-TEST(ImageEncoderTest, KeypointsPerCameraAndNamedParameters) {
+TEST_F(ImageEncoderTest, KeypointsPerCameraAndNamedParameters) {
   ImageEncoder encoder(TwoCameras());
   EXPECT_EQ(TwoCameras().image_bytes(), 16 * 16 * 3 + 12 * 8 * 3);
   const torch::Tensor out = encoder.Forward(RandomRows(3, TwoCameras().image_bytes(), 1), false, Seeded(0));
@@ -48,7 +55,7 @@ TEST(ImageEncoderTest, KeypointsPerCameraAndNamedParameters) {
   EXPECT_EQ(names.count("cameras.0.stem.bias"), 0u) << "a convolution before a GroupNorm has no bias";
 }
 
-TEST(ImageEncoderTest, SpatialSoftmaxKeypointOfOneBrightPixelLandsOnIt) {
+TEST_F(ImageEncoderTest, SpatialSoftmaxKeypointOfOneBrightPixelLandsOnIt) {
   constexpr int64_t kHeight = 6, kWidth = 9;
   for (const auto& [row, col] : {std::pair<int64_t, int64_t>{0, 0}, {5, 8}, {2, 7}, {4, 1}}) {
     torch::Tensor features = torch::full({1, 2, kHeight, kWidth}, -40.0f);
@@ -72,7 +79,7 @@ bool IsShiftOf(const torch::Tensor& frame, const torch::Tensor& shifted, int64_t
   return torch::equal(frame.index_select(0, rows).index_select(1, cols), shifted);
 }
 
-TEST(ImageEncoderTest, RandomShiftIsAnEdgeReplicatedShiftDrawnPerSampleFromTheSeed) {
+TEST_F(ImageEncoderTest, RandomShiftIsAnEdgeReplicatedShiftDrawnPerSampleFromTheSeed) {
   const torch::Tensor frames = RandomRows(8, 16 * 16 * 3, 2).view({8, 16, 16, 3});
   const torch::Tensor a = RandomShift(frames, kRandomShiftPad, Seeded(11));
   EXPECT_TRUE(torch::equal(a, RandomShift(frames, kRandomShiftPad, Seeded(11)))) << "same seed, same shifts";
@@ -94,7 +101,7 @@ TEST(ImageEncoderTest, RandomShiftIsAnEdgeReplicatedShiftDrawnPerSampleFromTheSe
   EXPECT_FALSE(shifts.size() == 1 && shifts.count({0, 0}) == 1) << "nothing moved";
 }
 
-TEST(ImageEncoderTest, AugmentedEncodingDependsOnTheGeneratorAndPlainOneDoesNot) {
+TEST_F(ImageEncoderTest, AugmentedEncodingDependsOnTheGeneratorAndPlainOneDoesNot) {
   ImageEncoder encoder(TwoCameras());
   const torch::Tensor rows = RandomRows(4, TwoCameras().image_bytes(), 3);
   torch::NoGradGuard no_grad;
@@ -103,7 +110,7 @@ TEST(ImageEncoderTest, AugmentedEncodingDependsOnTheGeneratorAndPlainOneDoesNot)
   EXPECT_FALSE(torch::equal(encoder.Forward(rows, true, Seeded(1)), encoder.Forward(rows, true, Seeded(2))));
 }
 
-TEST(ImageEncoderTest, BatchInvariantEncodingGivesEachRowItsAloneResult) {
+TEST_F(ImageEncoderTest, BatchInvariantEncodingGivesEachRowItsAloneResult) {
   ImageEncoder encoder(TwoCameras());
   const torch::Tensor rows = RandomRows(5, TwoCameras().image_bytes(), 4);
   torch::NoGradGuard no_grad;
@@ -114,7 +121,7 @@ TEST(ImageEncoderTest, BatchInvariantEncodingGivesEachRowItsAloneResult) {
   }
 }
 
-TEST(ImageEncoderTest, RowsThatDoNotFitTheCamerasAreRefusedNamingThem) {
+TEST_F(ImageEncoderTest, RowsThatDoNotFitTheCamerasAreRefusedNamingThem) {
   ImageEncoder encoder(TwoCameras());
   EXPECT_THAT(
       [&] { encoder.Forward(RandomRows(2, 100, 5), false, Seeded(0)); }, ::testing::ThrowsMessage<c10::Error>(AllOf(
@@ -123,7 +130,7 @@ TEST(ImageEncoderTest, RowsThatDoNotFitTheCamerasAreRefusedNamingThem) {
               ::testing::ThrowsMessage<c10::Error>(HasSubstr("carries no images")));
 }
 
-TEST(ImageEncoderTest, OptionsAreReadFromAKindsCompleteOptions) {
+TEST_F(ImageEncoderTest, OptionsAreReadFromAKindsCompleteOptions) {
   const nlohmann::json options = {{"cameras", {{{"name", "front"}, {"width", 84}, {"height", 64}}}},
                                   {"encoder_channels", 16},
                                   {"encoder_blocks", 3},

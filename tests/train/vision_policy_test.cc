@@ -59,7 +59,7 @@ std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, const st
 }
 
 // A toy batch whose actions are the position of a bright 4x4 square in the frame (x, y in
-// [-1, 1]); the state is noise, so only the frame tells the action.
+// [-1, 1]); the state is the same in every sample, so only the frame tells the action.
 struct SquareBatch {
   int batch = 0, history = 1, chunk = 1;
   std::vector<float> obs, actions;
@@ -70,7 +70,6 @@ struct SquareBatch {
   SquareBatch(int n, uint32_t seed, int history_steps = 1, int chunk_steps = 1)
       : batch(n), history(history_steps), chunk(chunk_steps) {
     std::mt19937 rng(seed);
-    std::normal_distribution<float> normal;
     std::uniform_int_distribution<int> corner(0, kSide - 4);
     images.assign(static_cast<size_t>(n) * kImageBytes, 20);
     for (int b = 0; b < n; ++b) {
@@ -80,7 +79,7 @@ struct SquareBatch {
           for (int k = 0; k < 3; ++k) images[b * kImageBytes + (r * kSide + c) * 3 + k] = 240;
         }
       }
-      for (int i = 0; i < history * kObs; ++i) obs.push_back(normal(rng));
+      for (int i = 0; i < history * kObs; ++i) obs.push_back(0.5f);
       for (int s = 0; s < chunk; ++s) {
         actions.push_back(2.0f * col / (kSide - 4) - 1.0f);
         actions.push_back(2.0f * row / (kSide - 4) - 1.0f);
