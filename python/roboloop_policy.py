@@ -158,7 +158,7 @@ class CameraEncoder(nn.Module):
         self.keypoints = nn.Conv2d(channels, keypoints, 1)
 
     def forward(self, frames):
-        x = frames.permute(0, 3, 1, 2).float() / 255.0
+        x = frames.permute(0, 3, 1, 2).float().contiguous() / 255.0
         x = torch.relu(self.stem_norm(self.stem(x)))
         for block in self.blocks:
             x = block(x)

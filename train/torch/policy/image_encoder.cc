@@ -51,10 +51,11 @@ class CameraEncoder : public torch::nn::Module {
     register_module("blocks", blocks_);
   }
 
-  // frames uint8 [batch, height, width, 3] -> [batch, 2 * keypoints]. The channels-first view of
-  // the frames keeps their channels-last memory, which the CPU convolutions take as it is.
+  // frames uint8 [batch, height, width, 3] -> [batch, 2 * keypoints]. The frames are laid out
+  // channels-first in memory: LibTorch's CPU convolutions and GroupNorm take a training step
+  // in about half the time on that layout than on the channels-last view of the frames.
   torch::Tensor Forward(const torch::Tensor& frames) {
-    torch::Tensor x = frames.permute({0, 3, 1, 2}).to(torch::kFloat).div_(255.0);
+    torch::Tensor x = frames.permute({0, 3, 1, 2}).to(torch::kFloat).contiguous().div_(255.0);
     x = torch::relu(stem_norm_(stem_(x)));
     for (size_t i = 0; i < blocks_->size(); ++i) x = blocks_[i]->as<ResidualBlock>()->Forward(x);
     const torch::Tensor points = SpatialSoftmax(keypoints_(x));
