@@ -1,7 +1,8 @@
 // The image encoder of policies that see (issue 23, req 4; train/torch/policy/image_encoder.h):
 // output shapes and parameter names, the spatial softmax's keypoint coordinates, the random
 // shift (deterministic per generator seed, a shift with edge replication, different per sample),
-// batch-invariant encoding and the check of the image rows.
+// batch-invariant encoding, the check of the image rows, and the fused GroupNorm + ReLU kernel
+// against LibTorch's group_norm and relu (forward and gradients).
 #include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "kernels/batch_invariant.h"
+#include "train/torch/policy/group_norm_relu.h"
 #include "train/torch/policy/image_encoder.h"
 
 namespace roboloop::train {
@@ -144,6 +146,49 @@ TEST_F(ImageEncoderTest, OptionsAreReadFromAKindsCompleteOptions) {
   EXPECT_EQ(parsed.keypoints, 24);
   EXPECT_THAT([&] { ParseImageEncoderOptions({{"cameras", nlohmann::json::array()}}); },
               ::testing::ThrowsMessage<c10::Error>(HasSubstr("encoder_channels")));
+}
+
+// ‖a − b‖ / ‖b‖.
+double RelativeError(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).norm() / b.norm()).item<double>();
+}
+
+TEST_F(ImageEncoderTest, FusedGroupNormReluMatchesLibTorchWithAndWithoutResidual) {
+  for (const bool with_residual : {false, true}) {
+    torch::manual_seed(7);
+    const auto channels_last = at::MemoryFormat::ChannelsLast;
+    const torch::Tensor x0 = (torch::randn({3, 16, 7, 5}) * 2 + 0.5).contiguous(channels_last);
+    const torch::Tensor w0 = 1 + 0.3 * torch::randn({16}), b0 = 0.2 * torch::randn({16});
+    const torch::Tensor r0 = torch::randn({3, 16, 7, 5}).contiguous(channels_last);
+    const torch::Tensor up = torch::randn({3, 16, 7, 5});
+    std::vector<torch::Tensor> fused_grads, reference_grads;
+    torch::Tensor fused_out, reference_out;
+    for (const bool fused : {true, false}) {
+      torch::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+      torch::Tensor b = b0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true);
+      torch::Tensor out;
+      if (fused) {
+        out = GroupNormRelu(x, w, b, 4, with_residual ? r : torch::Tensor());
+      } else {
+        torch::Tensor y = torch::group_norm(x.contiguous(), 4, w, b, 1e-5);
+        out = torch::relu(with_residual ? y + r.contiguous() : y);
+      }
+      (out * up).sum().backward();
+      (fused ? fused_out : reference_out) = out.detach();
+      (fused ? fused_grads : reference_grads) = {x.grad(), w.grad(), b.grad()};
+      if (with_residual) (fused ? fused_grads : reference_grads).push_back(r.grad());
+    }
+    EXPECT_TRUE(fused_out.is_contiguous(at::MemoryFormat::ChannelsLast));
+    EXPECT_LE(RelativeError(fused_out, reference_out), 1e-5) << "residual " << with_residual;
+    for (size_t i = 0; i < fused_grads.size(); ++i) {
+      EXPECT_LE(RelativeError(fused_grads[i], reference_grads[i]), 1e-5) << "gradient " << i << " residual " << with_residual;
+    }
+  }
+}
+
+TEST_F(ImageEncoderTest, GroupNormReluRefusesChannelsThatDoNotDivideIntoGroups) {
+  EXPECT_THAT([&] { GroupNormRelu(torch::zeros({1, 6, 2, 2}), torch::ones({6}), torch::zeros({6}), 4); },
+              ::testing::ThrowsMessage<c10::Error>(HasSubstr("channels divisible by 4")));
 }
 
 }  // namespace
