@@ -10,6 +10,16 @@ namespace roboloop::train {
 namespace {
 
 constexpr double kEps = 1e-5;
+// Pixels summed in float (vectorised) before their sums join the double totals.
+constexpr int64_t kPixelBlock = 64;
+
+// Adds block sums into double totals and clears them.
+void Flush(std::vector<float>& block, std::vector<double>& total) {
+  for (size_t c = 0; c < block.size(); ++c) {
+    total[c] += block[c];
+    block[c] = 0.0f;
+  }
+}
 
 // Whether the fused kernel takes these tensors.
 bool FusedKernelApplies(const torch::Tensor& x, const torch::Tensor& residual) {
@@ -19,14 +29,46 @@ bool FusedKernelApplies(const torch::Tensor& x, const torch::Tensor& residual) {
          (!residual.defined() || (residual.scalar_type() == torch::kFloat && residual.is_contiguous(channels_last)));
 }
 
+// One channels-last pixel of the backward's first pass: dz = dy where the output is positive
+// (else 0), and its per-channel sums of dz and dz * x. Restrict pointers let the loop vectorise.
+void ReluGradPixel(const float* __restrict out, const float* __restrict dy, const float* __restrict x,
+                   float* __restrict dz, float* __restrict sum_dz, float* __restrict sum_dz_x, int64_t channels) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float grad = dy[c];  // loaded unconditionally, so that the select vectorises
+    const float d = out[c] > 0.0f ? grad : 0.0f;
+    dz[c] = d;
+    sum_dz[c] += d;
+    sum_dz_x[c] += d * x[c];
+  }
+}
+
+// One pixel's per-channel sums of x and x^2.
+void MomentsPixel(const float* __restrict x, float* __restrict sum, float* __restrict square, int64_t channels) {
+  for (int64_t c = 0; c < channels; ++c) {
+    sum[c] += x[c];
+    square[c] += x[c] * x[c];
+  }
+}
+
+// One pixel of the forward's output: relu(x * scale + shift (+ residual)).
+void NormReluPixel(const float* __restrict x, const float* __restrict scale, const float* __restrict shift,
+                   const float* __restrict residual, float* __restrict out, int64_t channels) {
+  if (residual == nullptr) {
+    for (int64_t c = 0; c < channels; ++c) out[c] = std::max(x[c] * scale[c] + shift[c], 0.0f);
+  } else {
+    for (int64_t c = 0; c < channels; ++c) out[c] = std::max(x[c] * scale[c] + shift[c] + residual[c], 0.0f);
+  }
+}
+
 // Per sample: mean and 1/std of each group over a channels-last [pixels, channels] block.
 void GroupStatistics(const float* x, int64_t pixels, int64_t channels, int64_t groups, float* mean, float* rstd) {
   std::vector<double> sum(channels, 0.0), square(channels, 0.0);
+  std::vector<float> block_sum(channels, 0.0f), block_square(channels, 0.0f);
   for (int64_t p = 0; p < pixels; ++p) {
-    const float* row = x + p * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      sum[c] += row[c];
-      square[c] += static_cast<double>(row[c]) * row[c];
+    MomentsPixel(x + p * channels, block_sum.data(), block_square.data(), channels);
+    if ((p + 1) % kPixelBlock == 0 || p + 1 == pixels) {
+      Flush(block_sum, sum);
+      Flush(block_square, square);
     }
   }
   const int64_t per_group = channels / groups;
@@ -74,14 +116,8 @@ class GroupNormReluFunction : public torch::autograd::Function<GroupNormReluFunc
           shift[c] = b[c] - m[c / per_group] * scale[c];
         }
         for (int64_t p = 0; p < pixels; ++p) {
-          const float* row = in + offset + p * channels;
-          const float* add = res == nullptr ? nullptr : res + offset + p * channels;
-          float* dst = y + offset + p * channels;
-          if (add == nullptr) {
-            for (int64_t c = 0; c < channels; ++c) dst[c] = std::max(row[c] * scale[c] + shift[c], 0.0f);
-          } else {
-            for (int64_t c = 0; c < channels; ++c) dst[c] = std::max(row[c] * scale[c] + shift[c] + add[c], 0.0f);
-          }
+          const int64_t at = offset + p * channels;
+          NormReluPixel(in + at, scale.data(), shift.data(), res == nullptr ? nullptr : res + at, y + at, channels);
         }
       }
     });
@@ -116,6 +152,7 @@ class GroupNormReluFunction : public torch::autograd::Function<GroupNormReluFunc
     float* dx_data = dx.data_ptr<float>();
     at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
       std::vector<double> sum_dz(channels), sum_dz_x(channels);
+      std::vector<float> block_dz(channels, 0.0f), block_dz_x(channels, 0.0f);
       std::vector<float> coef_dz(channels), coef_x(channels), coef_one(channels);
       for (int64_t n = begin; n < end; ++n) {
         const int64_t offset = n * pixels * channels;
@@ -125,11 +162,10 @@ class GroupNormReluFunction : public torch::autograd::Function<GroupNormReluFunc
         std::fill(sum_dz_x.begin(), sum_dz_x.end(), 0.0);
         for (int64_t p = 0; p < pixels; ++p) {
           const int64_t at = offset + p * channels;
-          for (int64_t c = 0; c < channels; ++c) {
-            const float d = y[at + c] > 0.0f ? up[at + c] : 0.0f;
-            dz_data[at + c] = d;
-            sum_dz[c] += d;
-            sum_dz_x[c] += static_cast<double>(d) * in[at + c];
+          ReluGradPixel(y + at, up + at, in + at, dz_data + at, block_dz.data(), block_dz_x.data(), channels);
+          if ((p + 1) % kPixelBlock == 0 || p + 1 == pixels) {
+            Flush(block_dz, sum_dz);
+            Flush(block_dz_x, sum_dz_x);
           }
         }
         float* dgamma = dgamma_rows.data_ptr<float>() + n * channels;
