@@ -7,15 +7,14 @@ Model: python/roboloop_policy.py's MlpPolicy, the same module the exported polic
 camera a stride-2 3x3 convolution stem, residual blocks (3x3 convolution, GroupNorm, ReLU), a 1x1
 keypoint convolution and a spatial softmax; the keypoints join the flattened state in an MLP.
 Frames are uint8 [batch, height, width, 3] shifted per sample by up to 4 pixels with edge
-replication (the same index gather as roboloop's RandomShift), then scaled to [0, 1]. Loss: mean
-squared error over the chunk. AdamW (decay on weight matrices and convolution kernels only),
-cosine schedule, gradient clipping at norm 1, fp32.
+replication (the same index gather as roboloop's RandomShift), then scaled to [0, 1]. The step is
+train_peer.py's: masked mean squared error over the chunk, AdamW (decay on weight matrices and
+convolution kernels only), cosine schedule, gradient clipping at norm 1, fp32.
 
 Prints one JSON line: threads, samples_per_s, step_seconds, torch version.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import roboloop_policy  # noqa: E402
+import train_peer  # noqa: E402  (this folder, first on sys.path when run as a script)
 
 SHIFT_PAD = 4
 
@@ -40,37 +40,20 @@ def random_shift(frames, pad, generator):
     return frames.reshape(-1, 3).index_select(0, pixel.reshape(-1)).view(frames.shape)
 
 
-class Trainer:
+class VisionTrainer(train_peer.Trainer):
+    """train_peer.py's training step (AdamW, clipping, cosine schedule) on the mlp with a camera."""
+
     def __init__(self, args, options):
         torch.manual_seed(args.seed)
-        self.model = roboloop_policy.build_model("mlp", options)
+        super().__init__(args, roboloop_policy.build_model("mlp", options))
         self.camera = options["cameras"][0]
-        decay = [p for p in self.model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
-        self.lr = 3e-4
-        self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=self.lr)
-        self.total_steps = 1000
         self.generator = torch.Generator().manual_seed(args.seed)
 
-    def step(self, batch, step):
-        obs, history_length, images, actions = batch
+    def loss(self, batch):
+        obs, history_length, images, actions, valid = batch
         frames = images.view(images.shape[0], self.camera["height"], self.camera["width"], 3)
         shifted = random_shift(frames, SHIFT_PAD, self.generator).reshape(images.shape)
-        self.model.train()
-        self.optimizer.zero_grad()
-        loss = (self.model(obs, history_length, shifted) - actions).pow(2).mean()
-        loss_value = loss.item()
-        if not math.isfinite(loss_value):
-            raise RuntimeError(f"step {step}: the loss is {loss_value}")
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        progress = min(1.0, step / self.total_steps)
-        lr = self.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        self.optimizer.step()
-        return loss_value
+        return train_peer.masked_chunk_loss(self.model(obs, history_length, shifted), actions, valid)
 
 
 def synthetic_batch(args, generator):
@@ -78,7 +61,7 @@ def synthetic_batch(args, generator):
     history_length = torch.ones(args.batch, dtype=torch.int32)
     images = torch.randint(0, 256, (args.batch, args.image_bytes), generator=generator, dtype=torch.uint8)
     actions = torch.randn(args.batch, 1, args.action_dim, generator=generator)
-    return obs, history_length, images, actions
+    return obs, history_length, images, actions, torch.ones(args.batch, 1)
 
 
 def main():
@@ -94,7 +77,7 @@ def main():
     args.obs_dim, args.action_dim = options["obs_dim"], options["action_dim"]
     args.image_bytes = 3 * options["cameras"][0]["width"] * options["cameras"][0]["height"]
     torch.set_num_threads(args.threads)
-    trainer = Trainer(args, options)
+    trainer = VisionTrainer(args, options)
     generator = torch.Generator().manual_seed(args.seed)
     pool = [synthetic_batch(args, generator) for _ in range(4)]
     for s in range(args.warmup):
