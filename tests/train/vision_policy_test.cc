@@ -126,6 +126,29 @@ TEST(VisionPolicyTest, TrainingWithFramesLearnsWhatTheStateCannotTell) {
   }
 }
 
+// Camera tokens join each sample's prefix in the packed varlen sequences: with history lengths
+// 1..4 and a 30-token budget (several packs, some gathered), packed and padded losses agree.
+TEST(VisionPolicyTest, PackedAndPaddedTransformerWithACameraAgree) {
+  const SquareBatch batch(12, 9, 4, 3);
+  for (const int budget : {30, 8192}) {
+    const nlohmann::json policy = Policy("transformer", true, 4, 3);
+    nlohmann::json packed_config = {{"policy", policy}, {"packed", true}, {"token_budget", budget}, {"seed", 5},
+                                    {"threads", 1}};
+    nlohmann::json padded_config = packed_config;
+    padded_config["packed"] = false;
+    auto packed = Runtime().CreateTrainer(packed_config.dump());
+    auto padded = Runtime().CreateTrainer(padded_config.dump());
+    ASSERT_TRUE(packed.ok() && padded.ok()) << packed.status() << padded.status();
+    for (int step = 0; step < 3; ++step) {
+      auto a = (*packed)->Step(batch.View(), step);
+      auto b = (*padded)->Step(batch.View(), step);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+      EXPECT_LE(std::abs(a->loss - b->loss) / std::abs(b->loss), 1e-5) << "budget " << budget << " step " << step;
+      EXPECT_LE(std::abs(a->grad_norm - b->grad_norm) / b->grad_norm, 1e-4) << "budget " << budget << " step " << step;
+    }
+  }
+}
+
 TEST(VisionPolicyTest, TrainerRefusesImageBytesThatDifferFromTheCameras) {
   const SquareBatch batch(4, 2);
   auto trainer = MakeTrainer(Policy("mlp", true));
