@@ -101,7 +101,7 @@ struct OwnedBatch {
 
   RoboloopTrainBatch View() const {
     return RoboloopTrainBatch{batch,       kHistory,  kChunk, kObsDim, kActionDim, obs.data(),
-                              history_length.data(), actions.data(), action_valid.data()};
+                              history_length.data(), actions.data(), action_valid.data(), 0, nullptr};
   }
 };
 
@@ -296,7 +296,7 @@ absl::StatusOr<double> TimeEndToEnd(const TrainBenchOptions& o, train::TorchTrai
     ROBOLOOP_ASSIGN_OR_RETURN(train::Batch batch, loader->Next());
     const RoboloopTrainBatch view{batch.batch_size, batch.history, batch.chunk, batch.obs_dim,
                                   batch.action_dim, batch.obs.data(), batch.history_length.data(),
-                                  batch.actions.data(), batch.action_valid.data()};
+                                  batch.actions.data(), batch.action_valid.data(), 0, nullptr};
     ROBOLOOP_RETURN_IF_ERROR(trainer.Step(view, first_step + s).status());
   }
   return SecondsSince(start);
