@@ -66,7 +66,6 @@ class ImageEncoder : public torch::nn::Module {
   // only on its own frames. Throws c10::Error when the rows are not [batch, image_bytes] uint8.
   torch::Tensor Forward(const torch::Tensor& images, bool augment, torch::Generator generator);
 
-  const ImageEncoderOptions& options() const { return options_; }
   // Features per camera: 2 * keypoints.
   int64_t features() const { return 2 * options_.keypoints; }
 
