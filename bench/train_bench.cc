@@ -101,7 +101,8 @@ struct OwnedBatch {
 
   RoboloopTrainBatch View() const {
     return RoboloopTrainBatch{batch,       kHistory,  kChunk, kObsDim, kActionDim, obs.data(),
-                              history_length.data(), actions.data(), action_valid.data(), 0, nullptr};
+                              history_length.data(), actions.data(), action_valid.data(),
+                              /*image_bytes=*/0, /*images=*/nullptr};
   }
 };
 
@@ -294,10 +295,7 @@ absl::StatusOr<double> TimeEndToEnd(const TrainBenchOptions& o, train::TorchTrai
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) start = Clock::now();
     ROBOLOOP_ASSIGN_OR_RETURN(train::Batch batch, loader->Next());
-    const RoboloopTrainBatch view{batch.batch_size, batch.history, batch.chunk, batch.obs_dim,
-                                  batch.action_dim, batch.obs.data(), batch.history_length.data(),
-                                  batch.actions.data(), batch.action_valid.data(), 0, nullptr};
-    ROBOLOOP_RETURN_IF_ERROR(trainer.Step(view, first_step + s).status());
+    ROBOLOOP_RETURN_IF_ERROR(trainer.Step(train::BatchView(batch), first_step + s).status());
   }
   return SecondsSince(start);
 }

@@ -84,11 +84,14 @@ absl::Status Stats(const CliOptions& options, std::ostream& out) {
   }
   out << absl::StrFormat("%-20s %6s %12s %12s %12s %12s\n", "feature", "dims", "mean[0]",
                          "std[0]", "min[0]", "max[0]");
+  bool images = false;
   for (const FeatureStats& feature : *stats) {
     out << absl::StrFormat("%-20s %6d %12.5g %12.5g %12.5g %12.5g\n", feature.name,
                            feature.mean.size(), feature.mean[0], feature.std[0], feature.min[0],
                            feature.max[0]);
+    images = images || feature.per_channel;
   }
+  if (images) out << "image keys (obs/*_image): statistics per RGB channel over pixel values / 255\n";
   out << StatsNotice(options);
   return absl::OkStatus();
 }

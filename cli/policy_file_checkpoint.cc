@@ -29,6 +29,9 @@ registry::ArraySpecs ObsSpecsOf(const sim::ObsSpec& obs_spec) {
     specs.names.push_back(key.name);
     specs.shapes.emplace_back(key.shape.begin(), key.shape.end());
   }
+  for (const sim::CameraSpec& camera : obs_spec.cameras) {
+    specs.cameras.push_back({camera.name, camera.camera, camera.width, camera.height});
+  }
   return specs;
 }
 

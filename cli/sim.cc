@@ -68,6 +68,16 @@ std::string SummaryColumn(const std::string& summary) {
   return line.substr(0, end);
 }
 
+// "agentview 84x84 (agentview), top 32x32 (free)" (width x height); "-" for state-only tasks.
+std::string CamerasColumn(const v1::TaskInfo& task) {
+  std::vector<std::string> cameras;
+  for (const v1::CameraObs& c : task.cameras()) {
+    cameras.push_back(absl::StrCat(c.name(), " ", c.width(), "x", c.height(), " (",
+                                   c.camera().empty() ? "free" : c.camera(), ")"));
+  }
+  return cameras.empty() ? "-" : absl::StrJoin(cameras, ", ");
+}
+
 absl::Status ListTasks(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, backend->ListTasks());
@@ -75,9 +85,9 @@ absl::Status ListTasks(const SimFlags& flags) {
     ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(tasks, JsonLayout::kOneLine));
     return absl::OkStatus();
   }
-  Table table({"TASK", "ACTIONS", "MAX STEPS", "DT", "EXPERT", "SUMMARY"});
+  Table table({"TASK", "ACTIONS", "CAMERAS", "MAX STEPS", "DT", "EXPERT", "SUMMARY"});
   for (const v1::TaskInfo& t : tasks.tasks()) {
-    table.AddRow({t.name(), absl::StrCat(t.action_low_size()), absl::StrCat(t.max_steps()),
+    table.AddRow({t.name(), absl::StrCat(t.action_low_size()), CamerasColumn(t), absl::StrCat(t.max_steps()),
                   absl::StrFormat("%.3f", t.control_dt()), t.has_expert() ? "yes" : "no", SummaryColumn(t.summary())});
   }
   std::printf("%s", table.Render().c_str());

@@ -65,11 +65,8 @@ absl::Status AddCameras(hid_t file, std::map<std::string, SourceFeature>* source
     const std::string feature = absl::StrCat("obs/", camera, "_image");
     ROBOLOOP_RETURN_IF_ERROR(AddSource(file, path, feature, sources));
     const h5::DatasetShape& shape = sources->at(feature).shape;
-    if (shape.dtype != DType::kUint8 || shape.dims.size() != 4 || shape.dims[3] != 3) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", DTypeName(shape.dtype), " ",
-                                                     ShapeToString(shape.dims),
-                                                     ", expected uint8 [T, H, W, 3]"));
-    }
+    const FeatureSpec spec{feature, shape.dtype, std::vector<int64_t>(shape.dims.begin() + 1, shape.dims.end())};
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckImageFeature(spec), path));
   }
   return absl::OkStatus();
 }

@@ -29,7 +29,8 @@ struct AlohaImportResult {
 
 // Converts every episode_<i>.hdf5 of `input_dir` (ascending i): `/action` -> actions,
 // `/observations/qpos` -> obs/qpos, `/observations/qvel` -> obs/qvel and each
-// `/observations/images/<cam>` (uint8 [T, H, W, 3]) -> obs/<cam>_image. Rows are streamed in
+// `/observations/images/<cam>` (uint8 [T, H, W, 3], CheckImageFeature) -> obs/<cam>_image, stored
+// one frame per chunk (ImageStorage(), whatever `storage` says). Rows are streamed in
 // blocks; each source's path and sha256 are recorded in the lineage. Errors name the source
 // file and the path inside it; on error no output file is left behind.
 absl::StatusOr<AlohaImportResult> ImportAloha(const AlohaImportOptions& options);

@@ -56,12 +56,21 @@ absl::StatusOr<Array> DatasetReader::ReadFeature(const std::string& demo,
 absl::Status DatasetReader::ReadFeatureInto(const std::string& demo, const std::string& feature,
                                             void* out) const {
   ROBOLOOP_RETURN_IF_ERROR(CheckKnown(demo, feature));
+  return ReadFeatureRows(demo, feature, 0, layout_.FindDemo(demo)->num_samples, out);
+}
+
+absl::Status DatasetReader::ReadFeatureRows(const std::string& demo, const std::string& feature,
+                                            int64_t first, int64_t count, void* out) const {
+  ROBOLOOP_RETURN_IF_ERROR(CheckKnown(demo, feature));
   const std::string path = FeaturePath(demo, feature);
+  const int64_t steps = layout_.FindDemo(demo)->num_samples;
+  if (first < 0 || count < 0 || first + count > steps) {
+    return absl::OutOfRangeError(absl::StrCat(path_, ": ", path, ": steps [", first, ", ", first + count,
+                                              ") beyond its ", steps, " steps"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset, h5::OpenDataset(file_->get(), path, path));
   const FeatureSpec& spec = *FindFeature(layout_.spec, feature);
-  return Annotate(h5::ReadRows(dataset.get(), spec.dtype, 0,
-                               layout_.FindDemo(demo)->num_samples, out, path),
-                  path_);
+  return Annotate(h5::ReadRows(dataset.get(), spec.dtype, first, count, out, path), path_);
 }
 
 absl::StatusOr<Episode> DatasetReader::ReadEpisode(const std::string& demo) const {

@@ -47,6 +47,12 @@ class DatasetReader {
   absl::Status ReadFeatureInto(const std::string& demo, const std::string& feature,
                                void* out) const;
 
+  // Reads steps [first, first + count) of feature `feature` of `demo` in its stored dtype into
+  // `out`, which must hold `count` rows (e.g. a block of frames of an image key). Steps beyond
+  // the demo are OutOfRange naming the file, the dataset and the demo's length.
+  absl::Status ReadFeatureRows(const std::string& demo, const std::string& feature, int64_t first,
+                               int64_t count, void* out) const;
+
   // Reads every feature of `demo`.
   absl::StatusOr<Episode> ReadEpisode(const std::string& demo) const;
 

@@ -117,6 +117,10 @@ absl::Status DatasetWriter::CheckBlock(const Episode& block, int64_t* rows) cons
   for (const auto& [name, array] : block) {
     ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckFeatureName(name), where));
     ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckArrayShape(name, array), where));
+    if (IsImageKey(name)) {
+      ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckImageFeature({name, array.dtype, array.StepShape()}),
+                                        absl::StrCat(where, "/", name)));
+    }
     if (array.Steps() != *rows) {
       return absl::InvalidArgumentError(absl::StrCat(where, "/", name, ": length ",
                                                      array.Steps(), ", expected ", *rows,
@@ -148,6 +152,10 @@ absl::Status DatasetWriter::CheckBlock(const Episode& block, int64_t* rows) cons
   return absl::OkStatus();
 }
 
+StorageOptions DatasetWriter::StorageOf(const std::string& feature) const {
+  return IsImageKey(feature) ? ImageStorage() : options_.storage;
+}
+
 absl::Status DatasetWriter::CreateEpisodeDatasets(const Episode& first_block, int64_t first_rows) {
   std::map<std::string, std::unique_ptr<h5::Handle>> datasets;
   for (const FeatureSpec& feature : spec_) {
@@ -159,7 +167,7 @@ absl::Status DatasetWriter::CreateEpisodeDatasets(const Episode& first_block, in
     ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset,
                               h5::CreateExtensible(demo_group_->get(), feature.name,
                                                    feature.dtype, feature.step_shape,
-                                                   first_rows, options_.storage,
+                                                   first_rows, StorageOf(feature.name),
                                                    &first_block.at(feature.name)));
     datasets[feature.name] = std::make_unique<h5::Handle>(std::move(dataset));
   }

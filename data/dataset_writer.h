@@ -25,7 +25,9 @@ class Handle;
 // `env_args`, `mask/<split>` and the lineage attribute. Only the steps of the current Append
 // are held in memory. The first episode fixes the spec; later episodes must match it. An
 // episode's datasets are created by its first Append, chunked to hold that block whole
-// (StorageOptions bounds), so WriteEpisode stores each feature of an episode in one chunk.
+// (StorageOptions bounds), so WriteEpisode stores each feature of an episode in one chunk;
+// image keys (IsImageKey) must be uint8 [T, H, W, 3] and are stored one frame per chunk,
+// deflated (ImageStorage()).
 // The file is written as `<path>.partial` and renamed to `path` by Close(); a writer
 // destroyed without Close() removes the partial file. Not thread-safe: one thread at a time.
 class DatasetWriter {
@@ -34,7 +36,8 @@ class DatasetWriter {
     std::string path;                  // output file
     std::string env_args_json = "{}";  // `data` attribute env_args: a JSON object
     Lineage lineage;                   // stored in the root attribute roboloop_lineage
-    StorageOptions storage;            // chunking and compression of every dataset
+    StorageOptions storage;            // chunking and compression of every non-image dataset
+                                       // (image keys: ImageStorage(), one frame per chunk)
     bool overwrite = false;            // replace an existing file at `path`
   };
 
@@ -81,6 +84,8 @@ class DatasetWriter {
   absl::Status CheckBlock(const Episode& block, int64_t* rows) const;
   // Closes, fsyncs and renames the partial file into place (the last step of Close).
   absl::Status Publish();
+  // The storage of `feature`: ImageStorage() for image keys, else options_.storage.
+  StorageOptions StorageOf(const std::string& feature) const;
   // Creates the open episode's datasets, chunked for a first block of `first_rows` rows.
   absl::Status CreateEpisodeDatasets(const Episode& first_block, int64_t first_rows);
   absl::Status WriteMasks();

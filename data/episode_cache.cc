@@ -37,7 +37,8 @@ int64_t StepBytes(const DatasetLayout& layout, const EpisodeStore::Options& opti
   }
   int64_t bytes = 0;
   for (const FeatureSpec& feature : features) {
-    int64_t row = options.as_float32 ? int64_t{sizeof(float)} : DTypeSize(feature.dtype);
+    const bool converted = options.as_float32 && !IsImageKey(feature.name);
+    int64_t row = converted ? int64_t{sizeof(float)} : DTypeSize(feature.dtype);
     for (int64_t dim : feature.step_shape) row *= dim;
     bytes += row;
   }

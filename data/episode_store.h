@@ -37,7 +37,7 @@ class EpisodeStore {
     // Hold every loaded feature as float32: features stored in another numeric dtype (robomimic
     // files often store float64 observations) are converted after the value checks and listed
     // in conversions(); a finite float64 value beyond the float32 range is an OutOfRange error
-    // naming the file, the dataset and the step.
+    // naming the file, the dataset and the step. Image keys (IsImageKey) stay uint8.
     bool as_float32 = false;
 
     // These options for one file of the set: `file` as the path, no more_paths.
@@ -67,6 +67,14 @@ class EpisodeStore {
       ROBOLOOP_CHECK_MSG(spec.dtype == DTypeOf<T>(), spec.name, " is ", DTypeName(spec.dtype));
       return absl::Span<const T>(reinterpret_cast<const T*>(bytes.data()),
                                  bytes.size() / sizeof(T));
+    }
+
+    // Typed view of row `row` (0 <= row < total_steps(), e.g. episode_offset(e) + step): one
+    // frame of an image key is Step<uint8_t>(row), H * W * 3 bytes. Dtype checked as Values.
+    template <typename T>
+    absl::Span<const T> Step(int64_t row) const {
+      return Values<T>().subspan(row * (row_bytes / static_cast<int64_t>(sizeof(T))),
+                                 row_bytes / sizeof(T));
     }
   };
 

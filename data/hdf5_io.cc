@@ -93,9 +93,11 @@ std::vector<hsize_t> ToHsize(const std::vector<int64_t>& dims) {
   return std::vector<hsize_t>(dims.begin(), dims.end());
 }
 
-// Rows per chunk: at least chunk_steps, or the first block whole when it is longer (a whole
-// episode then lands in one chunk), but never over max_chunk_bytes (and at least one row).
+// Rows per chunk: one with chunk_per_step; else at least chunk_steps, or the first block whole
+// when it is longer (a whole episode then lands in one chunk), but never over max_chunk_bytes
+// (and at least one row).
 int64_t ChunkRows(int64_t row_bytes, int64_t first_rows, const StorageOptions& storage) {
+  if (storage.chunk_per_step) return 1;
   const int64_t by_size = storage.max_chunk_bytes / std::max<int64_t>(row_bytes, 1);
   const int64_t wanted = std::max<int64_t>({storage.chunk_steps, first_rows, 1});
   return std::clamp<int64_t>(by_size, 1, wanted);
@@ -351,7 +353,7 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
        ShuffleDeflateRatio(first_block->bytes, DTypeSize(dtype), storage.gzip_level) <=
            1.0 - storage.min_compression_saving);
   if (compress) {
-    H5Pset_shuffle(create_options.get());
+    if (DTypeSize(dtype) > 1) H5Pset_shuffle(create_options.get());
     H5Pset_deflate(create_options.get(), storage.gzip_level);
   }
   Handle dataset(H5Dcreate2(loc, name.c_str(), NativeType(dtype), space.get(), H5P_DEFAULT,

@@ -102,8 +102,10 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 
 // Creates a chunked dataset [0, step_shape...] with an unlimited first dimension; chunks hold
 // max(storage.chunk_steps, first_rows) rows (the rows of the first block to be appended),
-// shrunk to stay below storage.max_chunk_bytes. `first_block` (its first rows, when known)
-// decides whether compression pays (StorageOptions::min_compression_saving).
+// shrunk to stay below storage.max_chunk_bytes, or one row with storage.chunk_per_step.
+// `first_block` (its first rows, when known) decides whether compression pays
+// (StorageOptions::min_compression_saving). Compression is shuffle + deflate (deflate alone for
+// one-byte elements, where shuffle changes nothing).
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
                                         int64_t first_rows, const StorageOptions& storage,

@@ -27,6 +27,40 @@ std::string FeaturePath(const std::string& demo, const std::string& feature) {
   return absl::StrCat(kDataGroup, "/", demo, "/", feature);
 }
 
+bool IsImageKey(const std::string& name) {
+  for (const std::string prefix : {"obs/", "next_obs/"}) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string key = name.substr(prefix.size());
+    const size_t suffix = sizeof(kImageSuffix) - 1;
+    return key.size() > suffix && key.find('/') == std::string::npos &&
+           key.compare(key.size() - suffix, suffix, kImageSuffix) == 0;
+  }
+  return false;
+}
+
+absl::Status CheckImageFeature(const FeatureSpec& feature) {
+  const std::vector<int64_t>& shape = feature.step_shape;
+  if (feature.dtype != DType::kUint8 || shape.size() != 3 || shape[2] != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeFeature(feature), ", expected uint8 [T, H, W, 3] (RGB frames)"));
+  }
+  for (int64_t side : {shape[0], shape[1]}) {
+    if (side < 1 || side > kMaxImageSide) {
+      return absl::InvalidArgumentError(absl::StrCat(DescribeFeature(feature), ": height and width must lie in 1..",
+                                                     kMaxImageSide));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<FeatureSpec> ImageFeatures(const DatasetSpec& spec) {
+  std::vector<FeatureSpec> images;
+  for (const FeatureSpec& feature : spec) {
+    if (IsImageKey(feature.name)) images.push_back(feature);
+  }
+  return images;
+}
+
 const FeatureSpec* FindFeature(const DatasetSpec& spec, const std::string& name) {
   for (const FeatureSpec& feature : spec) {
     if (feature.name == name) return &feature;
@@ -74,7 +108,8 @@ nlohmann::json SpecToJson(const DatasetSpec& spec) {
   for (const FeatureSpec& feature : spec) {
     features.push_back({{"name", feature.name},
                         {"dtype", DTypeName(feature.dtype)},
-                        {"shape", feature.step_shape}});
+                        {"shape", feature.step_shape},
+                        {"image", IsImageKey(feature.name)}});
   }
   return features;
 }

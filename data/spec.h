@@ -24,6 +24,11 @@ inline constexpr char kLineageAttr[] = "roboloop_lineage";
 // Required per-demo feature, whose length defines the demo's number of steps.
 inline constexpr char kActions[] = "actions";
 
+// Suffix of an image key: `obs/<camera>_image` (and `next_obs/<camera>_image`), robomimic's names.
+inline constexpr char kImageSuffix[] = "_image";
+// The largest height or width of a stored frame (sim/spec.h kMaxCameraSide).
+inline constexpr int64_t kMaxImageSide = 2048;
+
 // One per-step feature of a dataset.
 struct FeatureSpec {
   std::string name;                 // path inside a demo group, e.g. "obs/qpos"
@@ -38,6 +43,19 @@ struct FeatureSpec {
 
 // All features of a dataset, sorted by name.
 using DatasetSpec = std::vector<FeatureSpec>;
+
+// True when `name` is an image key: "obs/<key>_image" or "next_obs/<key>_image" with a non-empty
+// <key>. Such a feature holds camera frames, uint8 [T, H, W, 3] RGB, rows top to bottom
+// (docs/vision.md); CheckImageFeature says whether a spec has that form.
+bool IsImageKey(const std::string& name);
+
+// OK when `feature` (an image key) is uint8 with step shape [H, W, 3], 1 <= H, W <=
+// kMaxImageSide; otherwise InvalidArgument whose message says what is wrong, e.g.
+// "float32 [T, 8, 8, 3], expected uint8 [T, H, W, 3]" (callers put the file and path in front).
+absl::Status CheckImageFeature(const FeatureSpec& feature);
+
+// The image keys of `spec` (IsImageKey), in spec order: what a training loader reads as frames.
+std::vector<FeatureSpec> ImageFeatures(const DatasetSpec& spec);
 
 // Returns "demo_<index>".
 std::string DemoName(int64_t index);
@@ -62,7 +80,8 @@ absl::Status CheckSameFeatures(const std::string& expected_path, const DatasetSp
                                const std::string& found_path, const DatasetSpec& found,
                                const std::vector<std::string>& names = {});
 
-// JSON array of {name, dtype, shape} objects (shape is the per-step shape).
+// JSON array of {name, dtype, shape, image} objects (shape is the per-step shape; image is
+// IsImageKey(name)).
 nlohmann::json SpecToJson(const DatasetSpec& spec);
 
 }  // namespace roboloop::data

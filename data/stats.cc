@@ -12,6 +12,9 @@ namespace roboloop::data {
 namespace {
 
 constexpr const char* kStatNames[] = {"mean", "std", "min", "max", "q01", "q99"};
+// The `description` attribute of an image key's stats group, for readers of the file.
+constexpr char kPerChannelDescription[] =
+    "per RGB channel over every pixel of every frame, pixel values scaled to [0, 1] (value / 255)";
 
 std::vector<double>* StatField(FeatureStats* stats, int index) {
   std::vector<double>* fields[] = {&stats->mean, &stats->std, &stats->min,
@@ -64,6 +67,69 @@ void AddColumnStats(std::vector<double> column, FeatureStats* stats) {
   stats->q99.push_back(Quantile(column, 0.99));
 }
 
+// Pixel values counted per channel (R, G, B) of an image key.
+using ChannelHistograms = std::array<std::array<int64_t, 256>, 3>;
+
+// Counts the pixels of every frame of image key `feature`, reading at most 16 MiB at a time.
+absl::StatusOr<ChannelHistograms> CountPixels(const DatasetReader& reader, const FeatureSpec& feature) {
+  constexpr int64_t kBlockBytes = int64_t{16} << 20;
+  const int64_t frame_bytes = ElementsPerStep(feature);
+  const int64_t block_frames = std::max<int64_t>(1, kBlockBytes / frame_bytes);
+  ChannelHistograms histograms{};
+  std::vector<uint8_t> block;
+  for (const DemoLayout& demo : reader.layout().demos) {
+    for (int64_t first = 0; first < demo.num_samples; first += block_frames) {
+      const int64_t frames = std::min(block_frames, demo.num_samples - first);
+      block.resize(frames * frame_bytes);
+      ROBOLOOP_RETURN_IF_ERROR(reader.ReadFeatureRows(demo.name, feature.name, first, frames, block.data()));
+      for (size_t i = 0; i < block.size(); i += 3) {
+        ++histograms[0][block[i]];
+        ++histograms[1][block[i + 1]];
+        ++histograms[2][block[i + 2]];
+      }
+    }
+  }
+  return histograms;
+}
+
+// Appends one channel's statistics, pixel values scaled to [0, 1].
+void AddChannelStats(const std::array<int64_t, 256>& histogram, FeatureStats* stats) {
+  constexpr double kScale = 1.0 / 255;
+  int64_t total = 0;
+  double sum = 0;
+  for (int value = 0; value < 256; ++value) {
+    total += histogram[value];
+    sum += static_cast<double>(value) * histogram[value];
+  }
+  const double mean = sum / total;
+  double squares = 0;
+  int lowest = 255;
+  int highest = 0;
+  for (int value = 0; value < 256; ++value) {
+    if (histogram[value] == 0) continue;
+    squares += (value - mean) * (value - mean) * histogram[value];
+    lowest = std::min(lowest, value);
+    highest = std::max(highest, value);
+  }
+  stats->mean.push_back(mean * kScale);
+  stats->std.push_back(std::sqrt(squares / total) * kScale);
+  stats->min.push_back(lowest * kScale);
+  stats->max.push_back(highest * kScale);
+  stats->q01.push_back(HistogramQuantile(histogram, 0.01) * kScale);
+  stats->q99.push_back(HistogramQuantile(histogram, 0.99) * kScale);
+}
+
+// Per-channel statistics of image key `feature` over every frame of the file.
+absl::StatusOr<FeatureStats> ComputeImageStats(const DatasetReader& reader, const FeatureSpec& feature) {
+  ROBOLOOP_ASSIGN_OR_RETURN(ChannelHistograms histograms, CountPixels(reader, feature));
+  FeatureStats stats;
+  stats.name = feature.name;
+  stats.count = reader.layout().total_steps;
+  stats.per_channel = true;
+  for (const std::array<int64_t, 256>& histogram : histograms) AddChannelStats(histogram, &stats);
+  return stats;
+}
+
 absl::StatusOr<FeatureStats> ComputeFeatureStats(const DatasetReader& reader,
                                                  const FeatureSpec& feature,
                                                  const StatsOptions& options) {
@@ -93,6 +159,9 @@ absl::Status WriteFeatureStats(hid_t file, const FeatureStats& stats) {
     const Array array = Array::From<double>({static_cast<int64_t>(values.size())}, values);
     ROBOLOOP_RETURN_IF_ERROR(h5::WriteArray(group.get(), kStatNames[i], array, storage));
   }
+  if (stats.per_channel) {
+    ROBOLOOP_RETURN_IF_ERROR(h5::WriteStringAttr(group.get(), "description", kPerChannelDescription));
+  }
   return h5::WriteInt64Attr(group.get(), "count", stats.count);
 }
 
@@ -102,6 +171,7 @@ absl::StatusOr<FeatureStats> ReadFeatureStats(hid_t file, const std::string& nam
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle group, h5::OpenGroup(file, group_path, group_path));
   FeatureStats stats;
   stats.name = name;
+  stats.per_channel = IsImageKey(name);
   for (int i = 0; i < 6; ++i) {
     const std::string display = absl::StrCat(path, ": ", group_path, "/", kStatNames[i]);
     ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset,
@@ -127,13 +197,33 @@ double Quantile(const std::vector<double>& sorted, double q) {
   return sorted[below] + fraction * (sorted[above] - sorted[below]);
 }
 
+double HistogramQuantile(const std::array<int64_t, 256>& histogram, double q) {
+  int64_t total = 0;
+  for (int64_t count : histogram) total += count;
+  const double position = q * (total - 1);
+  const int64_t below = static_cast<int64_t>(std::floor(position));
+  const int64_t above = std::min(below + 1, total - 1);
+  // The value at `rank` (0-based) of the values in ascending order.
+  auto value_at = [&histogram](int64_t rank) {
+    int64_t seen = 0;
+    for (int value = 0; value < 255; ++value) {
+      seen += histogram[value];
+      if (rank < seen) return value;
+    }
+    return 255;
+  };
+  const double low = value_at(below);
+  return low + (position - below) * (value_at(above) - low);
+}
+
 absl::StatusOr<DatasetStats> ComputeStats(const DatasetReader& reader,
                                           const StatsOptions& options) {
   DatasetStats stats;
   for (const FeatureSpec& feature : reader.layout().spec) {
-    if (feature.step_shape.size() > 1) continue;
-    ROBOLOOP_ASSIGN_OR_RETURN(FeatureStats feature_stats,
-                              ComputeFeatureStats(reader, feature, options));
+    const bool image = IsImageKey(feature.name);
+    if (!image && feature.step_shape.size() > 1) continue;
+    ROBOLOOP_ASSIGN_OR_RETURN(FeatureStats feature_stats, image ? ComputeImageStats(reader, feature)
+                                                                : ComputeFeatureStats(reader, feature, options));
     stats.push_back(std::move(feature_stats));
   }
   return stats;
@@ -186,6 +276,7 @@ nlohmann::json StatsToJson(const DatasetStats& stats) {
   nlohmann::json json = nlohmann::json::object();
   for (const FeatureStats& feature : stats) {
     nlohmann::json entry = {{"count", feature.count}};
+    if (feature.per_channel) entry["per_channel"] = true;
     for (int i = 0; i < 6; ++i) entry[kStatNames[i]] = StatField(feature, i);
     json[feature.name] = std::move(entry);
   }

@@ -44,8 +44,9 @@ void AppendStats(const DatasetInfo& info, std::ostringstream* out) {
   }
   *out << "stats\n";
   for (const FeatureStats& stats : *info.stats) {
-    *out << absl::StrFormat("  %-20s mean %s\n  %-20s std  %s\n", stats.name,
-                            FormatValues(stats.mean), "", FormatValues(stats.std));
+    *out << absl::StrFormat("  %-20s mean %s%s\n  %-20s std  %s\n", stats.name, FormatValues(stats.mean),
+                            stats.per_channel ? "  per RGB channel, pixels / 255" : "", "",
+                            FormatValues(stats.std));
   }
 }
 
@@ -97,7 +98,8 @@ std::string InfoToTable(const DatasetInfo& info) {
   }
   out << "features\n";
   for (const FeatureSpec& feature : info.layout.spec) {
-    out << absl::StrFormat("  %-20s %s\n", feature.name, DescribeFeature(feature));
+    out << absl::StrFormat("  %-20s %s%s\n", feature.name, DescribeFeature(feature),
+                           IsImageKey(feature.name) ? "  image (RGB frames)" : "");
   }
   out << (info.layout.masks.empty() ? "splits     none\n" : "splits\n");
   for (const auto& [split, demos] : info.layout.masks) {

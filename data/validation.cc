@@ -60,8 +60,19 @@ absl::StatusOr<FeatureSpec> ScanFeature(hid_t demo_group, const std::string& dem
     return Invalid(path, absl::StrCat("shape ", ShapeToString(shape.dims), ", expected [T]"));
   }
   *length = shape.dims[0];
-  return FeatureSpec{name, shape.dtype, std::vector<int64_t>(shape.dims.begin() + 1,
-                                                             shape.dims.end())};
+  FeatureSpec feature{name, shape.dtype, std::vector<int64_t>(shape.dims.begin() + 1, shape.dims.end())};
+  if (IsImageKey(name)) ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckImageFeature(feature), path));
+  return feature;
+}
+
+// The error for feature `name` of `demo` holding `length` steps where actions has `expected`.
+absl::Status LengthMismatch(const std::string& demo, const std::string& name, int64_t length,
+                            int64_t expected) {
+  if (IsImageKey(name)) {
+    return Invalid(FeaturePath(demo, name),
+                   absl::StrCat(length, " frames, expected ", expected, " (one per step of actions)"));
+  }
+  return Invalid(FeaturePath(demo, name), absl::StrCat("length ", length, ", expected ", expected, " (actions)"));
 }
 
 absl::Status CheckNumSamples(hid_t demo_group, const std::string& demo, int64_t steps) {
@@ -89,8 +100,7 @@ absl::StatusOr<DemoScan> ScanDemo(hid_t data_group, const std::string& demo, int
       scan.demo.num_samples = length;
       if (length == 0) return Invalid(DemoPath(demo), "empty demo (actions has 0 steps)");
     } else if (length != scan.demo.num_samples) {
-      return Invalid(FeaturePath(demo, name), absl::StrCat("length ", length, ", expected ",
-                                                           scan.demo.num_samples, " (actions)"));
+      return LengthMismatch(demo, name, length, scan.demo.num_samples);
     }
     scan.spec.push_back(std::move(feature));
   }

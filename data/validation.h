@@ -1,6 +1,8 @@
 // Validation of robomimic-layout files: structure, lengths, specs across demos, masks and
 // non-finite values. Every error names the file and the path inside it, e.g.
-// `f.hdf5: data/demo_17/obs/qpos: length 199, expected 200 (actions)`.
+// `f.hdf5: data/demo_17/obs/qpos: length 199, expected 200 (actions)`. Image keys (IsImageKey)
+// must be uint8 [T, H, W, 3] with 1 <= H, W <= kMaxImageSide and one frame per step of actions:
+// `f.hdf5: data/demo_2/obs/agentview_image: 9 frames, expected 10 (one per step of actions)`.
 #pragma once
 
 #include <cstdint>

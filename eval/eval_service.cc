@@ -97,6 +97,9 @@ sim::ObsSpec ObsSpecOf(const v1::TaskInfo& task) {
   for (const v1::ObsKey& key : task.obs_keys()) {
     spec.keys.push_back({key.name(), {key.shape().begin(), key.shape().end()}});
   }
+  for (const v1::CameraObs& camera : task.cameras()) {
+    spec.cameras.push_back({camera.name(), camera.camera(), camera.width(), camera.height()});
+  }
   return spec;
 }
 

@@ -39,12 +39,32 @@ v1::Stage Resolved(const v1::Stage& stage, const LoadedPipeline& loaded, const R
   return resolved;
 }
 
-// Loop iterations and what each finished top-level stage's kind has to say of it.
+// What the kinds of a loop's body stages say of each iteration, the stages named
+// "<loop>[<i>].<stage>".
+void SummarizeLoopBody(StageServices& services, const Plan& plan, const v1::Stage& loop, const RunOutcome& outcome,
+                       std::vector<std::string>* lines) {
+  auto bodies = outcome.loop_bodies.find(loop.name());
+  if (bodies == outcome.loop_bodies.end()) return;
+  for (size_t i = 0; i < bodies->second.size(); ++i) {
+    for (const v1::Stage& stage : loop.loop().stages()) {
+      auto it = bodies->second[i].find(stage.name());
+      const StageKind* kind = plan.kinds->Find(stage.kind());
+      if (it == bodies->second[i].end() || !kind->summarize) continue;
+      v1::Stage labelled = stage;
+      labelled.set_name(absl::StrCat(loop.name(), "[", i + 1, "].", stage.name()));
+      for (std::string& line : kind->summarize(labelled, it->second, services)) lines->push_back(std::move(line));
+    }
+  }
+}
+
+// Loop iterations and what each finished stage's kind has to say of it, in pipeline order
+// (a loop's body stages per iteration).
 std::vector<std::string> Summary(StageServices& services, const Plan& plan, const LoadedPipeline& loaded,
                                  const RunOutcome& outcome) {
   std::vector<std::string> lines;
   for (const auto& [loop, iterations] : outcome.loop_iterations) lines.push_back(absl::StrCat(loop, ": ", iterations, " iteration(s)"));
   for (const v1::Stage& stage : loaded.pipeline.stages()) {
+    if (stage.has_loop()) SummarizeLoopBody(services, plan, stage, outcome, &lines);
     auto it = outcome.outputs.find(stage.name());
     const StageKind* kind = plan.kinds->Find(stage.kind());
     if (it == outcome.outputs.end() || !kind->summarize) continue;

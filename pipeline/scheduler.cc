@@ -217,6 +217,7 @@ class Runner {
       {
         absl::MutexLock lock(&outcome_mu_);
         outcome->loop_iterations[label] = iteration;
+        outcome->loop_bodies[label].push_back(inner);
       }
       if (loop.loop().until().empty()) continue;
       std::map<std::string, StageOutputs> all = inputs;

@@ -63,6 +63,8 @@ std::optional<UnmetLoop> UnmetLoopOf(const absl::Status& status);
 struct RunOutcome {
   std::map<std::string, StageOutputs> outputs;  // every finished top-level stage
   std::map<std::string, int> loop_iterations;   // loops: iterations used
+  // loops: per iteration (in order), the outputs of the body's finished stages by name
+  std::map<std::string, std::vector<std::map<std::string, StageOutputs>>> loop_bodies;
 };
 
 // Runs `loaded` in the order of its `plan` (from ValidatePipeline), dispatching every stage but

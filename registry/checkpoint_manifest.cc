@@ -99,14 +99,63 @@ absl::Status ReadBounds(const json& spec, const std::string& key, ArraySpecs& sp
   return absl::OkStatus();
 }
 
+absl::Status CheckKnownKeys(const json& object, const std::string& path, const std::set<std::string>& known) {
+  for (const auto& [key, value] : object.items()) {
+    if (known.count(key) == 0) {
+      return FieldError(Child(path, key), absl::StrCat("unknown field; known: ", absl::StrJoin(known, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Positive(const json& object, const std::string& key, const std::string& parent) {
+  ROBOLOOP_ASSIGN_OR_RETURN(const json* value, Typed(object, key, parent, json::value_t::number_integer));
+  if (value->get<int64_t>() < 1) return FieldError(Child(parent, key), "must be >= 1");
+  return value->get<int64_t>();
+}
+
+absl::StatusOr<ManifestCamera> ReadCamera(const json& entry, const std::string& path) {
+  if (!entry.is_object()) return FieldError(path, "expected {name, camera, width, height}");
+  ROBOLOOP_RETURN_IF_ERROR(CheckKnownKeys(entry, path, {"name", "camera", "width", "height"}));
+  ManifestCamera camera;
+  ROBOLOOP_ASSIGN_OR_RETURN(camera.name, String(entry, "name", path));
+  if (camera.name.empty()) return FieldError(Child(path, "name"), "must not be empty");
+  ROBOLOOP_ASSIGN_OR_RETURN(camera.camera, String(entry, "camera", path));
+  ROBOLOOP_ASSIGN_OR_RETURN(camera.width, Positive(entry, "width", path));
+  ROBOLOOP_ASSIGN_OR_RETURN(camera.height, Positive(entry, "height", path));
+  return camera;
+}
+
+// obs_spec.cameras: camera names unique among themselves and the spec's names.
+absl::Status ReadCameras(const json& spec, ArraySpecs& specs) {
+  auto cameras = spec.find("cameras");
+  if (cameras == spec.end()) return absl::OkStatus();
+  if (!cameras->is_array()) return FieldError("obs_spec.cameras", "expected an array");
+  std::set<std::string> seen(specs.names.begin(), specs.names.end());
+  for (size_t i = 0; i < cameras->size(); ++i) {
+    const std::string path = absl::StrCat("obs_spec.cameras[", i, "]");
+    ROBOLOOP_ASSIGN_OR_RETURN(ManifestCamera camera, ReadCamera((*cameras)[i], path));
+    if (!seen.insert(camera.name).second) {
+      return FieldError(Child(path, "name"), absl::StrCat("'", camera.name, "' is already an observation name"));
+    }
+    specs.cameras.push_back(std::move(camera));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ArraySpecs> ReadArraySpecs(const json& manifest, const std::string& key) {
   ROBOLOOP_ASSIGN_OR_RETURN(const json* spec, Typed(manifest, key, "", json::value_t::object));
+  const bool obs = key == "obs_spec";
+  std::set<std::string> known = {"names", "shapes", "bounds"};
+  if (obs) known.insert("cameras");
+  ROBOLOOP_RETURN_IF_ERROR(CheckKnownKeys(*spec, key, known));
   ROBOLOOP_ASSIGN_OR_RETURN(const json* names, Typed(*spec, "names", key, json::value_t::array));
   ROBOLOOP_ASSIGN_OR_RETURN(const json* shapes, Typed(*spec, "shapes", key, json::value_t::array));
   ArraySpecs specs;
   ROBOLOOP_RETURN_IF_ERROR(ReadNames(*names, key, specs));
   ROBOLOOP_RETURN_IF_ERROR(ReadShapes(*shapes, key, specs));
   ROBOLOOP_RETURN_IF_ERROR(ReadBounds(*spec, key, specs));
+  if (obs) ROBOLOOP_RETURN_IF_ERROR(ReadCameras(*spec, specs));
   return specs;
 }
 
@@ -207,13 +256,9 @@ absl::StatusOr<std::map<std::string, BlobDigest>> ReadBlobs(const json& manifest
 }
 
 absl::Status CheckTopLevelKeys(const json& manifest) {
-  static const std::set<std::string> kKeys = {
-      "format_version", "model", "policy", "obs_spec", "action_spec", "normalization", "action_chunk",
-      "dataset_id", "parent_id", "step", "metrics", "blobs", "provenance"};
-  for (const auto& [key, value] : manifest.items()) {
-    if (kKeys.count(key) == 0) return FieldError(key, "unknown field");
-  }
-  return absl::OkStatus();
+  return CheckKnownKeys(manifest, "", {"format_version", "model", "policy", "obs_spec", "action_spec",
+                                       "normalization", "action_chunk", "dataset_id", "parent_id", "step",
+                                       "metrics", "blobs", "provenance"});
 }
 
 absl::Status CheckFormatVersion(const json& manifest) {
@@ -259,6 +304,13 @@ absl::StatusOr<CheckpointManifest> Read(const json& root) {
 json ArraySpecsJson(const ArraySpecs& specs) {
   json out = {{"names", specs.names}, {"shapes", specs.shapes}};
   if (specs.bounds.has_value()) out["bounds"] = *specs.bounds;
+  if (!specs.cameras.empty()) {
+    json cameras = json::array();
+    for (const ManifestCamera& c : specs.cameras) {
+      cameras.push_back({{"name", c.name}, {"camera", c.camera}, {"width", c.width}, {"height", c.height}});
+    }
+    out["cameras"] = std::move(cameras);
+  }
   return out;
 }
 

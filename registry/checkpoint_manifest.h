@@ -12,6 +12,11 @@
 //   obs_spec, action_spec
 //                   {names: [string], shapes: [[integer >= 0]] (one per name),
 //                    bounds: optional [object | null] (one per name)}
+//                   obs_spec may also hold cameras: optional [{name: non-empty string,
+//                    camera: string ("" = the free camera), width: integer >= 1,
+//                    height: integer >= 1}], the policy's camera images in the order it reads
+//                    them (docs/vision.md); absent = none. Unknown fields of either spec or of a
+//                    camera are rejected.
 //   normalization   {feature: {mean|std|min|max|q01|q99: [number]}} (each stat optional)
 //   action_chunk    {horizon: integer >= 1, execution: optional non-empty string}; only
 //                   manifests written before issue 27 carry `execution`: nothing runs by it
@@ -43,11 +48,24 @@ namespace roboloop::registry {
 // The manifest format version this code reads and writes.
 inline constexpr int kManifestFormatVersion = 1;
 
+// One camera image a policy reads (docs/vision.md): uint8 height x width x 3.
+struct ManifestCamera {
+  std::string name;    // observation name; datasets store it as obs/<name>_image
+  std::string camera;  // the MJCF camera rendering it; "" = the free camera
+  int64_t width = 0;   // pixels, >= 1
+  int64_t height = 0;  // pixels, >= 1
+
+  bool operator==(const ManifestCamera& other) const {
+    return name == other.name && camera == other.camera && width == other.width && height == other.height;
+  }
+};
+
 // The named arrays of an observation or action.
 struct ArraySpecs {
   std::vector<std::string> names;                 // one per array
   std::vector<std::vector<int64_t>> shapes;       // per-step shape of each
   std::optional<std::vector<nlohmann::json>> bounds;  // optional: object or null per name
+  std::vector<ManifestCamera> cameras;            // obs_spec only: images, in order; empty = none
 
   // Floats of one step: the sum of the shapes' element counts.
   int64_t Floats() const;

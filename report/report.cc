@@ -13,6 +13,7 @@
 #include "common/store_layout.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "report/report_progress.h"
 #include "sim/render.h"
 
 namespace roboloop::report {
@@ -212,30 +213,63 @@ std::string DataUri(const std::string& png) {
   return "data:image/png;base64," + encoded;
 }
 
-// The animations as <img> elements cycled by a script; the page's body records how many
-// distinct frames the first animation has (data-animation-frames) once the script ran.
+// Camera frames are drawn at least this many pixels wide, without smoothing.
+constexpr int kCameraDisplayWidth = 192;
+
+// One <figure> whose <img> (id `id`) shows `frames`, `width` x `height` on the page; appends
+// the frames to the script's array `frames_js`.
+std::string AnimatedFigure(const std::string& id, const std::vector<std::string>& frames, int width, int height,
+                           bool pixelated, const std::string& caption, std::string* frames_js) {
+  absl::StrAppend(frames_js, frames_js->back() == '[' ? "" : ",", "['", id, "',[");
+  for (size_t f = 0; f < frames.size(); ++f) absl::StrAppend(frames_js, f ? "," : "", "'", DataUri(frames[f]), "'");
+  absl::StrAppend(frames_js, "]]");
+  return absl::StrFormat(
+      "<figure style='display:inline-block;vertical-align:top'><img class='animation' id='%s' width='%d' height='%d'%s "
+      "src='%s'/><figcaption>%s</figcaption></figure>",
+      id, width, height, pixelated ? " style='image-rendering:pixelated'" : "", frames.empty() ? "" : DataUri(frames.front()),
+      caption);
+}
+
+// The animations as <img> elements cycled by a script, each episode's external view followed
+// by what each of the task's cameras saw; the page's body records how many distinct frames the
+// first animation has (data-animation-frames) once the script ran.
 std::string AnimationSection(const std::vector<EpisodeAnimation>& animations, const v1::Evaluation& evaluation) {
   std::string html = absl::StrCat("<h2>Champion episodes</h2><p class='muted'>", HtmlEscape(evaluation.protocol().name()),
-                                  ", rendered offscreen with MuJoCo + OSMesa</p><div>");
+                                  ", rendered offscreen with MuJoCo; next to the external view, what the policy's "
+                                  "cameras saw</p>");
   const sim::RenderOptions frame;
   std::string frames_js = "[";
   for (size_t i = 0; i < animations.size(); ++i) {
     const EpisodeAnimation& a = animations[i];
-    absl::StrAppendFormat(&html,
-                          "<figure style='display:inline-block'><img class='animation' id='animation-%d' width='%d' "
-                          "height='%d' src='%s'/><figcaption>%s: episode %d, return %.2f, %s, %d frames</figcaption></figure>",
-                          i, frame.width, frame.height, a.frames.empty() ? "" : DataUri(a.frames.front()), a.label, a.episode_index,
-                          a.episode_return, a.success ? "success" : "failure", a.frames.size());
-    absl::StrAppend(&frames_js, i ? "," : "", "[");
-    for (size_t f = 0; f < a.frames.size(); ++f) absl::StrAppend(&frames_js, f ? "," : "", "'", DataUri(a.frames[f]), "'");
-    absl::StrAppend(&frames_js, "]");
+    absl::StrAppend(&html, "<div>",
+                    AnimatedFigure(absl::StrCat("animation-", i), a.frames, frame.width, frame.height, false,
+                                   absl::StrFormat("%s: episode %d, return %.2f, %s, %d frames", a.label,
+                                                   a.episode_index, a.episode_return,
+                                                   a.success ? "success" : "failure", a.frames.size()),
+                                   &frames_js));
+    for (size_t c = 0; c < a.cameras.size(); ++c) {
+      const CameraAnimation& view = a.cameras[c];
+      const int scale = std::max(1, kCameraDisplayWidth / view.width);
+      absl::StrAppend(&html, AnimatedFigure(absl::StrCat("animation-", i, "-camera-", c), view.frames,
+                                            view.width * scale, view.height * scale, true,
+                                            absl::StrCat("camera ", HtmlEscape(view.name), " (", view.width, "x",
+                                                         view.height, ")"),
+                                            &frames_js));
+    }
+    absl::StrAppend(&html, "</div>");
   }
   absl::StrAppend(&frames_js, "]");
-  absl::StrAppend(&html, "</div><script>const animations=", frames_js,
-                  ";document.body.dataset.animationFrames=String(new Set(animations[0]||[]).size);"
-                  "let tick=0;setInterval(()=>{tick++;animations.forEach((frames,i)=>{if(frames.length)"
-                  "document.getElementById('animation-'+i).src=frames[tick%frames.length];});},100);</script>");
+  absl::StrAppend(&html, "<script>const animations=", frames_js,
+                  ";document.body.dataset.animationFrames=String(new Set((animations[0]||['',[]])[1]).size);"
+                  "let tick=0;setInterval(()=>{tick++;animations.forEach(([id,frames])=>{if(frames.length)"
+                  "document.getElementById(id).src=frames[tick%frames.length];});},100);</script>");
   return html;
+}
+
+// The protocol of the champion's best leaderboard row ("" when it has none).
+std::string ChampionProtocol(const v1::Checkpoint& champion, const std::vector<v1::Evaluation>& rows) {
+  auto row = std::find_if(rows.begin(), rows.end(), [&](const v1::Evaluation& e) { return e.checkpoint_id() == champion.id(); });
+  return row == rows.end() ? "" : row->protocol().name();
 }
 
 // The champion's evaluation with episodes under the protocol of its best leaderboard row.
@@ -299,13 +333,12 @@ absl::StatusOr<std::string> WriteModelReport(wiring::ServiceClients& clients, co
     absl::StrAppend(&html, SuccessChart(rows), LeaderboardTable(rows));
   }
   if (champion.ok()) {
+    std::vector<v1::Checkpoint> chain = {*champion};
+    absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(champion->id());
+    if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
+    absl::StrAppend(&html, ClosedLoopSection(clients, chain, rows, ChampionProtocol(*champion, rows)));
     absl::StrAppend(&html, ChampionAnimation(clients, request, *champion, rows));
-    if (!request.train_root.empty()) {
-      std::vector<v1::Checkpoint> chain = {*champion};
-      absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(champion->id());
-      if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
-      absl::StrAppend(&html, LossSection(request.train_root, chain));
-    }
+    if (!request.train_root.empty()) absl::StrAppend(&html, LossSection(request.train_root, chain));
     absl::StrAppend(&html, LineageSection(clients, *champion));
   }
   absl::StrAppend(&html, AliasHistorySection(clients, request.model), "</body></html>\n");

@@ -1,7 +1,8 @@
 // The HTML report of a model (issue 8 report stage, issue 7 req 7): one self-contained page,
 // viewable offline — champion, leaderboard rows (termination reasons, robustness settings) with
 // their 95 % intervals drawn as an SVG chart, training loss curves of the champion's lineage,
-// an animation of the champion's best and worst episodes rendered offscreen, the lineage
+// the closed loop's progress (report_progress.h), an animation of the champion's best and worst
+// episodes rendered offscreen, the lineage
 // (checkpoints and datasets) and the history of the champion alias — built from the registry
 // and EvalService through the pipeline's clients.
 #pragma once

@@ -54,6 +54,12 @@ absl::StatusOr<EpisodeAnimation> Animate(const sim::Task& task, sim::Policy& pol
   animation.success = episode.success();
   ROBOLOOP_ASSIGN_OR_RETURN(animation.frames,
                             sim::RenderStatesAsPng(task.model(), sink.states(), options.max_frames, sim::RenderOptions()));
+  for (const sim::CameraSpec& camera : task.obs_spec().cameras) {
+    CameraAnimation view{camera.name, camera.width, camera.height, {}};
+    ROBOLOOP_ASSIGN_OR_RETURN(view.frames,
+                              sim::RenderCameraStatesAsPng(task, camera.name, sink.states(), options.max_frames));
+    animation.cameras.push_back(std::move(view));
+  }
   return animation;
 }
 

@@ -1,6 +1,7 @@
 // The episodes a report animates (issue 7, req 7): the best and the worst episode of an
 // evaluation, re-run locally with the evaluated checkpoint (deterministic: the re-run must
-// reproduce the stored return) and rendered offscreen (sim/render.h) as PNG frames.
+// reproduce the stored return) and rendered offscreen (sim/render.h) as PNG frames: the external
+// view, and what each of the task's cameras saw (docs/vision.md).
 #pragma once
 
 #include <string>
@@ -13,13 +14,21 @@
 
 namespace roboloop::report {
 
+// What one camera observation of the task saw, frame by frame.
+struct CameraAnimation {
+  std::string name;                 // the task's camera observation name
+  int width = 0, height = 0;        // pixels of one frame
+  std::vector<std::string> frames;  // PNG bytes, at the same steps as EpisodeAnimation::frames
+};
+
 // One animated episode.
 struct EpisodeAnimation {
   std::string label;                // "best" or "worst"
   int64_t episode_index = 0;
   double episode_return = 0;
   bool success = false;
-  std::vector<std::string> frames;  // PNG bytes, in time order
+  std::vector<std::string> frames;  // PNG bytes of the external view, in time order
+  std::vector<CameraAnimation> cameras;  // what each of the task's cameras saw (none for state-only tasks)
 };
 
 // Settings of AnimateBestAndWorst.

@@ -12,7 +12,7 @@ PACKAGES=(
   clang  # compiles the AVX2 kernels (kernels/CMakeLists.txt)
   libgloo-dev libopenblas0-pthread
   python3 python3-venv  # the project's virtual environment (LibTorch, MuJoCo, test fixtures)
-  libgl-dev libosmesa6-dev
+  libgl-dev libosmesa6-dev libegl-dev  # GL, OSMesa and EGL headers (sim/gl_context.cc loads the libraries at run time)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev

@@ -7,6 +7,7 @@
 #include "sim/tasks/humanoid_stand.h"
 #include "sim/tasks/pendulum.h"
 #include "sim/tasks/push.h"
+#include "sim/tasks/reach_vision.h"
 #include "sim/tasks/reacher.h"
 
 namespace roboloop::sim {
@@ -43,6 +44,10 @@ absl::Status RegisterBuiltins(TaskRegistry* registry, const BuiltinTaskOptions& 
   ROBOLOOP_RETURN_IF_ERROR(registry->Register(
       "push", "push a block with a planar pusher to a sampled goal (400 steps, 50 Hz)",
       [push] { return MakePushTask(push); }));
+  const std::string reach_vision = options.models_dir + "/reach_vision.xml";
+  ROBOLOOP_RETURN_IF_ERROR(registry->Register(
+      "reach-vision", "reach a target only the overhead camera shows (60 steps, 20 Hz, 48x48 RGB)",
+      [reach_vision] { return MakeReachVisionTask(reach_vision); }));
   const std::string humanoid = options.humanoid_model;
   return registry->Register("humanoid-stand",
                             "keep Gymnasium's humanoid standing (500 steps, throughput task)",

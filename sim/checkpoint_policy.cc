@@ -32,16 +32,53 @@ struct EpisodeState {
   std::deque<std::pair<int32_t, std::vector<float>>> chunks;
 };
 
+std::string DescribeCamera(const CameraSpec& camera) {
+  return absl::StrCat("camera '", camera.name, "' ", camera.width, "x", camera.height, " (width x height)");
+}
+
+// Bytes of one observation's frames of `cameras`.
+int ImageBytes(const std::vector<CameraSpec>& cameras) {
+  int bytes = 0;
+  for (const CameraSpec& camera : cameras) bytes += camera.bytes();
+  return bytes;
+}
+
+// The byte offset in the task's image row of each of `cameras`, each of which must be a task
+// camera of the same size. InvalidArgument "<subject> does not fit the task: ..." otherwise.
+absl::StatusOr<std::vector<int>> TaskImageOffsets(const std::vector<CameraSpec>& cameras, const std::string& subject,
+                                                  const ObsSpec& obs_spec) {
+  std::vector<int> offsets;
+  for (const CameraSpec& camera : cameras) {
+    const auto task = std::find_if(obs_spec.cameras.begin(), obs_spec.cameras.end(),
+                                   [&](const CameraSpec& c) { return c.name == camera.name; });
+    std::string problem;
+    if (task == obs_spec.cameras.end()) {
+      problem = "the task has no camera of that name";
+    } else if (task->width != camera.width || task->height != camera.height) {
+      problem = absl::StrCat("the task's is ", task->width, "x", task->height);
+    }
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(subject, " does not fit the task: it sees ",
+                                                     DescribeCamera(camera), " but ",
+                                                     problem, " (task observation ", DescribeObsSpec(obs_spec), ")"));
+    }
+    offsets.push_back(obs_spec.image_offset(camera.name));
+  }
+  return offsets;
+}
+
 // Executes a ChunkModel's chunks per episode. Not thread-safe (Policy's contract).
 class ChunkedPolicy : public Policy {
  public:
   ChunkedPolicy(std::unique_ptr<ChunkModel> model, ChunkExecution execution, std::string name,
-                ObsSpec obs_spec, ActionSpec action_spec)
+                ObsSpec obs_spec, ActionSpec action_spec, std::vector<int> camera_offsets)
       : model_(std::move(model)),
         execution_(execution),
         name_(std::move(name)),
         obs_spec_(std::move(obs_spec)),
-        action_spec_(std::move(action_spec)) {}
+        action_spec_(std::move(action_spec)),
+        camera_offsets_(std::move(camera_offsets)),
+        model_image_bytes_(ImageBytes(model_->cameras())) {}
 
   std::string name() const override { return name_; }
   const ObsSpec& obs_spec() const override { return obs_spec_; }
@@ -124,7 +161,9 @@ class ChunkedPolicy : public Policy {
       std::copy(state.history.begin(), state.history.end(), query_obs_.begin() + q * in_size);
       query_history_length_[q] = std::min(batch.step[row] + 1, model_->history());
     }
+    ROBOLOOP_RETURN_IF_ERROR(GatherImages(batch));
     ROBOLOOP_RETURN_IF_ERROR(model_->Predict(query_obs_.data(), query_history_length_.data(),
+                                             model_image_bytes_ > 0 ? query_images_.data() : nullptr,
                                              static_cast<int>(rows), query_actions_.data()));
     for (size_t q = 0; q < rows; ++q) {
       const int row = query_rows_[q];
@@ -134,6 +173,25 @@ class ChunkedPolicy : public Policy {
       // Only chunks that still cover a future step are kept (ensembling keeps up to H).
       const int keep = execution_.mode == ChunkExecution::Mode::kTemporalEnsemble ? model_->chunk() : 1;
       while (static_cast<int>(state.chunks.size()) > keep) state.chunks.pop_front();
+    }
+    return absl::OkStatus();
+  }
+
+  // The query rows' current frames of the model's cameras, in its order, into query_images_.
+  absl::Status GatherImages(const PolicyBatch& batch) {
+    if (model_image_bytes_ == 0) return absl::OkStatus();
+    if (batch.images == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy ", name_, " sees cameras, but the batch carries no images"));
+    }
+    const size_t task_bytes = static_cast<size_t>(obs_spec_.image_bytes());
+    query_images_.resize(query_rows_.size() * model_image_bytes_);
+    uint8_t* out = query_images_.data();
+    for (const int row : query_rows_) {
+      const uint8_t* frames = batch.images + static_cast<size_t>(row) * task_bytes;
+      for (size_t k = 0; k < camera_offsets_.size(); ++k) {
+        out = std::copy_n(frames + camera_offsets_[k], model_->cameras()[k].bytes(), out);
+      }
     }
     return absl::OkStatus();
   }
@@ -171,6 +229,9 @@ class ChunkedPolicy : public Policy {
   std::vector<float> query_obs_;
   std::vector<int32_t> query_history_length_;
   std::vector<float> query_actions_;
+  const std::vector<int> camera_offsets_;  // per model camera: its offset in the task's image row
+  const int model_image_bytes_;            // bytes of one row's frames in the model's order
+  std::vector<uint8_t> query_images_;
 };
 
 // A checkpoint's model behind the torch boundary.
@@ -184,11 +245,16 @@ class TorchChunkModel : public ChunkModel {
   int chunk() const override { return spec_.chunk; }
   int obs_dim() const override { return spec_.obs_dim; }
   int action_dim() const override { return spec_.action_dim; }
+  const std::vector<CameraSpec>& cameras() const override { return spec_.cameras; }
 
-  absl::Status Predict(const float* obs, const int32_t* history_length, int rows,
+  absl::Status Predict(const float* obs, const int32_t* history_length, const uint8_t* images, int rows,
                        float* actions) override {
-    return policy_->ActChunk(obs, history_length, rows, spec_.history, spec_.obs_dim, actions,
-                             spec_.chunk, spec_.action_dim, batch_invariant_);
+    if (spec_.cameras.empty()) {
+      return policy_->ActChunk(obs, history_length, rows, spec_.history, spec_.obs_dim, actions,
+                               spec_.chunk, spec_.action_dim, batch_invariant_);
+    }
+    return policy_->ActChunkImages(obs, history_length, images, ImageBytes(spec_.cameras), rows, spec_.history,
+                                   spec_.obs_dim, actions, spec_.chunk, spec_.action_dim, batch_invariant_);
   }
 
  private:
@@ -219,6 +285,28 @@ absl::Status CheckObsKeys(const registry::ArraySpecs& keys, const std::string& c
   return absl::OkStatus();
 }
 
+// The cameras of policy options `options` (absent = none); InvalidArgument naming `subject` and
+// the entry that is not {name: string, width: integer, height: integer}.
+absl::StatusOr<std::vector<CameraSpec>> OptionCameras(const nlohmann::json& options, const std::string& subject) {
+  const nlohmann::json entries = options.value("cameras", nlohmann::json::array());
+  if (!entries.is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(subject, ": policy option 'cameras' is ", entries.dump(),
+                                                   ", expected an array"));
+  }
+  std::vector<CameraSpec> cameras;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const nlohmann::json& entry = entries[i];
+    if (!entry.is_object() || !entry.value("name", nlohmann::json()).is_string() ||
+        !entry.value("width", nlohmann::json()).is_number_integer() ||
+        !entry.value("height", nlohmann::json()).is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat(subject, ": policy option 'cameras' entry ", i, " is ",
+                                                     entry.dump(), ", expected {name, width, height}"));
+    }
+    cameras.push_back({entry["name"].get<std::string>(), "", entry["width"].get<int>(), entry["height"].get<int>()});
+  }
+  return cameras;
+}
+
 // The spec of a policy of kind and options `policy` run on the task; `subject` ("checkpoint
 // <ref>", "policy <path>") names it in errors.
 absl::StatusOr<CheckpointPolicySpec> PolicySpecFor(const registry::PolicySection& policy,
@@ -237,6 +325,8 @@ absl::StatusOr<CheckpointPolicySpec> PolicySpecFor(const registry::PolicySection
   spec.action_dim = spec.options.value("action_dim", action_spec.size());
   spec.history = spec.options.value("history", 1);
   spec.chunk = spec.options.value("chunk", 1);
+  ROBOLOOP_ASSIGN_OR_RETURN(spec.cameras, OptionCameras(spec.options, subject));
+  ROBOLOOP_RETURN_IF_ERROR(TaskImageOffsets(spec.cameras, subject, obs_spec).status());
   if (spec.obs_dim != obs_spec.size() || spec.action_dim != action_spec.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         subject, " does not fit the task: its options say obs_dim ", spec.obs_dim, " and action_dim ",
@@ -244,6 +334,21 @@ absl::StatusOr<CheckpointPolicySpec> PolicySpecFor(const registry::PolicySection
         action_spec.size(), " action dims"));
   }
   return spec;
+}
+
+std::vector<CameraSpec> ToCameraSpecs(const std::vector<registry::ManifestCamera>& cameras) {
+  std::vector<CameraSpec> specs;
+  for (const registry::ManifestCamera& c : cameras) {
+    specs.push_back({c.name, c.camera, static_cast<int>(c.width), static_cast<int>(c.height)});
+  }
+  return specs;
+}
+
+// "a 84x84, b 4x4": names and sizes (width x height), in order.
+std::string DescribeCameras(const std::vector<CameraSpec>& cameras) {
+  std::vector<std::string> parts;
+  for (const CameraSpec& c : cameras) parts.push_back(absl::StrCat(c.name, " ", c.width, "x", c.height));
+  return absl::StrJoin(parts, ", ");
 }
 
 // CheckManifestFitsTask on a parsed manifest.
@@ -256,9 +361,16 @@ absl::StatusOr<CheckpointPolicySpec> CheckManifest(const registry::CheckpointMan
                                                    manifest.action_spec.Floats(), " action dims, the task takes ",
                                                    action_spec.size()));
   }
+  const std::string subject = absl::StrCat("checkpoint ", checkpoint);
+  const std::vector<CameraSpec> cameras = ToCameraSpecs(manifest.obs_spec.cameras);
+  ROBOLOOP_RETURN_IF_ERROR(TaskImageOffsets(cameras, subject, obs_spec).status());
   ROBOLOOP_ASSIGN_OR_RETURN(CheckpointPolicySpec spec,
-                            PolicySpecFor(manifest.policy, manifest.normalization,
-                                          absl::StrCat("checkpoint ", checkpoint), obs_spec, action_spec));
+                            PolicySpecFor(manifest.policy, manifest.normalization, subject, obs_spec, action_spec));
+  if (DescribeCameras(spec.cameras) != DescribeCameras(cameras)) {
+    return absl::InvalidArgumentError(absl::StrCat(subject, ": manifest obs_spec.cameras [", DescribeCameras(cameras),
+                                                   "] disagree with policy.options.cameras [",
+                                                   DescribeCameras(spec.cameras), "]"));
+  }
   const registry::BlobDigest* blob = manifest.Blob(registry::kPolicyBlobRole);
   if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint, " has no policy blob"));
   spec.policy_sha256 = blob->sha256;
@@ -270,8 +382,11 @@ absl::Status ProbeFitsTask(ChunkModel& model, const std::string& name, const Obs
                            const ActionSpec& action_spec) {
   std::vector<float> obs(static_cast<size_t>(model.history()) * model.obs_dim(), 0.0f);
   std::vector<float> actions(static_cast<size_t>(model.chunk()) * model.action_dim(), 0.0f);
+  const int image_bytes = ImageBytes(model.cameras());
+  const std::vector<uint8_t> images(static_cast<size_t>(image_bytes), 0);
   const int32_t history_length = 1;
-  const absl::Status status = model.Predict(obs.data(), &history_length, 1, actions.data());
+  const absl::Status status =
+      model.Predict(obs.data(), &history_length, image_bytes > 0 ? images.data() : nullptr, 1, actions.data());
   if (status.ok()) return status;
   return absl::InvalidArgumentError(absl::StrCat("policy ", name, " does not fit the task (observation ",
                                                  DescribeObsSpec(obs_spec), " = ", obs_spec.size(), " floats, ",
@@ -393,7 +508,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkM
   if (execution.mode == ChunkExecution::Mode::kTemporalEnsemble && !(execution.ensemble_coefficient >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("policy ", name, ": the ensembling coefficient must be >= 0"));
   }
-  return std::unique_ptr<Policy>(new ChunkedPolicy(std::move(model), execution, name, obs_spec, action_spec));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<int> offsets,
+                            TaskImageOffsets(model->cameras(), absl::StrCat("policy ", name), obs_spec));
+  return std::unique_ptr<Policy>(
+      new ChunkedPolicy(std::move(model), execution, name, obs_spec, action_spec, std::move(offsets)));
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> LoadCheckpointPolicy(registry::RegistryClient& registry,

@@ -3,12 +3,14 @@
 // a local file. A torch-free sim::Policy over the file that keeps each episode's observation history
 // and executes the predicted action chunks (full chunk, receding horizon or ACT's temporal
 // ensembling). Every row's action depends only on its own episode, so rollouts do not depend on
-// envs, threads or sharding when batch-invariant inference is on.
+// envs, threads or sharding when batch-invariant inference is on. A policy that sees cameras
+// (docs/vision.md) gets each query row's current frames, in its own camera order.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +51,9 @@ struct CheckpointPolicySpec {
   int action_dim = 0;              // floats of one action
   int history = 1;                 // observations the model reads
   int chunk = 1;                   // actions the model predicts per query (H)
+  // The images the model reads, in its order: options.cameras ({name, width, height}; `camera`
+  // stays ""); empty for a state-only policy.
+  std::vector<CameraSpec> cameras;
   std::string policy_sha256;       // digest of the `policy` blob ("" for a local file)
   std::string blob_suffix;         // file suffix of the kind's weights
 };
@@ -56,8 +61,11 @@ struct CheckpointPolicySpec {
 // Checks `manifest` (CheckpointManifest::FromJson) against the task's specs before anything
 // runs: the obs_spec names and shapes, in order, must equal the task's keys, and the action_spec
 // must hold the task's action dimension; the policy's options (completed with its kind's
-// defaults) must agree with both where the kind has obs_dim/action_dim options. InvalidArgument
-// naming `checkpoint` and the first difference, or the manifest field at fault.
+// defaults) must agree with both where the kind has obs_dim/action_dim options. Each camera of
+// obs_spec.cameras must be a camera of the task with the same width and height (the task may
+// have more), and they must be the cameras of the options (same names, sizes and order).
+// InvalidArgument naming `checkpoint` and the first difference (a camera by name, with the
+// task's observation), or the manifest field at fault.
 absl::StatusOr<CheckpointPolicySpec> CheckManifestFitsTask(const nlohmann::json& manifest,
                                                            const std::string& checkpoint,
                                                            const ObsSpec& obs_spec,
@@ -73,19 +81,26 @@ class ChunkModel {
   virtual int chunk() const = 0;
   virtual int obs_dim() const = 0;
   virtual int action_dim() const = 0;
+  // The camera images it reads, in its order (empty: state only).
+  virtual const std::vector<CameraSpec>& cameras() const = 0;
   // Writes rows x chunk x action_dim raw actions from rows x history x obs_dim raw observations
   // (left-padded by repeating the episode's first observation) with `history_length` real
-  // steps per row. Each row's output must depend only on that row.
-  virtual absl::Status Predict(const float* obs, const int32_t* history_length, int rows,
-                               float* actions) = 0;
+  // steps per row and, with cameras, `images`: rows x (cameras' bytes), each row the frames of
+  // its current observation in cameras() order (null without cameras). Each row's output must
+  // depend only on that row.
+  virtual absl::Status Predict(const float* obs, const int32_t* history_length, const uint8_t* images,
+                               int rows, float* actions) = 0;
 };
 
 // A Policy over `model` that keeps per-episode state keyed by episode index: the last
 // history() observations (history_length = min(step + 1, history)) and the chunks predicted so
 // far, executed as `execution` says. Act fails (FailedPrecondition naming the episode) when an
 // episode's steps do not follow each other; episodes absent from a batch are forgotten. `name`,
-// `obs_spec` and `action_spec` are what the policy reports. InvalidArgument when the model's
-// dims differ from the specs or the execution does not fit the horizon.
+// `obs_spec` and `action_spec` are what the policy reports. Each query passes the model the
+// frames of its cameras, gathered from PolicyBatch::images (the task's camera layout) into the
+// model's order; Act fails (InvalidArgument) on a batch without images for a model with
+// cameras. InvalidArgument when the model's dims differ from the specs, a model camera is not a
+// task camera of the same size (naming it), or the execution does not fit the horizon.
 absl::StatusOr<std::unique_ptr<Policy>> MakeChunkedPolicy(std::unique_ptr<ChunkModel> model,
                                                           const ChunkExecution& execution,
                                                           const std::string& name,

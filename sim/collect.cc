@@ -44,6 +44,7 @@ data::Episode TrajectoryToEpisode(const Task& task, const Trajectory& t) {
     }
     episode["obs/" + key.name] = data::Array::From<float>(std::move(shape), values);
   }
+  AddCameraFrames(task.obs_spec(), t.images, steps, &episode);
   episode["actions"] = data::Array::From<float>({steps, task.action_spec().size()}, t.actions);
   episode["rewards"] = data::Array::From<float>({steps}, t.rewards);
   episode["dones"] = data::Array::From<uint8_t>({steps}, t.dones);
@@ -93,7 +94,32 @@ class DatasetSink : public EpisodeSink {
   DatasetSummary summary_;
 };
 
+// The task's cameras as [{name, camera, width, height}], in layout order (training reads their
+// order and MJCF cameras from it).
+nlohmann::json CamerasJson(const ObsSpec& spec) {
+  nlohmann::json cameras = nlohmann::json::array();
+  for (const CameraSpec& c : spec.cameras) {
+    cameras.push_back({{"name", c.name}, {"camera", c.camera}, {"width", c.width}, {"height", c.height}});
+  }
+  return cameras;
+}
+
 }  // namespace
+
+void AddCameraFrames(const ObsSpec& spec, const std::vector<uint8_t>& images, int64_t steps, data::Episode* episode) {
+  const int image_bytes = spec.image_bytes();
+  for (const CameraSpec& camera : spec.cameras) {
+    const int offset = spec.image_offset(camera.name);
+    std::vector<uint8_t> frames;
+    frames.reserve(static_cast<size_t>(steps) * camera.bytes());
+    for (int64_t row = 0; row < steps; ++row) {
+      const uint8_t* begin = &images[static_cast<size_t>(row) * image_bytes + offset];
+      frames.insert(frames.end(), begin, begin + camera.bytes());
+    }
+    (*episode)["obs/" + CameraImageKey(camera)] =
+        data::Array::From<uint8_t>({steps, camera.height, camera.width, 3}, frames);
+  }
+}
 
 // The task's observation keys in layout order: training concatenates obs/<key> in this order.
 std::vector<std::string> ObsKeyNames(const Task& task) {
@@ -115,7 +141,8 @@ std::string CollectEnvArgs(const Task& task, const CollectOptions& options) {
                            {"failures_only", options.failures_only},
                            {"robustness", RobustnessToJson(r.robustness)},
                            {"state_size", PhysicsStateSize(task.model())},
-                           {"obs_keys", ObsKeyNames(task)}};
+                           {"obs_keys", ObsKeyNames(task)},
+                           {"cameras", CamerasJson(task.obs_spec())}};
   return nlohmann::json{{"env_name", task.name()}, {"type", "roboloop"}, {"env_kwargs", kwargs}}
       .dump();
 }

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/array.h"
 #include "data/storage_options.h"
 #include "sim/policy.h"
 #include "sim/rollout.h"
@@ -38,7 +40,8 @@ struct DatasetSummary {
 
 // Runs `policy` on `task` over the seed range of `options.rollout` (trajectories on) and
 // writes demo_<k> = the k-th written episode in episode-index order, with `obs/<key>` for each
-// obs-spec key (float32), `actions` (float32, as applied), `rewards` (float32), `dones`
+// obs-spec key (float32), `obs/<camera>_image` for each camera (uint8 [T, H, W, 3], the frames
+// seen before each action, docs/vision.md), `actions` (float32, as applied), `rewards` (float32), `dones`
 // (uint8) and `states` (float64, sim/physics_state.h layout, before each action). env_args
 // names the task, the policy, the robustness options, horizon and seed range
 // (CollectEnvArgs); the lineage operation is "collect". The file's bytes depend only on the
@@ -52,6 +55,10 @@ absl::StatusOr<DatasetSummary> CollectDataset(const Task& task, Policy& policy,
 // robustness, state_size}}.
 std::string CollectEnvArgs(const Task& task, const CollectOptions& options);
 
+// Adds `obs/<camera>_image` (uint8 [steps, H, W, 3]) for each camera of `spec` to `episode`,
+// cut from `images`: `steps` image rows of spec.image_bytes() bytes (Trajectory::images).
+void AddCameraFrames(const ObsSpec& spec, const std::vector<uint8_t>& images, int64_t steps, data::Episode* episode);
+
 // Options of one relabelling.
 struct RelabelOptions {
   std::string input_path;        // dataset with `states` (e.g. from CollectDataset)
@@ -64,9 +71,10 @@ struct RelabelOptions {
 absl::StatusOr<std::string> DatasetTaskName(const std::string& path);
 
 // Restores each step's `states` row into an mjData of `task`'s (nominal) model, observes it
-// without noise and asks `expert` for the action; writes a dataset with every feature of the
-// input copied except `actions`, which holds the expert's (episode index = demo index, step =
-// row). Masks are carried over; env_args gains "relabelled_by": the expert's name; the lineage
+// without noise (a task with cameras also renders them: the expert sees the frames) and asks
+// `expert` for the action; writes a dataset with every feature of the input copied except
+// `actions`, which holds the expert's (episode index = demo index, step = row), and, for a
+// task with cameras, `obs/<camera>_image`, the frames rendered from the states. Masks are carried over; env_args gains "relabelled_by": the expert's name; the lineage
 // is "relabel" with the input as its one parent (kind "dataset", path, sha256). Errors name
 // the input: states missing or of the wrong width for the task, a MuJoCo error on restore.
 absl::StatusOr<DatasetSummary> RelabelDataset(const Task& task, Policy& expert,

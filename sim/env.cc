@@ -186,13 +186,13 @@ bool Env::PrepareAction(const float* action, int action_size) {
   return true;
 }
 
-EndReason Env::Step(const float* action, int action_size, float* obs) {
+EndReason Env::Step(const float* action, int action_size, float* obs, const uint8_t* images) {
   ROBOLOOP_CHECK_MSG(!done(), "Env::Step after the episode ended");
   if (!PrepareAction(action, action_size)) {
     Finish(EndReason::kInvalidAction, nullptr);
     return end_;
   }
-  if (options_.record_trajectory) RecordBeforeStep(obs);
+  if (options_.record_trajectory) RecordBeforeStep(obs, images);
   mjData* d = data_.get();
   absl::Status stepped = GuardMujoco("mj_step", [&] {
     task_->ApplyAction(model_, clipped_action_.data(), d);
@@ -223,9 +223,12 @@ EndReason Env::Step(const float* action, int action_size, float* obs) {
   return end_;
 }
 
-void Env::RecordBeforeStep(const float* obs) {
+void Env::RecordBeforeStep(const float* obs, const uint8_t* images) {
   const int obs_size = task_->obs_spec().size();
   trajectory_.obs.insert(trajectory_.obs.end(), obs, obs + obs_size);
+  if (images != nullptr) {
+    trajectory_.images.insert(trajectory_.images.end(), images, images + task_->obs_spec().image_bytes());
+  }
   trajectory_.actions.insert(trajectory_.actions.end(), clipped_action_.begin(),
                              clipped_action_.end());
   const size_t state_size = PhysicsStateSize(model_);

@@ -65,9 +65,11 @@ class Env {
 
   // Applies `action` (`action_size` floats, clipped to the action bounds) for the task's
   // control substeps, then writes the next observation to `obs`. On entry `obs` must hold
-  // the current observation (it is recorded when recording is on). Returns kNone while the
-  // episode continues, else why it ended. Must not be called after the episode ended.
-  EndReason Step(const float* action, int action_size, float* obs);
+  // the current observation, and `images` (null for tasks without cameras) the current
+  // frames, ObsSpec::image_bytes() bytes; both are recorded when recording is on. Returns
+  // kNone while the episode continues, else why it ended. Must not be called after the
+  // episode ended.
+  EndReason Step(const float* action, int action_size, float* obs, const uint8_t* images = nullptr);
 
   bool done() const { return end_ != EndReason::kNone; }
   EndReason end_reason() const { return end_; }
@@ -103,7 +105,7 @@ class Env {
   void AddObservationNoise(float* obs);
   void ObserveInto(float* obs);
   bool PrepareAction(const float* action, int action_size);
-  void RecordBeforeStep(const float* obs);
+  void RecordBeforeStep(const float* obs, const uint8_t* images);
   void Finish(EndReason reason, const float* obs);
   bool PhysicsDiverged();
   int InstabilityWarnings() const;

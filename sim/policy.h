@@ -13,11 +13,14 @@ namespace roboloop::sim {
 // One batched policy call: `batch` observation rows of the task's ObsSpec layout.
 struct PolicyBatch {
   const float* obs = nullptr;               // batch x obs_size floats, row-major
-  const uint8_t* images = nullptr;          // batch x image_bytes: each row the spec's camera
-                                            // frames back to back; null without cameras
   const int64_t* episode_index = nullptr;   // per row: the episode the row belongs to
   const int32_t* step = nullptr;            // per row: steps already taken in that episode
   int batch = 0;                            // number of rows
+  const uint8_t* images = nullptr;          // batch x image_bytes: each row the spec's camera
+                                            // frames back to back; null without cameras
+  const float* privileged = nullptr;        // batch x the task's privileged_spec() size:
+                                            // state only scripted experts read; null when
+                                            // the task has none
 };
 
 // Maps a batch of observations to a batch of actions. Each output row must depend only on

@@ -8,37 +8,61 @@
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "nlohmann/json.hpp"
+#include "sim/camera_renderer.h"
 #include "sim/collect.h"
 #include "sim/physics_state.h"
 
 namespace roboloop::sim {
 namespace {
 
-// Reuses one mjData to turn recorded states into noise-free observations.
+// Reuses one mjData (and, for a task with cameras, one camera renderer) to turn recorded
+// states into noise-free observations.
 class StateObserver {
  public:
   static absl::StatusOr<StateObserver> Create(const Task& task) {
     ROBOLOOP_ASSIGN_OR_RETURN(DataPtr data, MakeData(task.model()));
-    return StateObserver(task, std::move(data));
+    std::unique_ptr<CameraRenderer> renderer;
+    if (!task.obs_spec().cameras.empty()) {
+      ROBOLOOP_ASSIGN_OR_RETURN(
+          renderer, CameraRenderer::Create(task.model(), task.obs_spec().cameras, CameraRenderer::Options()));
+    }
+    return StateObserver(task, std::move(data), std::move(renderer));
   }
 
-  // Observation rows for `steps` state rows of `states` (PhysicsStateSize doubles each).
-  absl::Status Observe(const double* states, int64_t steps, std::vector<float>* obs) {
+  // Observation rows, privileged rows (task.privileged_spec()) and image rows (none without
+  // cameras) for `steps` state rows of `states` (PhysicsStateSize doubles each).
+  absl::Status Observe(const double* states, int64_t steps, std::vector<float>* obs, std::vector<float>* privileged,
+                       std::vector<uint8_t>* images) {
     const int state_size = PhysicsStateSize(task_.model());
     const int obs_size = task_.obs_spec().size();
+    const int privileged_size = task_.privileged_spec().size();
+    const int image_bytes = task_.obs_spec().image_bytes();
     obs->resize(static_cast<size_t>(steps) * obs_size);
-    return GuardMujoco("restoring a recorded state", [&] {
-      for (int64_t row = 0; row < steps; ++row) {
+    privileged->resize(static_cast<size_t>(steps) * privileged_size);
+    images->resize(static_cast<size_t>(steps) * image_bytes);
+    absl::Status rendered;
+    ROBOLOOP_RETURN_IF_ERROR(GuardMujoco("restoring a recorded state", [&] {
+      for (int64_t row = 0; row < steps && rendered.ok(); ++row) {
         RestorePhysicsState(task_.model(), states + row * state_size, data_.get());
         task_.Observe(task_.model(), data_.get(), &(*obs)[static_cast<size_t>(row) * obs_size]);
+        if (privileged_size > 0) {
+          task_.ObservePrivileged(task_.model(), data_.get(),
+                                  &(*privileged)[static_cast<size_t>(row) * privileged_size]);
+        }
+        if (renderer_ != nullptr) {
+          rendered = renderer_->Render(task_.model(), data_.get(), &(*images)[static_cast<size_t>(row) * image_bytes]);
+        }
       }
-    });
+    }));
+    return rendered;
   }
 
  private:
-  StateObserver(const Task& task, DataPtr data) : task_(task), data_(std::move(data)) {}
+  StateObserver(const Task& task, DataPtr data, std::unique_ptr<CameraRenderer> renderer)
+      : task_(task), data_(std::move(data)), renderer_(std::move(renderer)) {}
   const Task& task_;
   DataPtr data_;
+  std::unique_ptr<CameraRenderer> renderer_;
 };
 
 // The states of `episode` after checking their dtype and width against `task`.
@@ -64,15 +88,21 @@ absl::Status RelabelEpisode(const Task& task, Policy& expert, int64_t demo_index
   ROBOLOOP_ASSIGN_OR_RETURN(const data::Array* states, RecordedStates(task, *episode));
   const int64_t steps = states->shape[0];
   std::vector<float> obs;
-  ROBOLOOP_RETURN_IF_ERROR(observer.Observe(states->Values<double>().data(), steps, &obs));
+  std::vector<float> privileged;
+  std::vector<uint8_t> images;
+  ROBOLOOP_RETURN_IF_ERROR(
+      observer.Observe(states->Values<double>().data(), steps, &obs, &privileged, &images));
   std::vector<int64_t> episode_index(steps, demo_index);
   std::vector<int32_t> step(steps);
   for (int64_t t = 0; t < steps; ++t) step[t] = static_cast<int32_t>(t);
   const int action_size = task.action_spec().size();
   std::vector<float> actions(static_cast<size_t>(steps) * action_size);
   PolicyBatch batch{obs.data(), episode_index.data(), step.data(), static_cast<int>(steps)};
+  if (!images.empty()) batch.images = images.data();
+  if (!privileged.empty()) batch.privileged = privileged.data();
   ROBOLOOP_RETURN_IF_ERROR(Annotate(expert.Act(batch, actions.data()), expert.name()));
   (*episode)["actions"] = data::Array::From<float>({steps, action_size}, actions);
+  AddCameraFrames(task.obs_spec(), images, steps, episode);
   return absl::OkStatus();
 }
 

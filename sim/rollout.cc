@@ -1,6 +1,7 @@
 #include "sim/rollout.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -48,29 +49,66 @@ RolloutEngine::RolloutEngine(const Task* task, const RolloutOptions& options,
       envs_(std::move(envs)),
       pool_(std::move(pool)),
       obs_size_(task->obs_spec().size()),
-      action_size_(task->action_spec().size()) {
+      privileged_size_(task->privileged_spec().size()),
+      action_size_(task->action_spec().size()),
+      image_bytes_(task->obs_spec().image_bytes()) {
   const size_t n = envs_.size();
   slot_obs_.resize(n * obs_size_);
+  slot_images_.resize(n * image_bytes_);
+  renderers_.resize(pool_->num_threads());
+  render_errors_.resize(pool_->num_threads());
+  pool_->SetWorkerExitHook([this](int thread) { renderers_[thread].reset(); });
   const bool overlap = options_.overlap_inference && pool_->num_threads() > 1 && n > 1;
   groups_.resize(overlap ? 2 : 1);
   for (EnvGroup& group : groups_) {
     const size_t rows = (n + groups_.size() - 1) / groups_.size();
     group.active.reserve(rows);
     group.batch_obs.resize(rows * obs_size_);
+    group.batch_privileged.resize(rows * privileged_size_);
+    group.batch_images.resize(rows * image_bytes_);
     group.batch_actions.resize(rows * action_size_);
     group.batch_episode.resize(rows);
     group.batch_step.resize(rows);
   }
 }
 
+RolloutEngine::~RolloutEngine() { pool_.reset(); }
+
 bool RolloutEngine::Cancelled() const {
   return common::IsCancelled(options_.cancel);
 }
 
-absl::Status RolloutEngine::StartEpisode(int slot, int64_t episode_index) {
-  return Annotate(envs_[slot]->Reset(EpisodeSeed(options_.base_seed, episode_index), episode_index,
-                                     &slot_obs_[static_cast<size_t>(slot) * obs_size_]),
-                  absl::StrCat("episode ", episode_index));
+absl::Status RolloutEngine::StartEpisode(int slot, int64_t episode_index, int thread) {
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(envs_[slot]->Reset(EpisodeSeed(options_.base_seed, episode_index), episode_index,
+                                                       &slot_obs_[static_cast<size_t>(slot) * obs_size_]),
+                                    absl::StrCat("episode ", episode_index)));
+  RenderSlot(slot, thread);
+  return absl::OkStatus();
+}
+
+void RolloutEngine::RenderSlot(int slot, int thread) {
+  if (image_bytes_ == 0 || !render_errors_[thread].ok()) return;
+  std::unique_ptr<CameraRenderer>& renderer = renderers_[thread];
+  if (renderer == nullptr) {
+    absl::StatusOr<std::unique_ptr<CameraRenderer>> created =
+        CameraRenderer::Create(task_->model(), task_->obs_spec().cameras, CameraRenderer::Options());
+    if (!created.ok()) {
+      render_errors_[thread] = Annotate(created.status(), absl::StrCat("task ", task_->name()));
+      return;
+    }
+    renderer = *std::move(created);
+  }
+  Env& env = *envs_[slot];
+  render_errors_[thread] = Annotate(
+      renderer->Render(env.model(), env.data(), &slot_images_[static_cast<size_t>(slot) * image_bytes_]),
+      absl::StrCat("task ", task_->name()));
+}
+
+absl::Status RolloutEngine::TakeRenderError() {
+  for (absl::Status& error : render_errors_) {
+    if (!error.ok()) return std::exchange(error, absl::OkStatus());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RolloutEngine::StartInitialEpisodes() {
@@ -78,11 +116,12 @@ absl::Status RolloutEngine::StartInitialEpisodes() {
   const int first_slots = static_cast<int>(
       std::min<int64_t>(static_cast<int64_t>(envs_.size()), end - options_.first_episode));
   std::vector<absl::Status> started(first_slots);
-  auto reset_slot = [this, &started](int slot) {
-    started[slot] = StartEpisode(slot, options_.first_episode + slot);
+  auto reset_slot = [this, &started](int slot, int thread) {
+    started[slot] = StartEpisode(slot, options_.first_episode + slot, thread);
   };
   pool_->ParallelFor(first_slots, reset_slot);
   for (const absl::Status& status : started) ROBOLOOP_RETURN_IF_ERROR(status);
+  ROBOLOOP_RETURN_IF_ERROR(TakeRenderError());
   next_episode_ = options_.first_episode + first_slots;
   // Slots [0, n/2) form the first group, the rest the second.
   const size_t first_group_slots = envs_.size() / groups_.size();
@@ -98,19 +137,31 @@ absl::Status RolloutEngine::Act(Policy& policy, EnvGroup& group, const std::stri
     const int slot = group.active[row];
     std::copy_n(&slot_obs_[static_cast<size_t>(slot) * obs_size_], obs_size_,
                 &group.batch_obs[row * obs_size_]);
+    std::copy_n(&slot_images_[static_cast<size_t>(slot) * image_bytes_], image_bytes_,
+                &group.batch_images[row * image_bytes_]);
     group.batch_episode[row] = envs_[slot]->episode_index();
     group.batch_step[row] = envs_[slot]->length();
+    if (privileged_size_ > 0) {
+      Env& env = *envs_[slot];
+      task_->ObservePrivileged(env.model(), env.data(), &group.batch_privileged[row * privileged_size_]);
+    }
   }
   PolicyBatch batch{group.batch_obs.data(), group.batch_episode.data(), group.batch_step.data(),
                     static_cast<int>(group.active.size())};
+  if (image_bytes_ > 0) batch.images = group.batch_images.data();
+  if (privileged_size_ > 0) batch.privileged = group.batch_privileged.data();
   return Annotate(policy.Act(batch, group.batch_actions.data()), who);
 }
 
-void RolloutEngine::StepRow::operator()(int row) const {
+void RolloutEngine::StepRow::operator()(int row, int thread) const {
   const int slot = group->active[row];
-  engine->envs_[slot]->Step(&group->batch_actions[static_cast<size_t>(row) * engine->action_size_],
-                            engine->action_size_,
-                            &engine->slot_obs_[static_cast<size_t>(slot) * engine->obs_size_]);
+  const size_t image_row = static_cast<size_t>(slot) * engine->image_bytes_;
+  Env& env = *engine->envs_[slot];
+  env.Step(&group->batch_actions[static_cast<size_t>(row) * engine->action_size_], engine->action_size_,
+           &engine->slot_obs_[static_cast<size_t>(slot) * engine->obs_size_],
+           engine->image_bytes_ > 0 ? &engine->slot_images_[image_row] : nullptr);
+  // A finished episode's last state is never observed.
+  if (!env.done()) engine->RenderSlot(slot, thread);
 }
 
 void RolloutEngine::StartStep(EnvGroup& group) {
@@ -145,7 +196,8 @@ absl::Status RolloutEngine::CollectFinished(EnvGroup& group, Policy& policy, Epi
       ROBOLOOP_RETURN_IF_ERROR(sink.OnEpisode(
           MakeRecord(env), options_.record_trajectories ? &env.trajectory() : nullptr));
       if (next_episode_ >= end) continue;
-      ROBOLOOP_RETURN_IF_ERROR(StartEpisode(slot, next_episode_++));
+      ROBOLOOP_RETURN_IF_ERROR(StartEpisode(slot, next_episode_++, /*thread=*/0));
+      ROBOLOOP_RETURN_IF_ERROR(TakeRenderError());
     }
     group.active[kept++] = slot;
   }
@@ -160,6 +212,7 @@ absl::Status RolloutEngine::RunSerial(Policy& policy, EpisodeSink& sink, const s
     ROBOLOOP_RETURN_IF_ERROR(Act(policy, group, who));
     StartStep(group);
     pool_->Finish();
+    ROBOLOOP_RETURN_IF_ERROR(TakeRenderError());
     ROBOLOOP_RETURN_IF_ERROR(CollectFinished(group, policy, sink));
   }
   return absl::OkStatus();
@@ -177,6 +230,7 @@ absl::Status RolloutEngine::RunOverlapped(Policy& policy, EpisodeSink& sink, con
     const absl::Status acted = next.active.empty() ? absl::OkStatus() : Act(policy, next, who);
     pool_->Finish();
     ROBOLOOP_RETURN_IF_ERROR(acted);
+    ROBOLOOP_RETURN_IF_ERROR(TakeRenderError());
     ROBOLOOP_RETURN_IF_ERROR(CollectFinished(stepped, policy, sink));
   }
   return absl::OkStatus();

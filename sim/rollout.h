@@ -4,7 +4,10 @@
 // two halves that take turns: while the workers step one half, the caller's thread runs the
 // policy on the other, so inference overlaps physics. Finished envs auto-reset to the next
 // episode or drop out. Episode i is determined by (task, options, base seed, i, policy) only,
-// for any envs, threads or overlap.
+// for any envs, threads or overlap. For a task with cameras, each thread owns a camera
+// renderer (its own GL context, created on first use) and renders the envs it reset or stepped
+// into the engine's per-slot image rows, which the policy receives (PolicyBatch::images) and
+// trajectories record (Trajectory::images); tasks without cameras load no GL at all.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,7 @@
 
 #include "common/cancellation.h"
 #include "absl/status/statusor.h"
+#include "sim/camera_renderer.h"
 #include "sim/env.h"
 #include "sim/policy.h"
 #include "sim/task.h"
@@ -75,6 +79,9 @@ class RolloutEngine {
   static absl::StatusOr<std::unique_ptr<RolloutEngine>> Create(const Task* task,
                                                                const RolloutOptions& options);
 
+  // Stops the workers first: each frees its renderer on its own thread.
+  ~RolloutEngine();
+
   // Runs all episodes of the options' seed range with `policy` and passes each to `sink`.
   // A policy whose specs do not match the task is refused before any stepping.
   absl::Status Run(Policy& policy, EpisodeSink& sink);
@@ -84,21 +91,29 @@ class RolloutEngine {
   struct EnvGroup {
     std::vector<int> active;              // slots with a running episode, in slot order
     std::vector<float> batch_obs;         // active x obs_size, the policy's input
+    std::vector<float> batch_privileged;  // active x privileged size, for scripted experts
+    std::vector<uint8_t> batch_images;    // active x image_bytes, the policy's image input
     std::vector<float> batch_actions;     // active x action_size, the policy's output
     std::vector<int64_t> batch_episode;
     std::vector<int32_t> batch_step;
   };
 
-  // Steps one row of `group` (the pool's loop body).
+  // Steps one row of `group` on pool thread `thread` (the pool's loop body).
   struct StepRow {
     RolloutEngine* engine;
     const EnvGroup* group;
-    void operator()(int row) const;
+    void operator()(int row, int thread) const;
   };
 
   RolloutEngine(const Task* task, const RolloutOptions& options,
                 std::vector<std::unique_ptr<Env>> envs, std::unique_ptr<WorkerPool> pool);
-  absl::Status StartEpisode(int slot, int64_t episode_index);
+  // Resets `slot` to `episode_index` and renders it on pool thread `thread`.
+  absl::Status StartEpisode(int slot, int64_t episode_index, int thread);
+  // Renders the cameras of slot `slot` into its image row with pool thread `thread`'s
+  // renderer (created on first use); an error is kept for TakeRenderError. Nothing without cameras.
+  void RenderSlot(int slot, int thread);
+  // The first render error since the last call (OK when none), cleared.
+  absl::Status TakeRenderError();
   absl::Status StartInitialEpisodes();
   absl::Status Act(Policy& policy, EnvGroup& group, const std::string& who);
   // Starts stepping the group's envs on the pool; pool_->Finish() completes it.
@@ -115,9 +130,15 @@ class RolloutEngine {
   std::vector<std::unique_ptr<Env>> envs_;
   std::unique_ptr<WorkerPool> pool_;
   int obs_size_;
+  int privileged_size_;
   int action_size_;
+  int image_bytes_;                    // bytes of one slot's frames; 0 without cameras
   int64_t next_episode_ = 0;
   std::vector<float> slot_obs_;        // num_envs x obs_size: each slot's current obs
+  std::vector<uint8_t> slot_images_;   // num_envs x image_bytes: each slot's current frames
+  // Per pool thread: its renderer and its first render error (each touched by its thread only).
+  std::vector<std::unique_ptr<CameraRenderer>> renderers_;
+  std::vector<absl::Status> render_errors_;
   std::vector<EnvGroup> groups_;       // one group, or two halves when overlapping
   StepRow step_row_{this, nullptr};    // the loop StartStep launched
 };

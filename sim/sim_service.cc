@@ -86,6 +86,13 @@ v1::TaskInfo DescribeTask(const Task& task, const std::string& summary) {
     out->set_name(key.name);
     for (int dim : key.shape) out->add_shape(dim);
   }
+  for (const CameraSpec& camera : task.obs_spec().cameras) {
+    v1::CameraObs* out = info.add_cameras();
+    out->set_name(camera.name);
+    out->set_camera(camera.camera);
+    out->set_width(camera.width);
+    out->set_height(camera.height);
+  }
   for (float low : task.action_spec().low) info.add_action_low(low);
   for (float high : task.action_spec().high) info.add_action_high(high);
   info.set_max_steps(task.max_steps());

@@ -4,6 +4,8 @@
 
 namespace roboloop::sim {
 
+void Task::ObservePrivileged(const mjModel*, const mjData*, float*) const {}
+
 bool Task::Terminated(const mjModel*, const mjData*) const { return false; }
 
 void Task::ApplyAction(const mjModel* m, const float* action, mjData* data) const {

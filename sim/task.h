@@ -45,6 +45,8 @@ struct TaskDefinition {
   int max_steps = 1000;          // truncation horizon in env steps
   SuccessRule success;           // how SuccessCondition turns into episode success
   std::string definition_source; // text defining behaviour beyond the model (a YAML task's file)
+  ObsSpec privileged_spec;       // float keys hidden from learned policies that only the task's
+                                 // scripted expert reads (a vision task's goal); usually empty
 };
 
 // A task definition plus its behaviour. All methods are const and must be safe to call
@@ -60,6 +62,8 @@ class Task {
   // The shared immutable model.
   const mjModel* model() const { return def_.model.get(); }
   const ObsSpec& obs_spec() const { return def_.obs_spec; }
+  // The privileged state the task's expert reads (no cameras; empty for most tasks).
+  const ObsSpec& privileged_spec() const { return def_.privileged_spec; }
   const ActionSpec& action_spec() const { return def_.action_spec; }
   int control_substeps() const { return def_.control_substeps; }
   int max_steps() const { return def_.max_steps; }
@@ -75,6 +79,9 @@ class Task {
   virtual void Reset(const mjModel* m, mjData* data, Rng& rng) const = 0;
   // Writes obs_spec().size() floats describing `data` (after mj_forward or mj_step).
   virtual void Observe(const mjModel* m, const mjData* data, float* obs) const = 0;
+  // Writes privileged_spec().size() floats of state hidden from learned policies (called only
+  // when that spec is not empty). Default: nothing.
+  virtual void ObservePrivileged(const mjModel* m, const mjData* data, float* privileged) const;
   // The reward of the step that led to `data`.
   virtual double Reward(const mjModel* m, const mjData* data) const = 0;
   // The per-step success condition, combined over the episode by success_rule().

@@ -11,6 +11,9 @@ namespace {
 
 std::string DescribeSpecs(const Task& task) {
   std::string text = DescribeObsSpec(task.obs_spec());
+  // Cameras beyond DescribeObsSpec's names and sizes: the MJCF camera each renders (absent for
+  // state-only tasks, whose hashes stay as they were).
+  for (const CameraSpec& camera : task.obs_spec().cameras) absl::StrAppend(&text, "|camera:", camera.camera);
   for (size_t i = 0; i < task.action_spec().low.size(); ++i) {
     absl::StrAppend(&text, "|", task.action_spec().low[i], ",", task.action_spec().high[i]);
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "sim/task_cameras.h"
 #include "sim/task_plugin_abi.h"
 
 namespace roboloop::sim {
@@ -42,14 +43,22 @@ class PluginTask : public Task {
   const RoboloopTaskV1* plugin_;
 };
 
+// Why an older plug-in no longer loads.
+const char* AbiVersionHint(uint32_t version) {
+  if (version == 1) return " (version 1 is MuJoCo 2.2.2's structs: rebuild the plugin against MuJoCo 3's headers)";
+  if (version == 2) {
+    return " (version 2 predates camera observations: rebuild the plugin against sim/task_plugin_abi.h, "
+           "whose RoboloopTaskV1 ends with num_cameras and cameras)";
+  }
+  return "";
+}
+
 absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
   if (t.abi_version != ROBOLOOP_TASK_PLUGIN_ABI_VERSION) {
     return absl::FailedPreconditionError(
         absl::StrCat("task built for plugin ABI version ", t.abi_version,
                      ", this roboloop supports version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION,
-                     t.abi_version == 1 ? " (version 1 is MuJoCo 2.2.2's structs: rebuild the "
-                                          "plugin against MuJoCo 3's headers)"
-                                        : ""));
+                     AbiVersionHint(t.abi_version)));
   }
   if (t.name == nullptr || *t.name == '\0') return absl::InvalidArgumentError("task has no name");
   if (t.mjcf_xml == nullptr) return absl::InvalidArgumentError(absl::StrCat("task ", t.name, " has no MJCF"));
@@ -60,6 +69,10 @@ absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
       t.success_kind < ROBOLOOP_SUCCESS_EVERY_STEP || t.success_kind > ROBOLOOP_SUCCESS_HELD_FOR) {
     return absl::InvalidArgumentError(absl::StrCat(
         "task ", t.name, ": substeps, max_steps and obs keys must be positive and success_kind valid"));
+  }
+  if (t.num_cameras < 0 || (t.num_cameras > 0 && t.cameras == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("task ", t.name, ": num_cameras ", t.num_cameras,
+                                                   " does not match its cameras array"));
   }
   return absl::OkStatus();
 }
@@ -72,6 +85,12 @@ absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t) {
   for (int i = 0; i < t->num_obs_keys; ++i) {
     def.obs_spec.keys.push_back({t->obs_keys[i].name, {t->obs_keys[i].size}});
   }
+  for (int i = 0; i < t->num_cameras; ++i) {
+    const RoboloopCamera& camera = t->cameras[i];
+    def.obs_spec.cameras.push_back({camera.name != nullptr ? camera.name : "",
+                                    camera.camera != nullptr ? camera.camera : "", camera.width, camera.height});
+  }
+  ROBOLOOP_RETURN_IF_ERROR(PrepareTaskCameras(&def, absl::StrCat("plug-in task ", def.name)));
   def.action_spec = ActionSpecFromCtrlRange(def.model.get());
   def.control_substeps = t->control_substeps;
   def.max_steps = t->max_steps;
@@ -88,7 +107,8 @@ absl::Status RegisterPluginTasks(void* library, TaskRegistry* registry) {
   const int32_t count = entry(ROBOLOOP_TASK_PLUGIN_ABI_VERSION, &tasks);
   if (count < 0 || (count > 0 && tasks == nullptr)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("the entry point refused ABI version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION));
+        absl::StrCat("the entry point refused ABI version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION,
+                     " (rebuild the plugin against this roboloop's sim/task_plugin_abi.h)"));
   }
   for (int32_t i = 0; i < count; ++i) ROBOLOOP_RETURN_IF_ERROR(ValidatePluginTask(tasks[i]));
   for (int32_t i = 0; i < count; ++i) {

@@ -1,5 +1,6 @@
 /* The C ABI of out-of-tree task plugins (issue 4, req 2b). A plugin is a shared library
  * that exports ROBOLOOP_TASK_PLUGIN_ENTRY; it includes only this header and MuJoCo's.
+ * Version 3: camera observations (num_cameras, cameras at the end of RoboloopTaskV1).
  * Version 2: the structs of version 1, with MuJoCo 3's mjModel and mjData behind the callbacks'
  * pointers (version 1 plugins were built against MuJoCo 2.2.2, whose structs differ). Any change
  * to these structs or to MuJoCo's bumps ROBOLOOP_TASK_PLUGIN_ABI_VERSION, and roboloop refuses
@@ -15,7 +16,7 @@
 extern "C" {
 #endif
 
-#define ROBOLOOP_TASK_PLUGIN_ABI_VERSION 2u
+#define ROBOLOOP_TASK_PLUGIN_ABI_VERSION 3u
 #define ROBOLOOP_TASK_PLUGIN_ENTRY "roboloop_task_plugin"
 
 /* The episode's random stream, owned by roboloop; draw only from it in reset. */
@@ -29,6 +30,16 @@ typedef struct RoboloopObsKey {
   const char* name;
   int32_t size;
 } RoboloopObsKey;
+
+/* One camera observation: an RGB image, uint8 height x width x 3, rows top to bottom, rendered
+ * by roboloop after every step (docs/vision.md). `camera` names an MJCF camera of the task's
+ * model; NULL or "" = a free camera framing the model. Sizes lie in 1..2048. */
+typedef struct RoboloopCamera {
+  const char* name;
+  const char* camera;
+  int32_t width;
+  int32_t height;
+} RoboloopCamera;
 
 /* How the per-step success condition becomes episode success. */
 enum RoboloopSuccessKind {
@@ -58,6 +69,8 @@ typedef struct RoboloopTaskV1 {
   double (*reward)(const mjModel* m, const mjData* d);
   int (*success_condition)(const mjModel* m, const mjData* d); /* non-zero = true */
   int (*terminated)(const mjModel* m, const mjData* d);        /* may be NULL: never */
+  int32_t num_cameras;           /* version 3: camera observations, 0 for state-only tasks */
+  const RoboloopCamera* cameras; /* num_cameras of them, in layout order; may be NULL when 0 */
 } RoboloopTaskV1;
 
 /* The entry point: given the host's ABI version, sets *tasks to an array of tasks that

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "sim/task_cameras.h"
 
 namespace roboloop::sim {
 
@@ -29,7 +31,9 @@ absl::StatusOr<std::unique_ptr<Task>> TaskRegistry::Create(const std::string& na
     }
     factory = it->second.factory;
   }
-  return factory();
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, factory());
+  ROBOLOOP_RETURN_IF_ERROR(ValidateTaskCameras(task->model(), task->obs_spec(), absl::StrCat("task ", name)));
+  return task;
 }
 
 bool TaskRegistry::Contains(const std::string& name) const {

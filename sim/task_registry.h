@@ -25,7 +25,9 @@ class TaskRegistry {
   // Adds `name` with a one-line `summary`; AlreadyExists if the name is taken.
   absl::Status Register(const std::string& name, const std::string& summary,
                         TaskFactory factory);
-  // Builds the task `name`; NotFound listing the known names when it is unknown.
+  // Builds the task `name`; NotFound listing the known names when it is unknown; the
+  // factory's error, or InvalidArgument when the task's cameras do not fit its model
+  // (ValidateTaskCameras).
   absl::StatusOr<std::unique_ptr<Task>> Create(const std::string& name) const;
   // True when `name` is registered.
   bool Contains(const std::string& name) const;

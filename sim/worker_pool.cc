@@ -13,7 +13,7 @@ absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const Options& op
 }
 
 WorkerPool::WorkerPool(int num_threads) {
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerMain(); });
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { WorkerMain(i); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -24,9 +24,14 @@ WorkerPool::~WorkerPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void WorkerPool::DrainIndices() {
+void WorkerPool::SetWorkerExitHook(std::function<void(int thread)> hook) {
+  absl::MutexLock lock(&mu_);
+  exit_hook_ = std::move(hook);
+}
+
+void WorkerPool::DrainIndices(int thread) {
   for (int i = next_index_.fetch_add(1); i < count_; i = next_index_.fetch_add(1)) {
-    body_(context_, i);
+    body_(context_, i, thread);
   }
 }
 
@@ -43,14 +48,14 @@ void WorkerPool::StartLoop(int n, Body body, void* context) {
 }
 
 void WorkerPool::Finish() {
-  DrainIndices();
+  DrainIndices(0);
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](int* busy) { return *busy == 0; }, &busy_workers_));
   count_ = 0;
 }
 
-void WorkerPool::WorkerMain() {
+void WorkerPool::WorkerMain(int thread) {
   uint64_t seen = 0;
   while (true) {
     {
@@ -59,10 +64,13 @@ void WorkerPool::WorkerMain() {
         return stopping_ || generation_ != seen;
       };
       mu_.Await(absl::Condition(&ready));
-      if (stopping_) return;
+      if (stopping_) {
+        if (exit_hook_) exit_hook_(thread);
+        return;
+      }
       seen = generation_;
     }
-    DrainIndices();
+    DrainIndices(thread);
     absl::MutexLock lock(&mu_);
     --busy_workers_;
   }

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -30,6 +32,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Calls fn(i) for every i in [0, n), spread over the threads; returns when all are done.
+  // `fn` may instead take (i, thread): `thread` in [0, num_threads()) names the thread running
+  // it (0 = the caller's), so that a loop can use per-thread resources (a GL context).
   template <typename Fn>
   void ParallelFor(int n, Fn& fn) {
     Start(n, fn);
@@ -41,7 +45,7 @@ class WorkerPool {
   // `fn` goes away. With no workers, nothing runs until Finish.
   template <typename Fn>
   void Start(int n, Fn& fn) {
-    StartLoop(n, [](void* context, int i) { (*static_cast<Fn*>(context))(i); }, &fn);
+    StartLoop(n, &CallBody<Fn>, &fn);
   }
 
   // Runs the started loop's remaining indices on the caller's thread and returns when all
@@ -50,12 +54,25 @@ class WorkerPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // Sets what each worker runs on its own thread as it stops (`thread` in 1..num_threads()-1),
+  // e.g. freeing a per-thread GL context, which only its thread may release. Call before
+  // destruction, with no loop running. The hook runs under the pool's lock: it must not call the pool.
+  void SetWorkerExitHook(std::function<void(int thread)> hook);
+
  private:
-  using Body = void (*)(void* context, int index);
+  using Body = void (*)(void* context, int index, int thread);
+  template <typename Fn>
+  static void CallBody(void* context, int index, int thread) {
+    if constexpr (std::is_invocable_v<Fn&, int, int>) {
+      (*static_cast<Fn*>(context))(index, thread);
+    } else {
+      (*static_cast<Fn*>(context))(index);
+    }
+  }
   explicit WorkerPool(int num_threads);
   void StartLoop(int n, Body body, void* context);
-  void WorkerMain();
-  void DrainIndices();
+  void WorkerMain(int thread);
+  void DrainIndices(int thread);
 
   absl::Mutex mu_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
@@ -66,6 +83,7 @@ class WorkerPool {
   void* context_ = nullptr;
   int count_ = 0;
   std::atomic<int> next_index_{0};
+  std::function<void(int)> exit_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

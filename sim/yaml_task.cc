@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "sim/task_cameras.h"
 #include "sim/yaml_task_parser.h"
 #include "sim/yaml_task_spec.h"
 #include "yaml-cpp/yaml.h"
@@ -66,6 +67,7 @@ absl::StatusOr<std::unique_ptr<Task>> LoadYamlTask(const std::string& path) {
   TaskDefinition def;
   YamlTaskSpec spec;
   ROBOLOOP_RETURN_IF_ERROR(ParseYamlTask(path, root, &def, &spec));
+  ROBOLOOP_RETURN_IF_ERROR(PrepareTaskCameras(&def, absl::StrCat("YAML task ", path, " (task ", def.name, ")")));
   ROBOLOOP_ASSIGN_OR_RETURN(def.definition_source, ReadFile(path));
   return std::unique_ptr<Task>(new YamlTask(std::move(def), std::move(spec)));
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sim/task_cameras.h"
 #include "sim/yaml_fields.h"
 #include "sim/yaml_task_goal.h"
 
@@ -53,11 +54,12 @@ class Parser {
 
   absl::Status Parse(const YAML::Node& root, TaskDefinition* def, YamlTaskSpec* spec) {
     if (fields_.CheckKeys(root, "",
-                          {"name", "description", "mjcf", "control_substeps", "max_steps", "observations", "goals",
-                           "reward", "success", "termination", "reset_noise"})) {
+                          {"name", "description", "mjcf", "control_substeps", "max_steps", "observations", "cameras",
+                           "goals", "reward", "success", "termination", "reset_noise"})) {
       ParseHeader(root, def);
       ParseGoals(root, spec);
       ParseObservations(root, def, spec);
+      ParseCameras(root, def);
       ParseReward(root, spec);
       ParseSuccess(root, def, spec);
       for (const auto& [node, at] : fields_.List(root, "termination")) {
@@ -222,6 +224,31 @@ class Parser {
       }
       def->obs_spec.keys.push_back(ArraySpec{*name, {source->size}});
       spec->observations.push_back(*source);
+    }
+  }
+
+  // cameras: [{name, camera (optional; "" or absent = the free camera), width, height}].
+  void ParseCameras(const YAML::Node& root, TaskDefinition* def) {
+    const std::string who = absl::StrCat("task ", def->name.empty() ? "?" : def->name);
+    for (const auto& [node, at] : fields_.List(root, "cameras")) {
+      if (!fields_.CheckKeys(node, at, {"name", "camera", "width", "height"})) continue;
+      std::optional<std::string> name = fields_.Get<std::string>(node, at, "name");
+      std::optional<std::string> camera = node["camera"] && !node["camera"].IsNull()
+                                              ? fields_.Get<std::string>(node, at, "camera")
+                                              : std::optional<std::string>("");
+      std::optional<int> width = fields_.Get<int>(node, at, "width");
+      std::optional<int> height = fields_.Get<int>(node, at, "height");
+      if (!name || !camera || !width || !height) continue;
+      const CameraSpec spec{*name, *camera, *width, *height};
+      absl::Status checked = model_ == nullptr ? ValidateCameraSize(spec, who) : CheckCamera(model_, spec, who);
+      if (checked.ok() && (def->obs_spec.offset(*name) >= 0 || def->obs_spec.image_offset(*name) >= 0)) {
+        checked = absl::InvalidArgumentError(absl::StrCat("duplicate observation '", *name, "'"));
+      }
+      if (!checked.ok()) {
+        fields_.Problem(node, at, std::string(checked.message()));
+        continue;
+      }
+      def->obs_spec.cameras.push_back(spec);
     }
   }
 

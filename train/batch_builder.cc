@@ -33,6 +33,7 @@ absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
   ROBOLOOP_ASSIGN_OR_RETURN(rows.obs, ConcatFeatures(store, options.obs_features, "obs feature"));
   ROBOLOOP_ASSIGN_OR_RETURN(rows.actions,
                             FloatFeature(store, options.action_feature, "action feature"));
+  ROBOLOOP_ASSIGN_OR_RETURN(rows.images, ConcatImageFeatures(store, options.image_features));
   return rows;
 }
 
@@ -73,14 +74,14 @@ absl::StatusOr<std::unique_ptr<BatchBuilder>> BatchBuilder::Create(
     ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_mean, "action mean", rows.actions.width));
     ROBOLOOP_RETURN_IF_ERROR(CheckWidth(norm.action_std, "action std", rows.actions.width));
   }
-  return std::unique_ptr<BatchBuilder>(
-      new BatchBuilder(rows.obs.width, rows.actions.width, norm, options));
+  return std::unique_ptr<BatchBuilder>(new BatchBuilder(rows, norm, options));
 }
 
-BatchBuilder::BatchBuilder(int64_t obs_width, int64_t action_width, const Normalization& norm,
+BatchBuilder::BatchBuilder(const TrainingRows& rows, const Normalization& norm,
                            const LoaderOptions& options)
-    : obs_width_(obs_width),
-      action_width_(action_width),
+    : obs_width_(rows.obs.width),
+      action_width_(rows.actions.width),
+      image_bytes_(rows.images.bytes),
       norm_(norm),
       history_(options.history),
       chunk_(options.chunk),
@@ -94,11 +95,13 @@ Batch BatchBuilder::Build(int64_t index, absl::Span<const SampleWindow> samples)
   batch.chunk = chunk_;
   batch.obs_dim = obs_dim();
   batch.action_dim = action_dim();
+  batch.image_bytes = image_bytes();
   const size_t count = samples.size();
   batch.obs.resize(count * history_ * obs_width_);
   batch.history_length.resize(count);
   batch.actions.resize(count * chunk_ * action_width_);
   batch.action_valid.resize(count * chunk_);
+  batch.images.resize(count * image_bytes_);
   for (size_t i = 0; i < count; ++i) FillSample(samples[i], static_cast<int>(i), &batch);
   if (normalize_) {
     NormalizeRows(norm_.obs_mean, norm_.obs_std, static_cast<int64_t>(count) * history_,
@@ -128,6 +131,7 @@ void BatchBuilder::FillSample(const SampleWindow& window, int sample, Batch* bat
     std::copy(row.begin(), row.end(), batch->actions.begin() + slot * action_width_);
     batch->action_valid[slot] = t + c < length ? 1 : 0;
   }
+  window.rows->images.CopyRow(start + t, batch->images.data() + sample * image_bytes_);
 }
 
 }  // namespace roboloop::train

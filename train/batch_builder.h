@@ -16,13 +16,15 @@
 
 namespace roboloop::train {
 
-// The obs and action rows training reads from one store.
+// The obs, action and image rows training reads from one store.
 struct TrainingRows {
-  ConcatRows obs;     // the obs features, concatenated
-  FloatRows actions;  // the action feature
+  ConcatRows obs;       // the obs features, concatenated
+  FloatRows actions;    // the action feature
+  ConcatImages images;  // the image features, in camera order (none for state-only policies)
 };
 
-// The obs and action rows of `store` for `options`; errors as ConcatFeatures/FloatFeature.
+// The obs, action and image rows of `store` for `options`; errors as ConcatFeatures,
+// FloatFeature and ConcatImageFeatures.
 absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
                                             const LoaderOptions& options);
 
@@ -58,7 +60,7 @@ class StoreWindows {
 class BatchBuilder {
  public:
   // Checks history/chunk >= 1 and (with normalize) that `norm` matches `rows`' obs and action
-  // widths, which every later sample must share.
+  // widths, which every later sample must share, as it must share `rows`' image bytes.
   static absl::StatusOr<std::unique_ptr<BatchBuilder>> Create(const TrainingRows& rows,
                                                               const Normalization& norm,
                                                               const LoaderOptions& options);
@@ -69,14 +71,16 @@ class BatchBuilder {
   int obs_dim() const { return static_cast<int>(obs_width_); }
   // Elements of one action row.
   int action_dim() const { return static_cast<int>(action_width_); }
+  // Bytes of one sample's camera frames (0 without image features).
+  int image_bytes() const { return static_cast<int>(image_bytes_); }
 
  private:
-  BatchBuilder(int64_t obs_width, int64_t action_width, const Normalization& norm,
-               const LoaderOptions& options);
+  BatchBuilder(const TrainingRows& rows, const Normalization& norm, const LoaderOptions& options);
   void FillSample(const SampleWindow& window, int sample, Batch* batch) const;
 
   const int64_t obs_width_;
   const int64_t action_width_;
+  const int64_t image_bytes_;
   const Normalization norm_;
   const int history_;
   const int chunk_;

@@ -49,6 +49,7 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
     manifest.obs_spec.names.push_back(feature.rfind("obs/", 0) == 0 ? feature.substr(4) : feature);
   }
   manifest.obs_spec.shapes = record.obs_shapes;
+  manifest.obs_spec.cameras = record.cameras;
   manifest.action_spec.names = {"action"};
   manifest.action_spec.shapes = {{record.action_dim}};
   manifest.normalization = record.normalization;

@@ -51,6 +51,7 @@ struct CheckpointRecord {
   nlohmann::json policy_options;        // complete options of the policy (with "kind")
   std::vector<std::string> obs_features;  // obs/<key> features, in row order
   std::vector<std::vector<int64_t>> obs_shapes;  // per-step shape of each
+  std::vector<registry::ManifestCamera> cameras;  // camera images, in the policy's order (none: state only)
   int64_t action_dim = 0;               // floats of one action
   nlohmann::json normalization;         // train/normalization.h JSON
   std::string dataset_id;               // dataset trained on

@@ -1,5 +1,6 @@
-// Float32 feature views of an EpisodeStore shared by the normalization and the loader: which
-// features form the obs row, and where each one's elements go in that row.
+// Feature views of an EpisodeStore shared by the normalization and the loader: which float32
+// features form the obs row and where each one's elements go in that row, and which uint8
+// features hold camera frames (docs/vision.md), which are never part of the float row.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,41 @@ struct ConcatRows {
   // Writes the concatenated row `row` to out[0, width).
   void CopyRow(int64_t row, float* out) const;
 };
+
+// One camera's frames in a store: a uint8 [T, height, width, 3] feature (docs/vision.md).
+struct ImageRows {
+  std::string name;                   // feature name, e.g. "obs/agentview_image"
+  int64_t frame_bytes = 0;            // bytes of one frame: height * width * 3
+  absl::Span<const uint8_t> values;   // total_steps * frame_bytes bytes, episodes back to back
+
+  // The frame of store row `row`.
+  absl::Span<const uint8_t> Row(int64_t row) const {
+    return values.subspan(static_cast<size_t>(row * frame_bytes), static_cast<size_t>(frame_bytes));
+  }
+};
+
+// Several cameras' frames laid out back to back in one byte row, in order.
+struct ConcatImages {
+  std::vector<ImageRows> parts;  // in camera order
+  int64_t bytes = 0;             // sum of the parts' frame bytes (0 without cameras)
+
+  // Writes the frames of store row `row` to out[0, bytes).
+  void CopyRow(int64_t row, uint8_t* out) const;
+};
+
+// Whether feature `name` is an observation's camera frames: an image key (data::IsImageKey)
+// under obs/ ("obs/agentview_image"; next_obs/ frames are not observations training reads).
+bool IsObsImageKey(const std::string& name);
+
+// The camera name of image feature `feature`: the name without "obs/" and "_image"
+// ("obs/agentview_image" -> "agentview").
+std::string CameraNameOf(const std::string& feature);
+
+// The loaded image features `names` of `store`, in order (none: an empty ConcatImages).
+// InvalidArgument naming the file and feature when one is not loaded or is not camera frames
+// (data::CheckImageFeature: uint8 [T, H, W, 3]).
+absl::StatusOr<ConcatImages> ConcatImageFeatures(const data::EpisodeStore& store,
+                                                 const std::vector<std::string>& names);
 
 // The loaded float32 feature `name` of `store`; `role` ("obs feature", "action feature")
 // prefixes errors: not loaded (listing the loaded ones) or not float32 (naming the file and

@@ -12,6 +12,14 @@
 
 namespace roboloop::train {
 
+RoboloopTrainBatch BatchView(const Batch& batch) {
+  return RoboloopTrainBatch{batch.batch_size,     batch.history,   batch.chunk,
+                            batch.obs_dim,        batch.action_dim, batch.obs.data(),
+                            batch.history_length.data(), batch.actions.data(),
+                            batch.action_valid.data(), batch.image_bytes,
+                            batch.images.empty() ? nullptr : batch.images.data()};
+}
+
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(
     std::shared_ptr<const data::EpisodeStore> store, const Normalization& norm,
     const LoaderOptions& options) {

@@ -1,6 +1,7 @@
 // Training data loader: samples (episode, t) windows from an in-memory EpisodeStore, or from
 // episodes streamed through a bounded EpisodeCache, in a seeded, rank-sharded order and builds
-// padded [batch, history, obs] / [batch, chunk, action] batches on background threads.
+// padded [batch, history, obs] / [batch, chunk, action] batches, with each sample's camera
+// frames (docs/vision.md), on background threads.
 // Torch-free. See train/README.md for both sampling contracts.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/normalization.h"
+#include "train/torch_api.h"
 
 namespace roboloop::train {
 
@@ -24,6 +26,9 @@ struct LoaderOptions {
   // Concatenated, in this order, into one obs row (each feature's per-step elements flattened).
   std::vector<std::string> obs_features;
   std::string action_feature = "actions";  // the action feature, float32 [T, action_dim]
+  // Camera frames, uint8 [T, H, W, 3] features (obs/<camera>_image), in the policy's camera
+  // order; never part of the obs row or its normalization. Empty for a state-only policy.
+  std::vector<std::string> image_features;
   int history = 1;        // observation steps per sample: t-history+1 .. t
   int chunk = 1;          // future actions per sample: a_t .. a_{t+chunk-1}
   int batch_size = 64;    // samples per batch on this rank
@@ -50,7 +55,15 @@ struct Batch {
   // [batch, chunk, action_dim]; steps past the episode end repeat its last action.
   std::vector<float> actions;
   std::vector<uint8_t> action_valid;  // [batch, chunk] 1 = real action, 0 = padding by repetition
+  int image_bytes = 0;                // bytes of one sample's frames (0 without image features)
+  // [batch, image_bytes]: each sample's frames at its step t (its last obs step), the cameras
+  // of LoaderOptions::image_features back to back, raw uint8 (RoboloopTrainBatch::images).
+  std::vector<uint8_t> images;
 };
+
+// The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes; images is null
+// when the batch has none.
+RoboloopTrainBatch BatchView(const Batch& batch);
 
 class BatchSource;
 
@@ -60,7 +73,8 @@ class BatchSource;
 class Loader {
  public:
   // Validates `options` against `store` and starts the workers at cursor 0. Errors: missing
-  // features, a feature that is not float32 (named), history/chunk/batch_size/world_size/
+  // features, an obs or action feature that is not float32 or an image feature that is not
+  // uint8 [T, H, W, 3] (named, with the file), history/chunk/batch_size/world_size/
   // num_workers/prefetch < 1, rank outside [0, world_size), batch_size * world_size larger
   // than the number of windows, and (with normalize) `norm` sizes that differ from the obs or
   // action row width.

@@ -131,6 +131,19 @@ absl::Status TorchPolicy::ActChunk(const float* obs, const int32_t* history_leng
   return absl::OkStatus();
 }
 
+absl::Status TorchPolicy::ActChunkImages(const float* obs, const int32_t* history_length,
+                                         const uint8_t* images, int image_bytes, int batch, int history,
+                                         int obs_dim, float* actions, int chunk, int action_dim,
+                                         bool batch_invariant) {
+  char error[kErrorCapacity];
+  if (api_->policy_act_chunk_images(handle_, obs, history_length, images, image_bytes, batch, history,
+                                    obs_dim, actions, chunk, action_dim, batch_invariant ? 1 : 0, error,
+                                    sizeof(error)) != 0) {
+    return absl::InvalidArgumentError(error);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<TorchTrainer>> TorchRuntime::CreateTrainer(
     const std::string& config_json) const {
   std::string error(kErrorCapacity, '\0');

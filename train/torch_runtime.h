@@ -32,6 +32,15 @@ class TorchPolicy {
                         int obs_dim, float* actions, int chunk, int action_dim,
                         bool batch_invariant);
 
+  // ActChunk for a policy that sees cameras (RoboloopTorchApi::policy_act_chunk_images):
+  // `images` holds batch x image_bytes bytes, each row the frames of that row's current
+  // observation, cameras back to back in the order of the policy's `cameras` option (uint8
+  // H x W x 3, docs/vision.md). InvalidArgument naming the file on a mismatch (image_bytes
+  // other than the cameras' total) or a LibTorch error.
+  absl::Status ActChunkImages(const float* obs, const int32_t* history_length, const uint8_t* images,
+                              int image_bytes, int batch, int history, int obs_dim, float* actions,
+                              int chunk, int action_dim, bool batch_invariant);
+
   // The file the policy was loaded from.
   const std::string& path() const { return path_; }
 

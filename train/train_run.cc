@@ -15,10 +15,10 @@
 #include "common/ids.h"
 #include "common/status.h"
 #include "common/store_layout.h"
-#include "data/dataset_reader.h"
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/checkpoint_io.h"
+#include "train/dataset_features.h"
 #include "train/dataset_set.h"
 #include "train/loader.h"
 #include "train/normalization.h"
@@ -45,86 +45,7 @@ absl::StatusOr<int> IntVariable(const char* name, int fallback) {
   return value;
 }
 
-// The dataset's features as training reads them.
-struct DatasetFeatures {
-  std::vector<std::string> obs;               // obs/<key> in row order
-  std::vector<std::vector<int64_t>> obs_shapes;  // per-step shapes
-  int64_t obs_dim = 0;
-  int64_t action_dim = 0;
-};
-
-int64_t Elements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-// Obs features: the configured ones, else the task's key order recorded by `sim collect`
-// (env_kwargs.obs_keys), else every obs/* feature in name order.
-absl::StatusOr<DatasetFeatures> ReadFeatures(const std::string& path, const data::DatasetLayout& layout,
-                                             const v1::TrainConfig& config) {
-  DatasetFeatures features;
-  features.obs.assign(config.obs_features().begin(), config.obs_features().end());
-  if (features.obs.empty()) {
-    const nlohmann::json env = nlohmann::json::parse(layout.env_args_json, nullptr, false);
-    const nlohmann::json keys = env.is_object() ? env.value("/env_kwargs/obs_keys"_json_pointer, nlohmann::json())
-                                                : nlohmann::json();
-    if (keys.is_array()) {
-      for (const nlohmann::json& key : keys) features.obs.push_back("obs/" + key.get<std::string>());
-    } else {
-      for (const data::FeatureSpec& spec : layout.spec) {
-        if (spec.name.rfind("obs/", 0) == 0) features.obs.push_back(spec.name);
-      }
-    }
-  }
-  if (features.obs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no obs/* features to train on"));
-  }
-  for (const std::string& name : features.obs) {
-    const data::FeatureSpec* spec = data::FindFeature(layout.spec, name);
-    if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", name));
-    }
-    features.obs_shapes.push_back(spec->step_shape);
-    features.obs_dim += Elements(spec->step_shape);
-  }
-  const data::FeatureSpec* action = data::FindFeature(layout.spec, config.action_feature());
-  if (action == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no feature ", config.action_feature()));
-  }
-  features.action_dim = Elements(action->step_shape);
-  return features;
-}
-
-// The features of the set's first file; every other file must train on the same obs features
-// with the same dtypes and shapes (the first file that differs is named).
-absl::StatusOr<DatasetFeatures> ReadSetFeatures(const ResolvedDatasetSet& set, const v1::TrainConfig& config) {
-  std::unique_ptr<data::DatasetReader> first;
-  DatasetFeatures features;
-  for (const std::string& path : set.paths()) {
-    data::DatasetReader::Options reader_options;
-    reader_options.path = path;
-    ROBOLOOP_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(reader_options));
-    ROBOLOOP_ASSIGN_OR_RETURN(DatasetFeatures found, ReadFeatures(path, reader->layout(), config));
-    if (first == nullptr) {
-      first = std::move(reader);
-      features = std::move(found);
-      continue;
-    }
-    if (found.obs != features.obs) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": trains on obs features [", absl::StrJoin(found.obs, ", "), "], but ", first->path(),
-          " (the set's first file) on [", absl::StrJoin(features.obs, ", "), "]"));
-    }
-    std::vector<std::string> used = features.obs;
-    used.push_back(config.action_feature());
-    ROBOLOOP_RETURN_IF_ERROR(
-        data::CheckSameFeatures(first->path(), first->layout().spec, path, reader->layout().spec, used));
-  }
-  return features;
-}
-
-// The checkpoint's architecture, checked against the dataset's dims.
+// The checkpoint's architecture, checked against the dataset's dims and cameras.
 absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoint& checkpoint,
                                                            const std::string& ref,
                                                            const DatasetFeatures& features) {
@@ -139,6 +60,7 @@ absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoi
         ", but the dataset has obs_dim ", features.obs_dim, " (", absl::StrJoin(features.obs, ", "),
         ") and action_dim ", features.action_dim));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckOptionCameras(options, features, ref));
   return options;
 }
 
@@ -237,7 +159,7 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   if (!config.dataset().empty()) refs.insert(refs.begin(), config.dataset());
   ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDatasetSet(*options.registry, refs, cache,
                                                        /*register_files=*/options.rank.rank == 0));
-  ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadSetFeatures(p.dataset, config));
+  ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadSetFeatures(p.dataset.paths(), config));
   if (!config.resume().empty() && !config.init_from().empty()) {
     return absl::InvalidArgumentError("--resume and --init-from exclude each other");
   }
@@ -253,8 +175,17 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
     (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
   } else {
     ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromSpec(config.policy(), p.features.obs_dim, p.features.action_dim));
+    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, WithCameras(std::move(p.policy_options), p.features));
   }
   return p;
+}
+
+// Every feature training reads: obs, images, then the action.
+std::vector<std::string> LoadedFeatures(const DatasetFeatures& features, const v1::TrainConfig& config) {
+  std::vector<std::string> names = features.obs;
+  names.insert(names.end(), features.images.begin(), features.images.end());
+  names.push_back(config.action_feature());
+  return names;
 }
 
 // The training features of the demos of mask `split` ("" = every demo), as float32; with
@@ -265,8 +196,7 @@ absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepar
   data::EpisodeStore::Options store_options;
   store_options.path = paths.front();
   store_options.more_paths.assign(paths.begin() + 1, paths.end());
-  store_options.features = p.features.obs;
-  store_options.features.push_back(config.action_feature());
+  store_options.features = LoadedFeatures(p.features, config);
   store_options.split = split;
   store_options.as_float32 = true;
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, data::EpisodeStore::Load(store_options));
@@ -298,8 +228,7 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
   data::EpisodeCache::Options cache_options;
   cache_options.episodes.path = paths.front();
   cache_options.episodes.more_paths.assign(paths.begin() + 1, paths.end());
-  cache_options.episodes.features = p.features.obs;
-  cache_options.episodes.features.push_back(config.action_feature());
+  cache_options.episodes.features = LoadedFeatures(p.features, config);
   cache_options.episodes.split = config.split();
   cache_options.episodes.as_float32 = true;
   cache_options.capacity_bytes = static_cast<int64_t>(config.data_cache_mb() * (1 << 20));
@@ -397,6 +326,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   }
   LoaderOptions loader_options;
   loader_options.obs_features = p.features.obs;
+  loader_options.image_features = p.features.images;
   loader_options.action_feature = config.action_feature();
   loader_options.history = p.policy_options.value("history", 1);
   loader_options.chunk = p.policy_options.value("chunk", 1);
@@ -462,6 +392,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     record.policy_options = p.policy_options;
     record.obs_features = p.features.obs;
     record.obs_shapes = p.features.obs_shapes;
+    record.cameras = p.features.cameras;
     record.action_dim = p.features.action_dim;
     record.normalization = NormalizationToJson(p.normalization);
     record.dataset_id = p.dataset.id;

@@ -5,26 +5,24 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "data/episode_store.h"
+#include "train/batch_builder.h"
 #include "train/loader.h"
 #include "train/normalization.h"
 #include "train/torch_runtime.h"
 
 namespace roboloop::train {
 
-// The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes.
-RoboloopTrainBatch BatchView(const Batch& batch);
-
-// The batches of every window of a validation store, built once. Immutable.
+// The batches of every window of a validation store, built one at a time by each Loss (so
+// that camera frames are not held twice). Immutable.
 class ValidationSet {
  public:
-  // Batches of options.batch_size windows (the last one smaller) of `store`, built with the
-  // training run's `norm`, obs/action features, history and chunk. Errors as BatchBuilder's
-  // (a missing or non-float32 feature), and InvalidArgument naming the file when the store has
-  // no windows.
+  // Batches of options.batch_size windows (the last one smaller) of `store` (which must
+  // outlive the set), built with the training run's `norm`, obs/action/image features, history
+  // and chunk. Errors as BatchBuilder's (a missing feature, or one of the wrong dtype), and
+  // InvalidArgument naming the file when the store has no windows.
   static absl::StatusOr<std::unique_ptr<ValidationSet>> Create(const data::EpisodeStore& store,
                                                                const Normalization& norm,
                                                                const LoaderOptions& options);
@@ -34,14 +32,15 @@ class ValidationSet {
   absl::StatusOr<double> Loss(TorchTrainer& trainer, int64_t step) const;
 
   // Windows evaluated by Loss.
-  int64_t windows() const { return windows_; }
+  int64_t windows() const { return windows_->windows(); }
 
  private:
-  ValidationSet(std::vector<Batch> batches, int64_t windows)
-      : batches_(std::move(batches)), windows_(windows) {}
+  ValidationSet(std::unique_ptr<StoreWindows> windows, std::unique_ptr<BatchBuilder> builder, int batch_size)
+      : windows_(std::move(windows)), builder_(std::move(builder)), batch_size_(batch_size) {}
 
-  std::vector<Batch> batches_;
-  int64_t windows_;
+  const std::unique_ptr<StoreWindows> windows_;
+  const std::unique_ptr<BatchBuilder> builder_;
+  const int batch_size_;
 };
 
 }  // namespace roboloop::train

@@ -16,8 +16,25 @@ absl::StatusOr<StageOutputs> RunCompare(const v1::Stage& stage, const StageConte
   request.set_baseline(baseline.id());
   request.set_protocol_hash(candidate.protocol_hash());
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison, services.clients().eval().Compare(request));
+  const auto rate = [](const v1::Evaluation& e) { return absl::StrFormat("%.6f", e.aggregates().success().rate()); };
   return StageOutputs{{"verdict", eval::VerdictName(comparison.verdict())},
-                      {"p_value", absl::StrFormat("%.6f", comparison.mcnemar_p())}};
+                      {"p_value", absl::StrFormat("%.6f", comparison.mcnemar_p())},
+                      {"candidate.success", rate(candidate)},
+                      {"baseline.success", rate(baseline)},
+                      {"pairs", absl::StrCat(comparison.pairs())}};
+}
+
+// "<stage>: candidate vs baseline under <protocol>: success <a> vs <b> over <n> paired
+// episodes, McNemar p <p>: <verdict>".
+std::vector<std::string> SummarizeCompare(const v1::Stage& stage, const StageOutputs& outputs, StageServices&) {
+  auto value = [&outputs](const std::string& name) {
+    auto it = outputs.find(name);
+    return it == outputs.end() ? std::string("?") : it->second;
+  };
+  return {absl::StrFormat("%s: %s vs %s under %s: success %s vs %s over %s paired episodes, McNemar p %s: %s",
+                          stage.name(), stage.compare().candidate(), stage.compare().baseline(), stage.compare().protocol(),
+                          value("candidate.success"), value("baseline.success"), value("pairs"), value("p_value"),
+                          value("verdict"))};
 }
 
 }  // namespace
@@ -26,8 +43,9 @@ StageKind CompareStageKind() {
   StageKind kind;
   kind.name = "compare";
   kind.params = v1::CompareStage::descriptor();
-  kind.outputs = {"verdict", "p_value"};
+  kind.outputs = {"verdict", "p_value", "candidate.success", "baseline.success", "pairs"};
   kind.run = RunCompare;
+  kind.summarize = SummarizeCompare;
   return kind;
 }
 

@@ -1,3 +1,4 @@
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "pipeline/stage_kinds/builtin.h"
@@ -33,6 +34,19 @@ absl::StatusOr<StageOutputs> RunEvaluate(const v1::Stage& stage, const StageCont
   return outputs;
 }
 
+// "<stage>: <protocol> success <rate> [<lower>, <upper>], return <mean> [<lower>, <upper>]".
+std::vector<std::string> SummarizeEvaluate(const v1::Stage& stage, const StageOutputs& outputs, StageServices&) {
+  auto value = [&outputs](const std::string& name) {
+    auto it = outputs.find(name);
+    double number = 0;
+    if (it == outputs.end() || !absl::SimpleAtod(it->second, &number)) return std::string("?");
+    return absl::StrFormat("%.3f", number);
+  };
+  return {absl::StrFormat("%s: %s success %s [%s, %s] (Wilson 95 %%), return %s [%s, %s]", stage.name(),
+                          stage.evaluate().protocol(), value("success.rate"), value("success.lower"),
+                          value("success.upper"), value("return.mean"), value("return.lower"), value("return.upper"))};
+}
+
 }  // namespace
 
 StageKind EvaluateStageKind() {
@@ -43,6 +57,7 @@ StageKind EvaluateStageKind() {
                   "return.mean", "return.lower", "return.upper",  "failures"};
   kind.seeds = [](const v1::Stage& stage) { return SeedClaims{{}, stage.evaluate().protocol(), false}; };
   kind.run = RunEvaluate;
+  kind.summarize = SummarizeEvaluate;
   return kind;
 }
 

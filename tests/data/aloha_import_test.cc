@@ -118,5 +118,71 @@ TEST(AlohaImportTest, ErrorsNameTheSourceAndLeaveNoOutput) {
   EXPECT_THAT(ImportAloha(options).status().message(), HasSubstr("no episode_<i>.hdf5 files"));
 }
 
+// Frames of a camera: uint8 [steps, 6, 8, 3] (ALOHA's 480x640 scaled down), or float32 when `as_float`.
+Array CameraFrames(int steps, int seed, bool as_float = false) {
+  std::vector<uint8_t> pixels;
+  for (int i = 0; i < steps * 6 * 8 * 3; ++i) pixels.push_back(static_cast<uint8_t>((seed * 17 + i * 3) % 256));
+  if (!as_float) return Array::From<uint8_t>({steps, 6, 8, 3}, pixels);
+  return Array::From<float>({steps, 6, 8, 3}, std::vector<float>(pixels.begin(), pixels.end()));
+}
+
+void AddCamera(const std::string& path, const std::string& camera, const Array& frames) {
+  auto file = h5::OpenFile(path, /*writable=*/true);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(h5::WriteArray(file->get(), "observations/images/" + camera, frames, StorageOptions()).ok());
+}
+
+TEST(AlohaImportTest, KeepsEveryCameraOneFramePerChunk) {
+  TempDir dir;
+  const std::string input = dir.File("aloha");
+  std::filesystem::create_directory(input);
+  const std::string source = input + "/episode_0.hdf5";
+  WriteAlohaFile(source, MakeAlohaEpisode(5, 0));
+  AddCamera(source, "left_wrist", CameraFrames(5, 1));
+  AddCamera(source, "right_wrist", CameraFrames(5, 2));
+  AlohaImportOptions options;
+  options.input_dir = input;
+  options.output_path = dir.File("out.hdf5");
+  ASSERT_TRUE(ImportAloha(options).ok());
+  DatasetReader::Options reader_options;
+  reader_options.path = options.output_path;
+  auto reader = DatasetReader::Open(reader_options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<std::string> cameras;
+  for (const FeatureSpec& image : ImageFeatures((*reader)->layout().spec)) cameras.push_back(image.name);
+  EXPECT_EQ(cameras, std::vector<std::string>({"obs/left_wrist_image", "obs/right_wrist_image", "obs/top_image"}));
+  EXPECT_EQ((*reader)->ReadFeature("demo_0", "obs/right_wrist_image")->bytes, CameraFrames(5, 2).bytes);
+
+  auto file = h5::OpenFile(options.output_path, /*writable=*/false);
+  auto dataset = h5::OpenDataset(file->get(), "data/demo_0/obs/left_wrist_image", "left_wrist");
+  ASSERT_TRUE(dataset.ok());
+  h5::Handle create_options(H5Dget_create_plist(dataset->get()));
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  ASSERT_EQ(H5Pget_chunk(create_options.get(), 4, chunk), 4);
+  EXPECT_EQ(std::vector<hsize_t>(chunk, chunk + 4), std::vector<hsize_t>({1, 6, 8, 3}));
+}
+
+TEST(AlohaImportTest, CameraErrorsNameTheSourceFileAndCamera) {
+  TempDir dir;
+  const std::string input = dir.File("aloha");
+  std::filesystem::create_directory(input);
+  const std::string source = input + "/episode_0.hdf5";
+  AlohaImportOptions options;
+  options.input_dir = input;
+  options.output_path = dir.File("out.hdf5");
+
+  WriteAlohaFile(source, MakeAlohaEpisode(5, 0));
+  AddCamera(source, "left_wrist", CameraFrames(4, 1));
+  EXPECT_EQ(ImportAloha(options).status().message(),
+            source + ": /observations/images/left_wrist: length 4, expected 5 (/action)");
+
+  WriteAlohaFile(source, MakeAlohaEpisode(5, 0));
+  AddCamera(source, "left_wrist", CameraFrames(5, 1, /*as_float=*/true));
+  EXPECT_EQ(ImportAloha(options).status().message(),
+            source + ": /observations/images/left_wrist: float32 [T, 6, 8, 3], expected uint8 [T, H, W, 3] "
+                     "(RGB frames)");
+  EXPECT_FALSE(std::filesystem::exists(options.output_path));
+}
+
 }  // namespace
 }  // namespace roboloop::data

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/sha256.h"
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "gmock/gmock.h"
@@ -58,6 +59,42 @@ with h5py.File(sys.argv[1], "r") as f:
         "valid": [n.decode() for n in f["mask/valid"][()]],
     }
 print(json.dumps(out))
+)PY";
+
+constexpr char kReadImagesScript[] = R"PY(
+import hashlib, json, sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    out = {}
+    for demo in sorted(f["data"].keys()):
+        image = f["data"][demo]["obs/agentview_image"]
+        frames = image[()]
+        out[demo] = {
+            "dtype": str(image.dtype), "shape": list(image.shape), "chunks": list(image.chunks),
+            "compression": image.compression, "level": image.compression_opts,
+            "shuffle": image.shuffle, "sha256": hashlib.sha256(frames.tobytes()).hexdigest(),
+            "pixel_3_2_5": frames[3, 2, 5].tolist(),
+        }
+print(json.dumps(out))
+)PY";
+
+// robomimic's image layout as h5py writes it: frames uint8 [T, 6, 4, 3] holding
+// (t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256, gzip-compressed in chunks of 2 frames.
+constexpr char kWriteImagesScript[] = R"PY(
+import sys
+import h5py
+import numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    data = f.create_group("data")
+    for i, T in enumerate([5, 3]):
+        g = data.create_group("demo_%d" % i)
+        g.attrs["num_samples"] = T
+        g.create_dataset("actions", data=np.zeros((T, 2), dtype=np.float32))
+        t, y, x, c = np.meshgrid(np.arange(T), np.arange(6), np.arange(4), np.arange(3), indexing="ij")
+        frames = ((t * 29 + y * 13 + x * 5 + c * 3 + i) % 256).astype(np.uint8)
+        g.create_dataset("obs/agentview_image", data=frames, chunks=(2, 6, 4, 3), compression="gzip")
+    data.attrs["total"] = 8
+    data.attrs["env_args"] = "{}"
 )PY";
 
 // Runs `script` with `args`, returning stdout (empty on failure).
@@ -137,6 +174,54 @@ TEST(H5pyInteropTest, H5pyReadsFileWrittenHere) {
   EXPECT_NEAR(json["actions_sum"].get<double>(), actions_sum, 1e-9);
   EXPECT_EQ(json["qpos_dtype"], "float32");
   EXPECT_EQ(json["valid"], nlohmann::json::array({"demo_2"}));
+}
+
+TEST(H5pyInteropTest, H5pyReadsImageKeysWrittenHere) {
+  TempDir dir;
+  const std::string path = dir.File("images.hdf5");
+  const std::vector<Episode> episodes =
+      WriteDataset(path, {5, 7}, R"({"env_name": "Lift"})", testing::MakeImageEpisode);
+  const std::string out = RunPython(dir, kReadImagesScript, path);
+  ASSERT_FALSE(out.empty());
+  const nlohmann::json json = nlohmann::json::parse(out);
+  for (int demo = 0; demo < 2; ++demo) {
+    const nlohmann::json& image = json[DemoName(demo)];
+    const Array& frames = episodes[demo].at("obs/agentview_image");
+    EXPECT_EQ(image["dtype"], "uint8");
+    EXPECT_EQ(image["shape"], nlohmann::json::array({demo == 0 ? 5 : 7, 8, 8, 3}));
+    EXPECT_EQ(image["chunks"], nlohmann::json::array({1, 8, 8, 3}));
+    EXPECT_EQ(image["compression"], "gzip");
+    EXPECT_EQ(image["level"], kImageGzipLevel);
+    EXPECT_EQ(image["shuffle"], false);
+    const std::string bytes(frames.bytes.begin(), frames.bytes.end());
+    EXPECT_EQ(image["sha256"], Sha256Hex(bytes));
+    const int64_t pixel = ((3 * 8 + 2) * 8 + 5) * 3;  // frame 3, row 2, column 5
+    EXPECT_EQ(image["pixel_3_2_5"], nlohmann::json::array({frames.bytes[pixel], frames.bytes[pixel + 1],
+                                                           frames.bytes[pixel + 2]}));
+  }
+}
+
+TEST(H5pyInteropTest, ReadsImageKeysWrittenByH5py) {
+  TempDir dir;
+  const std::string path = dir.File("robomimic_images.hdf5");
+  RunPython(dir, kWriteImagesScript, path);
+  const std::unique_ptr<DatasetReader> reader = testing::OpenOrDie(path);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(ImageFeatures(reader->layout().spec),
+            std::vector<FeatureSpec>({{"obs/agentview_image", DType::kUint8, {6, 4, 3}}}));
+  for (int demo = 0; demo < 2; ++demo) {
+    auto frames = reader->ReadFeature(DemoName(demo), "obs/agentview_image");
+    ASSERT_TRUE(frames.ok()) << frames.status();
+    const int steps = demo == 0 ? 5 : 3;
+    std::vector<uint8_t> expected;
+    for (int t = 0; t < steps; ++t)
+      for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 4; ++x)
+          for (int c = 0; c < 3; ++c) {
+            expected.push_back(static_cast<uint8_t>((t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256));
+          }
+    EXPECT_EQ(frames->bytes, expected);
+  }
 }
 
 }  // namespace

@@ -73,9 +73,34 @@ inline Episode MakeEpisode(int steps, int seed) {
   return episode;
 }
 
-// Writes a dataset with one MakeEpisode(lengths[i], i) per entry and returns the episodes.
+// Adds camera frames `name` (e.g. "obs/agentview_image"): uint8 [T, height, width, 3] with a
+// deterministic pattern that differs by step, pixel, channel and seed.
+inline void AddImage(Episode* episode, const std::string& name, int height, int width, int seed) {
+  const int steps = static_cast<int>(episode->at("actions").Steps());
+  std::vector<uint8_t> pixels;
+  for (int t = 0; t < steps; ++t) {
+    for (int p = 0; p < height * width * 3; ++p) {
+      pixels.push_back(static_cast<uint8_t>((seed * 53 + t * 11 + p * 7) % 256));
+    }
+  }
+  (*episode)[name] = Array::From<uint8_t>({steps, height, width, 3}, pixels);
+}
+
+// The camera of MakeImageEpisode.
+inline constexpr char kImageKey[] = "obs/agentview_image";
+
+// MakeEpisode(steps, seed) with an 8x8 camera kImageKey.
+inline Episode MakeImageEpisode(int steps, int seed) {
+  Episode episode = MakeEpisode(steps, seed);
+  AddImage(&episode, kImageKey, 8, 8, seed);
+  return episode;
+}
+
+// Writes a dataset with one make(lengths[i], i) (MakeEpisode or MakeImageEpisode) per entry and
+// returns the episodes.
 inline std::vector<Episode> WriteDataset(const std::string& path, const std::vector<int>& lengths,
-                                         const std::string& env_args = R"({"env_name": "Lift"})") {
+                                         const std::string& env_args = R"({"env_name": "Lift"})",
+                                         Episode (*make)(int, int) = MakeEpisode) {
   DatasetWriter::Options options;
   options.path = path;
   options.env_args_json = env_args;
@@ -83,7 +108,7 @@ inline std::vector<Episode> WriteDataset(const std::string& path, const std::vec
   EXPECT_TRUE(writer.ok()) << writer.status();
   std::vector<Episode> episodes;
   for (size_t i = 0; i < lengths.size(); ++i) {
-    episodes.push_back(MakeEpisode(lengths[i], static_cast<int>(i)));
+    episodes.push_back(make(lengths[i], static_cast<int>(i)));
     auto demo = (*writer)->WriteEpisode(episodes.back());
     EXPECT_TRUE(demo.ok()) << demo.status();
   }

@@ -99,6 +99,7 @@ TEST(RunE2eTest, ReducedQuickstartBeatsARandomPolicyByThePairedTest) {
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_THAT(run.out, HasSubstr("champion of quickstart-test"));
   EXPECT_THAT(run.out, HasSubstr("leaderboard row: quickstart-test:v"));
+  EXPECT_THAT(run.out, HasSubstr("improve[1].gate: cartpole-swingup-gate success "));
   EXPECT_THAT(run.out, HasSubstr("report: "));
   EXPECT_THAT(roboloop::testing::ReadWholeFile(root + "/pipeline/runs/" + RunIdOf(run.out) + "/quickstart-report.html"),
               HasSubstr("Leaderboard"));

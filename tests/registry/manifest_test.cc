@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/sha256.h"
+#include "registry/checkpoint_manifest.h"
 #include "tests/registry/test_util.h"
 
 namespace roboloop::registry {
@@ -106,6 +107,64 @@ TEST(Manifest, MistypedFieldsAreNamed) {
   manifest = Valid();
   manifest["surprise"] = true;
   ExpectFieldError(manifest, "surprise");
+}
+
+json WithCameras() {
+  json manifest = Valid();
+  manifest["obs_spec"]["cameras"] = {{{"name", "agentview"}, {"camera", "front"}, {"width", 84}, {"height", 64}},
+                                     {{"name", "free"}, {"camera", ""}, {"width", 4}, {"height", 4}}};
+  return manifest;
+}
+
+TEST(Manifest, CamerasAreReadInOrderAndRoundTrip) {
+  auto parsed = CheckpointManifest::FromJson(WithCameras());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->obs_spec.cameras.size(), 2u);
+  EXPECT_EQ(parsed->obs_spec.cameras[0], (ManifestCamera{"agentview", "front", 84, 64}));
+  EXPECT_EQ(parsed->obs_spec.cameras[1], (ManifestCamera{"free", "", 4, 4}));
+  EXPECT_EQ(parsed->ToJson(), WithCameras());
+  EXPECT_TRUE(ParseManifest(WithCameras().dump()).ok());
+}
+
+TEST(Manifest, ManifestsWithoutCamerasStayValidAndRoundTripWithoutThem) {
+  auto parsed = CheckpointManifest::FromJson(Valid());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->obs_spec.cameras.empty());
+  EXPECT_EQ(parsed->ToJson(), Valid());
+  EXPECT_FALSE(parsed->ToJson()["obs_spec"].contains("cameras"));
+}
+
+TEST(Manifest, BadCamerasAreRefusedNamingTheField) {
+  json manifest = WithCameras();
+  manifest["obs_spec"]["cameras"] = "agentview";
+  ExpectFieldError(manifest, "obs_spec.cameras");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][1]["width"] = 0;
+  ExpectFieldError(manifest, "obs_spec.cameras[1].width");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][0]["height"] = 8.5;
+  ExpectFieldError(manifest, "obs_spec.cameras[0].height");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][0].erase("camera");
+  ExpectFieldError(manifest, "obs_spec.cameras[0].camera");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][0]["name"] = "";
+  ExpectFieldError(manifest, "obs_spec.cameras[0].name");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][1]["name"] = "qpos";
+  ExpectFieldError(manifest, "obs_spec.cameras[1].name");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][0]["fps"] = 30;
+  ExpectFieldError(manifest, "obs_spec.cameras[0].fps");
+  manifest = WithCameras();
+  manifest["obs_spec"]["cameras"][0] = json::array({84, 84});
+  ExpectFieldError(manifest, "obs_spec.cameras[0]");
+  manifest = Valid();
+  manifest["action_spec"]["cameras"] = WithCameras()["obs_spec"]["cameras"];
+  ExpectFieldError(manifest, "action_spec.cameras");
+  manifest = Valid();
+  manifest["obs_spec"]["camera"] = json::array();
+  ExpectFieldError(manifest, "obs_spec.camera");
 }
 
 TEST(Manifest, BadNamesAreRefused) {

@@ -34,7 +34,10 @@ class ScriptedModel : public ChunkModel {
   int chunk() const override { return chunk_; }
   int obs_dim() const override { return 1; }
   int action_dim() const override { return 1; }
-  absl::Status Predict(const float* obs, const int32_t* history_length, int rows, float* actions) override {
+  const std::vector<CameraSpec>& cameras() const override { return cameras_; }
+  absl::Status Predict(const float* obs, const int32_t* history_length, const uint8_t* images, int rows,
+                       float* actions) override {
+    EXPECT_EQ(images, nullptr);
     rows_per_query_->push_back(rows);
     for (int r = 0; r < rows; ++r) {
       float mix = 0;
@@ -47,9 +50,10 @@ class ScriptedModel : public ChunkModel {
  private:
   int history_, chunk_;
   std::vector<int>* rows_per_query_;
+  std::vector<CameraSpec> cameras_;
 };
 
-ObsSpec OneFloatObs() { return ObsSpec{{ArraySpec{"x", {1}}}}; }
+ObsSpec OneFloatObs() { return ObsSpec{{ArraySpec{"x", {1}}}, {}}; }
 ActionSpec OneAction() { return ActionSpec{{-1e9f}, {1e9f}}; }
 
 std::unique_ptr<Policy> Chunked(int history, int chunk, const std::string& execution, std::vector<int>* queries) {
@@ -144,6 +148,91 @@ TEST(ChunkedPolicyTest, AStepOutOfOrderIsRefused) {
   EXPECT_THAT(status.message(), HasSubstr("episode 3"));
 }
 
+// Sees `cameras`; action = the row's obs; records the frames of every query row.
+class SeeingModel : public ChunkModel {
+ public:
+  SeeingModel(std::vector<CameraSpec> cameras, std::vector<std::vector<uint8_t>>* seen)
+      : cameras_(std::move(cameras)), seen_(seen) {}
+  int history() const override { return 1; }
+  int chunk() const override { return 1; }
+  int obs_dim() const override { return 1; }
+  int action_dim() const override { return 1; }
+  const std::vector<CameraSpec>& cameras() const override { return cameras_; }
+  absl::Status Predict(const float* obs, const int32_t*, const uint8_t* images, int rows, float* actions) override {
+    int bytes = 0;
+    for (const CameraSpec& camera : cameras_) bytes += camera.bytes();
+    for (int r = 0; r < rows; ++r) {
+      seen_->emplace_back(images + r * bytes, images + (r + 1) * bytes);
+      actions[r] = obs[r];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<CameraSpec> cameras_;
+  std::vector<std::vector<uint8_t>>* seen_;
+};
+
+// One float and two cameras: "top" 2 wide x 1 high (6 bytes), then "side" 1x1 (3 bytes).
+ObsSpec SeeingObs() {
+  ObsSpec spec = OneFloatObs();
+  spec.cameras = {CameraSpec{"top", "top_cam", 2, 1}, CameraSpec{"side", "", 1, 1}};
+  return spec;
+}
+
+TEST(ChunkedPolicyTest, EachQueryRowGetsItsFramesInTheModelsCameraOrder) {
+  std::vector<std::vector<uint8_t>> seen;
+  // The model reads side first: its frames are gathered out of the task's layout.
+  auto policy = MakeChunkedPolicy(std::make_unique<SeeingModel>(
+                                      std::vector<CameraSpec>{{"side", "", 1, 1}, {"top", "", 2, 1}}, &seen),
+                                  ChunkExecution(), "seeing", SeeingObs(), OneAction());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::vector<float> obs = {1, 2};
+  std::vector<uint8_t> images(2 * 9);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(10 + i);
+  const std::vector<int64_t> episodes = {4, 5};
+  const std::vector<int32_t> steps = {0, 0};
+  std::vector<float> actions(2);
+  ASSERT_TRUE((*policy)->Act(PolicyBatch{obs.data(), episodes.data(), steps.data(), 2, images.data()},
+                             actions.data()).ok());
+  EXPECT_EQ(actions, obs);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], (std::vector<uint8_t>{16, 17, 18, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(seen[1], (std::vector<uint8_t>{25, 26, 27, 19, 20, 21, 22, 23, 24}));
+  const std::vector<int32_t> next = {1, 1};
+  const absl::Status blind = (*policy)->Act(PolicyBatch{obs.data(), episodes.data(), next.data(), 2},
+                                            actions.data());
+  EXPECT_EQ(blind.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(blind.message(), HasSubstr("seeing sees cameras, but the batch carries no images"));
+}
+
+TEST(ChunkedPolicyTest, AStateOnlyModelRunsOnATaskWithCameras) {
+  std::vector<int> queries;
+  auto policy = MakeChunkedPolicy(std::make_unique<ScriptedModel>(1, 1, &queries), ChunkExecution(), "blind",
+                                  SeeingObs(), OneAction());
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const float obs = 2;
+  const std::vector<uint8_t> images(9, 7);
+  const int64_t episode = 1;
+  const int32_t step = 0;
+  float action = 0;
+  ASSERT_TRUE((*policy)->Act(PolicyBatch{&obs, &episode, &step, 1, images.data()}, &action).ok());
+  EXPECT_EQ(action, 1000 + 2);
+}
+
+TEST(ChunkedPolicyTest, AModelCameraTheTaskLacksOrSizesDifferentlyIsRefusedByName) {
+  std::vector<std::vector<uint8_t>> seen;
+  auto unknown = MakeChunkedPolicy(std::make_unique<SeeingModel>(std::vector<CameraSpec>{{"wrist", "", 1, 1}}, &seen),
+                                   ChunkExecution(), "seeing", SeeingObs(), OneAction());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("policy seeing does not fit the task: it sees camera 'wrist' 1x1 (width x height) but the "
+                        "task has no camera of that name (task observation {x[1], top:rgb[1x2], side:rgb[1x1]})"));
+  auto resized = MakeChunkedPolicy(std::make_unique<SeeingModel>(std::vector<CameraSpec>{{"top", "", 1, 2}}, &seen),
+                                   ChunkExecution(), "seeing", SeeingObs(), OneAction());
+  EXPECT_THAT(resized.status().message(), HasSubstr("camera 'top' 1x2 (width x height) but the task's is 2x1"));
+}
+
 TEST(ChunkExecutionTest, ParsesAndRefusesBadText) {
   auto receding = ParseChunkExecution("receding_horizon:3");
   ASSERT_TRUE(receding.ok());
@@ -181,17 +270,22 @@ nlohmann::json ManifestFor(const ObsSpec& obs, int action_dim) {
 }
 
 TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
-  const ObsSpec task_obs{{ArraySpec{"position", {2}}, ArraySpec{"velocity", {2}}}};
+  const ObsSpec task_obs{{ArraySpec{"position", {2}}, ArraySpec{"velocity", {2}}}, {}};
   const ActionSpec task_action{{-1, -1}, {1, 1}};
   ASSERT_TRUE(CheckManifestFitsTask(ManifestFor(task_obs, 2), "ck", task_obs, task_action).ok());
+  ObsSpec with_camera = task_obs;
+  with_camera.cameras = {CameraSpec{"agentview", "front", 8, 6}};
+  auto state_only = CheckManifestFitsTask(ManifestFor(task_obs, 2), "ck", with_camera, task_action);
+  ASSERT_TRUE(state_only.ok()) << state_only.status();
+  EXPECT_TRUE(state_only->cameras.empty());
   struct Case {
     nlohmann::json manifest;
     std::string message;
   };
   std::vector<Case> cases;
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[1], task_obs.keys[0]}}, 2), "key 0 is 'velocity'"});
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}}, 2), "'velocity' [3]"});
-  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}}, 2), "key 1 is nothing"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[1], task_obs.keys[0]}, {}}, 2), "key 0 is 'velocity'"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0], ArraySpec{"velocity", {3}}}, {}}, 2), "'velocity' [3]"});
+  cases.push_back({ManifestFor(ObsSpec{{task_obs.keys[0]}, {}}, 2), "key 1 is nothing"});
   cases.push_back({ManifestFor(task_obs, 3), "writes 3 action dims, the task takes 2"});
   nlohmann::json unknown_kind = ManifestFor(task_obs, 2);
   unknown_kind["policy"]["kind"] = "lstm";
@@ -205,8 +299,20 @@ TEST(CheckManifestTest, RefusesTheFirstDifferenceNamingTheCheckpoint) {
   nlohmann::json malformed = ManifestFor(task_obs, 2);
   malformed["obs_spec"]["names"][0] = 5;
   cases.push_back({malformed, "malformed manifest"});
+  ObsSpec seeing_obs = task_obs;
+  seeing_obs.cameras = {CameraSpec{"agentview", "front", 8, 6}};
+  nlohmann::json unknown_camera = ManifestFor(task_obs, 2);
+  unknown_camera["obs_spec"]["cameras"] = {{{"name", "wrist"}, {"camera", ""}, {"width", 8}, {"height", 6}}};
+  cases.push_back({unknown_camera, "it sees camera 'wrist' 8x6 (width x height) but the task has no camera of that name"});
+  nlohmann::json resized_camera = ManifestFor(task_obs, 2);
+  resized_camera["obs_spec"]["cameras"] = {{{"name", "agentview"}, {"camera", "front"}, {"width", 6}, {"height", 6}}};
+  cases.push_back({resized_camera, "it sees camera 'agentview' 6x6 (width x height) but the task's is 8x6 (task "
+                                   "observation {position[2], velocity[2], agentview:rgb[6x8]})"});
+  nlohmann::json blind_options = ManifestFor(task_obs, 2);
+  blind_options["obs_spec"]["cameras"] = {{{"name", "agentview"}, {"camera", "front"}, {"width", 8}, {"height", 6}}};
+  cases.push_back({blind_options, "manifest obs_spec.cameras [agentview 8x6] disagree with policy.options.cameras []"});
   for (const Case& c : cases) {
-    auto checked = CheckManifestFitsTask(c.manifest, "my-model:v3", task_obs, task_action);
+    auto checked = CheckManifestFitsTask(c.manifest, "my-model:v3", seeing_obs, task_action);
     EXPECT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
     EXPECT_THAT(checked.status().message(), HasSubstr("my-model:v3"));
     EXPECT_THAT(checked.status().message(), HasSubstr(c.message));

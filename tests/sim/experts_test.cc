@@ -57,7 +57,7 @@ TEST_P(ExpertTest, DoingNothingFails) {
 
 INSTANTIATE_TEST_SUITE_P(Builtins, ExpertTest,
                          ::testing::Values("cartpole-balance", "cartpole-swingup",
-                                           "pendulum-swingup", "reacher", "push"));
+                                           "pendulum-swingup", "reacher", "push", "reach-vision"));
 
 }  // namespace
 }  // namespace roboloop::sim

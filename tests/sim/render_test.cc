@@ -1,11 +1,12 @@
-// Offscreen rendering with OSMesa: identical states give identical pixels, other states other
-// pixels, and a frame larger than the model's offscreen buffer is refused.
+// Offscreen rendering of the reports' external view: identical states give identical pixels,
+// other states other pixels, and a frame larger than the model's offscreen buffer is refused.
 #include "sim/render.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sim/builtin_tasks.h"
+#include "sim/camera_renderer.h"
 #include "sim/physics_state.h"
 #include "sim/task_registry.h"
 
@@ -52,22 +53,25 @@ TEST_F(RenderTest, SameStateSamePixelsOtherStateOtherPixels) {
 }
 
 TEST_F(RenderTest, DefaultFramesAreLargeAndBrightEnoughToReadTheTask) {
-  auto renderer = OffscreenRenderer::Create(task_->model(), RenderOptions());
+  EXPECT_GE(RenderOptions().width, 640);
+  EXPECT_GE(RenderOptions().height, 480);
+  const CameraSpec view{"view", "", RenderOptions().width, RenderOptions().height};
+  CameraRenderer::Options studio;
+  studio.studio = true;
+  auto renderer = CameraRenderer::Create(task_->model(), {view}, studio);
   ASSERT_TRUE(renderer.ok()) << renderer.status();
-  EXPECT_GE((*renderer)->options().width, 640);
-  EXPECT_GE((*renderer)->options().height, 480);
   std::unique_ptr<mjData, void (*)(mjData*)> data(mj_makeData(task_->model()), mj_deleteData);
   mj_forward(task_->model(), data.get());
-  auto rgb = (*renderer)->Render(data.get());
-  ASSERT_TRUE(rgb.ok()) << rgb.status();
+  std::vector<uint8_t> rgb(view.bytes());
+  ASSERT_TRUE((*renderer)->Render(task_->model(), data.get(), rgb.data()).ok());
   double sum = 0;
   int dark = 0;
-  for (size_t pixel = 0; pixel < rgb->size() / 3; ++pixel) {
-    const int luma = ((*rgb)[3 * pixel] + (*rgb)[3 * pixel + 1] + (*rgb)[3 * pixel + 2]) / 3;
+  for (size_t pixel = 0; pixel < rgb.size() / 3; ++pixel) {
+    const int luma = (rgb[3 * pixel] + rgb[3 * pixel + 1] + rgb[3 * pixel + 2]) / 3;
     sum += luma;
     dark += luma < 20;
   }
-  const double pixels = static_cast<double>(rgb->size() / 3);
+  const double pixels = static_cast<double>(rgb.size() / 3);
   EXPECT_GT(sum / pixels, 100) << "mean brightness (0-255)";
   EXPECT_LT(dark / pixels, 0.05) << "share of near-black pixels";
 }
@@ -75,7 +79,7 @@ TEST_F(RenderTest, DefaultFramesAreLargeAndBrightEnoughToReadTheTask) {
 TEST_F(RenderTest, BadSizesAndRaggedStatesAreRefused) {
   RenderOptions huge;
   huge.width = 100000;
-  EXPECT_THAT(OffscreenRenderer::Create(task_->model(), huge).status().message(),
+  EXPECT_THAT(RenderStatesAsPng(task_->model(), TwoStates(), 2, huge).status().message(),
               ::testing::HasSubstr("does not fit the model's offscreen buffer"));
   EXPECT_FALSE(RenderStatesAsPng(task_->model(), std::vector<double>(3), 2, RenderOptions()).ok());
 }

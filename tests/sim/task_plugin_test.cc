@@ -1,7 +1,10 @@
 // Out-of-tree task plugins (issue 4, req 2b): the reference example is compiled here as its
 // own shared library, against the public headers only, then loaded, rolled out and checked;
-// a plugin for another ABI version, a missing file and a duplicate name are refused.
+// its camera is rendered; a plugin for another ABI version, a missing file and a duplicate name
+// are refused.
 #include <cstdlib>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -24,6 +27,18 @@ std::string BuildPlugin(const std::string& source, const std::string& name,
   return output;
 }
 
+// Keeps each episode's record and recorded frames, by episode index.
+class FrameSink : public EpisodeSink {
+ public:
+  absl::Status OnEpisode(const EpisodeRecord& record, const Trajectory* trajectory) override {
+    records[record.episode_index] = record;
+    frames[record.episode_index] = trajectory->images;
+    return absl::OkStatus();
+  }
+  std::map<int64_t, EpisodeRecord> records;
+  std::map<int64_t, std::vector<uint8_t>> frames;
+};
+
 TEST(TaskPluginTest, LoadsTheExamplePluginAndRollsItOut) {
   const std::string plugin =
       BuildPlugin(ROBOLOOP_SOURCE_DIR "/sim/examples/task_plugin/slider_reach_plugin.c", "slider");
@@ -33,15 +48,22 @@ TEST(TaskPluginTest, LoadsTheExamplePluginAndRollsItOut) {
   ASSERT_TRUE(task.ok()) << task.status();
   EXPECT_EQ((*task)->obs_spec().size(), 3);
   EXPECT_EQ((*task)->action_spec().size(), 1);
+  EXPECT_EQ(DescribeObsSpec((*task)->obs_spec()), "{position[1], velocity[1], target[1], side:rgb[32x32]}");
   RandomPolicy policy(**task, 2);
   RolloutOptions options;
   options.num_episodes = 4;
   options.num_envs = 2;
-  auto records = RunRollout(**task, policy, options);
-  ASSERT_TRUE(records.ok()) << records.status();
-  ASSERT_EQ(records->size(), 4u);
-  EXPECT_EQ((*records)[0].length, 100);
-  EXPECT_NE((*records)[0].state_hash_chain, (*records)[1].state_hash_chain);
+  options.max_steps = 20;
+  options.record_trajectories = true;
+  FrameSink sink;
+  auto engine = RolloutEngine::Create(task->get(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE((*engine)->Run(policy, sink).ok());
+  ASSERT_EQ(sink.records.size(), 4u);
+  EXPECT_EQ(sink.records[0].length, 20);
+  EXPECT_NE(sink.records[0].state_hash_chain, sink.records[1].state_hash_chain);
+  ASSERT_EQ(sink.frames[0].size(), 20u * 32 * 32 * 3) << "the side camera is rendered at every step";
+  EXPECT_NE(sink.frames[0], sink.frames[1]) << "the cart shows in the frames";
   EXPECT_EQ(LoadTaskPlugin(plugin, &registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
@@ -61,10 +83,34 @@ TEST(TaskPluginTest, RefusesAVersionOnePluginBuiltForMujocoTwo) {
   TaskRegistry registry;
   const absl::Status status = LoadTaskPlugin(plugin, &registry);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(status.message().find("ABI version 1, this roboloop supports version 2"),
+  EXPECT_NE(status.message().find("ABI version 1, this roboloop supports version 3"),
             std::string::npos) << status;
   EXPECT_NE(status.message().find("rebuild the plugin against MuJoCo 3"), std::string::npos) << status;
   EXPECT_TRUE(registry.Names().empty());
+}
+
+TEST(TaskPluginTest, RefusesAVersionTwoPluginWithoutCameras) {
+  const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/tests/sim/wrong_abi_plugin.c",
+                                         "version2", "-DCLAIMED_ABI_VERSION=2u");
+  TaskRegistry registry;
+  const absl::Status status = LoadTaskPlugin(plugin, &registry);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("ABI version 2, this roboloop supports version 3 (version 2 predates camera "
+                                  "observations: rebuild the plugin"),
+            std::string::npos) << status;
+  EXPECT_TRUE(registry.Names().empty());
+}
+
+TEST(TaskPluginTest, APluginCameraTheModelLacksNamesTheTaskAndCamera) {
+  const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/sim/examples/task_plugin/slider_reach_plugin.c",
+                                         "badcamera", "-DSLIDER_REACH_CAMERA='\"wrist\"'");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  const absl::Status status = registry.Create("plugin-slider-reach").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("plug-in task plugin-slider-reach: camera 'side' names MJCF camera 'wrist', "
+                                  "which the model lacks; its cameras: side"),
+            std::string::npos) << status;
 }
 
 TEST(TaskPluginTest, MissingLibraryIsAClearError) {

@@ -12,7 +12,7 @@ TEST(TaskRegistryTest, RegistersTheBuiltinsAndRejectsDuplicates) {
   ASSERT_TRUE(RegisterBuiltins(&registry).ok());
   EXPECT_EQ(registry.Names(), (std::vector<std::string>{"cartpole-balance", "cartpole-swingup",
                                                        "humanoid-stand", "pendulum-swingup",
-                                                       "push", "reacher"}));
+                                                       "push", "reach-vision", "reacher"}));
   EXPECT_EQ(RegisterBuiltins(&registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
@@ -44,15 +44,17 @@ TEST_P(BuiltinSpecTest, SpecsMatchTheModel) {
   EXPECT_EQ(task->name(), GetParam());
   EXPECT_EQ(task->action_spec().size(), task->model()->nu);
   EXPECT_GT(task->obs_spec().size(), 0);
-  // 50 Hz, but the humanoid runs at Gymnasium's rate (timestep 0.003 s, frame skip 5).
-  EXPECT_NEAR(task->control_dt(), GetParam() == "humanoid-stand" ? 0.015 : 0.02, 1e-12);
+  // 50 Hz, but the humanoid runs at Gymnasium's rate (timestep 0.003 s, frame skip 5) and
+  // reach-vision at 20 Hz.
+  const double dt = GetParam() == "humanoid-stand" ? 0.015 : GetParam() == "reach-vision" ? 0.05 : 0.02;
+  EXPECT_NEAR(task->control_dt(), dt, 1e-12);
   EXPECT_FALSE(task->description().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinSpecTest,
                          ::testing::Values("cartpole-balance", "cartpole-swingup",
                                            "pendulum-swingup", "reacher", "push",
-                                           "humanoid-stand"));
+                                           "reach-vision", "humanoid-stand"));
 
 }  // namespace
 }  // namespace roboloop::sim

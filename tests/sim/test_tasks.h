@@ -28,10 +28,15 @@ inline void RunEpisode(Env& env, Policy& policy, uint64_t base_seed, int64_t ind
   const Task& task = env.task();
   std::vector<float> obs(task.obs_spec().size());
   std::vector<float> action(task.action_spec().size());
+  std::vector<float> privileged(task.privileged_spec().size());
   ASSERT_TRUE(env.Reset(EpisodeSeed(base_seed, index), index, obs.data()).ok());
   while (!env.done()) {
     const int32_t step = env.length();
     PolicyBatch batch{obs.data(), &index, &step, 1};
+    if (!privileged.empty()) {
+      task.ObservePrivileged(env.model(), env.data(), privileged.data());
+      batch.privileged = privileged.data();
+    }
     ASSERT_TRUE(policy.Act(batch, action.data()).ok());
     env.Step(action.data(), static_cast<int>(action.size()), obs.data());
   }

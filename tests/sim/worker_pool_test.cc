@@ -3,6 +3,10 @@
 #include "sim/worker_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -60,6 +64,27 @@ TEST(WorkerPoolTest, WithoutWorkersAStartedLoopRunsInFinish) {
   pool->Finish();
   EXPECT_EQ(done, 5);
   EXPECT_EQ(WorkerPool::Create({0}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WorkerPoolTest, ALoopBodyLearnsWhichThreadRunsIt) {
+  auto pool = Pool(3);
+  ASSERT_NE(pool, nullptr);
+  std::mutex mu;
+  std::map<int, std::set<std::thread::id>> ids_by_thread;
+  auto work = [&](int, int thread) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::lock_guard<std::mutex> lock(mu);
+    ids_by_thread[thread].insert(std::this_thread::get_id());
+  };
+  pool->ParallelFor(300, work);
+  ASSERT_FALSE(ids_by_thread.empty());
+  for (const auto& [thread, ids] : ids_by_thread) {
+    EXPECT_GE(thread, 0);
+    EXPECT_LT(thread, 3);
+    EXPECT_EQ(ids.size(), 1u) << "thread index " << thread << " names one thread";
+  }
+  ASSERT_EQ(ids_by_thread.count(0), 1u) << "the caller helps through 60 ms of work";
+  EXPECT_EQ(ids_by_thread[0], std::set<std::thread::id>{std::this_thread::get_id()}) << "0 is the caller";
 }
 
 }  // namespace

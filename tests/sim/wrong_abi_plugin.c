@@ -9,7 +9,7 @@
 static const RoboloopObsKey kObsKeys[] = {{"x", 1}};
 static const RoboloopTaskV1 kTasks[] = {{CLAIMED_ABI_VERSION, "from-the-future", "", "<mujoco/>", 1, kObsKeys,
                                          1, 1, ROBOLOOP_SUCCESS_FINAL_STEPS, 1, NULL, NULL, NULL,
-                                         NULL, NULL}};
+                                         NULL, NULL, 0, NULL}};
 
 int32_t roboloop_task_plugin(uint32_t host_abi_version, const RoboloopTaskV1** tasks) {
   (void)host_abi_version;

@@ -15,11 +15,19 @@ static const char kMjcf[] =
     "      <geom type='box' size='0.05 0.05 0.05' mass='1'/>"
     "    </body>"
     "    <body name='target' mocap='true'><site name='target' size='0.02'/></body>"
+    "    <camera name='side' pos='0 -1.5 0.3' xyaxes='1 0 0 0 0.2 1'/>"
     "  </worldbody>"
     "  <actuator><motor joint='rail' gear='5' ctrllimited='true' ctrlrange='-1 1'/></actuator>"
     "</mujoco>";
 
 static const RoboloopObsKey kObsKeys[] = {{"position", 1}, {"velocity", 1}, {"target", 1}};
+
+/* A 32x32 view of the rail from the MJCF camera 'side', stored as obs/side_image. (The
+ * tests build the example with another camera name to see it refused.) */
+#ifndef SLIDER_REACH_CAMERA
+#define SLIDER_REACH_CAMERA "side"
+#endif
+static const RoboloopCamera kCameras[] = {{"side", SLIDER_REACH_CAMERA, 32, 32}};
 
 static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
   (void)m;
@@ -62,6 +70,8 @@ static const RoboloopTaskV1 kTasks[] = {{
     &Reward,
     &SuccessCondition,
     NULL,
+    1,
+    kCameras,
 }};
 
 int32_t roboloop_task_plugin(uint32_t host_abi_version, const RoboloopTaskV1** tasks) {
