@@ -1,6 +1,7 @@
 // Policies that see (issue 23, req 4) through the torch library's C ABI: training steps with
 // camera frames (ABI 5 RoboloopTrainBatch images), the image_bytes check, the frames mattering
-// to what the policy learns, batch-invariant policy_act_chunk_images, and state-only policies
+// to what the policy learns, batch-invariant policy_act_chunk_images (TorchPolicy::ActChunkImages),
+// and state-only policies
 // through the same entries. The Cuda case runs where LibTorch sees a GPU and skips elsewhere.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "tests/train/vision_test_util.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
@@ -178,6 +178,12 @@ TEST(VisionPolicyTest, ValidationLossSeesUnshiftedFramesAndIsRepeatable) {
   EXPECT_EQ(*a, *b) << "validation draws no random shift";
 }
 
+std::unique_ptr<TorchPolicy> LoadPolicy(const std::string& path, const nlohmann::json& options) {
+  auto policy = Runtime().LoadPolicy(path, options["kind"].get<std::string>(), options.dump());
+  ROBOLOOP_CHECK_MSG(policy.ok(), policy.status().ToString());
+  return std::move(*policy);
+}
+
 // A transformer with the camera, history 2 and chunk 2, trained 3 steps and saved; its path.
 std::string SavedSeeingTransformer(const std::string& dir) {
   const SquareBatch batch(8, 4, 2, 2);
@@ -189,91 +195,66 @@ std::string SavedSeeingTransformer(const std::string& dir) {
 }
 
 TEST(VisionPolicyTest, ActChunkImagesIsBatchInvariant) {
-  const RoboloopTorchApi* api = testing::LoadedTorchApi();
-  ASSERT_NE(api, nullptr);
   const std::string dir = roboloop::testing::MakeTempDir("vision_invariant");
-  testing::AbiPolicy policy(api, SavedSeeingTransformer(dir), "transformer", Policy("transformer", true, 2, 2).dump());
-  ASSERT_TRUE(policy.ok()) << policy.error();
-  constexpr int kBatch = 5;
+  auto policy = LoadPolicy(SavedSeeingTransformer(dir), Policy("transformer", true, 2, 2));
+  constexpr int kBatch = 5, kOut = 2 * kAct;
   const SquareBatch rows(kBatch, 5, 2, 2);
-  std::vector<float> together(kBatch * 2 * kAct), batched(kBatch * 2 * kAct);
-  ASSERT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes, kBatch, 2,
-                             kObs, together.data(), 2, kAct, true),
-            0)
-      << policy.error();
-  ASSERT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes, kBatch, 2,
-                             kObs, batched.data(), 2, kAct, false),
-            0)
-      << policy.error();
+  const auto act = [&](const uint8_t* images, int first, int count, float* out, bool invariant) {
+    return policy->ActChunkImages(rows.obs.data() + first * 2 * kObs, rows.history_length.data() + first, images,
+                                  kImageBytes, count, 2, kObs, out, 2, kAct, invariant);
+  };
+  std::vector<float> together(kBatch * kOut), batched(kBatch * kOut);
+  ASSERT_TRUE(act(rows.images.data(), 0, kBatch, together.data(), true).ok());
+  ASSERT_TRUE(act(rows.images.data(), 0, kBatch, batched.data(), false).ok());
   for (int b = 0; b < kBatch; ++b) {
-    std::vector<float> alone(2 * kAct);
-    ASSERT_EQ(policy.ActImages(rows.obs.data() + b * 2 * kObs, rows.history_length.data() + b,
-                               rows.images.data() + b * kImageBytes, kImageBytes, 1, 2, kObs, alone.data(), 2, kAct,
-                               true),
-              0)
-        << policy.error();
-    EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + b * 2 * kAct, sizeof(float) * alone.size()))
+    std::vector<float> alone(kOut);
+    ASSERT_TRUE(act(rows.images.data() + b * kImageBytes, b, 1, alone.data(), true).ok());
+    EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + b * kOut, sizeof(float) * kOut))
         << "row " << b << " differs alone and in the batch";
-    for (size_t i = 0; i < alone.size(); ++i) EXPECT_NEAR(alone[i], batched[b * 2 * kAct + i], 1e-4);
+    for (int i = 0; i < kOut; ++i) EXPECT_NEAR(alone[i], batched[b * kOut + i], 1e-4);
   }
-  std::vector<float> changed_other = together;
+  std::vector<float> changed_other(kBatch * kOut);
   std::vector<uint8_t> images = rows.images;
   for (int i = kImageBytes; i < 2 * kImageBytes; ++i) images[i] = 255 - images[i];  // row 1's frame
-  ASSERT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), images.data(), kImageBytes, kBatch, 2, kObs,
-                             changed_other.data(), 2, kAct, true),
-            0);
-  EXPECT_EQ(0, std::memcmp(changed_other.data(), together.data(), sizeof(float) * 2 * kAct)) << "row 0 moved";
-  EXPECT_NE(0, std::memcmp(changed_other.data() + 2 * kAct, together.data() + 2 * kAct, sizeof(float) * 2 * kAct))
+  ASSERT_TRUE(act(images.data(), 0, kBatch, changed_other.data(), true).ok());
+  EXPECT_EQ(0, std::memcmp(changed_other.data(), together.data(), sizeof(float) * kOut)) << "row 0 moved";
+  EXPECT_NE(0, std::memcmp(changed_other.data() + kOut, together.data() + kOut, sizeof(float) * kOut))
       << "row 1 ignores its frame";
 }
 
 TEST(VisionPolicyTest, ActEntriesRefuseMissingOrMisSizedFrames) {
-  const RoboloopTorchApi* api = testing::LoadedTorchApi();
-  ASSERT_NE(api, nullptr);
   const std::string dir = roboloop::testing::MakeTempDir("vision_refuse");
   const std::string path = SavedSeeingTransformer(dir);
-  testing::AbiPolicy policy(api, path, "transformer", Policy("transformer", true, 2, 2).dump());
-  ASSERT_TRUE(policy.ok()) << policy.error();
+  auto policy = LoadPolicy(path, Policy("transformer", true, 2, 2));
   const SquareBatch rows(2, 6, 2, 2);
   std::vector<float> actions(2 * 2 * kAct);
-  EXPECT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes - 1, 2, 2,
-                             kObs, actions.data(), 2, kAct, false),
-            -1);
-  EXPECT_THAT(policy.error(), AllOf(HasSubstr(path), HasSubstr("768 bytes of camera frames"), HasSubstr("767")));
-  char error[512] = "";
-  std::vector<float> obs(2 * 2 * kObs, 0.0f);
-  auto* handle = api->load_policy(path.c_str(), "transformer", Policy("transformer", true, 2, 2).dump().c_str(), error,
-                                  sizeof(error));
-  ASSERT_NE(handle, nullptr) << error;
-  EXPECT_EQ(api->policy_act_chunk(handle, obs.data(), rows.history_length.data(), 2, 2, kObs, actions.data(), 2, kAct,
-                                  0, error, sizeof(error)),
-            -1);
-  EXPECT_THAT(std::string(error), HasSubstr("use policy_act_chunk_images"));
-  api->free_policy(handle);
+  EXPECT_THAT(policy
+                  ->ActChunkImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes - 1,
+                                   2, 2, kObs, actions.data(), 2, kAct, false)
+                  .message(),
+              AllOf(HasSubstr(path), HasSubstr("768 bytes of camera frames"), HasSubstr("767")));
+  EXPECT_THAT(policy->ActChunk(rows.obs.data(), rows.history_length.data(), 2, 2, kObs, actions.data(), 2, kAct, false)
+                  .message(),
+              HasSubstr("use policy_act_chunk_images"));
 }
 
 TEST(VisionPolicyTest, StateOnlyPoliciesAnswerBothChunkEntriesAlike) {
-  const RoboloopTorchApi* api = testing::LoadedTorchApi();
-  ASSERT_NE(api, nullptr);
   const std::string dir = roboloop::testing::MakeTempDir("vision_state_only");
   auto trainer = MakeTrainer(Policy("mlp", false, 2, 2));
   ASSERT_TRUE(trainer->Save(dir + "/p.safetensors", dir + "/s.pt", "{}").ok());
-  testing::AbiPolicy policy(api, dir + "/p.safetensors", "mlp", Policy("mlp", false, 2, 2).dump());
-  ASSERT_TRUE(policy.ok()) << policy.error();
+  auto policy = LoadPolicy(dir + "/p.safetensors", Policy("mlp", false, 2, 2));
   const SquareBatch rows(3, 7, 2, 2);
   std::vector<float> via_images(3 * 2 * kAct), plain(3 * 2 * kAct);
-  ASSERT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), nullptr, 0, 3, 2, kObs, via_images.data(), 2,
-                             kAct, true),
-            0)
-      << policy.error();
-  auto loaded = Runtime().LoadPolicy(dir + "/p.safetensors", "mlp", Policy("mlp", false, 2, 2).dump());
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE((*loaded)->ActChunk(rows.obs.data(), rows.history_length.data(), 3, 2, kObs, plain.data(), 2, kAct, true).ok());
+  ASSERT_TRUE(policy->ActChunkImages(rows.obs.data(), rows.history_length.data(), nullptr, 0, 3, 2, kObs,
+                                     via_images.data(), 2, kAct, true)
+                  .ok());
+  ASSERT_TRUE(policy->ActChunk(rows.obs.data(), rows.history_length.data(), 3, 2, kObs, plain.data(), 2, kAct, true).ok());
   EXPECT_EQ(via_images, plain);
-  EXPECT_EQ(policy.ActImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes, 3, 2, kObs,
-                             via_images.data(), 2, kAct, true),
-            -1);
-  EXPECT_THAT(policy.error(), HasSubstr("reads 0 bytes of camera frames"));
+  EXPECT_THAT(policy
+                  ->ActChunkImages(rows.obs.data(), rows.history_length.data(), rows.images.data(), kImageBytes, 3, 2,
+                                   kObs, via_images.data(), 2, kAct, true)
+                  .message(),
+              HasSubstr("reads 0 bytes of camera frames"));
 }
 
 int CudaDevices() { return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0); }
