@@ -16,7 +16,6 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/train/policy_test_files.h"
-#include "tests/train/vision_test_util.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
@@ -77,6 +76,15 @@ std::vector<float> PaddedWindows(const std::vector<int32_t>& lengths, int histor
   return obs;
 }
 
+// `batch` random camera frames of `bytes` bytes each, back to back.
+std::vector<uint8_t> RandomFrames(int batch, int bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> value(0, 255);
+  std::vector<uint8_t> frames(static_cast<size_t>(batch) * bytes);
+  for (uint8_t& v : frames) v = static_cast<uint8_t>(value(rng));
+  return frames;
+}
+
 class ExportPythonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -118,7 +126,7 @@ class ExportPythonTest : public ::testing::Test {
     WriteRaw(policy_dir + "/obs.bin", obs);
     WriteRaw(policy_dir + "/lengths.bin", lengths);
     const int image_bytes = ImageBytes(spec);
-    const std::vector<uint8_t> images = testing::RandomFrames(kBatch, image_bytes, seed + 200);
+    const std::vector<uint8_t> images = RandomFrames(kBatch, image_bytes, seed + 200);
     std::vector<std::string> python_args = {
         testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
         module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",

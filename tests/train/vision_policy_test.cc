@@ -1,8 +1,7 @@
 // Policies that see (issue 23, req 4) through the torch library's C ABI: training steps with
 // camera frames (ABI 5 RoboloopTrainBatch images), the image_bytes check, the frames mattering
-// to what the policy learns, batch-invariant policy_act_chunk_images (TorchPolicy::ActChunkImages),
-// and state-only policies
-// through the same entries. The Cuda case runs where LibTorch sees a GPU and skips elsewhere.
+// to what the policy learns, packing with camera tokens, batch-invariant policy_act_chunk_images
+// (TorchPolicy::ActChunkImages), and state-only policies through the same entries. The Cuda case runs where LibTorch sees a GPU and skips elsewhere.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
