@@ -155,8 +155,9 @@ absl::StatusOr<std::unique_ptr<train::TorchTrainer>> MakeTrainer(int threads, bo
   return runtime->CreateTrainer(TrainerConfig(threads, packed, rank, world, port).dump());
 }
 
-// Seconds of `steps` steps over `pool` (cycled) after `warmup` untimed ones.
-absl::StatusOr<double> TimeSteps(train::TorchTrainer& trainer, const std::vector<OwnedBatch>& pool,
+// Seconds of `steps` steps over `pool` (cycled; batches with View()) after `warmup` untimed ones.
+template <typename Batch>
+absl::StatusOr<double> TimeSteps(train::TorchTrainer& trainer, const std::vector<Batch>& pool,
                                  int warmup, int steps) {
   for (int s = 0; s < warmup; ++s) {
     ROBOLOOP_RETURN_IF_ERROR(trainer.Step(pool[s % pool.size()].View(), s).status());
@@ -194,16 +195,26 @@ struct PeerRun {
   std::string torch_version;
 };
 
-absl::StatusOr<PeerRun> RunPeer(const TrainBenchOptions& o, const std::string& mode_args) {
+// Runs `script` with `args` and the shared --threads --batch --steps --warmup flags; its last
+// output line must be a JSON object with samples_per_s and every key of `required`.
+absl::StatusOr<nlohmann::json> RunPeerScript(const TrainBenchOptions& o, const std::string& script,
+                                             const std::string& args, int batch,
+                                             const std::vector<std::string>& required) {
   const std::string command =
-      absl::StrCat(Quote(o.python), " ", Quote(o.peer_script), " ", mode_args, " --threads ", o.threads,
-                   " --batch ", o.batch, " --steps ", o.steps, " --warmup ", o.warmup);
+      absl::StrCat(Quote(o.python), " ", Quote(script), " ", args, " --threads ", o.threads,
+                   " --batch ", batch, " --steps ", o.steps, " --warmup ", o.warmup);
   ROBOLOOP_ASSIGN_OR_RETURN(std::string out, Capture(command));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   const nlohmann::json line = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
-  if (!line.is_object() || !line.contains("samples_per_s") || !line.contains("sgemm_gflops")) {
-    return absl::InternalError(absl::StrCat("the peer printed no figures: ", out));
-  }
+  bool complete = line.is_object() && line.contains("samples_per_s");
+  for (const std::string& key : required) complete = complete && line.contains(key);
+  if (!complete) return absl::InternalError(absl::StrCat("the peer printed no figures: ", out));
+  return line;
+}
+
+absl::StatusOr<PeerRun> RunPeer(const TrainBenchOptions& o, const std::string& mode_args) {
+  ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json line,
+                            RunPeerScript(o, o.peer_script, mode_args, o.batch, {"sgemm_gflops"}));
   return PeerRun{line["samples_per_s"].get<double>(), line["sgemm_gflops"].get<double>(),
                  line.value("torch", std::string())};
 }
@@ -438,14 +449,98 @@ absl::Status PartDataParallel(const TrainBenchOptions& o, const std::string& run
   return absl::OkStatus();
 }
 
+// Part v (issue 23, req 8): the mlp policy with one camera, the image encoder at its defaults.
+constexpr int kVisionObsDim = 9, kVisionActionDim = 7;
+
+nlohmann::json VisionPolicy(int side) {
+  return {{"kind", "mlp"},
+          {"obs_dim", kVisionObsDim},
+          {"action_dim", kVisionActionDim},
+          {"history", 1},
+          {"chunk", 1},
+          {"hidden", {256, 256}},
+          {"activation", "relu"},
+          {"cameras", {{{"name", "agentview"}, {"width", side}, {"height", side}}}},
+          {"encoder_channels", 32},
+          {"encoder_blocks", 2},
+          {"keypoints", 32}};
+}
+
+// A synthetic batch of the vision policy: Gaussian state and actions, uniform random frames.
+struct VisionBatch {
+  std::vector<float> obs, actions;
+  std::vector<int32_t> history_length;
+  std::vector<uint8_t> action_valid, images;
+  int batch = 0, image_bytes = 0;
+
+  VisionBatch(int n, int side, uint32_t seed) : batch(n), image_bytes(side * side * 3) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> pixel(0, 255);
+    obs.resize(static_cast<size_t>(n) * kVisionObsDim);
+    actions.resize(static_cast<size_t>(n) * kVisionActionDim);
+    images.resize(static_cast<size_t>(n) * image_bytes);
+    for (float& v : obs) v = normal(rng);
+    for (float& v : actions) v = normal(rng);
+    for (uint8_t& v : images) v = static_cast<uint8_t>(pixel(rng));
+    history_length.assign(n, 1);
+    action_valid.assign(n, 1);
+  }
+
+  RoboloopTrainBatch View() const {
+    return RoboloopTrainBatch{batch,        1,           1, kVisionObsDim, kVisionActionDim, obs.data(),
+                              history_length.data(), actions.data(), action_valid.data(), image_bytes,
+                              images.data()};
+  }
+};
+
+absl::Status PartVision(const TrainBenchOptions& o, const std::string& settings) {
+  const nlohmann::json policy = VisionPolicy(o.vision_side);
+  const nlohmann::json config = {
+      {"policy", policy},
+      {"optimizer", {{"lr", 3e-4}, {"weight_decay", 0.01}, {"total_steps", 1000}, {"clip_norm", 1.0}}},
+      {"seed", 0},
+      {"threads", o.threads}};
+  ROBOLOOP_ASSIGN_OR_RETURN(const train::TorchRuntime* runtime, train::TorchRuntime::Load());
+  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer, runtime->CreateTrainer(config.dump()));
+  std::vector<VisionBatch> pool;
+  for (uint32_t i = 0; i < 4; ++i) pool.emplace_back(o.vision_batch, o.vision_side, i);
+  std::vector<double> ours, peer, ratio;
+  std::string torch_version;
+  for (int run = 0; run < o.runs; ++run) {
+    ROBOLOOP_ASSIGN_OR_RETURN(double seconds, TimeSteps(*trainer, pool, o.warmup, o.steps));
+    ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json p,
+                              RunPeerScript(o, o.vision_peer_script, "--options " + Quote(policy.dump()),
+                                            o.vision_batch, {}));
+    const double rate = static_cast<double>(o.vision_batch) * o.steps / seconds;
+    ours.push_back(rate);
+    peer.push_back(p["samples_per_s"].get<double>());
+    ratio.push_back(rate / peer.back());
+    torch_version = p.value("torch", std::string());
+    std::printf("(v) run %d: ours %.1f samples/s, peer %.1f samples/s\n", run + 1, rate, peer.back());
+    std::fflush(stdout);
+  }
+  const Summary r = Summarize(ratio);
+  std::printf("result (v) image-policy step: mlp + 1 camera %dx%d (encoder 32 channels, 2 blocks, 32 keypoints; "
+              "random shift 4 px), batch %d; ours %s samples/s, peer %s samples/s (python torch %s); ratio %s "
+              "(goal >= 1.2x: %s); %s\n",
+              o.vision_side, o.vision_side, o.vision_batch, Range(Summarize(ours), "%.1f (%.1f-%.1f)").c_str(),
+              Range(Summarize(peer), "%.1f (%.1f-%.1f)").c_str(), torch_version.c_str(),
+              Range(r, "%.2fx (%.2f-%.2f)").c_str(), Goal(r.median >= 1.2).c_str(), settings.c_str());
+  return absl::OkStatus();
+}
+
 TrainBenchOptions Effective(TrainBenchOptions o) {
   if (o.quick) {
     o.runs = 1;
     o.batch = 32;
+    o.vision_batch = 8;
+    o.vision_side = 32;
     o.steps = 2;
     o.warmup = 1;
   }
   if (o.peer_script.empty()) o.peer_script = ROBOLOOP_TRAIN_PEER_SCRIPT;
+  if (o.vision_peer_script.empty()) o.vision_peer_script = ROBOLOOP_VISION_TRAIN_PEER_SCRIPT;
   if (o.threads == 0) o.threads = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   return o;
 }
@@ -455,11 +550,14 @@ TrainBenchOptions Effective(TrainBenchOptions o) {
 absl::Status RunTrainBench(const TrainBenchOptions& options) {
   const TrainBenchOptions o = Effective(options);
   const bool all = o.part == "all";
-  if (!all && o.part != "a" && o.part != "b" && o.part != "c" && o.part != "d") {
-    return absl::InvalidArgumentError(absl::StrCat("--part '", o.part, "' is not one of a, b, c, d, all"));
+  if (!all && o.part != "a" && o.part != "b" && o.part != "c" && o.part != "d" && o.part != "v") {
+    return absl::InvalidArgumentError(absl::StrCat("--part '", o.part, "' is not one of a, b, c, d, v, all"));
   }
-  if (o.runs < 1 || o.steps < 1 || o.warmup < 0 || o.batch < 1 || o.threads < 1) {
-    return absl::InvalidArgumentError("--runs, --steps, --batch and --threads must be >= 1, --warmup >= 0");
+  if (o.runs < 1 || o.steps < 1 || o.warmup < 0 || o.batch < 1 || o.threads < 1 || o.vision_batch < 1 ||
+      o.vision_side < 1 || o.vision_side > 2048) {
+    return absl::InvalidArgumentError(
+        "--runs, --steps, --batch, --vision-batch and --threads must be >= 1, --warmup >= 0, --vision-side in "
+        "1..2048");
   }
   ROBOLOOP_ASSIGN_OR_RETURN(const std::string runtime_json, RuntimeJson());
   const std::string settings = SettingsLine(o.threads, OpenBlasThreads(), runtime_json);
@@ -476,6 +574,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& options) {
     ROBOLOOP_RETURN_IF_ERROR(status);
   }
   if (all || o.part == "c") ROBOLOOP_RETURN_IF_ERROR(PartPackedVsPadded(o, settings));
+  if (all || o.part == "v") ROBOLOOP_RETURN_IF_ERROR(PartVision(o, settings));
   std::fflush(stdout);
   if (all || o.part == "d") ROBOLOOP_RETURN_IF_ERROR(PartDataParallel(o, runtime_json));
   return absl::OkStatus();

@@ -8,7 +8,10 @@
 //       DataLoader over the same file (h5py);
 //   (c) ours packed vs ours padded on batches whose history lengths vary 4x: real tokens/s;
 //   (d) data-parallel efficiency: 2 ranks x 1 thread vs 1 rank x 1 thread (ranks are child
-//       processes of this program joined by a TCPStore rendezvous on loopback).
+//       processes of this program joined by a TCPStore rendezvous on loopback);
+//   (v) issue 23, req 8: an image policy (mlp, one 84x84 camera, the image encoder at its
+//       defaults, random shift) at batch 64, against bench/peers/vision_train_peer.py (the same
+//       module from python/roboloop_policy.py trained by an eager PyTorch loop): samples/s ratio.
 #pragma once
 
 #include <string>
@@ -21,7 +24,7 @@ namespace roboloop::bench {
 
 // What to run and how long; the model shape is fixed by the issue.
 struct TrainBenchOptions {
-  std::string part = "all";  // "a", "b", "c", "d" or "all"
+  std::string part = "all";  // "a", "b", "c", "d", "v" or "all"
   bool quick = false;        // smoke test: batch 32, 1 run, 2 timed steps, a small dataset
   int runs = 5;              // alternating runs per side
   int threads = 0;           // torch intra-op threads of both sides, 0 = the online cores (part d: 1 per rank)
@@ -31,6 +34,9 @@ struct TrainBenchOptions {
   int episodes = 200;        // part b: episodes of the dataset
   std::string python = DefaultPeerPython();  // interpreter of the peer (the project environment's torch)
   std::string peer_script;   // the peer; empty = bench/peers/train_peer.py of this source tree
+  int vision_batch = 64;     // part v: samples per step
+  int vision_side = 84;      // part v: camera width and height
+  std::string vision_peer_script;  // part v's peer; empty = bench/peers/vision_train_peer.py here
   std::string work_dir;      // scratch folder (default: a new one under /tmp)
   // Arguments between this executable and the --dp-* flags that rerun it as one
   // data-parallel rank (part d), e.g. {"bench", "train"} for the roboloop binary.

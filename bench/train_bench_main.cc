@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   roboloop::bench::TrainBenchOptions options;
   CLI::App app{"Training benchmark: TorchTrainer vs an eager PyTorch loop (bench/peers/train_peer.py)"};
   app.add_option("--part", options.part, "a (model step), b (end to end), c (packed vs padded), "
-                 "d (data parallel) or all")->capture_default_str();
+                 "d (data parallel), v (image policy) or all")->capture_default_str();
   app.add_flag("--quick", options.quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   app.add_option("--runs", options.runs, "Alternating runs per side")->capture_default_str();
   app.add_option("--threads", options.threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();
@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   app.add_option("--python", options.python, "Interpreter of the peer")->capture_default_str();
   app.add_option("--peer", options.peer_script, "The peer script (default: this tree's)");
   app.add_option("--work-dir", options.work_dir, "Scratch folder");
+  app.add_option("--vision-batch", options.vision_batch, "Part v: samples per step")->capture_default_str();
+  app.add_option("--vision-side", options.vision_side, "Part v: camera width and height")->capture_default_str();
+  app.add_option("--vision-peer", options.vision_peer_script, "Part v's peer script (default: this tree's)");
   app.add_option("--dp-rank", options.dp_rank)->group("");
   app.add_option("--dp-world", options.dp_world)->group("");
   app.add_option("--dp-port", options.dp_port)->group("");

@@ -59,7 +59,7 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   train_options->self_arguments = {"bench", "train"};
   CLI::App* train = bench->add_subcommand("train", "TorchTrainer vs an eager PyTorch loop (bench/peers/train_peer.py)");
   train->add_option("--part", train_options->part, "a (model step), b (end to end), c (packed vs padded), "
-                    "d (data parallel) or all")->capture_default_str();
+                    "d (data parallel), v (image policy) or all")->capture_default_str();
   train->add_flag("--quick", train_options->quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   train->add_option("--runs", train_options->runs, "Alternating runs per side")->capture_default_str();
   train->add_option("--threads", train_options->threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();
@@ -69,6 +69,9 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   train->add_option("--episodes", train_options->episodes, "Part b: episodes of the dataset")->capture_default_str();
   train->add_option("--python", train_options->python, "Interpreter of the peer")->capture_default_str();
   train->add_option("--peer", train_options->peer_script, "The peer script (default: the source tree's)");
+  train->add_option("--vision-batch", train_options->vision_batch, "Part v: samples per step")->capture_default_str();
+  train->add_option("--vision-side", train_options->vision_side, "Part v: camera width and height")->capture_default_str();
+  train->add_option("--vision-peer", train_options->vision_peer_script, "Part v's peer script (default: the source tree's)");
   train->add_option("--dp-rank", train_options->dp_rank)->group("");
   train->add_option("--dp-world", train_options->dp_world)->group("");
   train->add_option("--dp-port", train_options->dp_port)->group("");

@@ -13,6 +13,11 @@ observations and actions). This module rebuilds the same network as roboloop's C
 Observation windows are left-padded: row b holds history_length[b] real steps in its last
 slots; the mlp reads every slot (pad by repeating the oldest real step), the transformer
 ignores the padded ones.
+
+A policy with cameras (options "cameras": [{name, width, height}, ...]) also reads the frames of
+each row's last observation step: `policy.act(obs, lengths, images)` with images uint8
+[batch, image_bytes], every camera's height x width x 3 RGB frame (rows top to bottom) back to
+back in the order of the option (roboloop's docs/vision.md).
 """
 
 import json
@@ -35,6 +40,9 @@ _OPTIONS = {
     "transformer": ("obs_dim", "action_dim", "history", "chunk", "d_model", "layers", "heads", "ffn",
                     "flow_matching", "flow_steps"),
 }
+# The options of policies that see; absent in checkpoints written before cameras existed, which
+# are state-only ("cameras" then counts as []), and required with a non-empty "cameras".
+_VISION_OPTIONS = ("cameras", "encoder_channels", "encoder_blocks", "keypoints")
 _ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu, "tanh": torch.tanh}
 
 
@@ -80,14 +88,20 @@ def _options(kind, options):
     if names is None:
         raise ValueError(f"unknown policy kind '{kind}' (known: {', '.join(_OPTIONS)})")
     for key in options:
-        if key not in names and key != "kind":
+        if key not in names and key not in _VISION_OPTIONS and key != "kind":
             raise ValueError(f"policy option {key} is not an option of policy {kind}")
+    if options.get("cameras"):
+        names = names + _VISION_OPTIONS
     if options.get("kind", kind) != kind:
         raise ValueError(f"options say kind {options['kind']} but the policy is {kind}")
     for key in names:
         if key not in options:
             raise ValueError(f"policy option {key} is missing (export the checkpoint again with roboloop export)")
     merged = {k: v for k, v in options.items() if k != "kind"}
+    merged.setdefault("cameras", [])
+    for camera in merged["cameras"]:
+        if not isinstance(camera, dict) or set(camera) != {"name", "width", "height"}:
+            raise ValueError(f"policy option cameras: each camera must be {{name, width, height}}, got {camera}")
     if kind == "mlp" and merged["activation"] not in _ACTIVATIONS:
         raise ValueError(f"policy option activation: unknown '{merged['activation']}' "
                          f"(known: {', '.join(_ACTIVATIONS)})")
@@ -97,18 +111,105 @@ def _options(kind, options):
     return merged
 
 
+def spatial_softmax(features):
+    """The expected (x, y) [batch, keypoints, 2] of each channel's softmax over the pixels of
+    features [batch, keypoints, height, width]; x from -1 (left) to 1 (right), y from -1 (top)
+    to 1 (bottom)."""
+    batch, keypoints, height, width = features.shape
+    xs = torch.linspace(-1.0, 1.0, width).view(1, width).expand(height, width)
+    ys = torch.linspace(-1.0, 1.0, height).view(height, 1).expand(height, width)
+    grid = torch.stack([xs.reshape(-1), ys.reshape(-1)], 1)
+    weights = torch.softmax(features.float().reshape(batch, keypoints, height * width), dim=-1)
+    return torch.matmul(weights, grid)
+
+
+def _group_norm(channels):
+    return nn.GroupNorm(math.gcd(channels, 8), channels, eps=1e-5)
+
+
+def _conv3x3(channels_in, channels_out, stride):
+    return nn.Conv2d(channels_in, channels_out, 3, stride=stride, padding=1, bias=False)
+
+
+class ResidualBlock(nn.Module):
+    """conv-norm-relu-conv-norm plus the input, then ReLU."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = _conv3x3(channels, channels, 1)
+        self.norm1 = _group_norm(channels)
+        self.conv2 = _conv3x3(channels, channels, 1)
+        self.norm2 = _group_norm(channels)
+
+    def forward(self, x):
+        h = torch.relu(self.norm1(self.conv1(x)))
+        return torch.relu(x + self.norm2(self.conv2(h)))
+
+
+class CameraEncoder(nn.Module):
+    """One camera: a stride-2 convolution stem, residual blocks, a 1x1 keypoint convolution and
+    a spatial softmax; frames uint8 [batch, height, width, 3] -> [batch, 2 * keypoints]."""
+
+    def __init__(self, channels, blocks, keypoints):
+        super().__init__()
+        self.stem = _conv3x3(3, channels, 2)
+        self.stem_norm = _group_norm(channels)
+        self.blocks = nn.ModuleList(ResidualBlock(channels) for _ in range(blocks))
+        self.keypoints = nn.Conv2d(channels, keypoints, 1)
+
+    def forward(self, frames):
+        x = frames.permute(0, 3, 1, 2).float().contiguous() / 255.0
+        x = torch.relu(self.stem_norm(self.stem(x)))
+        for block in self.blocks:
+            x = block(x)
+        points = spatial_softmax(self.keypoints(x))
+        return points.reshape(points.shape[0], -1)
+
+
+class ImageEncoder(nn.Module):
+    """The encoders of every camera: image rows uint8 [batch, image_bytes] -> keypoints
+    [batch, cameras, 2 * keypoints]."""
+
+    def __init__(self, o):
+        super().__init__()
+        self.sizes = [(c["height"], c["width"]) for c in o["cameras"]]
+        self.cameras = nn.ModuleList(CameraEncoder(o["encoder_channels"], o["encoder_blocks"], o["keypoints"])
+                                     for _ in self.sizes)
+        self.features = 2 * o["keypoints"]
+        self.image_bytes = sum(3 * h * w for h, w in self.sizes)
+
+    def frames(self, images):
+        """Each camera's frames [batch, height, width, 3] of image rows [batch, image_bytes]."""
+        out, offset = [], 0
+        for height, width in self.sizes:
+            size = 3 * height * width
+            out.append(images[:, offset:offset + size].reshape(images.shape[0], height, width, 3))
+            offset += size
+        return out
+
+    def forward(self, images):
+        return torch.stack([camera(f) for camera, f in zip(self.cameras, self.frames(images))], dim=1)
+
+
 class MlpPolicy(nn.Module):
-    """The `mlp` policy: the flattened observation window to the flattened action chunk."""
+    """The `mlp` policy: the flattened observation window, then the image encoder's keypoints
+    of every camera, to the flattened action chunk."""
 
     def __init__(self, o):
         super().__init__()
         self.o = o
-        widths = [o["obs_dim"] * o["history"], *o["hidden"], o["action_dim"] * o["chunk"]]
+        image_features = 0
+        if o["cameras"]:
+            self.encoder = ImageEncoder(o)
+            image_features = len(o["cameras"]) * self.encoder.features
+        widths = [o["obs_dim"] * o["history"] + image_features, *o["hidden"], o["action_dim"] * o["chunk"]]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
 
-    def forward(self, obs, history_length):
+    def forward(self, obs, history_length, images=None):
         del history_length  # the mlp reads the padded slots too
         x = obs.reshape(obs.shape[0], -1)
+        if self.o["cameras"]:
+            x = torch.cat([x, self.encoder(images).reshape(obs.shape[0], -1)], dim=1)
         activation = _ACTIVATIONS[self.o["activation"]]
         for i, layer in enumerate(self.layers):
             x = layer(x)
@@ -156,9 +257,10 @@ def time_features(t, width):
 
 
 class TransformerPolicy(nn.Module):
-    """The `transformer` policy: observation tokens then action-query tokens under a prefix-LM
-    mask (observations see each other, actions see the observations and earlier actions), with
-    a regression head or a flow-matching head integrated from zero by Euler steps."""
+    """The `transformer` policy: observation tokens, one token per camera, then action-query
+    tokens under a prefix-LM mask (observations and cameras see each other, actions see them and
+    earlier actions), with a regression head or a flow-matching head integrated from zero by
+    Euler steps."""
 
     def __init__(self, o):
         super().__init__()
@@ -173,19 +275,31 @@ class TransformerPolicy(nn.Module):
         if o["flow_matching"]:
             self.action_in = nn.Linear(o["action_dim"], d)
             self.time_mlp = nn.Linear(d, d)
+        self.prefix = o["history"] + len(o["cameras"])
+        if o["cameras"]:
+            self.encoder = ImageEncoder(o)
+            self.camera_embed = nn.ModuleList(nn.Linear(self.encoder.features, d) for _ in o["cameras"])
 
-    def forward(self, obs, history_length):
+    def forward(self, obs, history_length, images=None):
         batch = obs.shape[0]
         allowed = self._allowed(history_length)
+        cameras = self._camera_tokens(images)
         if not self.o["flow_matching"]:
             queries = self.action_query.unsqueeze(0).expand(batch, -1, -1)
-            return self._predict(obs, queries, allowed)
+            return self._predict(obs, cameras, queries, allowed)
         steps = self.o["flow_steps"]
         x = torch.zeros(batch, self.o["chunk"], self.o["action_dim"])
         for k in range(steps):
             t = torch.full((batch,), float(k) / steps, dtype=torch.float32)
-            x = x + self._predict(obs, self._flow_queries(x, t), allowed) / steps
+            x = x + self._predict(obs, cameras, self._flow_queries(x, t), allowed) / steps
         return x
+
+    def _camera_tokens(self, images):
+        """[batch, cameras, d_model], or None without cameras."""
+        if not self.o["cameras"]:
+            return None
+        keypoints = self.encoder(images)
+        return torch.stack([embed(keypoints[:, c]) for c, embed in enumerate(self.camera_embed)], dim=1)
 
     def _flow_queries(self, x_t, t):
         time = self.time_mlp(time_features(t, self.o["d_model"]))
@@ -193,21 +307,24 @@ class TransformerPolicy(nn.Module):
 
     def _allowed(self, history_length):
         """bool [batch, 1, tokens, tokens]: which key each query token may attend to."""
-        history = self.o["history"]
-        total = history + self.o["chunk"]
+        history, prefix = self.o["history"], self.prefix
+        total = prefix + self.o["chunk"]
         slot = torch.arange(total)
         query, key = slot.view(1, total, 1), slot.view(1, 1, total)
         first_real = (history - history_length.long()).view(-1, 1, 1)
-        key_is_obs = key < history
-        obs_query = (query < history) & key_is_obs
-        action_query = (query >= history) & (key_is_obs | (key <= query))
+        key_is_obs = key < prefix
+        obs_query = (query < prefix) & key_is_obs
+        action_query = (query >= prefix) & (key_is_obs | (key <= query))
         return (((key >= first_real) & (obs_query | action_query)) | (query == key)).unsqueeze(1)
 
-    def _predict(self, obs, queries, allowed):
-        x = torch.cat([self.obs_embed(obs) + self.obs_pos.unsqueeze(0), queries], dim=1)
+    def _predict(self, obs, cameras, queries, allowed):
+        tokens = [self.obs_embed(obs) + self.obs_pos.unsqueeze(0), queries]
+        if cameras is not None:
+            tokens.insert(1, cameras)
+        x = torch.cat(tokens, dim=1)
         for block in self.blocks:
             x = block(x, allowed)
-        return self.head(self.ln_f(x[:, self.o["history"]:]))
+        return self.head(self.ln_f(x[:, self.prefix:]))
 
 
 def build_model(kind, options):
@@ -259,12 +376,14 @@ class ExportedPolicy:
         o = model.o
         self.obs_dim, self.action_dim = o["obs_dim"], o["action_dim"]
         self.history, self.chunk = o["history"], o["chunk"]
+        self.image_bytes = model.encoder.image_bytes if o["cameras"] else 0
         self.obs_stats = _stats(normalization, "obs", self.obs_dim)
         self.action_stats = _stats(normalization, "action", self.action_dim)
 
-    def act(self, obs, history_length=None):
+    def act(self, obs, history_length=None, images=None):
         """Actions [batch, chunk, action_dim] for raw observations [batch, history, obs_dim]
-        with history_length[b] (1..history, default history) real steps at the end of row b."""
+        with history_length[b] (1..history, default history) real steps at the end of row b and,
+        for a policy with cameras, the frames `images` uint8 [batch, image_bytes]."""
         obs = torch.as_tensor(obs, dtype=torch.float32)
         if obs.dim() != 3 or obs.shape[1] != self.history or obs.shape[2] != self.obs_dim:
             raise ValueError(f"obs must be [batch, {self.history}, {self.obs_dim}], "
@@ -276,10 +395,17 @@ class ExportedPolicy:
             raise ValueError(f"history_length must hold {obs.shape[0]} entries")
         if bool((history_length < 1).any()) or bool((history_length > self.history).any()):
             raise ValueError(f"history_length entries must lie in 1..{self.history}")
+        if self.image_bytes:
+            images = torch.as_tensor(images, dtype=torch.uint8) if images is not None else None
+            if images is None or images.numel() != obs.shape[0] * self.image_bytes:
+                raise ValueError(f"images must be uint8 [batch, {self.image_bytes}] for the policy's cameras")
+            images = images.reshape(obs.shape[0], self.image_bytes)
+        elif images is not None:
+            raise ValueError("the policy has no cameras but images were given")
         with torch.no_grad():
             if self.obs_stats is not None:
                 obs = (obs - self.obs_stats[0]) / self.obs_stats[1]
-            out = self.model(obs, history_length)
+            out = self.model(obs, history_length, images)
             if self.action_stats is not None:
                 out = out * self.action_stats[1] + self.action_stats[0]
         return out

@@ -81,6 +81,29 @@ bool IsPositiveInteger(const nlohmann::json& value) {
   return value.is_number_integer() && value.get<int64_t>() > 0;
 }
 
+// The largest camera side the vision contract allows (docs/vision.md).
+constexpr int64_t kMaxCameraSide = 2048;
+
+bool IsCameraSide(const nlohmann::json& value) {
+  return value.is_number_integer() && value.get<int64_t>() >= 1 && value.get<int64_t>() <= kMaxCameraSide;
+}
+
+bool IsCamera(const nlohmann::json& camera) {
+  if (!camera.is_object() || camera.size() != 3) return false;
+  return camera.contains("name") && camera["name"].is_string() && !camera["name"].get<std::string>().empty() &&
+         camera.contains("width") && IsCameraSide(camera["width"]) && camera.contains("height") &&
+         IsCameraSide(camera["height"]);
+}
+
+bool IsCameraList(const nlohmann::json& value) {
+  if (!value.is_array() || !std::all_of(value.begin(), value.end(), IsCamera)) return false;
+  std::set<std::string> names;
+  for (const nlohmann::json& camera : value) {
+    if (!names.insert(camera["name"].get<std::string>()).second) return false;
+  }
+  return true;
+}
+
 // Whether `value` has the option's type; `expected` says what it should be otherwise.
 bool HasOptionType(const PolicyOption& option, const nlohmann::json& value, std::string& expected) {
   switch (option.type) {
@@ -90,6 +113,9 @@ bool HasOptionType(const PolicyOption& option, const nlohmann::json& value, std:
     case PolicyOptionType::kPositiveIntegerList:
       expected = "an array of positive integers";
       return value.is_array() && std::all_of(value.begin(), value.end(), IsPositiveInteger);
+    case PolicyOptionType::kCameraList:
+      expected = "an array of {name, width, height} (unique non-empty names, sides in 1..2048)";
+      return IsCameraList(value);
     case PolicyOptionType::kBoolean:
       expected = "a boolean";
       return value.is_boolean();
@@ -123,6 +149,16 @@ std::vector<PolicyOption> ChunkPolicyOptions() {
       {"action_dim", PolicyOptionType::kPositiveInteger, std::nullopt, {}, "floats of one action"},
       {"history", PolicyOptionType::kPositiveInteger, 1, {}, "observation steps the policy reads"},
       {"chunk", PolicyOptionType::kPositiveInteger, 1, {}, "future actions it predicts per query"},
+  };
+}
+
+std::vector<PolicyOption> CameraPolicyOptions() {
+  return {
+      {"cameras", PolicyOptionType::kCameraList, nlohmann::json::array(), {},
+       "cameras the policy sees, in the order of its image row (empty: state only)"},
+      {"encoder_channels", PolicyOptionType::kPositiveInteger, 32, {}, "channels of every image-encoder convolution"},
+      {"encoder_blocks", PolicyOptionType::kPositiveInteger, 2, {}, "residual blocks of the image encoder"},
+      {"keypoints", PolicyOptionType::kPositiveInteger, 32, {}, "spatial-softmax keypoints per camera"},
   };
 }
 

@@ -26,6 +26,8 @@ enum class PolicyOptionType {
   kPositiveIntegerList,  // an array of integers > 0
   kBoolean,              // true or false
   kString,               // a string (one of `choices` when those are given)
+  kCameraList,           // an array of {name, width, height}: name a non-empty string unique in
+                         // the list, width and height integers in 1..2048 (docs/vision.md)
 };
 
 // One option of a kind's schema.
@@ -57,6 +59,11 @@ struct PolicyKind {
 // The options every chunk-predicting kind shares: obs_dim and action_dim (required), history
 // and chunk (default 1).
 std::vector<PolicyOption> ChunkPolicyOptions();
+
+// The options of a kind that can see (docs/vision.md, "Policies that see"): `cameras` (default
+// [], state-only) and the image encoder's `encoder_channels` (32), `encoder_blocks` (2) and
+// `keypoints` (32 per camera).
+std::vector<PolicyOption> CameraPolicyOptions();
 
 // Adds `kind` to the registry. InvalidArgument when its name is empty or an option is
 // declared twice; AlreadyExists when a kind of that name is registered. Thread-safe.

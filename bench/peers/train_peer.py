@@ -92,10 +92,12 @@ def masked_chunk_loss(prediction, target, valid):
 
 
 class Trainer:
-    def __init__(self, args):
+    def __init__(self, args, model=None):
+        """Trains `model` (default: the transformer of `args`, built after seeding)."""
         torch.manual_seed(args.seed)
-        self.model = Policy(args.obs_dim, args.action_dim, args.history, args.chunk, args.d_model,
-                            args.layers, args.heads, args.ffn)
+        self.model = model if model is not None else Policy(
+            args.obs_dim, args.action_dim, args.history, args.chunk, args.d_model, args.layers, args.heads,
+            args.ffn)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.lr = 3e-4
@@ -104,11 +106,14 @@ class Trainer:
             lr=self.lr)
         self.total_steps = 1000
 
-    def step(self, batch, step):
+    def loss(self, batch):
         obs, history_length, actions, valid = batch
+        return masked_chunk_loss(self.model(obs, history_length), actions, valid)
+
+    def step(self, batch, step):
         self.model.train()
         self.optimizer.zero_grad()
-        loss = masked_chunk_loss(self.model(obs, history_length), actions, valid)
+        loss = self.loss(batch)
         loss_value = loss.item()
         if not math.isfinite(loss_value):
             raise RuntimeError(f"step {step}: the loss is {loss_value}")

@@ -13,6 +13,7 @@ PolicyKind MlpPolicyKind() {
                           "hidden layer widths"});
   kind.options.push_back({"activation", PolicyOptionType::kString, "relu", {"relu", "gelu", "silu", "tanh"},
                           "activation after every layer but the last"});
+  for (PolicyOption& option : CameraPolicyOptions()) kind.options.push_back(std::move(option));
   kind.trainable = true;
   kind.exportable = true;
   return kind;

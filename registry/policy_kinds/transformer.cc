@@ -17,6 +17,7 @@ PolicyKind TransformerPolicyKind() {
                           "predict the chunk with a flow-matching head instead of regression"});
   kind.options.push_back({"flow_steps", PolicyOptionType::kPositiveInteger, 10, {},
                           "Euler steps of the flow head at inference"});
+  for (PolicyOption& option : CameraPolicyOptions()) kind.options.push_back(std::move(option));
   kind.trainable = true;
   kind.exportable = true;
   return kind;

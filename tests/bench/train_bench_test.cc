@@ -73,6 +73,13 @@ TEST(TrainBenchTest, QuickRunPrintsEveryPartsFigures) {
   EXPECT_GT(FigureAfter(d[0], "efficiency"), 0);
   EXPECT_GT(FigureAfter(d[0], "2 ranks x 1 thread"), 0);
   ExpectSettingsAndGoal(d[0]);
+
+  const std::vector<std::string> v = ResultLines(result.out, "result (v) image-policy step:");
+  ASSERT_EQ(v.size(), 1u) << result.out;
+  EXPECT_GT(FigureAfter(v[0], "ours"), 0);
+  EXPECT_GT(FigureAfter(v[0], "peer"), 0);
+  EXPECT_GT(FigureAfter(v[0], "ratio"), 0);
+  ExpectSettingsAndGoal(v[0]);
 }
 
 TEST(TrainBenchTest, UnknownPartIsRejectedByName) {

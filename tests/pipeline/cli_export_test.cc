@@ -117,7 +117,10 @@ TEST_F(CliExportTest, WritesASelfContainedFolder) {
   EXPECT_EQ(config["format"], "roboloop-policy");
   EXPECT_EQ(config["version"], 1);
   EXPECT_EQ(config["policy"]["kind"], "mlp");
-  EXPECT_EQ(config["policy"]["options"], PolicyOptions());
+  nlohmann::json complete = PolicyOptions();  // with the defaults of the options of policies that see
+  complete.update({{"cameras", nlohmann::json::array()}, {"encoder_channels", 32}, {"encoder_blocks", 2},
+                   {"keypoints", 32}});
+  EXPECT_EQ(config["policy"]["options"], complete);
   EXPECT_EQ(config["obs_spec"]["names"][0], "qpos");
   EXPECT_EQ(config["action_spec"]["names"][0], "force");
   EXPECT_EQ(config["action_chunk"]["execution"], "receding");

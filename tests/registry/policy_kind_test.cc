@@ -118,6 +118,37 @@ TEST(PolicyKindTest, TheBuiltInKindsCarryTheirDefaults) {
   EXPECT_EQ(*CompletePolicyOptions(**torchscript, nlohmann::json::object()), nlohmann::json({{"kind", "torchscript"}}));
 }
 
+// Issue 23, req 4: the trainable kinds see through the cameras of their options.
+TEST(PolicyKindTest, TrainableKindsTakeCamerasAndEncoderOptions) {
+  for (const char* name : {"mlp", "transformer"}) {
+    auto kind = FindPolicyKind(name);
+    ASSERT_TRUE(kind.ok());
+    auto state_only = CompletePolicyOptions(**kind, {{"obs_dim", 3}, {"action_dim", 1}});
+    ASSERT_TRUE(state_only.ok()) << state_only.status();
+    EXPECT_EQ(state_only->at("cameras"), nlohmann::json::array()) << name;
+    EXPECT_EQ(state_only->at("encoder_channels"), 32) << name;
+    EXPECT_EQ(state_only->at("encoder_blocks"), 2) << name;
+    EXPECT_EQ(state_only->at("keypoints"), 32) << name;
+    const nlohmann::json cameras = {{{"name", "agentview"}, {"width", 84}, {"height", 84}},
+                                    {{"name", "wrist"}, {"width", 64}, {"height", 48}}};
+    EXPECT_TRUE(CheckPolicyOptions(**kind, {{"cameras", cameras}}).ok()) << name;
+  }
+  auto mlp = FindPolicyKind("mlp");
+  ASSERT_TRUE(mlp.ok());
+  for (const nlohmann::json& bad : {
+           nlohmann::json::array({{{"name", "a"}, {"width", 0}, {"height", 8}}}),
+           nlohmann::json::array({{{"name", "a"}, {"width", 8}, {"height", 4096}}}),
+           nlohmann::json::array({{{"name", ""}, {"width", 8}, {"height", 8}}}),
+           nlohmann::json::array({{{"name", "a"}, {"width", 8}}}),
+           nlohmann::json::array({{{"name", "a"}, {"width", 8}, {"height", 8}, {"depth", true}}}),
+           nlohmann::json::array({{{"name", "a"}, {"width", 8}, {"height", 8}}, {{"name", "a"}, {"width", 4}, {"height", 4}}}),
+           nlohmann::json("agentview")}) {
+    EXPECT_THAT(CheckPolicyOptions(**mlp, {{"cameras", bad}}).message(),
+                AllOf(HasSubstr("policy option 'cameras' of kind 'mlp'"), HasSubstr("1..2048")))
+        << bad.dump();
+  }
+}
+
 TEST(CheckpointManifestTest, AManifestOfARegisteredKindRoundTrips) {
   const nlohmann::json json = ManifestJson("test-gain", {{"obs_dim", 6}, {"action_dim", 2}});
   auto manifest = CheckpointManifest::FromJson(json);

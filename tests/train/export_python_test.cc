@@ -1,6 +1,8 @@
 // python/roboloop_policy.py against the C++ policies (issue 6, req 7): the same seeded weights
 // and normalization, loaded once through TorchRuntime::LoadPolicy and once by the plain-PyTorch
-// loader, give the same action chunks for windows with mixed history lengths.
+// loader, give the same action chunks for windows with mixed history lengths. Policies with
+// cameras (issue 23, req 4) run in C++ through TorchPolicy::ActChunkImages on seeded frames; their
+// tolerance is the same relative error, ‖python − C++‖ / ‖C++‖ ≤ 1e-5 over the action chunk.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -74,6 +76,15 @@ std::vector<float> PaddedWindows(const std::vector<int32_t>& lengths, int histor
   return obs;
 }
 
+// `batch` random camera frames of `bytes` bytes each, back to back.
+std::vector<uint8_t> RandomFrames(int batch, int bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> value(0, 255);
+  std::vector<uint8_t> frames(static_cast<size_t>(batch) * bytes);
+  for (uint8_t& v : frames) v = static_cast<uint8_t>(value(rng));
+  return frames;
+}
+
 class ExportPythonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -114,24 +125,47 @@ class ExportPythonTest : public ::testing::Test {
     const std::vector<float> obs = PaddedWindows(lengths, history, obs_dim, seed + 100);
     WriteRaw(policy_dir + "/obs.bin", obs);
     WriteRaw(policy_dir + "/lengths.bin", lengths);
+    const int image_bytes = ImageBytes(spec);
+    const std::vector<uint8_t> images = RandomFrames(kBatch, image_bytes, seed + 200);
+    std::vector<std::string> python_args = {
+        testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
+        module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
+        std::to_string(kBatch), policy_dir + "/python.bin"};
+    if (image_bytes > 0) {
+      WriteRaw(policy_dir + "/images.bin", images);
+      python_args.push_back(policy_dir + "/images.bin");
+    }
 
-    roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(
-        {testing::kTorchPython, ROBOLOOP_SOURCE_DIR "/tests/train/run_exported_policy.py",
-         module_dir, policy_dir, policy_dir + "/obs.bin", policy_dir + "/lengths.bin",
-         std::to_string(kBatch), policy_dir + "/python.bin"});
+    roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(python_args);
     ASSERT_EQ(ran.exit_code, 0) << ran.err;
     const std::vector<float> python = ReadFloats(policy_dir + "/python.bin");
     ASSERT_EQ(python.size(), static_cast<size_t>(kBatch * chunk * action_dim));
 
     for (bool batch_invariant : {false, true}) {
       std::vector<float> cpp(python.size());
-      ASSERT_TRUE((*policy)
-                      ->ActChunk(obs.data(), lengths.data(), kBatch, history, obs_dim, cpp.data(),
-                                 chunk, action_dim, batch_invariant)
-                      .ok());
+      if (image_bytes > 0) {
+        const absl::Status acted = (*policy)->ActChunkImages(obs.data(), lengths.data(), images.data(), image_bytes,
+                                                             kBatch, history, obs_dim, cpp.data(), chunk, action_dim,
+                                                             batch_invariant);
+        ASSERT_TRUE(acted.ok()) << acted;
+      } else {
+        ASSERT_TRUE((*policy)
+                        ->ActChunk(obs.data(), lengths.data(), kBatch, history, obs_dim, cpp.data(),
+                                   chunk, action_dim, batch_invariant)
+                        .ok());
+      }
       EXPECT_LE(RelativeL2Error(python, cpp), 1e-5)
           << kind << " batch_invariant=" << batch_invariant << " options " << spec.dump();
     }
+  }
+
+  // Bytes of one row's frames for the policy options `spec` (0 without cameras).
+  static int ImageBytes(const nlohmann::json& spec) {
+    int bytes = 0;
+    for (const nlohmann::json& camera : spec.value("cameras", nlohmann::json::array())) {
+      bytes += camera["width"].get<int>() * camera["height"].get<int>() * 3;
+    }
+    return bytes;
   }
 
   // Runs the roboloop binary; fails the test when it fails.
@@ -170,6 +204,30 @@ TEST_F(ExportPythonTest, FlowMatchingTransformer) {
                   {"flow_matching", true}, {"flow_steps", 5}},
                  3);
   ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 3);
+}
+
+// The options of the image encoder of the cases below: two small cameras of different sizes.
+nlohmann::json TwoCameraOptions() {
+  return {{"cameras", {{{"name", "agentview"}, {"width", 16}, {"height", 16}},
+                       {{"name", "wrist"}, {"width", 12}, {"height", 8}}}},
+          {"encoder_channels", 8},
+          {"encoder_blocks", 2},
+          {"keypoints", 6}};
+}
+
+TEST_F(ExportPythonTest, MlpWithTwoCameras) {
+  nlohmann::json spec = {{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
+                         {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "relu"}};
+  spec.update(TwoCameraOptions());
+  ExpectPythonMatchesCpp(MakePolicy(spec, 5), ROBOLOOP_SOURCE_DIR "/python", 5);
+}
+
+TEST_F(ExportPythonTest, FlowMatchingTransformerWithTwoCameras) {
+  nlohmann::json spec = {{"kind", "transformer"}, {"obs_dim", 4}, {"action_dim", 3}, {"history", 3},
+                         {"chunk", 2}, {"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32},
+                         {"flow_matching", true}, {"flow_steps", 3}};
+  spec.update(TwoCameraOptions());
+  ExpectPythonMatchesCpp(MakePolicy(spec, 6), ROBOLOOP_SOURCE_DIR "/python", 6);
 }
 
 // The whole path: demonstrations, `roboloop train`, `roboloop export`, and the folder's own

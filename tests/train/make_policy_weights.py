@@ -44,12 +44,12 @@ def _tensor_bytes(tensor):
 
 
 def randomize(model):
-    """Draws every parameter: weights ~ N(0, 1/fan_in), biases and positions ~ N(0, 0.25),
-    layer-norm scales ~ 1 + N(0, 0.04)."""
+    """Draws every parameter: weights (linear and convolution) ~ N(0, 1/fan_in), biases and
+    positions ~ N(0, 0.25), layer- and group-norm scales ~ 1 + N(0, 0.04)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 2:
-                p.copy_(torch.randn(p.shape) / p.shape[1] ** 0.5)
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape) / (p[0].numel() ** 0.5))
             elif name.endswith("weight"):
                 p.copy_(1.0 + 0.2 * torch.randn(p.shape))
             else:

@@ -45,7 +45,9 @@ TEST(PolicySpecOptionsTest, OptionsHoldTheDatasetDimsAndTheKindsOptionsOnly) {
   auto options = PolicyOptionsFromSpec(spec, 5, 2);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(*options, nlohmann::json({{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 1},
-                                      {"chunk", 1}, {"hidden", {32}}, {"activation", "relu"}}));
+                                      {"chunk", 1}, {"hidden", {32}}, {"activation", "relu"},
+                                      {"cameras", nlohmann::json::array()}, {"encoder_channels", 32},
+                                      {"encoder_blocks", 2}, {"keypoints", 32}}));
 }
 
 TEST(PolicySpecOptionsTest, AnUnknownKindOrABadValueIsRefused) {

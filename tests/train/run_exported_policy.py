@@ -1,10 +1,11 @@
 """Runs an export folder on observations from files, for tests/train/export_python_test.cc.
 
-usage: run_exported_policy.py MODULE_DIR EXPORT_DIR OBS_FILE LENGTHS_FILE BATCH OUT_FILE
+usage: run_exported_policy.py MODULE_DIR EXPORT_DIR OBS_FILE LENGTHS_FILE BATCH OUT_FILE [IMAGES_FILE]
 
 Imports roboloop_policy from MODULE_DIR (the copy `roboloop export` put into the folder, or
 python/ of the source tree), reads BATCH x history x obs_dim little-endian float32
-observations and BATCH int32 history lengths, and writes the raw actions as float32.
+observations, BATCH int32 history lengths and, for a policy with cameras, BATCH x image_bytes
+uint8 frames from IMAGES_FILE, and writes the raw actions as float32.
 """
 
 import struct
@@ -30,7 +31,11 @@ def main(argv):
     batch = int(batch)
     obs = torch.tensor(read_values(obs_file, "f", batch * policy.history * policy.obs_dim))
     lengths = torch.tensor(read_values(lengths_file, "i", batch), dtype=torch.int32)
-    actions = policy.act(obs.view(batch, policy.history, policy.obs_dim), lengths)
+    images = None
+    if len(argv) > 7:
+        with open(argv[7], "rb") as f:
+            images = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+    actions = policy.act(obs.view(batch, policy.history, policy.obs_dim), lengths, images)
     values = actions.reshape(-1).tolist()
     with open(out_file, "wb") as f:
         f.write(struct.pack(f"<{len(values)}f", *values))

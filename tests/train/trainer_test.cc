@@ -50,7 +50,7 @@ struct OwnedBatch {
 
   RoboloopTrainBatch View() const {
     return RoboloopTrainBatch{batch, kHistory, kChunk, kObs, kAct, obs.data(),
-                              history_length.data(), actions.data(), valid.data()};
+                              history_length.data(), actions.data(), valid.data(), 0, nullptr};
   }
 };
 

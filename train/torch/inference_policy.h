@@ -19,14 +19,17 @@ class InferencePolicy {
   virtual int64_t history() const { return 1; }
   // Actions it writes per call (1 for single-step policies).
   virtual int64_t chunk() const { return 1; }
+  // Bytes of one observation's camera frames it reads (0: state only; docs/vision.md).
+  virtual int64_t image_bytes() const { return 0; }
   // Actions for `obs` (float32 [batch, obs_dim]): the first action of the chunk for a history
   // of one step. With `batch_invariant` each output row depends only on its input row, bit for
   // bit.
   virtual torch::Tensor Forward(const torch::Tensor& obs, bool batch_invariant);
   // Action chunks [batch, chunk, action_dim] for raw obs [batch, history, obs_dim] (left-padded)
-  // with history_length int32 [batch]. Single-step policies use the last observation.
+  // with history_length int32 [batch] and the frames `images` uint8 [batch, image_bytes()]
+  // (undefined when image_bytes() is 0). Single-step policies use the last observation.
   virtual torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor& history_length,
-                                     bool batch_invariant) = 0;
+                                     const torch::Tensor& images, bool batch_invariant) = 0;
 };
 
 // Loads a TorchScript file saved by torch.jit.save (scripted or traced), run between the

@@ -78,19 +78,26 @@ void Act(RoboloopTorchPolicy& policy, const float* obs, int batch, int obs_dim, 
 }
 
 void ActChunk(RoboloopTorchPolicy& policy, const float* obs, const int32_t* history_length,
-              int batch, int history, int obs_dim, float* actions, int chunk, int action_dim,
-              bool batch_invariant) {
+              const uint8_t* images, int image_bytes, int batch, int history, int obs_dim,
+              float* actions, int chunk, int action_dim, bool batch_invariant) {
   TORCH_CHECK(batch >= 0 && obs_dim > 0 && action_dim > 0, "bad call: batch ", batch,
               ", obs_dim ", obs_dim, ", action_dim ", action_dim);
   TORCH_CHECK(history == policy.model->history() && chunk == policy.model->chunk(),
               "the policy reads ", policy.model->history(), " observation steps and writes ",
               policy.model->chunk(), " actions; the call has ", history, " and ", chunk);
+  TORCH_CHECK(image_bytes == policy.model->image_bytes(), "the policy reads ", policy.model->image_bytes(),
+              " bytes of camera frames per row (docs/vision.md); the call has ", image_bytes,
+              image_bytes == 0 ? " (use policy_act_chunk_images)" : "");
+  TORCH_CHECK(image_bytes == 0 || images != nullptr, "image_bytes is ", image_bytes, " but images is NULL");
   if (batch == 0) return;
   const torch::Tensor input =
       torch::from_blob(const_cast<float*>(obs), {batch, history, obs_dim}, torch::kFloat);
   const torch::Tensor lengths =
       torch::from_blob(const_cast<int32_t*>(history_length), {batch}, torch::kInt);
-  const torch::Tensor output = policy.model->ForwardChunk(input, lengths, batch_invariant);
+  const torch::Tensor frames =
+      image_bytes == 0 ? torch::Tensor()
+                       : torch::from_blob(const_cast<uint8_t*>(images), {batch, image_bytes}, torch::kUInt8);
+  const torch::Tensor output = policy.model->ForwardChunk(input, lengths, frames, batch_invariant);
   TORCH_CHECK(output.dim() == 3 && output.size(0) == batch && output.size(1) == chunk &&
                   output.size(2) == action_dim,
               "policy output has shape ", output.sizes(), ", expected [", batch, ", ", chunk,
@@ -148,9 +155,21 @@ int PolicyActChunkEntry(RoboloopTorchPolicy* policy, const float* obs,
     WriteError("policy_act_chunk: null policy handle", error_buf, error_cap);
     return -1;
   }
+  return PolicyActChunkImagesEntry(policy, obs, history_length, nullptr, 0, batch, history, obs_dim, actions,
+                                   chunk, action_dim, batch_invariant, error_buf, error_cap);
+}
+
+int PolicyActChunkImagesEntry(RoboloopTorchPolicy* policy, const float* obs,
+                              const int32_t* history_length, const uint8_t* images, int image_bytes,
+                              int batch, int history, int obs_dim, float* actions, int chunk,
+                              int action_dim, int batch_invariant, char* error_buf, size_t error_cap) {
+  if (policy == nullptr) {
+    WriteError("policy_act_chunk_images: null policy handle", error_buf, error_cap);
+    return -1;
+  }
   try {
-    ActChunk(*policy, obs, history_length, batch, history, obs_dim, actions, chunk, action_dim,
-             batch_invariant != 0);
+    ActChunk(*policy, obs, history_length, images, image_bytes, batch, history, obs_dim, actions, chunk,
+             action_dim, batch_invariant != 0);
     return 0;
   } catch (const c10::Error& e) {
     WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);

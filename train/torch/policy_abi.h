@@ -18,6 +18,11 @@ int PolicyActChunkEntry(RoboloopTorchPolicy* policy, const float* obs,
                         const int32_t* history_length, int batch, int history, int obs_dim,
                         float* actions, int chunk, int action_dim, int batch_invariant,
                         char* error_buf, size_t error_cap);
+// See RoboloopTorchApi::policy_act_chunk_images.
+int PolicyActChunkImagesEntry(RoboloopTorchPolicy* policy, const float* obs,
+                              const int32_t* history_length, const uint8_t* images, int image_bytes,
+                              int batch, int history, int obs_dim, float* actions, int chunk,
+                              int action_dim, int batch_invariant, char* error_buf, size_t error_cap);
 // See RoboloopTorchApi::free_policy.
 void FreePolicyEntry(RoboloopTorchPolicy* policy);
 

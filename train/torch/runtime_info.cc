@@ -54,6 +54,7 @@ const RoboloopTorchApi kApi = {
     &roboloop::train::TrainerLoadWeightsEntry,
     &roboloop::train::TrainerFreeEntry,
     &roboloop::train::TrainerValidationLossEntry,
+    &roboloop::train::PolicyActChunkImagesEntry,
 };
 
 }  // namespace

@@ -30,7 +30,7 @@ class TorchScriptPolicy : public InferencePolicy {
     return normalization_.DenormalizeActions(rows.empty() ? Run(obs) : torch::cat(rows, 0));
   }
 
-  torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor&,
+  torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor&, const torch::Tensor&,
                              bool batch_invariant) override {
     return Forward(obs.select(1, obs.size(1) - 1).contiguous(), batch_invariant).unsqueeze(1);
   }

@@ -5,6 +5,7 @@
 #include "kernels/batch_invariant.h"
 #include "train/torch/inference_policy.h"
 #include "train/torch/policy_normalization.h"
+#include "train/torch/policy/image_encoder.h"
 #include "train/torch/policy/policy_model.h"
 #include "train/torch/trainer.h"
 
@@ -22,17 +23,20 @@ class TrainablePolicy : public InferencePolicy {
 
   int64_t history() const override { return model_->config().history; }
   int64_t chunk() const override { return model_->config().chunk; }
+  int64_t image_bytes() const override { return image_bytes_; }
 
   torch::Tensor ForwardChunk(const torch::Tensor& obs, const torch::Tensor& history_length,
-                             bool batch_invariant) override {
+                             const torch::Tensor& images, bool batch_invariant) override {
     torch::NoGradGuard no_grad;
     kernels::BatchInvariantScope scope(batch_invariant);
-    return normalization_.DenormalizeActions(model_->Act(normalization_.NormalizeObs(obs), history_length));
+    return normalization_.DenormalizeActions(
+        model_->Act(normalization_.NormalizeObs(obs), history_length, images));
   }
 
  private:
   std::shared_ptr<PolicyModel> model_;
   PolicyNormalization normalization_;
+  int64_t image_bytes_ = ParseImageEncoderOptions(model_->config().options).image_bytes();
 };
 
 }  // namespace
@@ -40,7 +44,7 @@ class TrainablePolicy : public InferencePolicy {
 torch::Tensor InferencePolicy::Forward(const torch::Tensor& obs, bool batch_invariant) {
   const torch::Tensor window = obs.unsqueeze(1).expand({obs.size(0), history(), obs.size(1)});
   const torch::Tensor lengths = torch::ones({obs.size(0)}, torch::kInt);
-  return ForwardChunk(window.contiguous(), lengths, batch_invariant).select(1, 0);
+  return ForwardChunk(window.contiguous(), lengths, torch::Tensor(), batch_invariant).select(1, 0);
 }
 
 std::unique_ptr<InferencePolicy> LoadTrainablePolicy(const std::string& path,

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "train/safetensors.h"
+#include "train/torch/policy/image_encoder.h"
 #include "train/training_device.h"
 
 namespace roboloop::train {
@@ -213,11 +214,20 @@ PolicyInputs Trainer::Inputs(const BatchArrays& b) const {
   inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat, device);
   inputs.action_valid =
       FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8, device).to(torch::kFloat);
+  const ImageEncoderOptions vision = ParseImageEncoderOptions(config_.policy.options);
+  TORCH_CHECK(b.image_bytes == vision.image_bytes(), "batch image_bytes ", b.image_bytes, " differs from the ",
+              vision.image_bytes(), " bytes per row of the policy's cameras (", DescribeCameras(vision),
+              "; frames are height x width x 3 uint8)");
+  if (b.image_bytes > 0) {
+    TORCH_CHECK(b.images != nullptr, "batch image_bytes is ", b.image_bytes, " but images is NULL");
+    inputs.images = FromArray(b.images, {b.batch, b.image_bytes}, torch::kUInt8, device);
+  }
   return inputs;
 }
 
-LossOptions Trainer::LossSettings(torch::Generator generator) const {
+LossOptions Trainer::LossSettings(torch::Generator generator, bool augment) const {
   LossOptions loss_options;
+  loss_options.augment = augment;
   loss_options.packed = config_.packed;
   loss_options.token_budget = config_.token_budget;
   loss_options.generator = std::move(generator);
@@ -227,7 +237,7 @@ LossOptions Trainer::LossSettings(torch::Generator generator) const {
 StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
   const PolicyInputs inputs = Inputs(b);
   const LossOptions loss_options =
-      LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step));
+      LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step), /*augment=*/true);
   const torch::Device& device = config_.device;
   model_->train();
   optimizer_->zero_grad();
@@ -264,7 +274,8 @@ double Trainer::ValidationLoss(const BatchArrays& b, int64_t step) {
   // Its own noise stream, so that validating never changes the training steps' noise.
   constexpr uint64_t kValidationStream = 0x76616c6964617465ULL;
   const LossOptions loss_options =
-      LossSettings(StepGenerator(config_.seed ^ kValidationStream, config_.distributed.rank, step));
+      LossSettings(StepGenerator(config_.seed ^ kValidationStream, config_.distributed.rank, step),
+                   /*augment=*/false);
   torch::NoGradGuard no_grad;
   model_->eval();
   const Bf16Autocast autocast(config_.optimizer.bf16, config_.device);

@@ -64,6 +64,8 @@ struct BatchArrays {
   const int32_t* history_length = nullptr;
   const float* actions = nullptr;
   const uint8_t* action_valid = nullptr;
+  int image_bytes = 0;                // bytes of one row's frames (0 without cameras)
+  const uint8_t* images = nullptr;    // batch x image_bytes (docs/vision.md)
 };
 
 // Thrown by Step when the loss or the gradient is NaN or Inf; no update was applied.
@@ -81,8 +83,8 @@ class Trainer {
   static std::unique_ptr<Trainer> Create(const TrainerConfig& config);
 
   // Runs forward, backward (gradients averaged across ranks), clipping and the AdamW update
-  // for global step `step` (which seeds the step's noise, drawn on the CPU whatever the
-  // device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
+  // for global step `step` (which seeds the step's noise and the frames' random shifts, drawn
+  // on the CPU whatever the device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
   // step when the loss or gradient norm is not finite (no update applied on any rank).
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
@@ -112,10 +114,12 @@ class Trainer {
   explicit Trainer(const TrainerConfig& config);
 
   void UpdateEma();
-  // The batch as tensors on the device; throws when its dims differ from the policy's.
+  // The batch as tensors on the device; throws when its dims differ from the policy's, or its
+  // image_bytes from the bytes of the policy's cameras.
   PolicyInputs Inputs(const BatchArrays& batch) const;
-  // The loss settings of this trainer drawing noise from `generator`.
-  LossOptions LossSettings(torch::Generator generator) const;
+  // The loss settings of this trainer drawing noise (and, with `augment`, the frames' random
+  // shifts) from `generator`.
+  LossOptions LossSettings(torch::Generator generator, bool augment) const;
 
   TrainerConfig config_;
   std::shared_ptr<PolicyModel> model_;

@@ -42,9 +42,10 @@ int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
 }
 
 BatchArrays Arrays(const RoboloopTrainBatch& batch) {
-  return BatchArrays{batch.batch,   batch.history,        batch.chunk,
-                     batch.obs_dim, batch.action_dim,     batch.obs,
-                     batch.history_length, batch.actions, batch.action_valid};
+  return BatchArrays{batch.batch,          batch.history,    batch.chunk,
+                     batch.obs_dim,        batch.action_dim, batch.obs,
+                     batch.history_length, batch.actions,    batch.action_valid,
+                     batch.image_bytes,    batch.images};
 }
 
 }  // namespace

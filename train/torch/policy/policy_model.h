@@ -18,13 +18,17 @@ struct PolicyInputs {
   torch::Tensor history_length;  // int32 [batch]: real observation steps, 1..history
   torch::Tensor actions;         // [batch, chunk, action_dim] targets (training only)
   torch::Tensor action_valid;    // [batch, chunk]: 1 real action, 0 padding (training only)
+  torch::Tensor images;          // uint8 [batch, image_bytes]: frames of each row's last
+                                 // observation step (docs/vision.md); undefined without cameras
 };
 
 // How the loss is computed.
 struct LossOptions {
   bool packed = true;            // transformer: packed varlen attention; false = padded + mask
   int64_t token_budget = 8192;   // transformer, packed: most tokens per attention call
-  torch::Generator generator;    // flow matching: CPU source of noise and times (must be defined)
+  torch::Generator generator;    // CPU source of flow-matching noise and times and of the
+                                 // image augmentation's shifts (must be defined)
+  bool augment = false;          // random-shift the frames (training steps only)
 };
 
 // A policy network. Loss and Act may be called from one thread at a time.
@@ -34,10 +38,12 @@ class PolicyModel : public torch::nn::Module {
   // valid action entries (so that splitting a batch across ranks and averaging gives the
   // same value as the whole batch).
   virtual torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) = 0;
-  // Normalised action chunks [batch, chunk, action_dim] for `obs` and `history_length` (as in
-  // PolicyInputs). Records no autograd history. Under a kernels::BatchInvariantScope each
-  // output row depends only on its own inputs, bit for bit.
-  virtual torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length) = 0;
+  // Normalised action chunks [batch, chunk, action_dim] for `obs`, `history_length` and
+  // `images` (as in PolicyInputs; undefined for a policy without cameras). Records no autograd
+  // history. Under a kernels::BatchInvariantScope each output row depends only on its own
+  // inputs, bit for bit. Throws c10::Error when the images do not fit the policy's cameras.
+  virtual torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length,
+                            const torch::Tensor& images) = 0;
   // The configuration the module was built from.
   virtual const PolicyConfig& config() const = 0;
 };

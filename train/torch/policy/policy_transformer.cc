@@ -6,11 +6,14 @@
 // arithmetic (softmax ignores a shift shared by all keys), and Adam would turn its rounding
 // noise into full-size updates that differ between otherwise equal runs.
 //
-// Token layout per sample, `history` observation slots then `chunk` action slots. Only the
-// last history_length observation slots are real (the window is left-padded). The packed path
-// gathers the real tokens of every sample into varlen sequences (a pack of full histories is
-// already in packed order and is used in place); the padded path keeps all slots and masks the
-// padded keys. Both give the same loss up to rounding.
+// Token layout per sample, `history` observation slots, then one token per camera (the image
+// encoder's keypoints of that camera's frame of the last observation step, through the camera's
+// own linear embedding; none for a state-only policy), then `chunk` action slots. The
+// observation and camera tokens form the bidirectional prefix. Only the last history_length
+// observation slots are real (the window is left-padded). The packed path gathers the real
+// tokens of every sample into varlen sequences (a pack of full histories is already in packed
+// order and is used in place); the padded path keeps all slots and masks the padded keys. Both
+// give the same loss up to rounding.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "kernels/batch_invariant.h"
 #include "kernels/varlen_attention.h"
 #include "train/packing.h"
+#include "train/torch/policy/image_encoder.h"
 #include "train/torch/policy/policy_model.h"
 
 namespace roboloop::train {
@@ -142,13 +146,21 @@ class TransformerModel : public PolicyModel {
       action_in_ = register_module("action_in", torch::nn::Linear(config.action_dim, t.d_model));
       time_mlp_ = register_module("time_mlp", torch::nn::Linear(t.d_model, t.d_model));
     }
+    const ImageEncoderOptions vision = ParseImageEncoderOptions(config.options);
+    cameras_ = static_cast<int64_t>(vision.cameras.size());
+    if (cameras_ > 0) {
+      encoder_ = register_module("encoder", std::make_shared<ImageEncoder>(vision));
+      for (int64_t c = 0; c < cameras_; ++c) camera_embed_->push_back(torch::nn::Linear(encoder_->features(), t.d_model));
+      register_module("camera_embed", camera_embed_);
+    }
   }
 
   torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) override {
     CheckInputs(inputs.obs, inputs.history_length);
+    const torch::Tensor cameras = CameraTokens(inputs.images, inputs.obs.size(0), options.augment, options.generator);
     if (!options_.flow_matching) {
       const torch::Tensor queries = action_query_.unsqueeze(0).expand({inputs.obs.size(0), -1, -1});
-      return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, queries, options),
+      return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, cameras, queries, options),
                              inputs.actions, inputs.action_valid);
     }
     // Flow matching: x_t = (1 - t) noise + t action, target velocity = action - noise. The
@@ -160,18 +172,20 @@ class TransformerModel : public PolicyModel {
     const torch::Tensor t = torch::rand({batch}, generator, torch::kFloat).to(device);
     const torch::Tensor tt = t.view({batch, 1, 1});
     const torch::Tensor x_t = (1.0 - tt) * noise + tt * inputs.actions;
-    return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, FlowQueries(x_t, t), options),
+    return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, cameras, FlowQueries(x_t, t), options),
                            inputs.actions - noise, inputs.action_valid);
   }
 
-  torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length) override {
+  torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length,
+                    const torch::Tensor& images) override {
     torch::NoGradGuard no_grad;
     CheckInputs(obs, history_length);
     LossOptions packed;
     packed.token_budget = std::numeric_limits<int32_t>::max();
     const int64_t batch = obs.size(0);
+    const torch::Tensor cameras = CameraTokens(images, batch, /*augment=*/false, torch::Generator());
     if (!options_.flow_matching) {
-      return Predict(obs, history_length, action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
+      return Predict(obs, history_length, cameras, action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
     }
     // Euler integration from the noise distribution's mean (zero), so that inference is
     // deterministic and batch-invariant.
@@ -180,7 +194,7 @@ class TransformerModel : public PolicyModel {
     torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim}, on_device);
     for (int64_t k = 0; k < steps; ++k) {
       const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps, on_device);
-      x = x + Predict(obs, history_length, FlowQueries(x, t), packed) / static_cast<double>(steps);
+      x = x + Predict(obs, history_length, cameras, FlowQueries(x, t), packed) / static_cast<double>(steps);
     }
     return x;
   }
@@ -202,16 +216,33 @@ class TransformerModel : public PolicyModel {
     return action_query_.unsqueeze(0) + Dense(action_in_, x_t) + time.unsqueeze(1);
   }
 
-  // All token slots [batch, history + chunk, d_model] in the padded layout.
-  torch::Tensor PaddedTokens(const torch::Tensor& obs, const torch::Tensor& queries) {
+  // The camera tokens [batch, cameras, d_model] of image rows uint8 [batch, image_bytes];
+  // undefined for a policy without cameras (which refuses image bytes).
+  torch::Tensor CameraTokens(const torch::Tensor& images, int64_t batch, bool augment, torch::Generator generator) {
+    if (!encoder_) {
+      CheckImageRows(images, batch, ImageEncoderOptions());
+      return torch::Tensor();
+    }
+    const torch::Tensor keypoints = encoder_->Forward(images, augment, std::move(generator));
+    std::vector<torch::Tensor> tokens;
+    for (int64_t c = 0; c < cameras_; ++c) {
+      auto* embed = camera_embed_[c]->as<torch::nn::Linear>();
+      tokens.push_back(kernels::Linear(keypoints.select(1, c), embed->weight, embed->bias));
+    }
+    return torch::stack(tokens, 1);
+  }
+
+  // All token slots [batch, history + cameras + chunk, d_model] in the padded layout.
+  torch::Tensor PaddedTokens(const torch::Tensor& obs, const torch::Tensor& cameras, const torch::Tensor& queries) {
     const torch::Tensor obs_tokens = Dense(obs_embed_, obs) + obs_pos_.unsqueeze(0);
-    return torch::cat({obs_tokens, queries.to(obs_tokens.scalar_type())}, 1);
+    if (!cameras.defined()) return torch::cat({obs_tokens, queries.to(obs_tokens.scalar_type())}, 1);
+    return torch::cat({obs_tokens, cameras.to(obs_tokens.scalar_type()), queries.to(obs_tokens.scalar_type())}, 1);
   }
 
   // Action-slot outputs through the head: [batch, chunk, action_dim].
-  torch::Tensor Predict(const torch::Tensor& obs, const torch::Tensor& history_length,
+  torch::Tensor Predict(const torch::Tensor& obs, const torch::Tensor& history_length, const torch::Tensor& cameras,
                         const torch::Tensor& queries, const LossOptions& options) {
-    const torch::Tensor tokens = PaddedTokens(obs, queries);
+    const torch::Tensor tokens = PaddedTokens(obs, cameras, queries);
     const torch::Tensor outputs = options.packed ? EncodePacked(tokens, history_length, options)
                                                  : EncodePadded(tokens, history_length);
     return Dense(head_, Norm(ln_f_, outputs));
@@ -222,26 +253,29 @@ class TransformerModel : public PolicyModel {
     return x;
   }
 
+  // Slots of the bidirectional prefix: observations and cameras.
+  int64_t PrefixSlots() const { return config_.history + cameras_; }
+
   torch::Tensor EncodePadded(const torch::Tensor& tokens, const torch::Tensor& history_length) {
-    const int64_t history = config_.history, total = tokens.size(1);
+    const int64_t history = config_.history, prefix = PrefixSlots(), total = tokens.size(1);
     const torch::Tensor slot = torch::arange(total, tokens.options().dtype(torch::kLong));
     const torch::Tensor query = slot.view({1, total, 1}), key = slot.view({1, 1, total});
     const torch::Tensor first_real = (history - history_length.to(torch::kLong)).view({-1, 1, 1});
     const torch::Tensor key_real = (key >= first_real);
-    const torch::Tensor key_is_obs = key < history;
-    const torch::Tensor allowed_obs_query = (query < history) & key_is_obs;
-    const torch::Tensor allowed_action_query = (query >= history) & (key_is_obs | (key <= query));
+    const torch::Tensor key_is_obs = key < prefix;
+    const torch::Tensor allowed_obs_query = (query < prefix) & key_is_obs;
+    const torch::Tensor allowed_action_query = (query >= prefix) & (key_is_obs | (key <= query));
     TokenLayout layout;
     layout.packed = false;
     layout.allowed = ((key_real & (allowed_obs_query | allowed_action_query)) | (query == key)).unsqueeze(1);
-    return Encode(tokens, layout).slice(1, history);
+    return Encode(tokens, layout).slice(1, prefix);
   }
 
   torch::Tensor EncodePacked(const torch::Tensor& tokens, const torch::Tensor& history_length,
                              const LossOptions& options) {
-    const int32_t history = static_cast<int32_t>(config_.history);
+    const int32_t history = static_cast<int32_t>(PrefixSlots());
     const int32_t chunk = static_cast<int32_t>(config_.chunk);
-    const torch::Tensor lengths = history_length.cpu().contiguous();
+    const torch::Tensor lengths = (history_length.cpu() + static_cast<int32_t>(cameras_)).to(torch::kInt).contiguous();
     absl::StatusOr<PackPlan> plan = PlanPacks(
         absl::MakeConstSpan(lengths.data_ptr<int32_t>(), lengths.numel()), chunk,
         static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())),
@@ -295,6 +329,9 @@ class TransformerModel : public PolicyModel {
 
   PolicyConfig config_;
   TransformerOptions options_;
+  int64_t cameras_ = 0;                   // camera tokens per sample
+  std::shared_ptr<ImageEncoder> encoder_;  // null without cameras
+  torch::nn::ModuleList camera_embed_;     // per camera: keypoints -> d_model
   torch::nn::Linear obs_embed_{nullptr}, head_{nullptr}, action_in_{nullptr}, time_mlp_{nullptr};
   torch::Tensor obs_pos_, action_query_;
   torch::nn::ModuleList blocks_;
