@@ -91,7 +91,7 @@ TEST_F(SpecTest, TheShippedQuickstartIsValid) {
 }
 
 TEST_F(SpecTest, EveryShippedPipelineIsValid) {
-  for (const char* name : {"quickstart", "reacher", "push", "custom-task"}) {
+  for (const char* name : {"quickstart", "reacher", "push", "custom-task", "vision"}) {
     auto loaded = LoadPipeline(std::string(ROBOLOOP_SOURCE_DIR) + "/configs/pipelines/" + name + ".yaml", {});
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ValidationOptions options;

@@ -30,9 +30,13 @@ TEST(PolicySpecOptionsTest, SetFieldsAreKeptAndOnlyTheKindsOptionsAreFilled) {
   spec.set_kind("mlp");
   spec.set_chunk(4);
   spec.set_activation("tanh");
+  spec.set_keypoints(8);
   FillPolicySpecDefaults(spec);
   EXPECT_EQ(spec.chunk(), 4);
   EXPECT_EQ(spec.activation(), "tanh");
+  EXPECT_EQ(spec.keypoints(), 8);
+  EXPECT_EQ(spec.encoder_channels(), 32);
+  EXPECT_EQ(spec.encoder_blocks(), 2);
   EXPECT_THAT(spec.hidden(), ElementsAre(256, 256));
   EXPECT_EQ(spec.d_model(), 0);
 }
