@@ -1,3 +1,4 @@
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "eval/metrics.h"
@@ -21,20 +22,33 @@ absl::StatusOr<StageOutputs> RunCompare(const v1::Stage& stage, const StageConte
                       {"p_value", absl::StrFormat("%.6f", comparison.mcnemar_p())},
                       {"candidate.success", rate(candidate)},
                       {"baseline.success", rate(baseline)},
-                      {"pairs", absl::StrCat(comparison.pairs())}};
+                      {"pairs", absl::StrCat(comparison.pairs())},
+                      {"reason", comparison.reason()}};
 }
 
-// "<stage>: candidate vs baseline under <protocol>: success <a> vs <b> over <n> paired
-// episodes, McNemar p <p>: <verdict>".
+// A checkpoint reference for a summary line: a 64-hex id shortened to 12 digits.
+std::string ShortReference(const std::string& reference) {
+  return reference.size() == 64 && reference.find_first_not_of("0123456789abcdef") == std::string::npos
+             ? reference.substr(0, 12)
+             : reference;
+}
+
+// "<stage>: <candidate> vs <baseline> under <protocol>: success <a> vs <b> over <n> paired
+// episodes, McNemar p <p>: <verdict> (<reason>)".
 std::vector<std::string> SummarizeCompare(const v1::Stage& stage, const StageOutputs& outputs, StageServices&) {
   auto value = [&outputs](const std::string& name) {
     auto it = outputs.find(name);
     return it == outputs.end() ? std::string("?") : it->second;
   };
-  return {absl::StrFormat("%s: %s vs %s under %s: success %s vs %s over %s paired episodes, McNemar p %s: %s",
-                          stage.name(), stage.compare().candidate(), stage.compare().baseline(), stage.compare().protocol(),
-                          value("candidate.success"), value("baseline.success"), value("pairs"), value("p_value"),
-                          value("verdict"))};
+  auto number = [&value](const std::string& name) {
+    double parsed = 0;
+    return absl::SimpleAtod(value(name), &parsed) ? absl::StrFormat("%.3g", parsed) : std::string("?");
+  };
+  return {absl::StrFormat("%s: %s vs %s under %s: success %s vs %s over %s paired episodes, McNemar p %s: %s (%s)",
+                          stage.name(), ShortReference(stage.compare().candidate()),
+                          ShortReference(stage.compare().baseline()), stage.compare().protocol(),
+                          number("candidate.success"), number("baseline.success"), value("pairs"), number("p_value"),
+                          value("verdict"), value("reason"))};
 }
 
 }  // namespace
@@ -43,7 +57,7 @@ StageKind CompareStageKind() {
   StageKind kind;
   kind.name = "compare";
   kind.params = v1::CompareStage::descriptor();
-  kind.outputs = {"verdict", "p_value", "candidate.success", "baseline.success", "pairs"};
+  kind.outputs = {"verdict", "p_value", "candidate.success", "baseline.success", "pairs", "reason"};
   kind.run = RunCompare;
   kind.summarize = SummarizeCompare;
   return kind;

@@ -58,7 +58,7 @@ TEST(VisionE2eTest, APolicyTrainedFromPixelsReachesWhatStateAloneCannot) {
   EXPECT_THAT(report, HasSubstr("<h2>Closed loop</h2>"));
   EXPECT_THAT(report, HasSubstr("Paired test"));
 
-  std::ofstream(dir + "/state.yaml") << "obs_features: [finger, finger_velocity]\n"
+  std::ofstream(dir + "/state.yaml") << "obs_features: [obs/finger, obs/finger_velocity]\n"
                                         "policy: {kind: mlp, history: 1, chunk: 4, hidden: [256, 256]}\n"
                                         "optimizer: {lr: 0.001, warmup_steps: 100, clip_norm: 1.0}\n"
                                         "steps: 800\nbatch_size: 64\n";
