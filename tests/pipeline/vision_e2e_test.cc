@@ -1,5 +1,5 @@
-// The closed loop on pixels (issue 23, reqs 5-7), reduced: configs/pipelines/vision.yaml with
-// fewer demos and steps and one DAgger iteration. The policy trained from the camera beats one
+// The closed loop on pixels (issue 23, reqs 5-7), reduced: configs/pipelines/vision.yaml with a
+// shorter fine-tuning and one DAgger iteration. The policy trained from the camera beats one
 // trained on the same demos' state alone, which stays at doing nothing's success (none, see
 // tests/sim/experts_test.cc): reach-vision's target is only in the image. The run summary gives
 // the gate success after behaviour cloning and after the iteration with the paired test, and
@@ -39,13 +39,12 @@ TEST(VisionE2eTest, APolicyTrainedFromPixelsReachesWhatStateAloneCannot) {
   const std::string protocols = kSource + "/configs/protocols";
   const ProgramResult run = RunProgram(
       {RoboloopBinary(), "run", kSource + "/configs/pipelines/vision.yaml", "--root", root, "--protocols-dir",
-       protocols, "--set", "vars.model=vision-test", "--set", "demos.episodes=100", "--set", "train.steps=800",
-       "--set", "finetune.steps=200", "--set", "improve.max_iterations=1", "--set",
+       protocols, "--set", "vars.model=vision-test", "--set", "finetune.steps=200", "--set", "improve.max_iterations=1", "--set",
        "improve.until=${gate.success.lower} >= 0.0"},
       {}, dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const double pixels = SummarySuccess(run.out, "bc_gate");
-  EXPECT_GE(pixels, 0.3) << run.out;
+  EXPECT_GE(pixels, 0.6) << run.out;
   EXPECT_GE(SummarySuccess(run.out, "improve[1].gate"), 0.0) << run.out;
   EXPECT_THAT(run.out, HasSubstr("loop_gain: "));
   EXPECT_THAT(run.out, HasSubstr("McNemar p "));
@@ -61,7 +60,7 @@ TEST(VisionE2eTest, APolicyTrainedFromPixelsReachesWhatStateAloneCannot) {
   std::ofstream(dir + "/state.yaml") << "obs_features: [obs/finger, obs/finger_velocity]\n"
                                         "policy: {kind: mlp, history: 1, chunk: 4, hidden: [256, 256]}\n"
                                         "optimizer: {lr: 0.001, warmup_steps: 100, clip_norm: 1.0}\n"
-                                        "steps: 800\nbatch_size: 64\n";
+                                        "steps: 1000\nbatch_size: 64\n";
   const ProgramResult state = RunProgram({RoboloopBinary(), "train", dir + "/state.yaml", "--dataset",
                                           "vision-demos@latest", "--model", "state-only", "--root", root},
                                          {}, dir);
