@@ -1,7 +1,8 @@
 // The closed loop on pixels (issue 23, reqs 5-7), reduced: configs/pipelines/vision.yaml with a
 // shorter fine-tuning and one DAgger iteration. The policy trained from the camera beats one
-// trained on the same demos' state alone, which stays at doing nothing's success (none, see
-// tests/sim/experts_test.cc): reach-vision's target is only in the image. The run summary gives
+// trained on the same demos' state alone, which succeeds only by chance, where the target lies on
+// its path (doing nothing never succeeds, see tests/sim/experts_test.cc): reach-vision's target is
+// only in the image. The run summary gives
 // the gate success after behaviour cloning and after the iteration with the paired test, and
 // the report shows what the camera saw next to the external view.
 #include <gmock/gmock.h>
@@ -50,8 +51,9 @@ TEST(VisionE2eTest, APolicyTrainedFromPixelsReachesWhatStateAloneCannot) {
   EXPECT_THAT(run.out, HasSubstr("McNemar p "));
 
   std::smatch report_path;
-  ASSERT_TRUE(std::regex_search(run.out, report_path, std::regex("report: (\\S+)"))) << run.out;
-  const std::string report = roboloop::testing::ReadWholeFile(report_path[1].str());
+  ASSERT_TRUE(std::regex_search(run.out, report_path, std::regex("report: (\\S+\\.html)"))) << run.out;
+  const std::string relative = report_path[1].str();  // to the run's folder
+  const std::string report = roboloop::testing::ReadWholeFile(relative.front() == '/' ? relative : dir + "/" + relative);
   EXPECT_THAT(report, HasSubstr("camera top (48x48)"));
   EXPECT_THAT(report, HasSubstr("id='animation-0-camera-0'"));
   EXPECT_THAT(report, HasSubstr("<h2>Closed loop</h2>"));
@@ -72,8 +74,9 @@ TEST(VisionE2eTest, APolicyTrainedFromPixelsReachesWhatStateAloneCannot) {
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
   const nlohmann::json evaluation = nlohmann::json::parse(evaluated.out.substr(evaluated.out.find('{')));
   const double state_only = evaluation.at("aggregates").at("success").value("rate", 0.0);
-  EXPECT_LE(state_only, 0.1) << "state alone cannot see the target";
-  EXPECT_GE(pixels - state_only, 0.25);
+  // Blind, a policy succeeds only where the target happens to lie on its path (doing nothing: never).
+  EXPECT_LE(state_only, 0.25) << "state alone cannot see the target";
+  EXPECT_GE(pixels - state_only, 0.5) << "pixels " << pixels << ", state alone " << state_only;
 }
 
 }  // namespace
