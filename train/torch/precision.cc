@@ -28,7 +28,9 @@ Fp8Scaling ParseFp8Scaling(const std::string& text) {
 
 PrecisionOptions ParsePrecisionOptions(const nlohmann::json& trainer_json) {
   const nlohmann::json optimizer = trainer_json.value("optimizer", nlohmann::json::object());
-  const bool legacy_bf16 = optimizer.contains("bf16") && optimizer["bf16"].is_boolean() && optimizer["bf16"].get<bool>();
+  TORCH_CHECK(!optimizer.contains("bf16") || optimizer["bf16"].is_boolean(),
+              "trainer option bf16 has the wrong type: ", optimizer.value("bf16", nlohmann::json()).dump());
+  const bool legacy_bf16 = optimizer.value("bf16", false);
   PrecisionOptions options;
   const bool has_precision = trainer_json.contains("precision") && !TextOption(trainer_json, "precision").empty();
   if (has_precision) {

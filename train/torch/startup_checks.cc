@@ -2,6 +2,7 @@
 #include "train/torch/startup_checks.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/util/Exception.h>
 
 #include <cmath>
 #include <sstream>

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 
-#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
 #include "train/torch/policy/policy_config.h"
