@@ -121,7 +121,7 @@ absl::Status CheckCuSeqlens(const torch::Tensor& cu_seqlens, int64_t total_token
 
 absl::Status CheckPrefixLengths(const torch::Tensor& prefix_lengths,
                                 const torch::Tensor& cu_seqlens, MaskKind mask) {
-  if (mask != MaskKind::kPrefixLm) return absl::OkStatus();
+  if (!UsesPrefix(mask)) return absl::OkStatus();
   const int64_t batch = cu_seqlens.size(0) - 1;
   ROBOLOOP_RETURN_IF_ERROR(CheckIndexVector("prefix_lengths", prefix_lengths, batch));
   torch::Tensor cu = cu_seqlens.contiguous();
@@ -140,7 +140,7 @@ absl::Status CheckPrefixLengths(const torch::Tensor& prefix_lengths,
 
 absl::Status CheckOptions(const VarlenAttentionOptions& options) {
   int mask = static_cast<int>(options.mask);
-  if (mask < 0 || mask > 2) return Invalid("options.mask", absl::StrCat("is unknown: ", mask));
+  if (mask < 0 || mask > 3) return Invalid("options.mask", absl::StrCat("is unknown: ", mask));
   if (!std::isfinite(options.softmax_scale) || options.softmax_scale < 0) {
     return Invalid("options.softmax_scale",
                    absl::StrCat("must be finite and >= 0, got ", options.softmax_scale));
@@ -183,7 +183,7 @@ Prepared PrepareShape(Prepared p, const torch::Tensor& cu_seqlens,
   const torch::Tensor& q = p.q;
   p.shape.output_row_stride = q.size(1) * q.size(2);
   p.cu_seqlens = cu_seqlens.contiguous();
-  p.prefix_lengths = options.mask == MaskKind::kPrefixLm ? prefix_lengths.contiguous()
+  p.prefix_lengths = UsesPrefix(options.mask) ? prefix_lengths.contiguous()
                                                           : torch::zeros({0}, torch::kInt);
   p.shape.cu_seqlens = p.cu_seqlens.data_ptr<int32_t>();
   p.shape.prefix_lengths = p.prefix_lengths.data_ptr<int32_t>();
@@ -459,7 +459,7 @@ absl::StatusOr<torch::Tensor> VarlenAttention(const torch::Tensor& q, const torc
                                               const torch::Tensor& prefix_lengths,
                                               const VarlenAttentionOptions& options) {
   ROBOLOOP_RETURN_IF_ERROR(CheckInputs(q, k, v, cu_seqlens, prefix_lengths, options));
-  torch::Tensor prefix = options.mask == MaskKind::kPrefixLm ? prefix_lengths
+  torch::Tensor prefix = UsesPrefix(options.mask) ? prefix_lengths
                                                               : torch::zeros({0}, torch::kInt);
   try {
     return VarlenAttentionFunction::apply(q, k, v, cu_seqlens, prefix,
@@ -477,7 +477,7 @@ absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
   ROBOLOOP_RETURN_IF_ERROR(CheckPackedQkv(qkv));
   ROBOLOOP_RETURN_IF_ERROR(CheckInputs(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2),
                                        cu_seqlens, prefix_lengths, options));
-  torch::Tensor prefix = options.mask == MaskKind::kPrefixLm ? prefix_lengths
+  torch::Tensor prefix = UsesPrefix(options.mask) ? prefix_lengths
                                                               : torch::zeros({0}, torch::kInt);
   try {
     return VarlenAttentionQkvFunction::apply(qkv, cu_seqlens, prefix,

@@ -42,6 +42,7 @@ struct VarlenAttentionGrads {
 // cu_seqlens: CPU int32 [batch + 1] (on the CPU for CUDA inputs too: the host checks and
 // plans the tiles), starting at 0, non-decreasing, ending at total_tokens.
 // prefix_lengths: CPU int32 [batch] with 0 <= prefix <= length, required for kPrefixLm and
+// kPrefixBlock (UsesPrefix) and
 // ignored (may be undefined) otherwise. Returns InvalidArgument naming the bad input.
 absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

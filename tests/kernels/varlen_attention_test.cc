@@ -98,7 +98,7 @@ torch::Tensor PaddedAttention(const PackedCase& c, const torch::Tensor& q,
 
 TEST(VarlenAttentionTest, PackedMatchesPaddedPlainOps) {
   std::mt19937_64 rng(testing::RunSeed() + 10);
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : testing::kAllMasks) {
     PackedCase c = RandomCase(&rng, 5, 200, 4, 64, mask);
     SCOPED_TRACE(testing::Describe(c));
     torch::Tensor q = c.q.clone().requires_grad_();
@@ -128,7 +128,7 @@ class ThreadCountScope {
 
 TEST(VarlenAttentionTest, OneAndTwoThreadsAreBitwiseEqual) {
   std::mt19937_64 rng(testing::RunSeed() + 20);
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : testing::kAllMasks) {
     PackedCase c = RandomCase(&rng, 6, 300, 3, 48, mask);
     OpResult one, two;
     {
@@ -168,7 +168,7 @@ TEST(VarlenAttentionTest, SequenceAloneEqualsSequenceInBatchBitwise) {
 // The packed-qkv entry reads q, k, v in place and writes one gradient, with the same sums.
 TEST(VarlenAttentionTest, PackedQkvEqualsSeparateQkvBitwise) {
   std::mt19937_64 rng(testing::RunSeed() + 35);
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : testing::kAllMasks) {
     PackedCase c = RandomCase(&rng, 5, 100, 3, 40, mask);
     const OpResult separate = RunOp(c);
     torch::Tensor qkv = torch::stack({c.q, c.k, c.v}, 1).requires_grad_();
@@ -323,7 +323,7 @@ TEST(VarlenAttentionTest, BackwardRejectsMisshapedOutputs) {
 TEST(VarlenAttentionTest, CudaTensorsMatchTheCpuOp) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "LibTorch sees no CUDA device";
   std::mt19937_64 rng(testing::RunSeed() + 90);
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : testing::kAllMasks) {
     PackedCase c = RandomCase(&rng, 5, 300, 4, 64, mask);
     SCOPED_TRACE(testing::Describe(c));
     auto run = [&](const torch::Device& device) {
