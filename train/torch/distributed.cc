@@ -64,7 +64,9 @@ class TcpRendezvousStore : public RendezvousStore {
   c10::intrusive_ptr<c10d::Store> store_;
 };
 
-// Runs tasks one after another, in submission order, on a thread of its own.
+// Runs tasks one after another, in submission order, on a thread of its own. Destruction waits
+// for the running task only: tasks still queued are dropped (their futures report a broken
+// promise), so a group torn down after a failed peer does not sit out one timeout per bucket.
 class SerialExecutor {
  public:
   SerialExecutor() : thread_([this] { Run(); }) {}
@@ -95,7 +97,7 @@ class SerialExecutor {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
+        if (stopping_) return;
         task = std::move(tasks_.front());
         tasks_.pop_front();
       }
