@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
 #include "tests/util/free_port.h"
@@ -165,6 +166,16 @@ TEST(GradientAveragerTest, ANonLeafParameterIsAnErrorNamingIt) {
   } catch (const c10::Error& e) {
     EXPECT_THAT(e.what_without_backtrace(), HasSubstr("parameter 1 is not a leaf tensor"));
   }
+}
+
+TEST(GradientAveragerTest, OnlyParametersThatRequireAGradientGetAHook) {
+  UnreachableGroup group;
+  const torch::Tensor frozen = torch::ones({2});
+  const torch::Tensor trainable = torch::ones({2}).requires_grad_();
+  std::unique_ptr<GradientAverager> averager;
+  EXPECT_NO_THROW(averager = std::make_unique<GradientAverager>(
+                      std::vector<torch::Tensor>{frozen, trainable}, group));
+  EXPECT_NE(torch::autograd::impl::post_acc_grad_hooks(trainable), nullptr);
 }
 
 TEST(GradientAveragerTest, OneAveragerPerParameterAtATimeAndItsHooksGoWithIt) {

@@ -311,16 +311,20 @@ GradientAverager::GradientAverager(std::vector<torch::Tensor> parameters, Proces
   ResetStep();
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const torch::Tensor& p = parameters_[i];
-    TORCH_CHECK(p.is_leaf() && p.requires_grad(), "parameter ", i,
-                " is not a leaf tensor that requires a gradient: its gradient cannot be averaged");
+    if (!p.requires_grad()) continue;  // frozen: averaged as zero, like any missing gradient
+    TORCH_CHECK(p.is_leaf(), "parameter ", i, " is not a leaf tensor: autograd never ",
+                "accumulates its gradient, so it cannot be averaged");
     TORCH_CHECK(torch::autograd::impl::post_acc_grad_hooks(p) == nullptr, "parameter ", i,
                 " already has a post-accumulate-grad hook");
     torch::autograd::impl::set_post_acc_grad_hooks(p, std::make_unique<Hook>(*this, i));
+    slots_[i].hooked = true;
   }
 }
 
 GradientAverager::~GradientAverager() {
-  for (const torch::Tensor& p : parameters_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (slots_[i].hooked) torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], nullptr);
+  }
 }
 
 torch::Tensor GradientAverager::SliceOf(size_t parameter) {

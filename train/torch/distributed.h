@@ -78,8 +78,9 @@ double AllReduceMean(ProcessGroup& group, double value, const torch::Device& dev
 // threads); they are serialised here.
 class GradientAverager {
  public:
-  // Installs the hooks; throws c10::Error naming the parameter when one is not a leaf that
-  // requires a gradient or already has a post-accumulate-grad hook.
+  // Installs the hooks on the parameters that require a gradient (the others count as zero);
+  // throws c10::Error naming the parameter when one of those is not a leaf or already has a
+  // post-accumulate-grad hook.
   GradientAverager(std::vector<torch::Tensor> parameters, ProcessGroup& group);
   // Removes the hooks.
   ~GradientAverager();
@@ -101,6 +102,7 @@ class GradientAverager {
     size_t bucket = 0;   // index into buckets_
     int64_t offset = 0;  // first element in the bucket's flat tensor
     bool arrived = false;  // its gradient is in the bucket this step
+    bool hooked = false;   // this averager installed its hook
   };
   void OnGradientAccumulated(size_t parameter);
   void StartFullBuckets();
