@@ -40,7 +40,7 @@ MULTIARCH=x86_64-linux-gnu
 # FlashAttention / memory-efficient kernels behind the op and the own CUDA kernels; the
 # trainer test and its libroboloop_torch.so, the standalone CUDA attention check), and, on a
 # machine with two GPUs or more, the training CLI test (NCCL ranks; it builds the whole CLI).
-GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test cuda_attention_check)
+GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test cuda_attention_check sim_camera_test)
 MULTI_GPU_TEST_TARGETS=(train_train_cli_test)
 # The GPU benchmarks, "<binary in build/bin> <arguments>" separated by ';'. None has a CUDA
 # path yet (attention_bench, gemm_bench and train_bench measure the CPU): add them here.
