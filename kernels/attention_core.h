@@ -14,7 +14,14 @@ enum class MaskKind : int32_t {
   kBidirectional = 0,  // every key of the sequence
   kCausal = 1,         // keys at or before the query
   kPrefixLm = 2,       // prefix bidirectional; suffix sees the prefix and earlier suffix keys
+  kPrefixBlock = 3,    // pi0's blocks: prefix bidirectional and blind to the suffix; the suffix
+                       // sees the prefix and the whole suffix
 };
+
+// Whether `mask` reads the per-sequence prefix lengths.
+constexpr bool UsesPrefix(MaskKind mask) {
+  return mask == MaskKind::kPrefixLm || mask == MaskKind::kPrefixBlock;
+}
 
 // Shape of one packed batch. Tensors are [total_tokens, heads, head_dim] fp32 with contiguous
 // [heads, head_dim] rows, `input_row_stride` floats apart for q, k, v, dq, dk, dv (heads *
@@ -23,7 +30,7 @@ enum class MaskKind : int32_t {
 // row dots) are [total_tokens, heads].
 struct AttentionShape {
   const int32_t* cu_seqlens = nullptr;      // batch + 1 offsets, from 0 to total_tokens
-  const int32_t* prefix_lengths = nullptr;  // batch entries for kPrefixLm, else unused
+  const int32_t* prefix_lengths = nullptr;  // batch entries for UsesPrefix(mask), else unused
   int64_t batch = 0;                        // number of sequences
   int64_t heads = 0;                        // attention heads
   int64_t head_dim = 0;                     // features per head

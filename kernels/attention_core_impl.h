@@ -32,7 +32,7 @@ namespace {
 struct TileView {
   int64_t start;   // first token of the sequence in the packed tensors
   int64_t length;  // tokens of the sequence
-  int64_t prefix;  // prefix length (kPrefixLm only)
+  int64_t prefix;  // prefix length (UsesPrefix(mask) only)
   int64_t head;
   int64_t first_row;
   int64_t rows;  // rows of this tile actually present (<= kRowTile)
@@ -48,7 +48,7 @@ TileView ViewOf(const AttentionShape& shape, const TileItem& item) {
   TileView view;
   view.start = shape.cu_seqlens[item.sequence];
   view.length = shape.cu_seqlens[item.sequence + 1] - view.start;
-  view.prefix = shape.mask == MaskKind::kPrefixLm ? shape.prefix_lengths[item.sequence] : 0;
+  view.prefix = UsesPrefix(shape.mask) ? shape.prefix_lengths[item.sequence] : 0;
   view.head = item.head;
   view.first_row = item.first_row;
   view.rows = std::min(kRowTile, view.length - item.first_row);
@@ -61,6 +61,7 @@ int64_t KeyLimit(MaskKind mask, const TileView& view, int64_t i) {
   switch (mask) {
     case MaskKind::kCausal: return i + 1;
     case MaskKind::kPrefixLm: return std::max(view.prefix, i + 1);
+    case MaskKind::kPrefixBlock: return i < view.prefix ? view.prefix : view.length;
     case MaskKind::kBidirectional: break;
   }
   return view.length;
@@ -71,6 +72,7 @@ int64_t FirstQuery(MaskKind mask, const TileView& view, int64_t j) {
   switch (mask) {
     case MaskKind::kCausal: return j;
     case MaskKind::kPrefixLm: return j < view.prefix ? 0 : j;
+    case MaskKind::kPrefixBlock: return j < view.prefix ? 0 : view.prefix;
     case MaskKind::kBidirectional: break;
   }
   return 0;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "kernels/cuda/libtorch_attention.h"
 #include "kernels/cuda/varlen_attention_cuda.h"
 
 namespace roboloop::kernels {
@@ -29,6 +30,10 @@ absl::Status Invalid(const std::string& input, const std::string& problem) {
 constexpr const char* kSupportedDevices = "the CPU or a CUDA device";
 bool IsSupportedDevice(const torch::Device& device) { return device.is_cpu() || device.is_cuda(); }
 
+bool IsSupportedDtype(torch::ScalarType dtype) {
+  return dtype == torch::kFloat || dtype == torch::kBFloat16 || dtype == torch::kHalf;
+}
+
 // `t` lies on a supported device, the one q lies on.
 absl::Status CheckDeviceOf(const std::string& name, const torch::Tensor& t,
                            const torch::Tensor& q) {
@@ -43,7 +48,7 @@ absl::Status CheckDeviceOf(const std::string& name, const torch::Tensor& t,
   return absl::OkStatus();
 }
 
-// q, k, v: defined, on one supported device, float32 or bfloat16 alike, 3-D, equal non-empty
+// q, k, v: defined, on one supported device, float32, bfloat16 or float16 alike, 3-D, equal non-empty
 // head shapes.
 absl::Status CheckQkv(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   const char* names[] = {"q", "k", "v"};
@@ -52,8 +57,8 @@ absl::Status CheckQkv(const torch::Tensor& q, const torch::Tensor& k, const torc
     const torch::Tensor& t = *tensors[i];
     if (!t.defined()) return Invalid(names[i], "is undefined");
     ROBOLOOP_RETURN_IF_ERROR(CheckDeviceOf(names[i], t, q));
-    if (t.scalar_type() != torch::kFloat && t.scalar_type() != torch::kBFloat16) {
-      return Invalid(names[i], absl::StrCat("must be float32 or bfloat16, got ",
+    if (!IsSupportedDtype(t.scalar_type())) {
+      return Invalid(names[i], absl::StrCat("must be float32, bfloat16 or float16, got ",
                                             c10::toString(t.scalar_type())));
     }
     if (t.dim() != 3) {
@@ -121,7 +126,7 @@ absl::Status CheckCuSeqlens(const torch::Tensor& cu_seqlens, int64_t total_token
 
 absl::Status CheckPrefixLengths(const torch::Tensor& prefix_lengths,
                                 const torch::Tensor& cu_seqlens, MaskKind mask) {
-  if (mask != MaskKind::kPrefixLm) return absl::OkStatus();
+  if (!UsesPrefix(mask)) return absl::OkStatus();
   const int64_t batch = cu_seqlens.size(0) - 1;
   ROBOLOOP_RETURN_IF_ERROR(CheckIndexVector("prefix_lengths", prefix_lengths, batch));
   torch::Tensor cu = cu_seqlens.contiguous();
@@ -140,7 +145,7 @@ absl::Status CheckPrefixLengths(const torch::Tensor& prefix_lengths,
 
 absl::Status CheckOptions(const VarlenAttentionOptions& options) {
   int mask = static_cast<int>(options.mask);
-  if (mask < 0 || mask > 2) return Invalid("options.mask", absl::StrCat("is unknown: ", mask));
+  if (mask < 0 || mask > 3) return Invalid("options.mask", absl::StrCat("is unknown: ", mask));
   if (!std::isfinite(options.softmax_scale) || options.softmax_scale < 0) {
     return Invalid("options.softmax_scale",
                    absl::StrCat("must be finite and >= 0, got ", options.softmax_scale));
@@ -175,6 +180,17 @@ struct Prepared {
   AttentionShape shape;
 };
 
+double ScaleOf(const VarlenAttentionOptions& options, int64_t head_dim) {
+  return options.softmax_scale > 0 ? options.softmax_scale
+                                   : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+// Whether LibTorch's kernels (kernels/cuda/libtorch_attention.h) run q: the default for CUDA
+// tensors; the own CUDA kernels only take the shapes and GPUs they refuse.
+bool OnLibTorchKernels(const torch::Tensor& q) {
+  return q.is_cuda() && cuda::LibTorchAttentionRefusal(q).empty();
+}
+
 torch::Tensor AsFloat(const torch::Tensor& t) { return t.to(torch::kFloat).contiguous(); }
 
 // Completes p (q, k, v and input_row_stride set) with the index vectors and the shape.
@@ -183,7 +199,7 @@ Prepared PrepareShape(Prepared p, const torch::Tensor& cu_seqlens,
   const torch::Tensor& q = p.q;
   p.shape.output_row_stride = q.size(1) * q.size(2);
   p.cu_seqlens = cu_seqlens.contiguous();
-  p.prefix_lengths = options.mask == MaskKind::kPrefixLm ? prefix_lengths.contiguous()
+  p.prefix_lengths = UsesPrefix(options.mask) ? prefix_lengths.contiguous()
                                                           : torch::zeros({0}, torch::kInt);
   p.shape.cu_seqlens = p.cu_seqlens.data_ptr<int32_t>();
   p.shape.prefix_lengths = p.prefix_lengths.data_ptr<int32_t>();
@@ -191,9 +207,7 @@ Prepared PrepareShape(Prepared p, const torch::Tensor& cu_seqlens,
   p.shape.heads = q.size(1);
   p.shape.head_dim = q.size(2);
   p.shape.mask = options.mask;
-  p.shape.scale = static_cast<float>(options.softmax_scale > 0
-                                         ? options.softmax_scale
-                                         : 1.0 / std::sqrt(static_cast<double>(q.size(2))));
+  p.shape.scale = static_cast<float>(ScaleOf(options, q.size(2)));
   return p;
 }
 
@@ -332,8 +346,8 @@ absl::Status CheckLikeQ(const std::string& name, const torch::Tensor& t, const t
     return Invalid(name, absl::StrCat("has shape ", ShapeString(t), " but q has ",
                                       ShapeString(q)));
   }
-  if (t.scalar_type() != torch::kFloat && t.scalar_type() != torch::kBFloat16) {
-    return Invalid(name, absl::StrCat("must be float32 or bfloat16, got ",
+  if (!IsSupportedDtype(t.scalar_type())) {
+    return Invalid(name, absl::StrCat("must be float32, bfloat16 or float16, got ",
                                       c10::toString(t.scalar_type())));
   }
   return absl::OkStatus();
@@ -426,6 +440,11 @@ absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
   ROBOLOOP_RETURN_IF_ERROR(CheckInputs(q, k, v, cu_seqlens, prefix_lengths, options));
   try {
     torch::NoGradGuard no_grad;
+    if (OnLibTorchKernels(q)) {
+      cuda::LibTorchAttentionOutput result = cuda::LibTorchAttentionForward(
+          q, k, v, cu_seqlens, prefix_lengths, options.mask, ScaleOf(options, q.size(2)));
+      return VarlenAttentionOutput{result.out, result.lse};
+    }
     VarlenAttentionOutput result = RunForward(Prepare(q, k, v, cu_seqlens, prefix_lengths,
                                                       options));
     result.out = result.out.to(q.scalar_type());
@@ -446,6 +465,11 @@ absl::StatusOr<VarlenAttentionGrads> VarlenAttentionBackward(
   ROBOLOOP_RETURN_IF_ERROR(CheckLse(lse, q));
   try {
     torch::NoGradGuard no_grad;
+    if (OnLibTorchKernels(q)) {
+      std::vector<torch::Tensor> grads = cuda::LibTorchAttentionBackward(
+          q, k, v, cu_seqlens, prefix_lengths, dout, options.mask, ScaleOf(options, q.size(2)));
+      return VarlenAttentionGrads{grads[0], grads[1], grads[2]};
+    }
     Prepared p = Prepare(q, k, v, cu_seqlens, prefix_lengths, options);
     return CastGrads(RunSeparateBackward(p, out, lse, dout), q.scalar_type());
   } catch (const c10::Error& e) {
@@ -459,9 +483,13 @@ absl::StatusOr<torch::Tensor> VarlenAttention(const torch::Tensor& q, const torc
                                               const torch::Tensor& prefix_lengths,
                                               const VarlenAttentionOptions& options) {
   ROBOLOOP_RETURN_IF_ERROR(CheckInputs(q, k, v, cu_seqlens, prefix_lengths, options));
-  torch::Tensor prefix = options.mask == MaskKind::kPrefixLm ? prefix_lengths
+  torch::Tensor prefix = UsesPrefix(options.mask) ? prefix_lengths
                                                               : torch::zeros({0}, torch::kInt);
   try {
+    if (OnLibTorchKernels(q)) {
+      return cuda::LibTorchVarlenAttention(q, k, v, cu_seqlens, prefix, options.mask,
+                                           ScaleOf(options, q.size(2)));
+    }
     return VarlenAttentionFunction::apply(q, k, v, cu_seqlens, prefix,
                                           static_cast<int64_t>(options.mask),
                                           options.softmax_scale);
@@ -477,9 +505,14 @@ absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
   ROBOLOOP_RETURN_IF_ERROR(CheckPackedQkv(qkv));
   ROBOLOOP_RETURN_IF_ERROR(CheckInputs(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2),
                                        cu_seqlens, prefix_lengths, options));
-  torch::Tensor prefix = options.mask == MaskKind::kPrefixLm ? prefix_lengths
+  torch::Tensor prefix = UsesPrefix(options.mask) ? prefix_lengths
                                                               : torch::zeros({0}, torch::kInt);
   try {
+    if (OnLibTorchKernels(qkv.select(1, 0))) {
+      return cuda::LibTorchVarlenAttention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2),
+                                           cu_seqlens, prefix, options.mask,
+                                           ScaleOf(options, qkv.size(3)));
+    }
     return VarlenAttentionQkvFunction::apply(qkv, cu_seqlens, prefix,
                                              static_cast<int64_t>(options.mask),
                                              options.softmax_scale);

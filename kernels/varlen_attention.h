@@ -36,13 +36,17 @@ struct VarlenAttentionGrads {
   torch::Tensor dv;
 };
 
-// Forward pass without autograd. q, k, v: one device (the CPU; or a CUDA device when LibTorch
-// has CUDA, run by kernels/cuda/ for head_dim <= 256), same dtype (float32, or bfloat16 which
-// is computed in fp32 and rounded back), same shape [total_tokens, heads, head_dim].
+// Forward pass without autograd. q, k, v: one device, same dtype (float32, bfloat16 or
+// float16), same shape [total_tokens, heads, head_dim]. On the CPU, roboloop's kernels compute
+// in fp32 and round back. CUDA tensors run on LibTorch's kernels (kernels/cuda/
+// libtorch_attention.h: FlashAttention for bfloat16/float16, memory-efficient attention for
+// float32) where those take the head dim and GPU, else on roboloop's own CUDA kernels
+// (head_dim <= 256, fp32 inside).
 // cu_seqlens: CPU int32 [batch + 1] (on the CPU for CUDA inputs too: the host checks and
-// plans the tiles), starting at 0, non-decreasing, ending at total_tokens.
-// prefix_lengths: CPU int32 [batch] with 0 <= prefix <= length, required for kPrefixLm and
-// ignored (may be undefined) otherwise. Returns InvalidArgument naming the bad input.
+// plans the calls), starting at 0, non-decreasing, ending at total_tokens.
+// prefix_lengths: CPU int32 [batch] with 0 <= prefix <= length, required for the masks that
+// UsesPrefix() and ignored (may be undefined) otherwise. Returns InvalidArgument naming the
+// bad input.
 absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,
@@ -50,7 +54,8 @@ absl::StatusOr<VarlenAttentionOutput> VarlenAttentionForward(
 
 // Gradients of sum(out * dout) with respect to q, k, v, given the forward's `out` and `lse`
 // for the same inputs and options. Same checks as the forward, plus out/dout shaped like q and
-// everything on q's device.
+// everything on q's device. On LibTorch's CUDA kernels, which keep the log-sum-exp in a layout
+// of their own, the forward is run again instead of reading out and lse.
 absl::StatusOr<VarlenAttentionGrads> VarlenAttentionBackward(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,

@@ -36,7 +36,8 @@ BUDGET_S=480  # the issue's 8 minutes, build included
 MULTIARCH=x86_64-linux-gnu
 
 # What the gpu-labelled tests need built, unless the project defines the aggregate target
-# roboloop_gpu_checks: the binaries with CUDA cases (kernels' varlen attention test, the
+# roboloop_gpu_checks: the binaries with CUDA cases (kernels' varlen attention test: LibTorch's
+# FlashAttention / memory-efficient kernels behind the op and the own CUDA kernels; the
 # trainer test and its libroboloop_torch.so, the standalone CUDA attention check), and, on a
 # machine with two GPUs or more, the training CLI test (NCCL ranks; it builds the whole CLI).
 GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test train_precision_test cuda_attention_check sim_camera_test)

@@ -45,6 +45,7 @@ ROBOLOOP_HOST_DEVICE int64_t VisibleKeyLimit(MaskKind mask, int64_t length, int6
                                              int64_t i) {
   if (mask == MaskKind::kCausal) return i + 1;
   if (mask == MaskKind::kPrefixLm) return prefix > i + 1 ? prefix : i + 1;
+  if (mask == MaskKind::kPrefixBlock) return i < prefix ? prefix : length;
   return length;
 }
 
@@ -52,6 +53,7 @@ ROBOLOOP_HOST_DEVICE int64_t VisibleKeyLimit(MaskKind mask, int64_t length, int6
 ROBOLOOP_HOST_DEVICE int64_t FirstSeeingQuery(MaskKind mask, int64_t prefix, int64_t j) {
   if (mask == MaskKind::kCausal) return j;
   if (mask == MaskKind::kPrefixLm) return j < prefix ? 0 : j;
+  if (mask == MaskKind::kPrefixBlock) return j < prefix ? 0 : prefix;
   return 0;
 }
 
@@ -61,7 +63,7 @@ ROBOLOOP_HOST_DEVICE int64_t MinOf(int64_t a, int64_t b) { return a < b ? a : b;
 struct TileGeometry {
   int64_t start;      // first token of the sequence in the packed tensors
   int64_t length;     // tokens of the sequence
-  int64_t prefix;     // prefix length (kPrefixLm only)
+  int64_t prefix;     // prefix length (UsesPrefix(mask) only)
   int64_t head;       // attention head
   int64_t first_row;  // first row of the tile within the sequence
   int64_t rows;       // rows of the tile that exist (<= kRowTile)
@@ -69,7 +71,7 @@ struct TileGeometry {
   ROBOLOOP_HOST_DEVICE TileGeometry(const AttentionShape& shape, const TileItem& item)
       : start(shape.cu_seqlens[item.sequence]),
         length(shape.cu_seqlens[item.sequence + 1] - start),
-        prefix(shape.mask == MaskKind::kPrefixLm ? shape.prefix_lengths[item.sequence] : 0),
+        prefix(UsesPrefix(shape.mask) ? shape.prefix_lengths[item.sequence] : 0),
         head(item.head),
         first_row(item.first_row),
         rows(MinOf(kRowTile, length - first_row)) {}

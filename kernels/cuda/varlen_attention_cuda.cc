@@ -28,7 +28,7 @@ torch::Tensor Int32ToDevice(const int32_t* host, int64_t count, const torch::Dev
 DeviceIndex CopyIndex(const AttentionShape& host, const torch::Device& device) {
   DeviceIndex index;
   index.cu_seqlens = Int32ToDevice(host.cu_seqlens, host.batch + 1, device);
-  index.prefix_lengths = host.mask == MaskKind::kPrefixLm
+  index.prefix_lengths = UsesPrefix(host.mask)
                              ? Int32ToDevice(host.prefix_lengths, host.batch, device)
                              : torch::zeros({1}, torch::dtype(torch::kInt).device(device));
   const std::vector<TileItem> items = EnumerateTiles(host);

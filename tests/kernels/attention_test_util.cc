@@ -71,6 +71,7 @@ torch::Tensor MaskMatrix(MaskKind mask, int64_t length, int64_t prefix) {
   switch (mask) {
     case MaskKind::kCausal: return j <= i;
     case MaskKind::kPrefixLm: return (j <= i) | (j < prefix);
+    case MaskKind::kPrefixBlock: return (j < prefix) | (i >= prefix);
     case MaskKind::kBidirectional: break;
   }
   return torch::ones({length, length}, torch::kBool);
@@ -116,7 +117,7 @@ std::vector<PackedCase> GridCases(uint64_t seed, int random_cases) {
   std::mt19937_64 rng(seed);
   std::vector<PackedCase> cases;
   const int64_t corners[][2] = {{1, 16}, {8, 128}, {3, 17}, {2, 64}};
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : kAllMasks) {
     for (const auto& corner : corners) {
       PackedCase c;
       c.heads = corner[0];

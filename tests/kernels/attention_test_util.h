@@ -12,10 +12,14 @@
 
 namespace roboloop::kernels::testing {
 
+// Every mask kind, in enum order.
+inline constexpr MaskKind kAllMasks[] = {MaskKind::kBidirectional, MaskKind::kCausal,
+                                         MaskKind::kPrefixLm, MaskKind::kPrefixBlock};
+
 // A packed batch and the options to run it with.
 struct PackedCase {
   std::vector<int32_t> lengths;
-  std::vector<int32_t> prefixes;  // per sequence, used with kPrefixLm
+  std::vector<int32_t> prefixes;  // per sequence, used by kPrefixLm and kPrefixBlock
   int64_t heads = 1;
   int64_t head_dim = 16;
   MaskKind mask = MaskKind::kBidirectional;

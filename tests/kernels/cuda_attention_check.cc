@@ -76,7 +76,8 @@ std::vector<Case> GridCases(uint64_t seed, int random_cases) {
   std::mt19937_64 rng(seed);
   std::vector<Case> cases;
   const int64_t corners[][2] = {{1, 16}, {8, 128}, {3, 17}, {2, 64}};
-  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm}) {
+  for (MaskKind mask : {MaskKind::kBidirectional, MaskKind::kCausal, MaskKind::kPrefixLm,
+                        MaskKind::kPrefixBlock}) {
     for (const auto& corner : corners) {
       cases.push_back(MakeCase(&rng, {1, 300, 64, 65, 2}, {1, 150, 0, 65, 1}, corner[0],
                                corner[1], mask));
@@ -101,6 +102,7 @@ bool Visible(MaskKind mask, int64_t prefix, int64_t i, int64_t j) {
   switch (mask) {
     case MaskKind::kCausal: return j <= i;
     case MaskKind::kPrefixLm: return j <= i || j < prefix;
+    case MaskKind::kPrefixBlock: return j < prefix || i >= prefix;
     case MaskKind::kBidirectional: break;
   }
   return true;

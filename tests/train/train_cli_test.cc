@@ -4,10 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/util/free_port.h"
 #include "tests/util/subprocess.h"
 #include "train/run_log.h"
 #include "train/safetensors.h"
@@ -30,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::FreePort;
 using testing::ProgramResult;
 using testing::RoboloopBinary;
 using testing::RunProgram;
@@ -69,18 +68,6 @@ double MaxRelativeError(const std::string& a_path, const std::string& b_path) {
     worst = std::max(worst, std::sqrt(diff) / std::sqrt(norm));
   }
   return worst;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 // CUDA devices LibTorch sees (0 with Debian's CPU-only LibTorch).

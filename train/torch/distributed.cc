@@ -2,8 +2,15 @@
 #include "train/torch/distributed.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <functional>
+#include <future>
+#include <thread>
 
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
@@ -57,41 +64,121 @@ class TcpRendezvousStore : public RendezvousStore {
   c10::intrusive_ptr<c10d::Store> store_;
 };
 
+// Runs tasks one after another, in submission order, on a thread of its own. Destruction waits
+// for the running task only: tasks still queued are dropped (their futures report a broken
+// promise), so a group torn down after a failed peer does not sit out one timeout per bucket.
+class SerialExecutor {
+ public:
+  SerialExecutor() : thread_([this] { Run(); }) {}
+  ~SerialExecutor() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  // Queues `task`; the future holds its completion or its exception.
+  std::future<void> Submit(std::function<void()> task) {
+    std::packaged_task<void()> packaged(std::move(task));
+    std::future<void> done = packaged.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(packaged));
+    }
+    changed_.notify_one();
+    return done;
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+        if (stopping_) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::packaged_task<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the members it reads exist
+};
+
+class FuturePending : public PendingCollective {
+ public:
+  explicit FuturePending(std::future<void> done) : done_(std::move(done)) {}
+  void Wait() override { done_.get(); }
+
+ private:
+  std::future<void> done_;
+};
+
+// Gloo's collectives all run on the executor's thread, so CpuCollectives sees one caller.
 class GlooProcessGroup : public ProcessGroup {
  public:
   GlooProcessGroup(std::unique_ptr<CpuCollectives> collectives, int size)
       : collectives_(std::move(collectives)), size_(size) {}
   int size() const override { return size_; }
 
-  void AllReduceSum(torch::Tensor& tensor) override {
+  void AllReduceSum(torch::Tensor& tensor) override { StartAllReduceSum(tensor)->Wait(); }
+
+  std::unique_ptr<PendingCollective> StartAllReduceSum(torch::Tensor tensor) override {
     TORCH_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
                 "gloo sums contiguous CPU tensors; got one on ", tensor.device());
-    try {
-      if (tensor.scalar_type() == torch::kFloat) {
-        collectives_->AllReduceSum(tensor.data_ptr<float>(), tensor.numel());
-      } else {
-        TORCH_CHECK(tensor.scalar_type() == torch::kDouble, "gloo sums float32 or float64, got ",
-                    tensor.scalar_type());
-        collectives_->AllReduceSum(tensor.data_ptr<double>(), tensor.numel());
-      }
-    } catch (const std::runtime_error& e) {
-      TORCH_CHECK(false, e.what());
-    }
+    TORCH_CHECK(tensor.scalar_type() == torch::kFloat || tensor.scalar_type() == torch::kDouble,
+                "gloo sums float32 or float64, got ", tensor.scalar_type());
+    return std::make_unique<FuturePending>(executor_.Submit([this, tensor] {
+      Collective([&] {
+        if (tensor.scalar_type() == torch::kFloat) {
+          collectives_->AllReduceSum(tensor.data_ptr<float>(), tensor.numel());
+        } else {
+          collectives_->AllReduceSum(tensor.data_ptr<double>(), tensor.numel());
+        }
+      });
+    }));
   }
 
   void BroadcastFromRankZero(torch::Tensor& tensor) override {
     TORCH_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
                 "gloo broadcasts contiguous CPU tensors; got one on ", tensor.device());
+    executor_
+        .Submit([this, &tensor] {
+          Collective([&] { collectives_->Broadcast(tensor.data_ptr(), tensor.nbytes(), /*root=*/0); });
+        })
+        .get();
+  }
+
+ private:
+  // Runs `body`, turning Gloo's std::runtime_error into c10::Error.
+  template <typename Body>
+  static void Collective(const Body& body) {
     try {
-      collectives_->Broadcast(tensor.data_ptr(), tensor.nbytes(), /*root=*/0);
+      body();
     } catch (const std::runtime_error& e) {
       TORCH_CHECK(false, e.what());
     }
   }
 
- private:
   std::unique_ptr<CpuCollectives> collectives_;
   const int size_;
+  SerialExecutor executor_;  // after collectives_: stops before they close
+};
+
+class WorkPending : public PendingCollective {
+ public:
+  explicit WorkPending(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
+  void Wait() override { work_->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
 };
 
 class NcclProcessGroup : public ProcessGroup {
@@ -100,9 +187,11 @@ class NcclProcessGroup : public ProcessGroup {
       : backend_(std::move(backend)) {}
   int size() const override { return backend_->getSize(); }
 
-  void AllReduceSum(torch::Tensor& tensor) override {
-    std::vector<torch::Tensor> one = {tensor};
-    backend_->allreduce(one)->wait();
+  void AllReduceSum(torch::Tensor& tensor) override { StartAllReduceSum(tensor)->Wait(); }
+
+  std::unique_ptr<PendingCollective> StartAllReduceSum(torch::Tensor tensor) override {
+    std::vector<torch::Tensor> one = {std::move(tensor)};
+    return std::make_unique<WorkPending>(backend_->allreduce(one));
   }
 
   void BroadcastFromRankZero(torch::Tensor& tensor) override {
@@ -174,8 +263,21 @@ double AllReduceMean(ProcessGroup& group, double value, const torch::Device& dev
   return buffer.item<double>() / group.size();
 }
 
+// Tells the averager that autograd has accumulated one parameter's gradient.
+class GradientAverager::Hook : public torch::autograd::PostAccumulateGradHook {
+ public:
+  Hook(GradientAverager& averager, size_t parameter) : averager_(averager), parameter_(parameter) {}
+  void operator()(const torch::autograd::Variable& /*tensor*/) override {
+    averager_.OnGradientAccumulated(parameter_);
+  }
+
+ private:
+  GradientAverager& averager_;
+  const size_t parameter_;
+};
+
 GradientAverager::GradientAverager(std::vector<torch::Tensor> parameters, ProcessGroup& group)
-    : parameters_(std::move(parameters)), group_(group) {
+    : parameters_(std::move(parameters)), group_(group), slots_(parameters_.size()) {
   size_t cap = kFirstBucketBytes;
   Bucket bucket;
   size_t bytes = 0;
@@ -195,42 +297,91 @@ GradientAverager::GradientAverager(std::vector<torch::Tensor> parameters, Proces
     bytes += p.nbytes();
   }
   if (!bucket.parameters.empty()) buckets_.push_back(std::move(bucket));
-  for (Bucket& b : buckets_) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket_b = buckets_[b];
     int64_t numel = 0;
-    for (size_t i : b.parameters) numel += parameters_[i].numel();
-    const torch::Tensor& first = parameters_[b.parameters[0]];
-    b.flat = torch::empty({numel}, first.options().requires_grad(false));
+    for (size_t i : bucket_b.parameters) {
+      slots_[i].bucket = b;
+      slots_[i].offset = numel;
+      numel += parameters_[i].numel();
+    }
+    const torch::Tensor& first = parameters_[bucket_b.parameters[0]];
+    bucket_b.flat = torch::empty({numel}, first.options().requires_grad(false));
+  }
+  ResetStep();
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const torch::Tensor& p = parameters_[i];
+    if (!p.requires_grad()) continue;  // frozen: averaged as zero, like any missing gradient
+    TORCH_CHECK(p.is_leaf(), "parameter ", i, " is not a leaf tensor: autograd never ",
+                "accumulates its gradient, so it cannot be averaged");
+    TORCH_CHECK(torch::autograd::impl::post_acc_grad_hooks(p) == nullptr, "parameter ", i,
+                " already has a post-accumulate-grad hook");
+    torch::autograd::impl::set_post_acc_grad_hooks(p, std::make_unique<Hook>(*this, i));
+    slots_[i].hooked = true;
   }
 }
 
-void GradientAverager::Average() {
+GradientAverager::~GradientAverager() {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (slots_[i].hooked) torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], nullptr);
+  }
+}
+
+torch::Tensor GradientAverager::SliceOf(size_t parameter) {
+  const Slot& slot = slots_[parameter];
+  return buckets_[slot.bucket].flat.narrow(0, slot.offset, parameters_[parameter].numel());
+}
+
+void GradientAverager::OnGradientAccumulated(size_t parameter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[parameter];
+  TORCH_CHECK(!slot.arrived, "the gradient of parameter ", parameter,
+              " arrived twice before GradientAverager::Average(): call it after every backward");
   torch::NoGradGuard no_grad;
-  for (Bucket& bucket : buckets_) {
-    int64_t offset = 0;
-    for (size_t i : bucket.parameters) {
-      torch::Tensor& p = parameters_[i];
-      torch::Tensor slice = bucket.flat.narrow(0, offset, p.numel());
-      if (p.grad().defined()) {
-        slice.copy_(p.grad().reshape({-1}));
-      } else {
-        slice.zero_();
-      }
-      offset += p.numel();
+  SliceOf(parameter).copy_(parameters_[parameter].grad().reshape({-1}));
+  slot.arrived = true;
+  --buckets_[slot.bucket].missing;
+  StartFullBuckets();
+}
+
+void GradientAverager::StartFullBuckets() {
+  while (next_to_start_ < buckets_.size() && buckets_[next_to_start_].missing == 0) {
+    Bucket& bucket = buckets_[next_to_start_++];
+    bucket.sum = group_.StartAllReduceSum(bucket.flat);
+  }
+}
+
+void GradientAverager::ResetStep() {
+  for (Slot& slot : slots_) slot.arrived = false;
+  for (Bucket& bucket : buckets_) bucket.missing = bucket.parameters.size();
+  next_to_start_ = 0;
+}
+
+void GradientAverager::Average() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  torch::NoGradGuard no_grad;
+  for (size_t b = next_to_start_; b < buckets_.size(); ++b) {
+    for (size_t i : buckets_[b].parameters) {
+      if (!slots_[i].arrived) SliceOf(i).zero_();
     }
-    group_.AllReduceSum(bucket.flat);
+    buckets_[b].missing = 0;
+  }
+  StartFullBuckets();
+  for (Bucket& bucket : buckets_) {
+    std::unique_ptr<PendingCollective> sum = std::move(bucket.sum);
+    sum->Wait();
     bucket.flat.div_(group_.size());
-    offset = 0;
     for (size_t i : bucket.parameters) {
       torch::Tensor& p = parameters_[i];
-      torch::Tensor slice = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
+      torch::Tensor slice = SliceOf(i).view(p.sizes());
       if (p.grad().defined()) {
         p.mutable_grad().copy_(slice);
       } else {
         p.mutable_grad() = slice.clone();
       }
-      offset += p.numel();
     }
   }
+  ResetStep();
 }
 
 }  // namespace roboloop::train
