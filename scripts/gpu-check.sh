@@ -37,9 +37,11 @@ MULTIARCH=x86_64-linux-gnu
 
 # What the gpu-labelled tests need built, unless the project defines the aggregate target
 # roboloop_gpu_checks: the binaries with CUDA cases (kernels' varlen attention test, the
-# trainer test and its libroboloop_torch.so, the standalone CUDA attention check), and, on a
+# trainer test and its libroboloop_torch.so, the input pipeline's and the vision policies' tests,
+# the standalone CUDA attention check), and, on a
 # machine with two GPUs or more, the training CLI test (NCCL ranks; it builds the whole CLI).
-GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test cuda_attention_check)
+GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test train_input_pipeline_test
+  train_vision_policy_test cuda_attention_check)
 MULTI_GPU_TEST_TARGETS=(train_train_cli_test)
 # The GPU benchmarks, "<binary in build/bin> <arguments>" separated by ';'. None has a CUDA
 # path yet (attention_bench, gemm_bench and train_bench measure the CPU): add them here.
