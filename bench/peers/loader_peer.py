@@ -66,6 +66,12 @@ class WindowDataset(Dataset):
         return sample
 
 
+def endless(loader):
+    """The loader's batches, epoch after epoch."""
+    while True:
+        yield from loader
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dataset", required=True)
@@ -82,7 +88,7 @@ def main():
     dataset = WindowDataset(args.dataset, args.cameras.split(","), args.history, args.chunk)
     loader = DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                         drop_last=True, persistent_workers=args.workers > 0)
-    batches = iter(loader)
+    batches = endless(loader)
     for _ in range(args.warmup):
         next(batches)
     start = time.perf_counter()
