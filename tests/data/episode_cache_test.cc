@@ -24,7 +24,7 @@ std::unique_ptr<EpisodeCache> OpenCache(const std::string& path, int64_t capacit
 
 TEST(EpisodeCacheTest, ThreadsAskingForOneEpisodeAtOnceReadItOnce) {
   testing::TempDir dir;
-  testing::WriteDataset(dir.File("d.hdf5"), {40, 30}, testing::MakeImageEpisode);
+  testing::WriteDataset(dir.File("d.hdf5"), {40, 30}, "{}", testing::MakeImageEpisode);
   auto cache = OpenCache(dir.File("d.hdf5"), 64 << 20);
   ASSERT_NE(cache, nullptr);
   std::vector<std::shared_ptr<const EpisodeStore>> got(kThreads);
@@ -48,7 +48,7 @@ TEST(EpisodeCacheTest, ThreadsAskingForOneEpisodeAtOnceReadItOnce) {
 TEST(EpisodeCacheTest, ConcurrentMissesStayWithinTheCapacity) {
   testing::TempDir dir;
   const std::vector<int> lengths(12, 20);
-  testing::WriteDataset(dir.File("d.hdf5"), lengths, testing::MakeImageEpisode);
+  testing::WriteDataset(dir.File("d.hdf5"), lengths, "{}", testing::MakeImageEpisode);
   auto probe = OpenCache(dir.File("d.hdf5"), 64 << 20);
   ASSERT_NE(probe, nullptr);
   const int64_t episode_bytes = 20 * probe->step_bytes();

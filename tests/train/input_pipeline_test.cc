@@ -204,8 +204,8 @@ double ProcessCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// The share of the CPU time spent while `loader` serves `batches` batches that the calling
-// (training) thread used: small when the workers read, decode and build.
+// Of the CPU time spent while `loader` serves `batches` batches, the share the calling
+// (training) thread used.
 double ConsumerShare(Loader& loader, int batches) {
   const double process_before = ProcessCpuSeconds(), thread_before = ThreadCpuSeconds();
   for (int b = 0; b < batches; ++b) ROBOLOOP_CHECK_MSG(loader.Next().ok(), "next");
@@ -213,6 +213,10 @@ double ConsumerShare(Loader& loader, int batches) {
   const double process = ProcessCpuSeconds() - process_before;
   return process > 0 ? thread / process : 1;
 }
+
+// Near 1 if the calling thread built the batches itself; measured 0.004-0.01 streaming and
+// 0.06-0.08 in memory (where freeing each batch's pages is most of what is left).
+constexpr double kMostConsumerShare = 0.3;
 
 // Streaming through a cache far smaller than the dataset, every frame is inflated while the
 // loader runs; the thread calling Next must use a small share of that CPU time.
@@ -230,7 +234,7 @@ TEST(DecodingOffTheTrainingThreadTest, StreamingWorkersInflateTheFrames) {
   auto loader = Loader::CreateStreaming(shared, *norm, Options(16));
   ASSERT_TRUE(loader.ok()) << loader.status();
   const int64_t read_before = shared->counters().episodes_read;
-  EXPECT_LT(ConsumerShare(**loader, 2 * static_cast<int>((*loader)->batches_per_epoch())), 0.1);
+  EXPECT_LT(ConsumerShare(**loader, 2 * static_cast<int>((*loader)->batches_per_epoch())), kMostConsumerShare);
   EXPECT_GE(shared->counters().episodes_read - read_before, 24) << "every episode was read again";
 }
 
@@ -240,7 +244,7 @@ TEST(DecodingOffTheTrainingThreadTest, InMemoryWorkersBuildTheBatches) {
   data::testing::TempDir dir;
   const std::string path = WriteImageDataset(dir.File("big.hdf5"), 8, 40, 64);
   auto loader = StoreLoader(LoadStore(path), 64);
-  EXPECT_LT(ConsumerShare(*loader, 40), 0.1);
+  EXPECT_LT(ConsumerShare(*loader, 40), kMostConsumerShare);
 }
 
 }  // namespace
