@@ -32,19 +32,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The benchmark's model shape (issue 6, req 10).
-constexpr int kObsDim = 16, kActionDim = 4, kHistory = 8, kChunk = 16;
-constexpr int kDModel = 128, kLayers = 4, kHeads = 4, kFfn = 512;
+// A transformer policy's shape.
+struct BenchShape {
+  int obs_dim, action_dim, history, chunk, d_model, layers, heads, ffn;
+};
 
-// Model FLOPs of one training sample (forward + backward = 3 x forward) with `obs_tokens` real
-// observation tokens: every matmul of the embedding, the blocks and the head, and attention's
-// QK^T and AV over all history + chunk slots. Norms, softmax and GELU are not counted.
-double TrainingFlopsPerSample(int obs_tokens) {
-  const double tokens = obs_tokens + kChunk;
-  const double block_macs_per_token = kDModel * 3.0 * kDModel + kDModel * kDModel + 2.0 * kDModel * kFfn;
-  const double slots = kHistory + kChunk;
-  const double macs = obs_tokens * kObsDim * kDModel + tokens * kLayers * block_macs_per_token +
-                      kChunk * kDModel * kActionDim + kLayers * 2.0 * slots * slots * kDModel;
+// The CPU benchmark's model shape (issue 6, req 10), and the GPU one's (issue 22: 151 M
+// parameters, 64 observation tokens + 50 action tokens).
+constexpr BenchShape kSmallShape{16, 4, 8, 16, 128, 4, 4, 512};
+constexpr BenchShape k151mShape{64, 14, 64, 50, 1024, 12, 16, 4096};
+constexpr int kObsDim = kSmallShape.obs_dim, kActionDim = kSmallShape.action_dim;
+constexpr int kHistory = kSmallShape.history, kChunk = kSmallShape.chunk;
+
+// Model FLOPs of one training sample of `shape` (forward + backward = 3 x forward) with
+// `obs_tokens` real observation tokens: every matmul of the embedding, the blocks and the head,
+// and attention's QK^T and AV over all history + chunk slots. Norms, softmax and GELU are not
+// counted.
+double TrainingFlopsPerSample(const BenchShape& shape, int obs_tokens) {
+  const double d = shape.d_model;
+  const double tokens = obs_tokens + shape.chunk;
+  const double block_macs_per_token = d * 3.0 * d + d * d + 2.0 * d * shape.ffn;
+  const double slots = shape.history + shape.chunk;
+  const double macs = obs_tokens * shape.obs_dim * d + tokens * shape.layers * block_macs_per_token +
+                      shape.chunk * d * shape.action_dim + shape.layers * 2.0 * slots * slots * d;
   return 3.0 * 2.0 * macs;
 }
 
@@ -86,6 +96,13 @@ std::string SettingsLine(int threads, int blas_threads, const std::string& runti
 
 std::string Goal(bool met) { return met ? "met" : "NOT MET"; }
 
+// a[i] / b[i] for every run.
+std::vector<double> RatiosOf(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) ratios.push_back(a[i] / b[i]);
+  return ratios;
+}
+
 std::string Range(const Summary& s, const char* format) {
   char text[128];
   std::snprintf(text, sizeof(text), format, s.median, s.min, s.max);
@@ -98,33 +115,35 @@ struct OwnedBatch {
   std::vector<int32_t> history_length;
   std::vector<uint8_t> action_valid;
   int batch = 0;
+  BenchShape shape = kSmallShape;
 
   RoboloopTrainBatch View() const {
-    return RoboloopTrainBatch{batch,       kHistory,  kChunk, kObsDim, kActionDim, obs.data(),
+    return RoboloopTrainBatch{batch, shape.history, shape.chunk, shape.obs_dim, shape.action_dim, obs.data(),
                               history_length.data(), actions.data(), action_valid.data(),
                               /*image_bytes=*/0, /*images=*/nullptr};
   }
 };
 
-// Gaussian obs and actions, every action valid; history lengths drawn in [min_history, kHistory].
-OwnedBatch SyntheticBatch(int batch, int min_history, uint32_t seed) {
+// Gaussian obs and actions, every action valid; history lengths drawn in [min_history, history].
+OwnedBatch SyntheticBatch(const BenchShape& shape, int batch, int min_history, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int32_t> length(min_history, kHistory);
+  std::uniform_int_distribution<int32_t> length(min_history, shape.history);
   OwnedBatch b;
   b.batch = batch;
-  b.obs.resize(static_cast<size_t>(batch) * kHistory * kObsDim);
-  b.actions.resize(static_cast<size_t>(batch) * kChunk * kActionDim);
+  b.shape = shape;
+  b.obs.resize(static_cast<size_t>(batch) * shape.history * shape.obs_dim);
+  b.actions.resize(static_cast<size_t>(batch) * shape.chunk * shape.action_dim);
   for (float& v : b.obs) v = normal(rng);
   for (float& v : b.actions) v = normal(rng);
   for (int i = 0; i < batch; ++i) b.history_length.push_back(length(rng));
-  b.action_valid.assign(static_cast<size_t>(batch) * kChunk, 1);
+  b.action_valid.assign(static_cast<size_t>(batch) * shape.chunk, 1);
   return b;
 }
 
-std::vector<OwnedBatch> SyntheticPool(int batch, int min_history) {
+std::vector<OwnedBatch> SyntheticPool(int batch, int min_history, const BenchShape& shape = kSmallShape) {
   std::vector<OwnedBatch> pool;
-  for (uint32_t i = 0; i < 4; ++i) pool.push_back(SyntheticBatch(batch, min_history, i));
+  for (uint32_t i = 0; i < 4; ++i) pool.push_back(SyntheticBatch(shape, batch, min_history, i));
   return pool;
 }
 
@@ -134,11 +153,22 @@ int64_t RealTokens(const OwnedBatch& b) {
   return tokens;
 }
 
-nlohmann::json TrainerConfig(int threads, bool packed, int rank, int world, int port) {
-  const nlohmann::json policy = {{"kind", "transformer"}, {"obs_dim", kObsDim}, {"action_dim", kActionDim},
-                                 {"history", kHistory},   {"chunk", kChunk},    {"d_model", kDModel},
-                                 {"layers", kLayers},     {"heads", kHeads},    {"ffn", kFfn}};
+// Where a trainer runs and in which precision (the CPU benchmark's: the CPU in float32).
+struct TrainerPlacement {
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  BenchShape shape = kSmallShape;
+};
+
+nlohmann::json TrainerConfig(int threads, bool packed, int rank, int world, int port,
+                             const TrainerPlacement& placement = {}) {
+  const BenchShape& s = placement.shape;
+  const nlohmann::json policy = {{"kind", "transformer"}, {"obs_dim", s.obs_dim}, {"action_dim", s.action_dim},
+                                 {"history", s.history},  {"chunk", s.chunk},     {"d_model", s.d_model},
+                                 {"layers", s.layers},    {"heads", s.heads},     {"ffn", s.ffn}};
   return {{"policy", policy},
+          {"device", placement.device},
+          {"precision", placement.precision},
           {"optimizer", {{"lr", 3e-4}, {"weight_decay", 0.01}, {"total_steps", 1000}, {"clip_norm", 1.0}}},
           {"packed", packed},
           {"token_budget", 8192},
@@ -150,9 +180,10 @@ nlohmann::json TrainerConfig(int threads, bool packed, int rank, int world, int 
 }
 
 absl::StatusOr<std::unique_ptr<train::TorchTrainer>> MakeTrainer(int threads, bool packed, int rank = 0,
-                                                                 int world = 1, int port = 0) {
+                                                                 int world = 1, int port = 0,
+                                                                 const TrainerPlacement& placement = {}) {
   ROBOLOOP_ASSIGN_OR_RETURN(const train::TorchRuntime* runtime, train::TorchRuntime::Load());
-  return runtime->CreateTrainer(TrainerConfig(threads, packed, rank, world, port).dump());
+  return runtime->CreateTrainer(TrainerConfig(threads, packed, rank, world, port, placement).dump());
 }
 
 // Seconds of `steps` steps over `pool` (cycled; batches with View()) after `warmup` untimed ones.
@@ -228,7 +259,7 @@ absl::Status PartModelStep(const TrainBenchOptions& o, const std::string& settin
   ROBOLOOP_ASSIGN_OR_RETURN(auto trainer, MakeTrainer(o.threads, /*packed=*/true));
   const std::vector<OwnedBatch> pool = SyntheticPool(o.batch, kHistory);
   std::vector<double> ours, peer, ratio, mfu, sgemm;
-  const double flops = TrainingFlopsPerSample(kHistory);
+  const double flops = TrainingFlopsPerSample(kSmallShape, kHistory);
   std::string torch_version;
   for (int run = 0; run < o.runs; ++run) {
     ROBOLOOP_ASSIGN_OR_RETURN(double seconds, TimeSteps(*trainer, pool, o.warmup, o.steps));
@@ -530,6 +561,89 @@ absl::Status PartVision(const TrainBenchOptions& o, const std::string& settings)
   return absl::OkStatus();
 }
 
+// Part g (issue 22, req 7): `--model`'s shape on CUDA, alternating in every run ours in bf16,
+// ours in FP8 (where the GPU has it), ours packed and padded on observation-token counts drawn
+// from U[history / 4, history], the eager bf16 peer and, for the 151 M model, its torch.compile.
+struct GpuSides {
+  std::unique_ptr<train::TorchTrainer> bf16, fp8, packed, padded;
+};
+
+absl::StatusOr<GpuSides> MakeGpuSides(const TrainBenchOptions& o, const BenchShape& shape) {
+  GpuSides sides;
+  ROBOLOOP_ASSIGN_OR_RETURN(sides.bf16, MakeTrainer(o.threads, true, 0, 1, 0, {"cuda", "bf16", shape}));
+  ROBOLOOP_ASSIGN_OR_RETURN(sides.packed, MakeTrainer(o.threads, true, 0, 1, 0, {"cuda", "bf16", shape}));
+  ROBOLOOP_ASSIGN_OR_RETURN(sides.padded, MakeTrainer(o.threads, false, 0, 1, 0, {"cuda", "bf16", shape}));
+  absl::StatusOr<std::unique_ptr<train::TorchTrainer>> fp8 = MakeTrainer(o.threads, true, 0, 1, 0,
+                                                                        {"cuda", "fp8", shape});
+  if (fp8.ok()) {
+    sides.fp8 = std::move(*fp8);
+  } else {
+    std::printf("(g) fp8 not measured: %s\n", std::string(fp8.status().message()).c_str());
+  }
+  return sides;
+}
+
+std::string PeerShapeArgs(const BenchShape& s) {
+  return absl::StrCat("--mode step --device cuda --bf16 --obs-dim ", s.obs_dim, " --action-dim ", s.action_dim,
+                      " --history ", s.history, " --chunk ", s.chunk, " --d-model ", s.d_model, " --layers ",
+                      s.layers, " --heads ", s.heads, " --ffn ", s.ffn);
+}
+
+absl::Status PartGpu(const TrainBenchOptions& o) {
+  const bool large = o.model == "151m";
+  const BenchShape shape = large ? k151mShape : kSmallShape;
+  ROBOLOOP_ASSIGN_OR_RETURN(GpuSides sides, MakeGpuSides(o, shape));
+  const std::vector<OwnedBatch> full = SyntheticPool(o.batch, shape.history, shape);
+  const std::vector<OwnedBatch> varied = SyntheticPool(o.batch, shape.history / 4, shape);
+  const double flops = TrainingFlopsPerSample(shape, shape.history);
+  const auto rate = [&o](double seconds) { return static_cast<double>(o.batch) * o.steps / seconds; };
+  std::vector<double> bf16, fp8, eager, compiled, packed_gain, mfu;
+  for (int run = 0; run < o.runs; ++run) {
+    ROBOLOOP_ASSIGN_OR_RETURN(const double bf16_seconds, TimeSteps(*sides.bf16, full, o.warmup, o.steps));
+    bf16.push_back(rate(bf16_seconds));
+    if (sides.fp8) {
+      ROBOLOOP_ASSIGN_OR_RETURN(const double fp8_seconds, TimeSteps(*sides.fp8, full, o.warmup, o.steps));
+      fp8.push_back(rate(fp8_seconds));
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(const double packed_seconds, TimeSteps(*sides.packed, varied, o.warmup, o.steps));
+    ROBOLOOP_ASSIGN_OR_RETURN(const double padded_seconds, TimeSteps(*sides.padded, varied, o.warmup, o.steps));
+    packed_gain.push_back(padded_seconds / packed_seconds);
+    ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer, RunPeerScript(o, o.peer_script, PeerShapeArgs(shape),
+                                                                       o.batch, {"bf16_gemm_tflops"}));
+    eager.push_back(peer["samples_per_s"].get<double>());
+    mfu.push_back(flops * bf16.back() / (peer["bf16_gemm_tflops"].get<double>() * 1e12));
+    if (large) {
+      ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer_compiled,
+                                RunPeerScript(o, o.peer_script, PeerShapeArgs(shape) + " --compile", o.batch, {}));
+      compiled.push_back(peer_compiled["samples_per_s"].get<double>());
+    }
+    std::printf("(g) run %d: ours bf16 %.1f, fp8 %.1f, peer eager %.1f, compiled %.1f samples/s; packed %.2fx "
+                "padded; MFU %.3f\n", run + 1, bf16.back(), fp8.empty() ? 0.0 : fp8.back(), eager.back(),
+                compiled.empty() ? 0.0 : compiled.back(), packed_gain.back(), mfu.back());
+  }
+  const Summary ours = Summarize(bf16), vs_eager = Summarize(RatiosOf(bf16, eager));
+  std::printf("result (g) %s on CUDA: ours bf16 %s samples/s; vs the eager bf16 peer %s (goal >= %s: %s)\n",
+              o.model.c_str(), Range(ours, "%.1f (%.1f-%.1f)").c_str(), Range(vs_eager, "%.2fx (%.2f-%.2f)").c_str(),
+              large ? "1.45x" : "1.0x", Goal(vs_eager.median >= (large ? 1.45 : 1.0)).c_str());
+  if (large) {
+    const Summary vs_compiled = Summarize(RatiosOf(bf16, compiled));
+    std::printf("result (g) vs the torch.compile bf16 peer %s (goal >= 1.0x: %s)\n",
+                Range(vs_compiled, "%.2fx (%.2f-%.2f)").c_str(), Goal(vs_compiled.median >= 1.0).c_str());
+  }
+  if (!fp8.empty()) {
+    const Summary gain = Summarize(RatiosOf(fp8, bf16));
+    std::printf("result (g) fp8 vs our bf16 %s (goal >= 1.3x: %s)\n", Range(gain, "%.2fx (%.2f-%.2f)").c_str(),
+                Goal(gain.median >= 1.3).c_str());
+  }
+  const Summary packed = Summarize(packed_gain), utilisation = Summarize(mfu);
+  std::printf("result (g) packed vs padded, observation tokens from U[%d,%d]: %s (goal >= 1.5x: %s)\n",
+              shape.history / 4, shape.history, Range(packed, "%.2fx (%.2f-%.2f)").c_str(),
+              Goal(packed.median >= 1.5).c_str());
+  std::printf("result (g) MFU of ours bf16 over the peer's bf16 GEMM rate: %s (goal >= 0.45: %s)\n",
+              Range(utilisation, "%.3f (%.3f-%.3f)").c_str(), Goal(utilisation.median >= 0.45).c_str());
+  return absl::OkStatus();
+}
+
 TrainBenchOptions Effective(TrainBenchOptions o) {
   if (o.quick) {
     o.runs = 1;
@@ -549,6 +663,21 @@ TrainBenchOptions Effective(TrainBenchOptions o) {
 
 absl::Status RunTrainBench(const TrainBenchOptions& options) {
   const TrainBenchOptions o = Effective(options);
+  if (o.device != "cpu" && o.device != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("--device '", o.device, "' is not one of cpu, cuda"));
+  }
+  if (o.model != "small" && o.model != "151m") {
+    return absl::InvalidArgumentError(absl::StrCat("--model '", o.model, "' is not one of small, 151m"));
+  }
+  if (o.device == "cuda") {
+    if (o.runs < 1 || o.steps < 1 || o.warmup < 0 || o.batch < 1) {
+      return absl::InvalidArgumentError("--runs, --steps and --batch must be >= 1, --warmup >= 0");
+    }
+    std::printf("training benchmark on CUDA: %s transformer, batch %d, %d runs x (%d warm-up + %d timed steps), "
+                "peer %s\n%s", o.model.c_str(), o.batch, o.runs, o.warmup, o.steps, o.peer_script.c_str(),
+                MachineSettings().c_str());
+    return PartGpu(o);
+  }
   const bool all = o.part == "all";
   if (!all && o.part != "a" && o.part != "b" && o.part != "c" && o.part != "d" && o.part != "v") {
     return absl::InvalidArgumentError(absl::StrCat("--part '", o.part, "' is not one of a, b, c, d, v, all"));
@@ -563,7 +692,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& options) {
   const std::string settings = SettingsLine(o.threads, OpenBlasThreads(), runtime_json);
   std::printf("training benchmark: transformer obs %d action %d history %d chunk %d d_model %d layers %d heads %d "
               "ffn %d, batch %d, %d runs x (%d warm-up + %d timed steps), peer %s\n%s",
-              kObsDim, kActionDim, kHistory, kChunk, kDModel, kLayers, kHeads, kFfn, o.batch, o.runs, o.warmup,
+              kObsDim, kActionDim, kHistory, kChunk, kSmallShape.d_model, kSmallShape.layers, kSmallShape.heads,
+              kSmallShape.ffn, o.batch, o.runs, o.warmup,
               o.steps, o.peer_script.c_str(), MachineSettings().c_str());
   std::fflush(stdout);
   if (all || o.part == "a") ROBOLOOP_RETURN_IF_ERROR(PartModelStep(o, settings));

@@ -11,7 +11,11 @@
 //       processes of this program joined by a TCPStore rendezvous on loopback);
 //   (v) issue 23, req 8: an image policy (mlp, one 84x84 camera, the image encoder at its
 //       defaults, random shift) at batch 64, against bench/peers/vision_train_peer.py (the same
-//       module from python/roboloop_policy.py trained by an eager PyTorch loop): samples/s ratio.
+//       module from python/roboloop_policy.py trained by an eager PyTorch loop): samples/s ratio;
+//   (g) with --device cuda (issue 22, req 7), instead of the CPU parts: --model small (the shape
+//       above) or 151m (obs 64, action 14, 64 observation + 50 action tokens, d_model 1024, 12
+//       layers, 16 heads, FFN 4096) on the GPU, alternating ours in bf16 and FP8, ours packed vs
+//       padded, and the peer with --device cuda --bf16 (eager and, for 151m, --compile).
 #pragma once
 
 #include <string>
@@ -24,7 +28,9 @@ namespace roboloop::bench {
 
 // What to run and how long; the model shape is fixed by the issue.
 struct TrainBenchOptions {
-  std::string part = "all";  // "a", "b", "c", "d", "v" or "all"
+  std::string part = "all";  // "a", "b", "c", "d", "v" or "all" (the CPU parts)
+  std::string device = "cpu";  // "cpu" (parts a-v) or "cuda" (part g)
+  std::string model = "small";  // part g: "small" or "151m"
   bool quick = false;        // smoke test: batch 32, 1 run, 2 timed steps, a small dataset
   int runs = 5;              // alternating runs per side
   int threads = 0;           // torch intra-op threads of both sides, 0 = the online cores (part d: 1 per rank)
@@ -48,7 +54,8 @@ struct TrainBenchOptions {
 
 // Runs the selected parts and prints, per part, one line starting "result (<part>)" with the
 // figures, the goal, whether it is met, and the settings (threads, OMP_*/OPENBLAS_* variables,
-// BLAS, CPU). InvalidArgument on a bad part name; Internal when a side fails.
+// BLAS, CPU); with device "cuda" runs part g alone. InvalidArgument on a bad part, device or
+// model name; Internal when a side fails.
 absl::Status RunTrainBench(const TrainBenchOptions& options);
 
 // One rank of a part-d job (options.dp_rank >= 0): joins the rendezvous, runs warm-up and timed

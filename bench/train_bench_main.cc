@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Training benchmark: TorchTrainer vs an eager PyTorch loop (bench/peers/train_peer.py)"};
   app.add_option("--part", options.part, "a (model step), b (end to end), c (packed vs padded), "
                  "d (data parallel), v (image policy) or all")->capture_default_str();
+  app.add_option("--device", options.device, "cpu (parts a-v) or cuda (part g: the GPU model step)")
+      ->capture_default_str();
+  app.add_option("--model", options.model, "Part g: small or 151m")->capture_default_str();
   app.add_flag("--quick", options.quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   app.add_option("--runs", options.runs, "Alternating runs per side")->capture_default_str();
   app.add_option("--threads", options.threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();

@@ -60,6 +60,9 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   CLI::App* train = bench->add_subcommand("train", "TorchTrainer vs an eager PyTorch loop (bench/peers/train_peer.py)");
   train->add_option("--part", train_options->part, "a (model step), b (end to end), c (packed vs padded), "
                     "d (data parallel), v (image policy) or all")->capture_default_str();
+  train->add_option("--device", train_options->device, "cpu (parts a-v) or cuda (part g: the GPU model step)")
+      ->capture_default_str();
+  train->add_option("--model", train_options->model, "Part g: small or 151m")->capture_default_str();
   train->add_flag("--quick", train_options->quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   train->add_option("--runs", train_options->runs, "Alternating runs per side")->capture_default_str();
   train->add_option("--threads", train_options->threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();

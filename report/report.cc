@@ -266,18 +266,24 @@ std::string AnimationSection(const std::vector<EpisodeAnimation>& animations, co
   return html;
 }
 
+// The champion's best leaderboard row (rows are best first); null when it has none.
+const v1::Evaluation* ChampionRow(const v1::Checkpoint& champion, const std::vector<v1::Evaluation>& rows) {
+  auto row = std::find_if(rows.begin(), rows.end(), [&](const v1::Evaluation& e) { return e.checkpoint_id() == champion.id(); });
+  return row == rows.end() ? nullptr : &*row;
+}
+
 // The protocol of the champion's best leaderboard row ("" when it has none).
 std::string ChampionProtocol(const v1::Checkpoint& champion, const std::vector<v1::Evaluation>& rows) {
-  auto row = std::find_if(rows.begin(), rows.end(), [&](const v1::Evaluation& e) { return e.checkpoint_id() == champion.id(); });
-  return row == rows.end() ? "" : row->protocol().name();
+  const v1::Evaluation* row = ChampionRow(champion, rows);
+  return row == nullptr ? "" : row->protocol().name();
 }
 
 // The champion's evaluation with episodes under the protocol of its best leaderboard row.
 std::string ChampionAnimation(wiring::ServiceClients& clients, const ReportRequest& request, const v1::Checkpoint& champion,
                               const std::vector<v1::Evaluation>& rows) {
   if (request.animation.tasks == nullptr) return "";
-  auto row = std::find_if(rows.begin(), rows.end(), [&](const v1::Evaluation& e) { return e.checkpoint_id() == champion.id(); });
-  if (row == rows.end()) return "";
+  const v1::Evaluation* row = ChampionRow(champion, rows);
+  if (row == nullptr) return "";
   v1::EvaluateRequest evaluate;
   evaluate.set_checkpoint_ref(champion.id());
   *evaluate.mutable_protocol() = row->protocol();

@@ -38,6 +38,7 @@ struct OsMesaApi {
   decltype(&OSMesaCreateContextExt) create_context = nullptr;
   decltype(&OSMesaMakeCurrent) make_current = nullptr;
   decltype(&OSMesaDestroyContext) destroy_context = nullptr;
+  decltype(&OSMesaGetProcAddress) get_proc_address = nullptr;
 };
 
 absl::StatusOr<OsMesaApi> LoadOsMesa() {
@@ -47,7 +48,8 @@ absl::StatusOr<OsMesaApi> LoadOsMesa() {
   OsMesaApi api;
   if (!BindSymbol(*handle, "OSMesaCreateContextExt", &api.create_context) ||
       !BindSymbol(*handle, "OSMesaMakeCurrent", &api.make_current) ||
-      !BindSymbol(*handle, "OSMesaDestroyContext", &api.destroy_context)) {
+      !BindSymbol(*handle, "OSMesaDestroyContext", &api.destroy_context) ||
+      !BindSymbol(*handle, "OSMesaGetProcAddress", &api.get_proc_address)) {
     return absl::FailedPreconditionError(absl::StrCat("render: ", kLibrary, " lacks an OSMesa entry point"));
   }
   return api;
@@ -79,6 +81,9 @@ class OsMesaContext : public GlContext {
     return absl::OkStatus();
   }
   GlBackend backend() const override { return GlBackend::kOsMesa; }
+  void* GlFunction(const char* name) const override {
+    return reinterpret_cast<void*>(OsMesa()->get_proc_address(name));
+  }
 
  private:
   OsMesaContext(int width, int height)
@@ -181,6 +186,9 @@ class EglContext : public GlContext {
     return absl::OkStatus();
   }
   GlBackend backend() const override { return GlBackend::kEgl; }
+  void* GlFunction(const char* name) const override {
+    return reinterpret_cast<void*>(Egl()->get_proc_address(name));
+  }
 
  private:
   EglContext() = default;
@@ -210,6 +218,15 @@ absl::Status GlContext::MakeCurrent() {
   absl::Status bound = Bind();
   current_context_id = bound.ok() ? id_ : 0;
   return bound;
+}
+
+absl::StatusOr<std::string> GlContext::Renderer() {
+  if (absl::Status current = MakeCurrent(); !current.ok()) return current;
+  auto get_string = reinterpret_cast<const GLubyte* (*)(GLenum)>(GlFunction("glGetString"));
+  if (get_string == nullptr) return absl::InternalError("render: the GL library has no glGetString");
+  const GLubyte* renderer = get_string(GL_RENDERER);
+  if (renderer == nullptr) return absl::InternalError("render: glGetString(GL_RENDERER) failed");
+  return std::string(reinterpret_cast<const char*>(renderer));
 }
 
 const char* GlBackendName(GlBackend backend) { return backend == GlBackend::kEgl ? "egl" : "osmesa"; }

@@ -42,11 +42,17 @@ class GlContext {
   absl::Status MakeCurrent();
   // The backend that made the context.
   virtual GlBackend backend() const = 0;
+  // What draws: GL's renderer string (e.g. "llvmpipe (LLVM 15.0.6, 256 bits)" for OSMesa on
+  // the CPU, "NVIDIA H200/PCIe/SSE2" for EGL on an NVIDIA GPU). Makes the context current on
+  // the calling thread; errors are MakeCurrent's, or name the GL call that failed.
+  absl::StatusOr<std::string> Renderer();
 
  protected:
   GlContext();
   // Makes the context current through the backend.
   virtual absl::Status Bind() = 0;
+  // The GL function `name` as the backend's GetProcAddress gives it; null when it has none.
+  virtual void* GlFunction(const char* name) const = 0;
 
  private:
   const uint64_t id_;  // unique in the process, never reused

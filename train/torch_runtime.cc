@@ -1,15 +1,12 @@
 #include "train/torch_runtime.h"
 
 #include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/runtime_library.h"
 
 namespace roboloop::train {
 namespace {
@@ -19,25 +16,6 @@ constexpr char kLibraryName[] = "libroboloop_torch.so";
 // Room for the library's error messages (they are truncated beyond it).
 constexpr size_t kErrorCapacity = 4096;
 
-std::string ExecutableDir() {
-  char buffer[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0) return ".";
-  std::string path(buffer, static_cast<size_t>(n));
-  return path.substr(0, path.find_last_of('/'));
-}
-
-std::vector<std::string> CandidatePaths() {
-  std::vector<std::string> paths;
-  if (const char* env = std::getenv("ROBOLOOP_TORCH_LIBRARY"); env != nullptr && *env != '\0') {
-    return {env};
-  }
-  std::string dir = ExecutableDir();
-  paths.push_back(absl::StrCat(dir, "/", kLibraryName));
-  paths.push_back(absl::StrCat(dir, "/../lib/", kLibraryName));
-  return paths;
-}
-
 // LibTorch's OpenMP runtime reads OMP_WAIT_POLICY once, when dlopen loads it. Its default lets
 // idle workers spin, which made a 2-core training step 2.1-2.4x slower (docs/training.md,
 // "Threads"): waiting threads sleep unless the user chose otherwise.
@@ -45,40 +23,27 @@ void ChooseOpenMpWaitPolicy() { setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite
 
 }  // namespace
 
+absl::StatusOr<const TorchRuntime*> TorchRuntime::Open() {
+  const absl::StatusOr<LibraryEntry> entry = OpenLibraryEntry(
+      LibraryCandidates(ExecutableFolder(), kLibraryName, "ROBOLOOP_TORCH_LIBRARY"), ROBOLOOP_TORCH_ENTRY_POINT,
+      RTLD_NOW | RTLD_LOCAL);
+  if (!entry.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot load ", kLibraryName, "; ", entry.status().message()));
+  }
+  const RoboloopTorchApi* api = reinterpret_cast<RoboloopTorchEntryFn>(entry->symbol)();
+  if (api->abi_version != ROBOLOOP_TORCH_ABI_VERSION) {
+    return absl::FailedPreconditionError(absl::StrCat(entry->path, ": torch library ABI version ", api->abi_version,
+                                                      ", this program needs ", ROBOLOOP_TORCH_ABI_VERSION));
+  }
+  return new TorchRuntime(entry->path, api);
+}
+
 absl::StatusOr<const TorchRuntime*> TorchRuntime::Load() {
   static std::once_flag once;
   static absl::StatusOr<const TorchRuntime*>* result = nullptr;
   std::call_once(once, [] {
     ChooseOpenMpWaitPolicy();
-    std::vector<std::string> errors;
-    for (const std::string& path : CandidatePaths()) {
-      if (access(path.c_str(), F_OK) != 0) {
-        errors.push_back(absl::StrCat(path, " (absent)"));
-        continue;
-      }
-      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
-        errors.push_back(absl::StrCat(path, " (", dlerror(), ")"));
-        continue;
-      }
-      auto entry =
-          reinterpret_cast<RoboloopTorchEntryFn>(dlsym(handle, ROBOLOOP_TORCH_ENTRY_POINT));
-      if (entry == nullptr) {
-        errors.push_back(absl::StrCat(path, " (no symbol ", ROBOLOOP_TORCH_ENTRY_POINT, ")"));
-        continue;
-      }
-      const RoboloopTorchApi* api = entry();
-      if (api->abi_version != ROBOLOOP_TORCH_ABI_VERSION) {
-        result = new absl::StatusOr<const TorchRuntime*>(absl::FailedPreconditionError(
-            absl::StrCat(path, ": torch library ABI version ", api->abi_version,
-                         ", this program needs ", ROBOLOOP_TORCH_ABI_VERSION)));
-        return;
-      }
-      result = new absl::StatusOr<const TorchRuntime*>(new TorchRuntime(path, api));
-      return;
-    }
-    result = new absl::StatusOr<const TorchRuntime*>(absl::NotFoundError(
-        absl::StrCat("cannot load ", kLibraryName, "; tried: ", absl::StrJoin(errors, ", "))));
+    result = new absl::StatusOr<const TorchRuntime*>(Open());
   });
   return *result;
 }

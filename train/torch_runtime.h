@@ -126,6 +126,8 @@ class TorchRuntime {
 
  private:
   TorchRuntime(std::string path, const RoboloopTorchApi* api) : path_(std::move(path)), api_(api) {}
+  // Opens the library (LibraryCandidates' order) and checks its ABI version; Load's errors.
+  static absl::StatusOr<const TorchRuntime*> Open();
 
   std::string path_;
   const RoboloopTorchApi* api_;

@@ -167,6 +167,12 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
                        "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | auto (default cpu)",
                        [](const J& j) { return j.overrides.device(); },
                        [](J& j, const std::string& v) { j.overrides.set_device(v); }));
+  flags.push_back(Text("--precision", "fp32 | bf16 | fp8 (default fp32; fp8: CUDA compute capability 8.9+ or the CPU)",
+                       [](const J& j) { return j.overrides.precision(); },
+                       [](J& j, const std::string& v) { j.overrides.set_precision(v); }));
+  flags.push_back(Text("--fp8-scaling", "With --precision fp8: tensorwise | rowwise (CUDA only) (default tensorwise)",
+                       [](const J& j) { return j.overrides.fp8_scaling(); },
+                       [](J& j, const std::string& v) { j.overrides.set_fp8_scaling(v); }));
   flags.push_back(Text("--resume", "Continue the run of this checkpoint",
                        [](const J& j) { return j.overrides.resume(); },
                        [](J& j, const std::string& v) { j.overrides.set_resume(v); }));

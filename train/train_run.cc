@@ -73,6 +73,8 @@ nlohmann::json TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::
            {{"lr", o.lr()}, {"weight_decay", o.weight_decay()}, {"warmup_steps", o.warmup_steps()},
             {"total_steps", config.steps()}, {"min_lr_ratio", o.min_lr_ratio()},
             {"clip_norm", o.clip_norm()}, {"ema_decay", o.ema_decay()}, {"bf16", o.bf16()}}},
+          {"precision", config.precision()},
+          {"fp8_scaling", config.fp8_scaling()},
           {"packed", !config.no_packing()},
           {"token_budget", config.token_budget()},
           {"seed", config.seed()},

@@ -8,22 +8,24 @@ GELU FFN), final LayerNorm and a linear head over the action tokens. Attention r
 history + chunk slots with the prefix-LM mask of roboloop's padded path: observation queries see
 the real observation keys, action queries see the real observation keys and the action keys up
 to themselves, every query sees itself. Loss: per-sample mean squared error over valid chunk
-steps, averaged over samples. AdamW (decay on weight matrices only), warm-up-free cosine
-schedule, gradient clipping at norm 1, fp32.
+steps, averaged over samples. AdamW (decay on weight matrices only; fused on CUDA), warm-up-free
+cosine schedule, gradient clipping at norm 1, fp32 unless --bf16 (bf16 autocast of the forward,
+float32 master weights); --compile wraps the model in torch.compile.
 
 Modes:
   --mode step               synthetic batches (every history slot real), samples/s of steps
   --mode e2e --dataset F    torch.utils.data.DataLoader over windows of an HDF5 dataset read
                             with h5py (robomimic layout data/demo_<i>/{obs/<key>, actions})
-Prints one JSON line: mode, threads, samples_per_s, step_seconds, sgemm_gflops (torch.mm of two
-1024x1024 float32 matrices at the same threads), torch version.
+--device cuda runs the step mode on the GPU (the batches live there).
+Prints one JSON line: mode, device, threads, samples_per_s, step_seconds, sgemm_gflops (torch.mm of
+two 1024x1024 float32 matrices at the same threads; on CUDA bf16_gemm_tflops instead: torch.mm of
+two 8192x8192 bfloat16 matrices), torch version.
 """
 import argparse
 import json
 import math
 import time
 
-import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -68,7 +70,7 @@ class Policy(nn.Module):
         self.head = nn.Linear(d_model, action_dim)
 
     def blocked_mask(self, history_length, total):
-        slot = torch.arange(total)
+        slot = torch.arange(total, device=history_length.device)
         query, key = slot.view(1, total, 1), slot.view(1, 1, total)
         first_real = (self.history - history_length.long()).view(-1, 1, 1)
         key_is_obs = key < self.history
@@ -98,17 +100,23 @@ class Trainer:
         self.model = model if model is not None else Policy(
             args.obs_dim, args.action_dim, args.history, args.chunk, args.d_model, args.layers, args.heads,
             args.ffn)
+        self.device = torch.device(getattr(args, "device", "cpu"))
+        self.model.to(self.device)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.lr = 3e-4
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=self.lr)
+            lr=self.lr, fused=self.device.type == "cuda")
         self.total_steps = 1000
+        self.bf16 = getattr(args, "bf16", False)
+        self.forward = torch.compile(self.model) if getattr(args, "compile", False) else self.model
 
     def loss(self, batch):
         obs, history_length, actions, valid = batch
-        return masked_chunk_loss(self.model(obs, history_length), actions, valid)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            prediction = self.forward(obs, history_length)
+        return masked_chunk_loss(prediction.float(), actions, valid)
 
     def step(self, batch, step):
         self.model.train()
@@ -132,7 +140,7 @@ def synthetic_batch(args, generator):
     history_length = torch.full((args.batch,), args.history, dtype=torch.int32)
     actions = torch.randn(args.batch, args.chunk, args.action_dim, generator=generator)
     valid = torch.ones(args.batch, args.chunk)
-    return obs, history_length, actions, valid
+    return tuple(t.to(args.device) for t in (obs, history_length, actions, valid))
 
 
 class Windows(torch.utils.data.Dataset):
@@ -140,6 +148,7 @@ class Windows(torch.utils.data.Dataset):
     obs left-padded by repeating the first step, actions right-padded by repeating the last."""
 
     def __init__(self, path, obs_key, history, chunk):
+        import h5py  # e2e mode only: the GPU machine's Python may lack it
         self.history, self.chunk = history, chunk
         self.obs, self.actions, self.index = [], [], []
         with h5py.File(path, "r") as f:
@@ -177,6 +186,18 @@ def sgemm_gflops(size=1024, repeats=20):
     for _ in range(repeats):
         torch.mm(a, b)
     return 2.0 * size ** 3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def bf16_gemm_tflops(device, size=8192, repeats=20):
+    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    torch.mm(a, b)
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        torch.mm(a, b)
+    torch.cuda.synchronize(device)
+    return 2.0 * size ** 3 * repeats / (time.perf_counter() - start) / 1e12
 
 
 def timed_steps(trainer, batches, warmup, steps):
@@ -229,16 +250,25 @@ def main():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--ffn", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (step mode)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast of the forward")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     args = parser.parse_args()
     if args.mode == "e2e" and not args.dataset:
         parser.error("--mode e2e needs --dataset FILE")
+    if args.mode == "e2e" and args.device != "cpu":
+        parser.error("--mode e2e runs on the CPU only")
     torch.set_num_threads(args.threads)
     trainer = Trainer(args)
     seconds = (run_step_mode if args.mode == "step" else run_e2e_mode)(args, trainer)
-    print(json.dumps({"mode": args.mode, "threads": torch.get_num_threads(),
-                      "samples_per_s": args.batch * args.steps / seconds,
-                      "step_seconds": seconds / args.steps, "sgemm_gflops": sgemm_gflops(),
-                      "torch": torch.__version__}))
+    figures = {"mode": args.mode, "device": args.device, "threads": torch.get_num_threads(),
+               "samples_per_s": args.batch * args.steps / seconds, "step_seconds": seconds / args.steps,
+               "torch": torch.__version__}
+    if trainer.device.type == "cuda":
+        figures["bf16_gemm_tflops"] = bf16_gemm_tflops(trainer.device)
+    else:
+        figures["sgemm_gflops"] = sgemm_gflops()
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -89,5 +89,20 @@ TEST(TrainBenchTest, UnknownPartIsRejectedByName) {
   EXPECT_THAT(result.err, HasSubstr("--part 'z'"));
 }
 
+// Part g's settings (issue 22, req 7): a device or model it does not know is named.
+TEST(TrainBenchTest, GpuPartSettingsAreCheckedByName) {
+  const auto run = [](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {testing::RoboloopBinary(), "bench", "train"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return testing::RunProgram(argv);
+  };
+  const testing::ProgramResult device = run({"--device", "tpu"});
+  EXPECT_NE(device.exit_code, 0);
+  EXPECT_THAT(device.err, HasSubstr("--device 'tpu' is not one of cpu, cuda"));
+  const testing::ProgramResult model = run({"--device", "cuda", "--model", "1b"});
+  EXPECT_NE(model.exit_code, 0);
+  EXPECT_THAT(model.err, HasSubstr("--model '1b' is not one of small, 151m"));
+}
+
 }  // namespace
 }  // namespace roboloop

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "common/png.h"
 #include "sim/camera_renderer.h"
+#include "sim/gl_context.h"
 #include "sim/physics_state.h"
 #include "sim/random_policy.h"
 #include "sim/render.h"
@@ -244,6 +245,34 @@ void RenderTwiceWith(const char* backend) {
 
 TEST(GlBackendTest, EglRendersTheSamePixelsTwice) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RenderTwiceWith("egl"), ::testing::ExitedWithCode(0), "rendered with egl");
+}
+
+// Creates a context with `backend` (in a child process, where MUJOCO_GL is read afresh), prints
+// "renderer: <GL_RENDERER>" and exits 0 when that string contains `expected`.
+void PrintRendererExpecting(const char* backend, const char* expected) {
+  setenv("MUJOCO_GL", backend, 1);
+  absl::StatusOr<std::unique_ptr<GlContext>> gl = GlContext::Create(8, 8);
+  absl::StatusOr<std::string> renderer = gl.ok() ? (*gl)->Renderer() : gl.status();
+  if (!renderer.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(renderer.status().message()).c_str());
+    std::exit(2);
+  }
+  std::fprintf(stderr, "renderer: %s\n", renderer->c_str());
+  std::exit(renderer->find(expected) != std::string::npos ? 0 : 3);
+}
+
+TEST(GlBackendTest, OsMesaNamesItsSoftwareRenderer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(PrintRendererExpecting("osmesa", "pipe"), ::testing::ExitedWithCode(0), "renderer: .*pipe");
+}
+
+// On a machine with NVIDIA's driver, MUJOCO_GL=egl renders on the GPU (the EGL device
+// platform), not in software, and gives the same frame twice. Label gpu (scripts/gpu-check.sh).
+TEST(GlBackendTest, EglRendersOnTheNvidiaGpu) {
+  if (!std::ifstream("/proc/driver/nvidia/version")) GTEST_SKIP() << "no NVIDIA driver (/proc/driver/nvidia/version)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(PrintRendererExpecting("egl", "NVIDIA"), ::testing::ExitedWithCode(0), "renderer: NVIDIA");
   EXPECT_EXIT(RenderTwiceWith("egl"), ::testing::ExitedWithCode(0), "rendered with egl");
 }
 

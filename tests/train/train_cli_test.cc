@@ -232,6 +232,26 @@ TEST_F(TrainCliTest, UnusableDeviceIsAClearErrorBeforeTraining) {
   EXPECT_THAT(absent.out, Not(HasSubstr("step 1 ")));
 }
 
+// --precision and --fp8-scaling reach the trainer (issue 22): FP8 trains on the CPU with tensorwise
+// scales; rowwise there, and optimizer.bf16 next to another precision, stop before training.
+TEST_F(TrainCliTest, PrecisionFlagsReachTheTrainer) {
+  const std::string root = testing::MakeTempDir("precision");
+  const ProgramResult fp8 = RunProgram(Train(root, {"--steps", "3", "--precision", "fp8"}));
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.err;
+  EXPECT_EQ(Losses(root).size(), 3u);
+  const ProgramResult rowwise = RunProgram(Train(root, {"--precision", "fp8", "--fp8-scaling", "rowwise"}));
+  EXPECT_EQ(rowwise.exit_code, 1);
+  EXPECT_THAT(rowwise.err, HasSubstr("fp8_scaling: rowwise runs on CUDA only"));
+  EXPECT_THAT(rowwise.out, Not(HasSubstr("step 1 ")));
+  const std::string config = testing::MakeTempDir("precision_config") + "/bf16.yaml";
+  std::string with_bf16 = kConfig;
+  with_bf16.insert(with_bf16.find("  clip_norm"), "  bf16: true\n");
+  std::ofstream(config) << with_bf16 << "precision: fp8\n";
+  const ProgramResult conflict = RunProgram({RoboloopBinary(), "train", config, "--dataset", Dataset(), "--root", root});
+  EXPECT_EQ(conflict.exit_code, 1);
+  EXPECT_THAT(conflict.err, HasSubstr("optimizer.bf16: true contradicts precision: fp8"));
+}
+
 TEST_F(TrainCliTest, RunWritesJsonlAndTensorBoardLogs) {
   const std::string root = testing::MakeTempDir("logs");
   const ProgramResult run = RunProgram(Train(root, {"--steps", "6", "--checkpoint-every", "3", "--model", "logged"}));

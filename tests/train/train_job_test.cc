@@ -46,6 +46,8 @@ TrainJob EveryFieldSet() {
   o.set_checkpoint_every(7);
   o.set_threads(2);
   o.set_device("cuda:1");
+  o.set_precision("fp8");
+  o.set_fp8_scaling("rowwise");
   o.set_resume("served@3");
   o.set_init_from("base@1");
   o.set_rendezvous_timeout_s(12.5);

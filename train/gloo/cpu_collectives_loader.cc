@@ -2,7 +2,9 @@
 #include <dlfcn.h>
 
 #include <stdexcept>
+#include <string>
 
+#include "common/runtime_library.h"
 #include "train/gloo/cpu_collectives.h"
 
 namespace roboloop::train {
@@ -27,22 +29,14 @@ std::string OwnFolder() {
 // Looked for beside the binary, then in ../lib (where the build puts libraries).
 ConnectFunction LoadConnect() {
   static ConnectFunction connect = [] () -> ConnectFunction {
-    std::string path, errors;
-    void* handle = nullptr;
-    for (const char* folder : {"/", "/../lib/"}) {
-      path = OwnFolder() + folder + "libroboloop_gloo.so";
-      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (handle != nullptr) break;
-      errors += std::string(errors.empty() ? "" : "; ") + dlerror();
+    const absl::StatusOr<LibraryEntry> entry =
+        OpenLibraryEntry(LibraryCandidates(OwnFolder(), "libroboloop_gloo.so"), "roboloop_gloo_connect",
+                         RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!entry.ok()) {
+      throw std::runtime_error("cannot load the CPU collectives library libroboloop_gloo.so: " +
+                               std::string(entry.status().message()));
     }
-    if (handle == nullptr) {
-      throw std::runtime_error("cannot load the CPU collectives library libroboloop_gloo.so: " + errors);
-    }
-    auto function = reinterpret_cast<ConnectFunction>(dlsym(handle, "roboloop_gloo_connect"));
-    if (function == nullptr) {
-      throw std::runtime_error(path + " has no roboloop_gloo_connect: " + dlerror());
-    }
-    return function;
+    return reinterpret_cast<ConnectFunction>(entry->symbol);
   }();
   return connect;
 }

@@ -11,7 +11,10 @@
 #include <cmath>
 
 #include "train/safetensors.h"
+#include "train/torch/fp8_linear.h"
+#include "train/torch/fused_adamw.h"
 #include "train/torch/policy/image_encoder.h"
+#include "train/torch/startup_checks.h"
 #include "train/training_device.h"
 
 namespace roboloop::train {
@@ -54,7 +57,7 @@ OptimizerOptions ParseOptimizer(const nlohmann::json& json) {
   o.min_lr_ratio = Get(json, "min_lr_ratio", o.min_lr_ratio);
   o.clip_norm = Get(json, "clip_norm", o.clip_norm);
   o.ema_decay = Get(json, "ema_decay", o.ema_decay);
-  o.bf16 = Get(json, "bf16", o.bf16);
+  if (json.contains("fused")) o.fused = Get(json, "fused", false);
   TORCH_CHECK(o.lr > 0, "trainer option lr must be positive, got ", o.lr);
   TORCH_CHECK(o.total_steps >= 1 && o.warmup_steps >= 0, "trainer options total_steps >= 1 and "
               "warmup_steps >= 0 are required");
@@ -132,6 +135,7 @@ TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
   TrainerConfig config;
   config.policy = ParsePolicyConfig(json["policy"]);
   config.optimizer = ParseOptimizer(json.value("optimizer", nlohmann::json::object()));
+  config.precision = ParsePrecisionOptions(json);
   config.packed = Get(json, "packed", config.packed);
   config.token_budget = Get(json, "token_budget", config.token_budget);
   config.seed = Get(json, "seed", config.seed);
@@ -155,34 +159,59 @@ Trainer::Trainer(const TrainerConfig& config) : config_(config) {}
 std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   if (config.threads > 0) at::set_num_threads(config.threads);
   KeepStepBuffersResident();
+  CheckTrainingSetup(config.policy, config.precision, config.device);
   std::unique_ptr<Trainer> trainer(new Trainer(config));
   torch::manual_seed(config.seed);
   trainer->model_ = MakePolicyModel(config.policy);
-  MakeCurrentDevice(config.device);
-  trainer->model_->to(config.device);
-  if (config.device.is_cuda()) trainer->staging_ = std::make_unique<CudaBatchStaging>(config.device);
+  try {
+    trainer->SetUp();
+  } catch (const c10::OutOfMemoryError& e) {
+    trainer->ThrowOutOfMemory(e, "while the model and the optimizer were set up", 0);
+  }
+  return trainer;
+}
+
+void Trainer::SetUp() {
+  MakeCurrentDevice(config_.device);
+  model_->to(config_.device);
+  if (config_.device.is_cuda()) staging_ = std::make_unique<CudaBatchStaging>(config_.device);
   std::vector<torch::Tensor> decay, no_decay;
-  for (const torch::Tensor& p : trainer->model_->parameters()) {
-    trainer->parameters_.push_back(p);
+  for (const torch::Tensor& p : model_->parameters()) {
+    parameters_.push_back(p);
     (p.dim() >= 2 ? decay : no_decay).push_back(p);
   }
-  const OptimizerOptions& o = config.optimizer;
+  const OptimizerOptions& o = config_.optimizer;
   auto options = torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
                                  torch::optim::AdamWOptions(options).weight_decay(o.weight_decay)));
   groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
                                     torch::optim::AdamWOptions(options).weight_decay(0.0)));
-  trainer->optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
-  if (config.distributed.world_size > 1) {
-    trainer->group_ = JoinProcessGroup(config.distributed);
-    BroadcastFromRankZero(*trainer->group_, trainer->parameters_);
-    trainer->gradients_ = std::make_unique<GradientAverager>(trainer->parameters_, *trainer->group_);
+  if (o.fused.value_or(config_.device.is_cuda())) {
+    optimizer_ = std::make_unique<FusedAdamW>(std::move(groups), options);
+  } else {
+    optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+  }
+  if (config_.distributed.world_size > 1) {
+    group_ = JoinProcessGroup(config_.distributed);
+    BroadcastFromRankZero(*group_, parameters_);
+    gradients_ = std::make_unique<GradientAverager>(parameters_, *group_);
   }
   if (o.ema_decay > 0) {
-    for (const torch::Tensor& p : trainer->parameters_) trainer->ema_.push_back(p.detach().clone());
+    for (const torch::Tensor& p : parameters_) ema_.push_back(p.detach().clone());
   }
-  return trainer;
+}
+
+void Trainer::ThrowOutOfMemory(const c10::OutOfMemoryError& error, const std::string& phase, int64_t batch) const {
+  int64_t parameters = 0;
+  for (const torch::Tensor& p : model_->parameters()) parameters += p.numel();
+  TORCH_CHECK(false, StartupOutOfMemoryMessage(config_.device.str(), phase, parameters, batch,
+                                               error.what_without_backtrace()));
+}
+
+std::optional<Fp8Scaling> Trainer::Fp8Linears() const {
+  if (config_.precision.precision != Precision::kFp8) return std::nullopt;
+  return config_.precision.fp8_scaling;
 }
 
 double Trainer::LearningRate(int64_t step) const {
@@ -231,6 +260,15 @@ LossOptions Trainer::LossSettings(torch::Generator generator, bool augment) cons
 }
 
 StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
+  if (steps_taken_++ > 0) return TakeStep(b, step);
+  try {
+    return TakeStep(b, step);
+  } catch (const c10::OutOfMemoryError& e) {
+    ThrowOutOfMemory(e, "in the first training step", b.batch);
+  }
+}
+
+StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
   const PolicyInputs inputs = Inputs(b, step);
   const LossOptions loss_options =
       LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step), /*augment=*/true);
@@ -239,7 +277,8 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
   optimizer_->zero_grad();
   torch::Tensor loss;
   {
-    const Bf16Autocast autocast(config_.optimizer.bf16, device);
+    const Bf16Autocast autocast(UsesBf16Autocast(config_.precision.precision), device);
+    const Fp8LinearScope fp8(Fp8Linears());
     loss = model_->Loss(inputs, loss_options);
   }
   StepFigures figures;
@@ -274,7 +313,8 @@ double Trainer::ValidationLoss(const BatchArrays& b, int64_t step) {
                    /*augment=*/false);
   torch::NoGradGuard no_grad;
   model_->eval();
-  const Bf16Autocast autocast(config_.optimizer.bf16, config_.device);
+  const Bf16Autocast autocast(UsesBf16Autocast(config_.precision.precision), config_.device);
+  const Fp8LinearScope fp8(Fp8Linears());
   return model_->Loss(inputs, loss_options).item<double>();
 }
 

@@ -1,11 +1,13 @@
 // The training step behind the ABI-3 trainer handle (issue 6, req 4-6): a policy module,
-// AdamW with a warm-up + cosine schedule, gradient clipping, optional bf16 autocast and EMA,
-// gradient averaging across ranks, and exact save/restore of everything a resume needs.
+// AdamW (fused on CUDA) with a warm-up + cosine schedule, gradient clipping, bf16 or FP8 mixed
+// precision over float32 master weights, optional EMA, gradient averaging across ranks, and exact
+// save/restore of everything a resume needs.
 // Inside libroboloop_torch.so; the torch-free driver (train/trainer.h) owns the loop.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "train/torch/device_batches.h"
 #include "train/torch/distributed.h"
 #include "train/torch/policy/policy_model.h"
+#include "train/torch/precision.h"
 
 namespace roboloop::train {
 
@@ -29,13 +32,14 @@ struct OptimizerOptions {
   double min_lr_ratio = 0.1;    // the cosine decays to lr * min_lr_ratio
   double clip_norm = 1.0;       // max global gradient norm; 0 = no clipping
   double ema_decay = 0.0;       // EMA of weights (0 = off); the policy blob then holds the EMA
-  bool bf16 = false;            // bf16 autocast of the forward (CPU or CUDA autocast)
+  std::optional<bool> fused;    // fused AdamW kernel (fused_adamw.h); unset = on CUDA only
 };
 
 // Everything a trainer is built from (the JSON of RoboloopTorchApi::trainer_create).
 struct TrainerConfig {
   PolicyConfig policy;           // architecture
   OptimizerOptions optimizer;    // optimisation
+  PrecisionOptions precision;    // fp32, bf16 or fp8 forward (precision.h)
   bool packed = true;            // transformer: packed varlen sequences (false = padded)
   int64_t token_budget = 8192;   // transformer, packed: tokens per attention call
   uint64_t seed = 0;             // weight init and per-step noise
@@ -44,7 +48,8 @@ struct TrainerConfig {
   DistributedOptions distributed;  // rank, world, rendezvous
 };
 
-// Parses {policy, optimizer, packed, token_budget, seed, threads, device, distributed}.
+// Parses {policy, optimizer, precision, fp8_scaling, packed, token_budget, seed, threads, device,
+// distributed} (optimizer.bf16: true is the older spelling of precision: bf16).
 // `device` takes the forms of train/training_device.h (default cpu), resolved with
 // distributed.local_rank against the GPUs LibTorch sees; distributed.backend defaults to the
 // device's (gloo on the CPU, nccl on CUDA). Throws naming the key at fault, or the device
@@ -77,16 +82,19 @@ struct NonFiniteLoss : std::runtime_error {
 // One replica of a data-parallel job. Not thread-safe.
 class Trainer {
  public:
-  // Builds the model (seeded, on the CPU, so every device starts from the same weights), moves
-  // it to the configured device, builds the optimizer and, for world_size > 1, joins the
-  // process group and broadcasts rank 0's weights. Throws c10::Error on bad config or
-  // rendezvous failure.
+  // Checks that the device can train this policy at this precision (startup_checks.h), builds
+  // the model (seeded, on the CPU, so every device starts from the same weights), moves it to
+  // the configured device, builds the optimizer and, for world_size > 1, joins the process group
+  // and broadcasts rank 0's weights. Throws c10::Error on bad config, a device that cannot run
+  // the setup, running out of device memory (naming the device, the model size and settings
+  // that need less), or rendezvous failure.
   static std::unique_ptr<Trainer> Create(const TrainerConfig& config);
 
   // Runs forward, backward (gradients averaged across ranks), clipping and the AdamW update
   // for global step `step` (which seeds the step's noise and the frames' random shifts, drawn
   // on the CPU whatever the device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
-  // step when the loss or gradient norm is not finite (no update applied on any rank).
+  // step when the loss or gradient norm is not finite (no update applied on any rank), and
+  // c10::Error naming the device and the model size when the first step runs out of memory.
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
   // Starts moving `batch`, the batch Step will take at global step `step`, to the device, so
@@ -120,6 +128,16 @@ class Trainer {
  private:
   explicit Trainer(const TrainerConfig& config);
 
+  // Moves the model to the device, builds the optimizer, joins the ranks and copies the EMA.
+  void SetUp();
+  // Step's work (Step adds the out-of-memory message of the first step).
+  StepFigures TakeStep(const BatchArrays& batch, int64_t step);
+  // Rethrows a start-up out-of-memory error as one naming the device, the model size and the
+  // settings that need less memory.
+  [[noreturn]] void ThrowOutOfMemory(const c10::OutOfMemoryError& error, const std::string& phase,
+                                     int64_t batch) const;
+  // The FP8 scaling of the transformer's linears while computing a loss; nullopt unless fp8.
+  std::optional<Fp8Scaling> Fp8Linears() const;
   void UpdateEma();
   // The batch of global step `step` as tensors on the device (staged ones where Stage was
   // called); throws when its dims differ from the policy's, or its image_bytes from the bytes
@@ -137,6 +155,7 @@ class Trainer {
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<GradientAverager> gradients_;
   std::unique_ptr<CudaBatchStaging> staging_;  // CUDA devices only
+  int64_t steps_taken_ = 0;  // Step calls on this trainer
 };
 
 // Copies safetensors weights into `module`'s parameters; every parameter must be present with

@@ -21,6 +21,7 @@
 #include "kernels/batch_invariant.h"
 #include "kernels/varlen_attention.h"
 #include "train/packing.h"
+#include "train/torch/fp8_linear.h"
 #include "train/torch/policy/image_encoder.h"
 #include "train/torch/policy/policy_model.h"
 
@@ -29,6 +30,15 @@ namespace {
 
 torch::Tensor Dense(const torch::nn::Linear& linear, const torch::Tensor& x) {
   return kernels::Linear(x, linear->weight, linear->bias);
+}
+
+// A block's linear: on FP8 GEMMs inside an Fp8LinearScope (precision: fp8), else as Dense. The
+// embeddings and the head stay out of FP8: their widths (obs_dim, action_dim) are small and
+// arbitrary, and they are a negligible share of the FLOPs.
+torch::Tensor BlockDense(const torch::nn::Linear& linear, const torch::Tensor& x) {
+  const std::optional<Fp8Scaling> fp8 = ActiveFp8Scaling();
+  if (fp8) return Fp8Linear(x, linear->weight, linear->bias, *fp8);
+  return Dense(linear, x);
 }
 
 torch::Tensor Norm(const torch::nn::LayerNorm& norm, const torch::Tensor& x) {
@@ -56,8 +66,8 @@ class Block : public torch::nn::Module {
 
   // x: packed [tokens, d_model] or padded [batch, tokens, d_model].
   torch::Tensor Forward(const torch::Tensor& x, const TokenLayout& layout) {
-    torch::Tensor h = x + Dense(proj_, Attend(Dense(qkv_, Norm(ln1_, x)), layout));
-    return h + Dense(fc2_, kernels::Activate(kernels::Activation::kGelu, Dense(fc1_, Norm(ln2_, h))));
+    torch::Tensor h = x + BlockDense(proj_, Attend(BlockDense(qkv_, Norm(ln1_, x)), layout));
+    return h + BlockDense(fc2_, kernels::Activate(kernels::Activation::kGelu, BlockDense(fc1_, Norm(ln2_, h))));
   }
 
  private:
