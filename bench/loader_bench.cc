@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,6 +124,7 @@ std::vector<int> ProcessTree(int pid) {
 struct MeasuredRun {
   std::string out;
   double peak_rss_mb = 0;  // the largest sum of the tree's RSS (shared pages counted in each)
+                           // sampled, or at least the largest process's (wait4's ru_maxrss)
   double peak_pss_mb = 0;  // the largest sum of the tree's PSS (shared pages split among them)
 };
 
@@ -141,7 +143,8 @@ absl::StatusOr<MeasuredRun> RunMeasured(const std::string& command, const std::s
   if (spawned != 0) return absl::InternalError(absl::StrCat("cannot start ", command));
   MeasuredRun run;
   int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
+  rusage usage{};
+  while (wait4(pid, &status, WNOHANG, &usage) == 0) {
     int64_t rss = 0, pss = 0;
     for (int member : ProcessTree(pid)) {
       const auto [member_rss, member_pss] = ProcessMemoryKb(member);
@@ -152,6 +155,8 @@ absl::StatusOr<MeasuredRun> RunMeasured(const std::string& command, const std::s
     run.peak_pss_mb = std::max(run.peak_pss_mb, static_cast<double>(pss) / 1024);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // A run shorter than a sampling period: at least the largest RSS of one of its processes.
+  run.peak_rss_mb = std::max(run.peak_rss_mb, static_cast<double>(usage.ru_maxrss) / 1024);
   std::ifstream out(out_path);
   run.out.assign(std::istreambuf_iterator<char>(out), std::istreambuf_iterator<char>());
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
