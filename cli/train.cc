@@ -87,9 +87,10 @@ void PrintEvent(const v1::TrainEvent& event) {
                 static_cast<long long>(event.validation().windows()),
                 static_cast<long long>(event.validation().step()));
   } else if (event.has_finished()) {
-    std::printf("finished run %s after %lld steps, final loss %.6g, checkpoint %s\n",
+    std::printf("finished run %s after %lld steps, final loss %.6g, data stall %.1f%%, checkpoint %s\n",
                 event.run_id().c_str(), static_cast<long long>(event.finished().steps()),
-                event.finished().final_loss(), event.finished().checkpoint_id().c_str());
+                event.finished().final_loss(), event.finished().data_stall_pct(),
+                event.finished().checkpoint_id().c_str());
   }
 }
 

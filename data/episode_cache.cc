@@ -125,30 +125,38 @@ EpisodeCache::EpisodeCache(std::vector<std::unique_ptr<DatasetReader>> readers, 
 
 absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t episode) {
   ROBOLOOP_CHECK(episode >= 0 && episode < num_episodes());
-  absl::MutexLock lock(&mu_);
+  const int64_t bytes = lengths_[episode] * step_bytes_;
+  absl::ReleasableMutexLock lock(&mu_);
+  // Waits while another thread reads this episode (its result is taken rather than read
+  // twice), and, for a miss, until the episodes being read leave room for this one: room is
+  // reserved before the read, so that those held and those being read never exceed the
+  // capacity together.
+  const auto ready = [this, episode, bytes] {
+    return reading_.count(episode) == 0 &&
+           (entries_.count(episode) > 0 || reserved_bytes_ + bytes <= capacity_bytes_);
+  };
+  mu_.Await(absl::Condition(&ready));
   if (auto found = entries_.find(episode); found != entries_.end()) {
     recency_.splice(recency_.begin(), recency_, found->second.recency);
     return found->second.store;
   }
-  // Make room first, so that the cache never holds more than its capacity.
-  const int64_t bytes = lengths_[episode] * step_bytes_;
-  bool evicted_any = false;
-  while (!recency_.empty() && counters_.resident_bytes + bytes > capacity_bytes_) {
-    auto evicted = entries_.find(recency_.back());
-    counters_.resident_bytes -= evicted->second.store->memory_bytes();
-    entries_.erase(evicted);
-    recency_.pop_back();
-    evicted_any = true;
-  }
+  const bool evicted_any = EvictFor(bytes);
+  reserved_bytes_ += bytes;
+  reading_.insert(episode);
+  lock.Release();
   // glibc keeps freed episode buffers in the arena of the thread that allocated them (one per
   // loader worker); give the pages back so that the process stays near the cache's size.
   if (evicted_any) malloc_trim(0);
   EpisodeStore::Options one = episodes_.ForFile(episode_path(episode));
   one.split.clear();
   one.demos = {demos_[episode]};
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<EpisodeStore> loaded,
-                            EpisodeStore::LoadFromReader(*readers_[files_[episode]], one));
-  std::shared_ptr<const EpisodeStore> store(std::move(loaded));
+  absl::StatusOr<std::unique_ptr<EpisodeStore>> loaded = EpisodeStore::LoadFromReader(*readers_[files_[episode]], one);
+
+  absl::MutexLock relock(&mu_);
+  reading_.erase(episode);
+  reserved_bytes_ -= bytes;
+  if (!loaded.ok()) return loaded.status();
+  std::shared_ptr<const EpisodeStore> store(std::move(loaded).value());
   recency_.push_front(episode);
   entries_[episode] = Entry{store, recency_.begin()};
   counters_.episodes_read += 1;
@@ -156,6 +164,18 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
   counters_.resident_bytes += store->memory_bytes();
   counters_.peak_resident_bytes = std::max(counters_.peak_resident_bytes, counters_.resident_bytes);
   return store;
+}
+
+bool EpisodeCache::EvictFor(int64_t bytes) {
+  bool evicted_any = false;
+  while (!recency_.empty() && counters_.resident_bytes + reserved_bytes_ + bytes > capacity_bytes_) {
+    auto evicted = entries_.find(recency_.back());
+    counters_.resident_bytes -= evicted->second.store->memory_bytes();
+    entries_.erase(evicted);
+    recency_.pop_back();
+    evicted_any = true;
+  }
+  return evicted_any;
 }
 
 EpisodeCache::Counters EpisodeCache::counters() const {

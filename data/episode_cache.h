@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -26,8 +27,9 @@ int64_t DefaultDataCacheBytes();
 // features, each episode an EpisodeStore of one demo) into a least-recently-used cache of at
 // most capacity_bytes. The episodes of a set are those of its files in order, each file's in
 // selection order, as EpisodeStore::Load numbers them.
-// Thread-safe: any number of threads may call Get. Reads are serialised (HDF5 1.10 runs every
-// call under one global lock), and a miss holds the cache's lock while it reads.
+// Thread-safe: any number of threads may call Get. A miss reads without holding the cache's
+// lock, so other threads take resident episodes (or read others) meanwhile; HDF5 1.10 runs
+// each of its calls under one global lock, so what runs in parallel is the work outside them.
 class EpisodeCache {
  public:
   struct Options {
@@ -72,8 +74,11 @@ class EpisodeCache {
   int64_t total_steps() const { return total_steps_; }
 
   // Episode `episode` (0 <= episode < num_episodes()). On a miss the least recently used
-  // episodes are dropped until the episode fits within capacity_bytes, then it is read (a
-  // dropped episode stays valid while a caller still holds it). Errors: the load's (I/O,
+  // episodes are dropped until the episode fits within capacity_bytes beside those held and
+  // those other threads are reading (waiting for their reads when it does not fit even so),
+  // then it is read (a dropped episode stays valid while a caller still holds it). A thread
+  // asking for an episode another thread is reading waits for that read and takes its episode
+  // (reading it itself when that read failed). Errors: the load's (I/O,
   // NaN/Inf under a strict policy, float32 range), naming the file and demo.
   absl::StatusOr<std::shared_ptr<const EpisodeStore>> Get(int64_t episode);
 
@@ -84,6 +89,10 @@ class EpisodeCache {
   EpisodeCache(std::vector<std::unique_ptr<DatasetReader>> readers, EpisodeStore::Options episodes,
                std::vector<int> files, std::vector<std::string> demos, int64_t step_bytes,
                int64_t capacity_bytes);
+
+  // Drops the least recently used episodes until `bytes` more fit beside those held and those
+  // being read (or none is left); returns whether it dropped any.
+  bool EvictFor(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   struct Entry {
     std::shared_ptr<const EpisodeStore> store;
@@ -102,6 +111,8 @@ class EpisodeCache {
   mutable absl::Mutex mu_;
   std::unordered_map<int64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::list<int64_t> recency_ ABSL_GUARDED_BY(mu_);  // most recently used first
+  std::unordered_set<int64_t> reading_ ABSL_GUARDED_BY(mu_);  // episodes being read
+  int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of the episodes being read
   Counters counters_ ABSL_GUARDED_BY(mu_);
 };
 

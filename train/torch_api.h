@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 // Version of the table below. Bump on any change to it.
-#define ROBOLOOP_TORCH_ABI_VERSION 5u
+#define ROBOLOOP_TORCH_ABI_VERSION 6u
 
 // Name of the exported entry point.
 #define ROBOLOOP_TORCH_ENTRY_POINT "roboloop_torch_api"
@@ -133,6 +133,16 @@ typedef struct RoboloopTorchApi {
                                  int image_bytes, int batch, int history, int obs_dim,
                                  float* actions, int chunk, int action_dim, int batch_invariant,
                                  char* error_buf, size_t error_cap);
+
+  // --- ABI 6: the input pipeline (train/torch/device_batches.h). ---
+
+  // Stages `batch`, the batch trainer_step will take at global step `step`: on a CUDA trainer
+  // its arrays are copied into pinned host memory and their copy to the GPU starts on a side
+  // stream, so that it overlaps the step called before it; trainer_step at `step` with the
+  // same arrays (same pointers and dims) then uses that copy. The arrays are read before it
+  // returns. Does nothing on the CPU. Returns 0 or -1 with a message.
+  int (*trainer_stage)(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
+                       char* error_buf, size_t error_cap);
 } RoboloopTorchApi;
 
 // Signature of the entry point: returns the library's table (never NULL).

@@ -137,6 +137,14 @@ absl::StatusOr<TrainStepFigures> TorchTrainer::Step(const RoboloopTrainBatch& ba
   return TrainStepFigures{figures.loss, figures.grad_norm, figures.lr};
 }
 
+absl::Status TorchTrainer::Stage(const RoboloopTrainBatch& batch, int64_t step) {
+  char error[kErrorCapacity];
+  if (api_->trainer_stage(handle_, &batch, step, error, sizeof(error)) != 0) {
+    return absl::InternalError(error);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> TorchTrainer::ValidationLoss(const RoboloopTrainBatch& batch,
                                                     int64_t step) {
   char error[kErrorCapacity];

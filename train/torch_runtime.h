@@ -73,6 +73,9 @@ class TorchTrainer {
   // gradient is NaN/Inf (no update applied); Internal for any other failure (a peer rank
   // that died, a LibTorch error).
   absl::StatusOr<TrainStepFigures> Step(const RoboloopTrainBatch& batch, int64_t step);
+  // Stages `batch` for Step at global step `step` (RoboloopTorchApi::trainer_stage): on a GPU
+  // its copy overlaps the step called before that one. Internal on failure.
+  absl::Status Stage(const RoboloopTrainBatch& batch, int64_t step);
   // The mean loss of `batch` under the current weights, without an update or a collective;
   // `step` seeds its noise (RoboloopTorchApi::trainer_validation_loss). Internal on failure.
   absl::StatusOr<double> ValidationLoss(const RoboloopTrainBatch& batch, int64_t step);

@@ -21,6 +21,7 @@
 #include "train/dataset_features.h"
 #include "train/dataset_set.h"
 #include "train/loader.h"
+#include "train/lookahead_batches.h"
 #include "train/normalization.h"
 #include "train/policy_spec_options.h"
 #include "train/run_log.h"
@@ -376,6 +377,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   std::string config_json;
   (void)google::protobuf::util::MessageToJsonString(config, &config_json);
 
+  LookaheadBatches batches(*loader, *trainer, config.steps());
   std::optional<double> validation_loss;  // the latest, computed after `validated_step` steps
   int64_t validated_step = -1;
   // Saves and registers the state after `completed` steps (rank 0 only).
@@ -385,7 +387,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
     const std::string policy_path = JoinPath(dir, "policy.safetensors");
     const std::string state_path = JoinPath(dir, "trainer_state.pt");
-    const nlohmann::json driver = {{"step", completed}, {"cursor", loader->cursor()}, {"run_id", run_id},
+    const nlohmann::json driver = {{"step", completed}, {"cursor", batches.cursor()}, {"run_id", run_id},
                                    {"seed", config.seed()}, {"world_size", options.rank.world_size},
                                    {"stream_block_windows", loader->block_windows()}};
     ROBOLOOP_RETURN_IF_ERROR(trainer->Save(policy_path, state_path, driver.dump()));
@@ -438,6 +440,8 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   };
 
   double last_loss = 0;
+  const Clock::time_point loop_start = Clock::now();
+  const double waited_at_start = loader->wait_seconds();
   while (step < config.steps()) {
     if (common::IsCancelled(options.cancel)) {
       result.cancelled = true;
@@ -445,7 +449,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     }
     const Clock::time_point start = Clock::now();
     const double waited_before = loader->wait_seconds();
-    absl::StatusOr<Batch> batch = loader->Next();
+    absl::StatusOr<Batch> batch = batches.Next(step);
     if (!batch.ok()) return fail(batch.status());
     absl::StatusOr<TrainStepFigures> figures = trainer->Step(BatchView(*batch), step);
     if (!figures.ok()) {
@@ -476,6 +480,7 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
       if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);
     }
   }
+  const double loop_seconds = Seconds(Clock::now() - loop_start);
   if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);
   result.steps = step;
   result.final_loss = last_loss;
@@ -484,6 +489,8 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     event.mutable_finished()->set_checkpoint_id(result.checkpoint_id);
     event.mutable_finished()->set_steps(step);
     event.mutable_finished()->set_final_loss(last_loss);
+    event.mutable_finished()->set_data_stall_pct(
+        loop_seconds > 0 ? 100.0 * (loader->wait_seconds() - waited_at_start) / loop_seconds : 0);
     ROBOLOOP_RETURN_IF_ERROR(recorder->Emit(event));
   }
   return result;

@@ -261,7 +261,14 @@ TEST_F(TrainCliTest, RunWritesJsonlAndTensorBoardLogs) {
   EXPECT_EQ(loss_points, 6);
   const std::string log = testing::ReadWholeFile(RunDir(root) + "/train.jsonl");
   EXPECT_THAT(log, HasSubstr("data_stall_pct"));
-  EXPECT_THAT(log, HasSubstr("\"finished\""));
+  // The whole run's data stall: in the finished event and in the summary line.
+  const size_t finished = log.find("{\"finished\"");
+  ASSERT_NE(finished, std::string::npos) << log;
+  const nlohmann::json event = nlohmann::json::parse(log.substr(finished, log.find('\n', finished) - finished));
+  const double stall = event["finished"].value("data_stall_pct", -1.0);
+  EXPECT_GT(stall, 0.0) << event.dump();
+  EXPECT_LT(stall, 100.0) << event.dump();
+  EXPECT_THAT(run.out, HasSubstr(", data stall "));
 }
 
 // Trains 2000 steps straight and killed + resumed with `extra` flags; the losses must match.

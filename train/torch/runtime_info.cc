@@ -55,6 +55,7 @@ const RoboloopTorchApi kApi = {
     &roboloop::train::TrainerFreeEntry,
     &roboloop::train::TrainerValidationLossEntry,
     &roboloop::train::PolicyActChunkImagesEntry,
+    &roboloop::train::TrainerStageEntry,
 };
 
 }  // namespace

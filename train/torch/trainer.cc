@@ -88,13 +88,6 @@ std::string TensorBytes(const torch::Tensor& t) {
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), c.numel());
 }
 
-// A copy of a caller-owned array on `device`.
-torch::Tensor FromArray(const void* data, std::vector<int64_t> shape, torch::ScalarType type,
-                        const torch::Device& device) {
-  const torch::Tensor view = torch::from_blob(const_cast<void*>(data), shape, type);
-  return device.is_cpu() ? view.clone() : view.to(device);
-}
-
 // Makes `device` the thread's current device of its kind, so that CUDA streams, NCCL
 // communicators and default allocations land on the rank's own GPU.
 void MakeCurrentDevice(const torch::Device& device) {
@@ -181,6 +174,7 @@ std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
 void Trainer::SetUp() {
   MakeCurrentDevice(config_.device);
   model_->to(config_.device);
+  if (config_.device.is_cuda()) staging_ = std::make_unique<CudaBatchStaging>(config_.device);
   std::vector<torch::Tensor> decay, no_decay;
   for (const torch::Tensor& p : model_->parameters()) {
     parameters_.push_back(p);
@@ -229,29 +223,31 @@ double Trainer::LearningRate(int64_t step) const {
   return floor + (o.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
-PolicyInputs Trainer::Inputs(const BatchArrays& b) const {
+PolicyInputs Trainer::Inputs(const BatchArrays& b, int64_t step) {
   TORCH_CHECK(b.obs_dim == config_.policy.obs_dim && b.action_dim == config_.policy.action_dim &&
                   b.history == config_.policy.history && b.chunk == config_.policy.chunk,
               "batch dims (obs ", b.obs_dim, ", action ", b.action_dim, ", history ", b.history,
               ", chunk ", b.chunk, ") differ from the policy's (obs ", config_.policy.obs_dim,
               ", action ", config_.policy.action_dim, ", history ", config_.policy.history,
               ", chunk ", config_.policy.chunk, ")");
-  PolicyInputs inputs;
-  const torch::Device& device = config_.device;
-  inputs.obs = FromArray(b.obs, {b.batch, b.history, b.obs_dim}, torch::kFloat, device);
-  inputs.history_length = FromArray(b.history_length, {b.batch}, torch::kInt, device);
-  inputs.actions = FromArray(b.actions, {b.batch, b.chunk, b.action_dim}, torch::kFloat, device);
-  inputs.action_valid =
-      FromArray(b.action_valid, {b.batch, b.chunk}, torch::kUInt8, device).to(torch::kFloat);
   const ImageEncoderOptions vision = ParseImageEncoderOptions(config_.policy.options);
   TORCH_CHECK(b.image_bytes == vision.image_bytes(), "batch image_bytes ", b.image_bytes, " differs from the ",
               vision.image_bytes(), " bytes per row of the policy's cameras (", DescribeCameras(vision),
               "; frames are height x width x 3 uint8)");
-  if (b.image_bytes > 0) {
-    TORCH_CHECK(b.images != nullptr, "batch image_bytes is ", b.image_bytes, " but images is NULL");
-    inputs.images = FromArray(b.images, {b.batch, b.image_bytes}, torch::kUInt8, device);
-  }
+  TORCH_CHECK(b.image_bytes == 0 || b.images != nullptr, "batch image_bytes is ", b.image_bytes,
+              " but images is NULL");
+  BatchTensors tensors = staging_ ? staging_->Take(b, step) : CopyBatchToCpu(b);
+  PolicyInputs inputs;
+  inputs.obs = std::move(tensors.obs);
+  inputs.history_length = std::move(tensors.history_length);
+  inputs.actions = std::move(tensors.actions);
+  inputs.action_valid = tensors.action_valid.to(torch::kFloat);
+  if (b.image_bytes > 0) inputs.images = std::move(tensors.images);
   return inputs;
+}
+
+void Trainer::Stage(const BatchArrays& b, int64_t step) {
+  if (staging_) staging_->Stage(b, step);
 }
 
 LossOptions Trainer::LossSettings(torch::Generator generator, bool augment) const {
@@ -273,7 +269,7 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
 }
 
 StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
-  const PolicyInputs inputs = Inputs(b);
+  const PolicyInputs inputs = Inputs(b, step);
   const LossOptions loss_options =
       LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step), /*augment=*/true);
   const torch::Device& device = config_.device;
@@ -309,7 +305,7 @@ StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
 }
 
 double Trainer::ValidationLoss(const BatchArrays& b, int64_t step) {
-  const PolicyInputs inputs = Inputs(b);
+  const PolicyInputs inputs = Inputs(b, step);
   // Its own noise stream, so that validating never changes the training steps' noise.
   constexpr uint64_t kValidationStream = 0x76616c6964617465ULL;
   const LossOptions loss_options =

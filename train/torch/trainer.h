@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "train/torch/device_batches.h"
 #include "train/torch/distributed.h"
 #include "train/torch/policy/policy_model.h"
 #include "train/torch/precision.h"
@@ -96,6 +97,12 @@ class Trainer {
   // c10::Error naming the device and the model size when the first step runs out of memory.
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
+  // Starts moving `batch`, the batch Step will take at global step `step`, to the device, so
+  // that on a GPU its copy runs while the step before it computes (device_batches.h); Step with
+  // the same arrays then uses it. The arrays are read before it returns. Does nothing on the
+  // CPU. Throws c10::Error when pinned or device memory cannot be had.
+  void Stage(const BatchArrays& batch, int64_t step);
+
   // The mean loss of `batch` under the current (not the EMA) weights, with no update, no
   // gradient and no collective (each rank evaluates on its own). The loss's noise is a pure
   // function of (seed, rank, `step`) drawn apart from the training steps' noise, so validating
@@ -132,9 +139,10 @@ class Trainer {
   // The FP8 scaling of the transformer's linears while computing a loss; nullopt unless fp8.
   std::optional<Fp8Scaling> Fp8Linears() const;
   void UpdateEma();
-  // The batch as tensors on the device; throws when its dims differ from the policy's, or its
-  // image_bytes from the bytes of the policy's cameras.
-  PolicyInputs Inputs(const BatchArrays& batch) const;
+  // The batch of global step `step` as tensors on the device (staged ones where Stage was
+  // called); throws when its dims differ from the policy's, or its image_bytes from the bytes
+  // of the policy's cameras.
+  PolicyInputs Inputs(const BatchArrays& batch, int64_t step);
   // The loss settings of this trainer drawing noise (and, with `augment`, the frames' random
   // shifts) from `generator`.
   LossOptions LossSettings(torch::Generator generator, bool augment) const;
@@ -146,6 +154,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<GradientAverager> gradients_;
+  std::unique_ptr<CudaBatchStaging> staging_;  // CUDA devices only
   int64_t steps_taken_ = 0;  // Step calls on this trainer
 };
 

@@ -67,6 +67,12 @@ int TrainerStepEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* ba
   });
 }
 
+int TrainerStageEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
+                      char* error_buf, size_t error_cap) {
+  return Guarded("staging a batch", error_buf, error_cap,
+                 [&] { trainer->trainer->Stage(Arrays(*batch), step); });
+}
+
 int TrainerValidationLossEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
                                int64_t step, double* loss, char* error_buf, size_t error_cap) {
   return Guarded("validation loss", error_buf, error_cap,

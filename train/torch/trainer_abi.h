@@ -1,4 +1,4 @@
-// The trainer entries (ABI 3 and 4) of libroboloop_torch.so (declared in train/torch_api.h); the
+// The trainer entries (ABI 3, 4 and 6) of libroboloop_torch.so (declared in train/torch_api.h); the
 // table in runtime_info.cc points at them.
 #pragma once
 
@@ -11,6 +11,9 @@ RoboloopTorchTrainer* TrainerCreateEntry(const char* config_json, char* error_bu
 // See RoboloopTorchApi::trainer_step.
 int TrainerStepEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
                      RoboloopTrainFigures* figures, char* error_buf, size_t error_cap);
+// See RoboloopTorchApi::trainer_stage.
+int TrainerStageEntry(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch, int64_t step,
+                      char* error_buf, size_t error_cap);
 // See RoboloopTorchApi::trainer_save.
 int TrainerSaveEntry(RoboloopTorchTrainer* trainer, const char* policy_path, const char* state_path,
                      const char* driver_state, size_t driver_size, char* error_buf,
