@@ -93,9 +93,9 @@ struct DatasetShape {
 absl::StatusOr<DatasetShape> Describe(hid_t dataset, const std::string& display);
 
 // Reads rows [first, first + count) of `dataset` as `dtype` into `out`, which must hold
-// `count` full rows. Frames of a dataset stored as image keys are (frame_chunks.h
-// FrameChunkLevel) read as uint8 chunk by chunk and inflated on several threads; other
-// datasets through HDF5's pipeline (ReadRowsThroughPipeline).
+// `count` full rows. From a dataset laid out as ImageStorage() lays out image keys
+// (frame_chunks.h FrameChunkLevel), uint8 rows are read chunk by chunk and inflated on several
+// threads; anything else goes through HDF5's pipeline (ReadRowsThroughPipeline).
 absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
                       const std::string& display);
 
@@ -125,10 +125,10 @@ double ShuffleDeflateRatio(const std::vector<uint8_t>& bytes, int64_t element_by
 // Grows the first dimension of the extensible `dataset` by `rows`; returns the rows it had.
 absl::StatusOr<int64_t> ExtendRows(hid_t dataset, int64_t rows, const std::string& display);
 
-// Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end. uint8
-// frames of a dataset stored as image keys are (frame_chunks.h FrameChunkLevel) are compressed
-// by `frame_threads` threads (0: frame_codec.h's default) and written chunk by chunk; the rest
-// goes through HDF5's pipeline.
+// Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end. To a
+// dataset laid out as ImageStorage() lays out image keys (frame_chunks.h FrameChunkLevel), uint8
+// rows are compressed by `frame_threads` threads (0: frame_codec.h's default) and written chunk
+// by chunk; anything else goes through HDF5's pipeline.
 absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display,
                         int frame_threads = 0);
 
