@@ -12,6 +12,18 @@ find_package(nlohmann_json CONFIG REQUIRED)
 find_package(Boost REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(ZLIB REQUIRED)
+# libdeflate (Debian's libdeflate-dev): the data module's frame codec (data/frame_codec.h). Found
+# by hand: Debian 12's libdeflate.pc names /usr/lib rather than the multiarch folder.
+find_path(LIBDEFLATE_INCLUDE_DIR libdeflate.h)
+find_library(LIBDEFLATE_LIBRARY deflate)
+if(NOT LIBDEFLATE_INCLUDE_DIR OR NOT LIBDEFLATE_LIBRARY)
+  message(FATAL_ERROR "libdeflate not found (libdeflate.h, libdeflate.so): install Debian's libdeflate-dev "
+                      "(scripts/install-deps.sh)")
+endif()
+add_library(libdeflate::libdeflate UNKNOWN IMPORTED)
+set_target_properties(libdeflate::libdeflate PROPERTIES
+  IMPORTED_LOCATION "${LIBDEFLATE_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}")
 if(ROBOLOOP_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

@@ -188,7 +188,8 @@ absl::Status DatasetWriter::Append(const Episode& block) {
   }
   for (const auto& [name, array] : block) {
     ROBOLOOP_RETURN_IF_ERROR(Annotate(h5::AppendRows(open_datasets_.at(name)->get(), array,
-                                                     FeaturePath(DemoName(num_episodes_), name)),
+                                                     FeaturePath(DemoName(num_episodes_), name),
+                                                     options_.frame_threads),
                                       partial_path_));
   }
   episode_steps_ += rows;

@@ -27,7 +27,7 @@ class Handle;
 // episode's datasets are created by its first Append, chunked to hold that block whole
 // (StorageOptions bounds), so WriteEpisode stores each feature of an episode in one chunk;
 // image keys (IsImageKey) must be uint8 [T, H, W, 3] and are stored one frame per chunk,
-// deflated (ImageStorage()).
+// deflated (ImageStorage()), the frames of a block compressed in parallel (data/frame_chunks.h).
 // The file is written as `<path>.partial` and renamed to `path` by Close(); a writer
 // destroyed without Close() removes the partial file. Not thread-safe: one thread at a time.
 class DatasetWriter {
@@ -39,6 +39,9 @@ class DatasetWriter {
     StorageOptions storage;            // chunking and compression of every non-image dataset
                                        // (image keys: ImageStorage(), one frame per chunk)
     bool overwrite = false;            // replace an existing file at `path`
+    int frame_threads = 0;             // threads compressing the frames of image keys (0: one per
+                                       // hardware thread, fewer for small blocks); the file's bytes
+                                       // are the same whatever the count (data/frame_codec.h)
   };
 
   // Starts a new file; fails when `path` exists (unless overwrite) or env_args is not a JSON

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "data/frame_chunks.h"
 
 namespace roboloop::data::h5 {
 namespace {
@@ -283,6 +284,15 @@ absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, 
                       const std::string& display) {
   Quiet();
   if (count == 0) return absl::OkStatus();
+  if (dtype == DType::kUint8 && FrameChunkLevel(dataset).has_value()) {
+    return ReadFrameChunks(dataset, first, count, static_cast<uint8_t*>(out), display);
+  }
+  return ReadRowsThroughPipeline(dataset, dtype, first, count, out, display);
+}
+
+absl::Status ReadRowsThroughPipeline(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
+                                     const std::string& display) {
+  Quiet();
   Handle file_space(H5Dget_space(dataset));
   const int rank = H5Sget_simple_extent_ndims(file_space.get());
   std::vector<hsize_t> dims(rank);
@@ -304,6 +314,10 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display) {
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetShape shape, Describe(dataset, display));
   Array array = Array::Zeros(shape.dtype, shape.dims);
   if (array.NumElements() == 0) return array;
+  if (!shape.dims.empty()) {
+    ROBOLOOP_RETURN_IF_ERROR(ReadRows(dataset, shape.dtype, 0, shape.dims[0], array.bytes.data(), display));
+    return array;
+  }
   if (H5Dread(dataset, NativeType(shape.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT,
               array.bytes.data()) < 0) {
     return ErrorFromStack(display, "cannot read");
@@ -362,18 +376,31 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
   return dataset;
 }
 
-absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display) {
+absl::StatusOr<int64_t> ExtendRows(hid_t dataset, int64_t rows, const std::string& display) {
   Quiet();
-  const int64_t rows = block.Steps();
-  if (rows == 0) return absl::OkStatus();
   Handle old_space(H5Dget_space(dataset));
   const int rank = H5Sget_simple_extent_ndims(old_space.get());
   std::vector<hsize_t> dims(rank);
   H5Sget_simple_extent_dims(old_space.get(), dims.data(), nullptr);
-  const hsize_t old_rows = dims[0];
+  const int64_t old_rows = static_cast<int64_t>(dims[0]);
   dims[0] += rows;
   if (H5Dset_extent(dataset, dims.data()) < 0) return ErrorFromStack(display, "cannot extend");
+  return old_rows;
+}
+
+absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display,
+                        int frame_threads) {
+  Quiet();
+  const int64_t rows = block.Steps();
+  if (rows == 0) return absl::OkStatus();
+  if (block.dtype == DType::kUint8) {
+    if (const std::optional<int> level = FrameChunkLevel(dataset); level.has_value()) {
+      return AppendFrameChunks(dataset, *level, block, display, frame_threads);
+    }
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const int64_t old_rows, ExtendRows(dataset, rows, display));
   Handle file_space(H5Dget_space(dataset));
+  const int rank = H5Sget_simple_extent_ndims(file_space.get());
   std::vector<hsize_t> start(rank, 0);
   start[0] = old_rows;
   std::vector<hsize_t> count = ToHsize(block.shape);

@@ -93,11 +93,17 @@ struct DatasetShape {
 absl::StatusOr<DatasetShape> Describe(hid_t dataset, const std::string& display);
 
 // Reads rows [first, first + count) of `dataset` as `dtype` into `out`, which must hold
-// `count` full rows.
+// `count` full rows. From a dataset laid out as ImageStorage() lays out image keys
+// (frame_chunks.h FrameChunkLevel), uint8 rows are read chunk by chunk and inflated on several
+// threads; anything else goes through HDF5's pipeline (ReadRowsThroughPipeline).
 absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
                       const std::string& display);
 
-// Reads a whole dataset into an Array of its stored dtype.
+// ReadRows through HDF5's own filters and type conversion, whatever the layout.
+absl::Status ReadRowsThroughPipeline(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
+                                     const std::string& display);
+
+// Reads a whole dataset into an Array of its stored dtype (through ReadRows unless rank 0).
 absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 
 // Creates a chunked dataset [0, step_shape...] with an unlimited first dimension; chunks hold
@@ -116,8 +122,15 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
 double ShuffleDeflateRatio(const std::vector<uint8_t>& bytes, int64_t element_bytes, int level,
                            int64_t probe_bytes = int64_t{1} << 20);
 
-// Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end.
-absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display);
+// Grows the first dimension of the extensible `dataset` by `rows`; returns the rows it had.
+absl::StatusOr<int64_t> ExtendRows(hid_t dataset, int64_t rows, const std::string& display);
+
+// Appends the rows of `block` (shape [n, step_shape...] matching the dataset) at the end. To a
+// dataset laid out as ImageStorage() lays out image keys (frame_chunks.h FrameChunkLevel), uint8
+// rows are compressed by `frame_threads` threads (0: frame_codec.h's default) and written chunk
+// by chunk; anything else goes through HDF5's pipeline.
+absl::Status AppendRows(hid_t dataset, const Array& block, const std::string& display,
+                        int frame_threads = 0);
 
 // Writes `array` as a new fixed-size dataset `name` (chunked and compressed when non-empty).
 absl::Status WriteArray(hid_t loc, const std::string& name, const Array& array,

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -14,6 +15,7 @@
 #include "data/lerobot_format.h"
 #include "data/lerobot_parquet.h"
 #include "data/lerobot_video.h"
+#include "data/run_ahead.h"
 
 namespace roboloop::data {
 namespace {
@@ -219,6 +221,53 @@ class Source {
   std::map<std::string, std::pair<std::string, std::unique_ptr<lerobot::VideoReader>>> videos_;
 };
 
+// A block of consecutive rows of one episode, as the writer takes it.
+struct SourceBlock {
+  size_t episode = 0;   // index into the episodes being imported
+  bool first = false;   // the episode's first block
+  bool last = false;    // the episode's last block
+  Episode rows;
+  int64_t frames = 0;   // video frames decoded for it
+};
+
+// The blocks of every episode in order, at most `block_rows` rows each, read from `source`.
+class BlockReader {
+ public:
+  BlockReader(std::string dir, Source* source, const std::vector<EpisodeRef>& episodes, int64_t block_rows)
+      : dir_(std::move(dir)), source_(source), episodes_(episodes), block_rows_(block_rows) {}
+
+  // The next block, nullopt after the last; errors name the file (Source) or the episode.
+  absl::StatusOr<std::optional<SourceBlock>> Next() {
+    if (episode_ == episodes_.size()) return std::optional<SourceBlock>();
+    const EpisodeRef& episode = episodes_[episode_];
+    if (done_ == 0) {
+      if (episode.length <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(dir_, "/", lerobot::kEpisodesDir, ": episode ", episode.index,
+                                                       " has length ", episode.length));
+      }
+      ROBOLOOP_ASSIGN_OR_RETURN(first_row_, source_->LocateRows(episode));
+    }
+    const int64_t count = std::min(block_rows_, episode.length - done_);
+    SourceBlock block;
+    block.episode = episode_;
+    block.first = done_ == 0;
+    block.last = done_ + count == episode.length;
+    ROBOLOOP_ASSIGN_OR_RETURN(block.rows, source_->ReadBlock(episode, first_row_ + done_, count, &block.frames));
+    done_ = block.last ? 0 : done_ + count;
+    if (block.last) ++episode_;
+    return std::optional<SourceBlock>(std::move(block));
+  }
+
+ private:
+  std::string dir_;
+  Source* source_;
+  const std::vector<EpisodeRef>& episodes_;
+  int64_t block_rows_;
+  size_t episode_ = 0;     // the episode being read
+  int64_t done_ = 0;       // its rows read so far
+  int64_t first_row_ = 0;  // its first row in its data table
+};
+
 nlohmann::json EnvArgs(const std::string& dir, const nlohmann::json& info, const Plan& plan,
                        const std::vector<std::string>& tasks, const std::vector<EpisodeRef>& episodes) {
   nlohmann::json obs_keys = nlohmann::json::array();
@@ -288,21 +337,20 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer, DatasetWriter::Create(writer_options));
   Source source(dir, plan);
   const int64_t block_rows = std::max<int64_t>(1, options.max_block_bytes / std::max<int64_t>(1, source.RowBytes()));
-  for (const EpisodeRef& episode : episodes) {
-    if (episode.length <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(dir, "/", lerobot::kEpisodesDir, ": episode ", episode.index,
-                                                     " has length ", episode.length));
+  BlockReader reader(dir, &source, episodes, block_rows);
+  // Block k + 1 is read and decoded while block k is compressed and written.
+  RunAhead<SourceBlock> blocks([&reader] { return reader.Next(); });
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::optional<SourceBlock> block, blocks.Next());
+    if (!block.has_value()) break;
+    if (block->first) ROBOLOOP_RETURN_IF_ERROR(writer->BeginEpisode());
+    ROBOLOOP_RETURN_IF_ERROR(writer->Append(block->rows));
+    result.frames_decoded += block->frames;
+    if (block->last) {
+      ROBOLOOP_RETURN_IF_ERROR(writer->EndEpisode().status());
+      result.total_steps += episodes[block->episode].length;
+      ++result.num_episodes;
     }
-    ROBOLOOP_ASSIGN_OR_RETURN(int64_t row, source.LocateRows(episode));
-    ROBOLOOP_RETURN_IF_ERROR(writer->BeginEpisode());
-    for (int64_t done = 0; done < episode.length; done += block_rows) {
-      const int64_t count = std::min(block_rows, episode.length - done);
-      ROBOLOOP_ASSIGN_OR_RETURN(Episode block, source.ReadBlock(episode, row + done, count, &result.frames_decoded));
-      ROBOLOOP_RETURN_IF_ERROR(writer->Append(block));
-    }
-    ROBOLOOP_RETURN_IF_ERROR(writer->EndEpisode().status());
-    result.total_steps += episode.length;
-    ++result.num_episodes;
   }
   ROBOLOOP_RETURN_IF_ERROR(writer->Close());
   return result;

@@ -18,7 +18,9 @@ struct LeRobotImportOptions {
   std::string output_path;  // robomimic-layout file to write
   StorageOptions storage;   // chunking and compression of the output (image keys: ImageStorage())
   bool overwrite = false;   // replace an existing output file
-  int64_t max_block_bytes = int64_t{64} << 20;  // an episode's rows are written in blocks of at most this size
+  // An episode's rows are read and written in blocks of at most this size; the next block is read (videos decoded)
+  // while one is written, so two blocks are held at a time.
+  int64_t max_block_bytes = int64_t{64} << 20;
 };
 
 // What an import produced.

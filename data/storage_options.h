@@ -27,6 +27,7 @@ inline constexpr int kImageGzipLevel = 4;
 
 // How image keys (`obs/<camera>_image`) are stored, whatever the options of the other features
 // say: chunk (1, H, W, 3), always deflated at kImageGzipLevel (no shuffle: one-byte elements).
+// The writer deflates such frames itself, on several threads (data/frame_chunks.h).
 inline StorageOptions ImageStorage() {
   StorageOptions storage;
   storage.gzip_level = kImageGzipLevel;

@@ -43,6 +43,8 @@ DEB_PACKAGES=(
   libcurl4 libnghttp2-14 librtmp1 libssh2-1 libpsl5 libunistring2 libbrotli1
   libldap-2.5-0 libsasl2-2 libsasl2-modules-db libdb5.3
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2
+  # libdeflate: the frame codec of image keys (data/frame_codec.h)
+  libdeflate-dev libdeflate0
   # OSMesa's, GL's and EGL's headers, for sim/gl_context.cc (EGL: libegl1, glvnd's loader of the driver's EGL)
   libosmesa6-dev libgl-dev libegl-dev libegl1
   # Gloo collectives (train/gloo) and what libgloo.so.0 loads

@@ -17,6 +17,7 @@ PACKAGES=(
   libabsl-dev libsqlite3-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libhdf5-dev zlib1g-dev libssl-dev openssl
+  libdeflate-dev  # frames of image keys compressed and inflated on several threads (data/frame_codec.h)
   # LeRobot videos (data/lerobot_video.cc); libavfilter8 and libavdevice59 for LeRobot's torchcodec.
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter8 libavdevice59
   chromium  # the report test opens reports in headless Chromium

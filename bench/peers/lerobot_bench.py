@@ -3,38 +3,39 @@ video decoding, HDF5 writing) against LeRobot's own loader iterating the same da
 (LeRobotDataset through a torch DataLoader), in one run, alternating, ROUNDS times each. Runs in
 LeRobot's own environment (scripts/lerobot-venv.sh):
 
-  lerobot-venv/bin/python bench/peers/lerobot_bench.py BUILD_DIR WORK_DIR
+  lerobot-venv/bin/python bench/peers/lerobot_bench.py BUILD_DIR WORK_DIR [--episodes 8 --length 50 --size 320x240]
+
+The dataset is written once into WORK_DIR/lerobot with the given geometry (a WORK_DIR per geometry).
 """
+import argparse
 import json
 import pathlib
 import statistics
 import subprocess
-import sys
 import time
 
 import numpy as np
 
 ROUNDS = 5
-EPISODES, LENGTH, FPS = 8, 50, 30
-HEIGHT, WIDTH = 240, 320
+FPS = 30
 BATCH, WORKERS = 32, 0
 
 
-def make_dataset(root):
+def make_dataset(root, episodes, length, width, height):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     features = {
         "observation.state": {"dtype": "float32", "shape": (7,), "names": None},
         "action": {"dtype": "float32", "shape": (7,), "names": None},
-        "observation.images.front": {"dtype": "video", "shape": (HEIGHT, WIDTH, 3),
+        "observation.images.front": {"dtype": "video", "shape": (height, width, 3),
                                      "names": ["height", "width", "channels"]},
     }
     dataset = LeRobotDataset.create("roboloop/bench", FPS, root=root, features=features,
                                     use_videos=True, image_writer_threads=0)
     rng = np.random.default_rng(0)
-    y, x = np.mgrid[0:HEIGHT, 0:WIDTH]
-    for episode in range(EPISODES):
-        for step in range(LENGTH):
+    y, x = np.mgrid[0:height, 0:width]
+    for episode in range(episodes):
+        for step in range(length):
             image = np.stack([(x + 3 * step) % 256, (y + 5 * episode) % 256, (x + y + step) % 256], -1)
             dataset.add_frame({"observation.state": rng.standard_normal(7).astype(np.float32),
                                "action": rng.standard_normal(7).astype(np.float32),
@@ -59,16 +60,17 @@ def lerobot_round(root):
     return frames / (time.perf_counter() - start)
 
 
-def main(build_dir, work_dir):
-    work = pathlib.Path(work_dir)
+def main(args):
+    work = pathlib.Path(args.work_dir)
     root = work / "lerobot"
     if not (root / "meta/info.json").exists():
-        make_dataset(root)
+        width, height = (int(n) for n in args.size.split("x"))
+        make_dataset(root, args.episodes, args.length, width, height)
     info = json.loads((root / "meta/info.json").read_text())
     camera = info["features"]["observation.images.front"]
     codec = camera["info"]["video.codec"]
     height, width = camera["shape"][0], camera["shape"][1]
-    binary = str(pathlib.Path(build_dir) / "bin/lerobot_import_bench")
+    binary = str(pathlib.Path(args.build_dir) / "bin/lerobot_import_bench")
     import torch
     print(f"settings: {info['total_episodes']} episodes, {info['total_frames']} frames, {info['fps']} fps, "
           f"one {width}x{height} {codec} camera "
@@ -88,4 +90,10 @@ def main(build_dir, work_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build_dir")
+    parser.add_argument("work_dir")
+    parser.add_argument("--episodes", type=int, default=8, help="episodes of a new dataset")
+    parser.add_argument("--length", type=int, default=50, help="frames per episode of a new dataset")
+    parser.add_argument("--size", default="320x240", help="camera WIDTHxHEIGHT of a new dataset")
+    main(parser.parse_args())

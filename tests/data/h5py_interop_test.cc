@@ -1,12 +1,17 @@
 // Interoperability with h5py (robomimic's writer and reader): files written by h5py read back
-// with the same values, and files written here read with h5py. h5py is the project environment's (python/pins.txt).
+// with the same values, and files written here read with h5py, camera frames included (written
+// and read chunk by chunk with libdeflate here, through HDF5's zlib filter in h5py). h5py is the
+// project environment's (python/pins.txt).
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/sha256.h"
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
+#include "data/frame_chunks.h"
+#include "data/hdf5_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -79,11 +84,13 @@ print(json.dumps(out))
 )PY";
 
 // robomimic's image layout as h5py writes it: frames uint8 [T, 6, 4, 3] holding
-// (t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256, gzip-compressed in chunks of 2 frames.
+// (t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256, gzip-compressed (zlib, level 4) in chunks of
+// argv[2] frames (1: the layout roboloop writes, which it reads chunk by chunk).
 constexpr char kWriteImagesScript[] = R"PY(
 import sys
 import h5py
 import numpy as np
+frames_per_chunk = int(sys.argv[2])
 with h5py.File(sys.argv[1], "w") as f:
     data = f.create_group("data")
     for i, T in enumerate([5, 3]):
@@ -92,7 +99,8 @@ with h5py.File(sys.argv[1], "w") as f:
         g.create_dataset("actions", data=np.zeros((T, 2), dtype=np.float32))
         t, y, x, c = np.meshgrid(np.arange(T), np.arange(6), np.arange(4), np.arange(3), indexing="ij")
         frames = ((t * 29 + y * 13 + x * 5 + c * 3 + i) % 256).astype(np.uint8)
-        g.create_dataset("obs/agentview_image", data=frames, chunks=(2, 6, 4, 3), compression="gzip")
+        g.create_dataset("obs/agentview_image", data=frames, chunks=(frames_per_chunk, 6, 4, 3),
+                         compression="gzip", compression_opts=4)
     data.attrs["total"] = 8
     data.attrs["env_args"] = "{}"
 )PY";
@@ -201,10 +209,21 @@ TEST(H5pyInteropTest, H5pyReadsImageKeysWrittenHere) {
   }
 }
 
-TEST(H5pyInteropTest, ReadsImageKeysWrittenByH5py) {
+// The deflate level of demo_0's frames when stored one frame per chunk (frame_chunks.h).
+std::optional<int> FrameChunkLevelOf(const std::string& path) {
+  auto file = h5::OpenFile(path, /*writable=*/false);
+  auto dataset = h5::OpenDataset(file->get(), "data/demo_0/obs/agentview_image", "frames");
+  return dataset.ok() ? h5::FrameChunkLevel(dataset->get()) : std::nullopt;
+}
+
+class ReadsImageKeysWrittenByH5py : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReadsImageKeysWrittenByH5py, FramesReadBackEqual) {
   TempDir dir;
   const std::string path = dir.File("robomimic_images.hdf5");
-  RunPython(dir, kWriteImagesScript, path);
+  RunPython(dir, kWriteImagesScript, path + " " + std::to_string(GetParam()));
+  // One frame per chunk is read chunk by chunk, inflated by libdeflate; other chunkings by HDF5.
+  EXPECT_EQ(FrameChunkLevelOf(path), GetParam() == 1 ? std::optional<int>(4) : std::nullopt);
   const std::unique_ptr<DatasetReader> reader = testing::OpenOrDie(path);
   ASSERT_NE(reader, nullptr);
   EXPECT_EQ(ImageFeatures(reader->layout().spec),
@@ -221,6 +240,38 @@ TEST(H5pyInteropTest, ReadsImageKeysWrittenByH5py) {
             expected.push_back(static_cast<uint8_t>((t * 29 + y * 13 + x * 5 + c * 3 + demo) % 256));
           }
     EXPECT_EQ(frames->bytes, expected);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FramesPerChunk, ReadsImageKeysWrittenByH5py, ::testing::Values(1, 2));
+
+TEST(H5pyInteropTest, H5pyReadsFramesCompressedOnSeveralThreads) {
+  TempDir dir;
+  const std::string path = dir.File("threads.hdf5");
+  DatasetWriter::Options options;
+  options.path = path;
+  options.frame_threads = 3;
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::vector<Episode> episodes;
+  for (int demo = 0; demo < 2; ++demo) {
+    episodes.push_back(testing::MakeEpisode(demo == 0 ? 20 : 7, demo));
+    testing::AddImage(&episodes.back(), "obs/agentview_image", 48, 64, demo);
+    ASSERT_TRUE((*writer)->WriteEpisode(episodes.back()).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(FrameChunkLevelOf(path), kImageGzipLevel);
+  const std::string out = RunPython(dir, kReadImagesScript, path);
+  ASSERT_FALSE(out.empty());
+  const nlohmann::json json = nlohmann::json::parse(out);
+  const std::unique_ptr<DatasetReader> reader = testing::OpenOrDie(path);
+  for (int demo = 0; demo < 2; ++demo) {
+    const std::vector<uint8_t>& bytes = episodes[demo].at("obs/agentview_image").bytes;
+    EXPECT_EQ(json[DemoName(demo)]["sha256"], Sha256Hex(std::string(bytes.begin(), bytes.end())));
+    EXPECT_EQ(json[DemoName(demo)]["chunks"], nlohmann::json::array({1, 48, 64, 3}));
+    auto read = reader->ReadFeature(DemoName(demo), "obs/agentview_image");
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->bytes, bytes);
   }
 }
 

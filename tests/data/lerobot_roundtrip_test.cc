@@ -89,6 +89,36 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   EXPECT_EQ(env["env_kwargs"]["obs_keys"], nlohmann::json({"count", "qpos", "qvel"}));
 }
 
+TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  std::vector<std::unique_ptr<DatasetReader>> readers;
+  for (const int64_t block_bytes : {int64_t{64} << 20, int64_t{3000}}) {  // whole episodes; 2 rows a block
+    LeRobotImportOptions options;
+    options.input_dir = dir.File("lerobot");
+    options.output_path = dir.File("back_" + std::to_string(block_bytes) + ".hdf5");
+    options.max_block_bytes = block_bytes;
+    absl::StatusOr<LeRobotImportResult> imported = ImportLeRobot(options);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    EXPECT_EQ(imported->total_steps, 11);
+    EXPECT_EQ(imported->frames_decoded, 11);
+    readers.push_back(testing::OpenOrDie(options.output_path));
+  }
+  ASSERT_EQ(readers[1]->layout().demos.size(), 2u);
+  for (const DemoLayout& demo : readers[0]->layout().demos) {
+    absl::StatusOr<Episode> whole = readers[0]->ReadEpisode(demo.name);
+    absl::StatusOr<Episode> blocks = readers[1]->ReadEpisode(demo.name);
+    ASSERT_TRUE(whole.ok() && blocks.ok());
+    ASSERT_EQ(whole->size(), blocks->size());
+    for (const auto& [feature, array] : *whole) EXPECT_EQ(blocks->at(feature).bytes, array.bytes) << demo.name << " " << feature;
+  }
+}
+
 TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
   TempDir dir;
   Write(dir.File("in.hdf5"), {testing::MakeEpisode(3, 0)});
