@@ -364,7 +364,8 @@ absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DTyp
   const bool compress =
       storage.gzip_level > 0 &&
       (first_block == nullptr || storage.min_compression_saving <= 0 ||
-       ShuffleDeflateRatio(first_block->bytes, DTypeSize(dtype), storage.gzip_level) <=
+       ShuffleDeflateRatio(first_block->bytes, DTypeSize(dtype), storage.gzip_level,
+                           storage.chunk_per_step ? row_bytes : kCompressionProbeBytes) <=
            1.0 - storage.min_compression_saving);
   if (compress) {
     if (DTypeSize(dtype) > 1) H5Pset_shuffle(create_options.get());

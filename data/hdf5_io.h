@@ -110,17 +110,21 @@ absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 // max(storage.chunk_steps, first_rows) rows (the rows of the first block to be appended),
 // shrunk to stay below storage.max_chunk_bytes, or one row with storage.chunk_per_step.
 // `first_block` (its first rows, when known) decides whether compression pays
-// (StorageOptions::min_compression_saving). Compression is shuffle + deflate (deflate alone for
+// (StorageOptions::min_compression_saving), judged on its first row with chunk_per_step (one
+// frame), else on its first kCompressionProbeBytes. Compression is shuffle + deflate (deflate alone for
 // one-byte elements, where shuffle changes nothing).
 absl::StatusOr<Handle> CreateExtensible(hid_t loc, const std::string& name, DType dtype,
                                         const std::vector<int64_t>& step_shape,
                                         int64_t first_rows, const StorageOptions& storage,
                                         const Array* first_block = nullptr);
 
+// How much of a first block ShuffleDeflateRatio compresses to decide whether deflate pays.
+inline constexpr int64_t kCompressionProbeBytes = int64_t{1} << 20;
+
 // Size of `bytes` after HDF5's shuffle filter (element size `element_bytes`) and deflate at
 // `level`, over its first `probe_bytes` at most, as a fraction of the input (1 = no gain).
 double ShuffleDeflateRatio(const std::vector<uint8_t>& bytes, int64_t element_bytes, int level,
-                           int64_t probe_bytes = int64_t{1} << 20);
+                           int64_t probe_bytes = kCompressionProbeBytes);
 
 // Grows the first dimension of the extensible `dataset` by `rows`; returns the rows it had.
 absl::StatusOr<int64_t> ExtendRows(hid_t dataset, int64_t rows, const std::string& display);

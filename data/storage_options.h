@@ -25,13 +25,20 @@ struct StorageOptions {
 // 4 stores 15.1% at ~59 MB/s, 6 and 9 store 14.0% at ~32 and ~16 MB/s (docs/vision.md).
 inline constexpr int kImageGzipLevel = 4;
 
+// Image keys are deflated only when deflate at least halves their first frame. Rendered frames
+// (flat colours) shrink to ~15 % and are deflated; frames decoded from lossy video (LeRobot
+// imports) keep the codec's noise and shrink to ~56 % at 320x240, where deflate would triple
+// the time to write and to read them for less than half the disk (docs/vision.md "Datasets").
+inline constexpr double kImageMinCompressionSaving = 0.5;
+
 // How image keys (`obs/<camera>_image`) are stored, whatever the options of the other features
-// say: chunk (1, H, W, 3), always deflated at kImageGzipLevel (no shuffle: one-byte elements).
-// The writer deflates such frames itself, on several threads (data/frame_chunks.h).
+// say: chunk (1, H, W, 3), deflated at kImageGzipLevel (no shuffle: one-byte elements) when
+// that saves at least kImageMinCompressionSaving of the first frame, else raw. The writer
+// deflates such frames itself, on several threads (data/frame_chunks.h).
 inline StorageOptions ImageStorage() {
   StorageOptions storage;
   storage.gzip_level = kImageGzipLevel;
-  storage.min_compression_saving = 0;
+  storage.min_compression_saving = kImageMinCompressionSaving;
   storage.chunk_per_step = true;
   return storage;
 }

@@ -188,7 +188,7 @@ TEST(H5pyInteropTest, H5pyReadsImageKeysWrittenHere) {
   TempDir dir;
   const std::string path = dir.File("images.hdf5");
   const std::vector<Episode> episodes =
-      WriteDataset(path, {5, 7}, R"({"env_name": "Lift"})", testing::MakeImageEpisode);
+      WriteDataset(path, {5, 7}, R"({"env_name": "Lift"})", testing::MakeBandedImageEpisode);
   const std::string out = RunPython(dir, kReadImagesScript, path);
   ASSERT_FALSE(out.empty());
   const nlohmann::json json = nlohmann::json::parse(out);
@@ -196,14 +196,14 @@ TEST(H5pyInteropTest, H5pyReadsImageKeysWrittenHere) {
     const nlohmann::json& image = json[DemoName(demo)];
     const Array& frames = episodes[demo].at("obs/agentview_image");
     EXPECT_EQ(image["dtype"], "uint8");
-    EXPECT_EQ(image["shape"], nlohmann::json::array({demo == 0 ? 5 : 7, 8, 8, 3}));
-    EXPECT_EQ(image["chunks"], nlohmann::json::array({1, 8, 8, 3}));
+    EXPECT_EQ(image["shape"], nlohmann::json::array({demo == 0 ? 5 : 7, 16, 16, 3}));
+    EXPECT_EQ(image["chunks"], nlohmann::json::array({1, 16, 16, 3}));
     EXPECT_EQ(image["compression"], "gzip");
     EXPECT_EQ(image["level"], kImageGzipLevel);
     EXPECT_EQ(image["shuffle"], false);
     const std::string bytes(frames.bytes.begin(), frames.bytes.end());
     EXPECT_EQ(image["sha256"], Sha256Hex(bytes));
-    const int64_t pixel = ((3 * 8 + 2) * 8 + 5) * 3;  // frame 3, row 2, column 5
+    const int64_t pixel = ((3 * 16 + 2) * 16 + 5) * 3;  // frame 3, row 2, column 5
     EXPECT_EQ(image["pixel_3_2_5"], nlohmann::json::array({frames.bytes[pixel], frames.bytes[pixel + 1],
                                                            frames.bytes[pixel + 2]}));
   }

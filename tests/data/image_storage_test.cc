@@ -1,5 +1,6 @@
 // Image keys (obs/<camera>_image, issue 23): names, on-disk storage (one frame per chunk,
-// deflated), reading frames back and validation errors naming the file, demo and key.
+// deflated when that halves them, else raw), reading frames back and validation errors naming
+// the file, demo and key.
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "data/hdf5_io.h"
@@ -92,23 +93,44 @@ TEST(ImageKeyTest, CheckImageFeatureSaysWhatIsWrong) {
             "uint8 [T, 8, 0, 3]: height and width must lie in 1..2048");
 }
 
-TEST(ImageStorageTest, OneFramePerChunkDeflatedWhateverTheOptions) {
-  TempDir dir;
+// Writes one episode made by `make` with float features uncompressed (gzip level 0, chunks of
+// whole episodes) and returns the file's path.
+std::string WriteUncompressedOptions(const TempDir& dir, Episode (*make)(int, int)) {
   const std::string path = dir.File("images.hdf5");
   DatasetWriter::Options options;
   options.path = path;
-  options.storage.gzip_level = 0;  // floats uncompressed, in chunks of whole episodes
+  options.storage.gzip_level = 0;
   auto writer = DatasetWriter::Create(options);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  ASSERT_TRUE((*writer)->WriteEpisode(MakeImageEpisode(10, 0)).ok());
-  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->WriteEpisode(make(10, 0)).ok());
+  EXPECT_TRUE((*writer)->Close().ok());
+  return path;
+}
 
+TEST(ImageStorageTest, OneFramePerChunkDeflatedWhateverTheOptions) {
+  TempDir dir;
+  const std::string path = WriteUncompressedOptions(dir, testing::MakeBandedImageEpisode);
   const Storage image = StorageOf(path, FeaturePath("demo_0", kImageKey));
-  EXPECT_THAT(image.chunk, ElementsAre(1, 8, 8, 3));
+  EXPECT_THAT(image.chunk, ElementsAre(1, 16, 16, 3));
   EXPECT_EQ(image.filters, (std::map<int, unsigned>{{H5Z_FILTER_DEFLATE, kImageGzipLevel}}));
   const Storage actions = StorageOf(path, FeaturePath("demo_0", "actions"));
   EXPECT_THAT(actions.chunk, ElementsAre(64, 4));
   EXPECT_TRUE(actions.filters.empty());
+}
+
+TEST(ImageStorageTest, FramesThatDeflateDoesNotHalveAreStoredRawOneFramePerChunk) {
+  TempDir dir;
+  const Episode episode = MakeImageEpisode(10, 0);
+  ASSERT_GT(h5::ShuffleDeflateRatio(episode.at(kImageKey).bytes, 1, kImageGzipLevel, 8 * 8 * 3),
+            1 - kImageMinCompressionSaving);
+  const std::string path = WriteUncompressedOptions(dir, MakeImageEpisode);
+  const Storage image = StorageOf(path, FeaturePath("demo_0", kImageKey));
+  EXPECT_THAT(image.chunk, ElementsAre(1, 8, 8, 3));
+  EXPECT_TRUE(image.filters.empty());
+  auto reader = OpenOrDie(path);
+  auto frames = reader->ReadFeature("demo_0", kImageKey);
+  ASSERT_TRUE(frames.ok()) << frames.status();
+  EXPECT_EQ(frames->bytes, episode.at(kImageKey).bytes);
 }
 
 TEST(ImageStorageTest, FramesReadBackWholeAndByRows) {

@@ -86,13 +86,38 @@ inline void AddImage(Episode* episode, const std::string& name, int height, int 
   (*episode)[name] = Array::From<uint8_t>({steps, height, width, 3}, pixels);
 }
 
+// Adds camera frames `name` in flat bands, one colour per image row that differs by step, row,
+// channel and seed, as rendered scenes have: deflate shrinks them well below half, so
+// ImageStorage() stores them deflated (AddImage's frames do not shrink, and are stored raw).
+inline void AddBandedImage(Episode* episode, const std::string& name, int height, int width, int seed) {
+  const int steps = static_cast<int>(episode->at("actions").Steps());
+  std::vector<uint8_t> pixels;
+  for (int t = 0; t < steps; ++t) {
+    for (int row = 0; row < height; ++row) {
+      for (int column = 0; column < width; ++column) {
+        for (int channel = 0; channel < 3; ++channel) {
+          pixels.push_back(static_cast<uint8_t>((seed * 53 + t * 11 + row * 29 + channel * 7) % 256));
+        }
+      }
+    }
+  }
+  (*episode)[name] = Array::From<uint8_t>({steps, height, width, 3}, pixels);
+}
+
 // The camera of MakeImageEpisode.
 inline constexpr char kImageKey[] = "obs/agentview_image";
 
-// MakeEpisode(steps, seed) with an 8x8 camera kImageKey.
+// MakeEpisode(steps, seed) with an 8x8 camera kImageKey (AddImage's frames: stored raw).
 inline Episode MakeImageEpisode(int steps, int seed) {
   Episode episode = MakeEpisode(steps, seed);
   AddImage(&episode, kImageKey, 8, 8, seed);
+  return episode;
+}
+
+// MakeEpisode(steps, seed) with a 16x16 camera kImageKey of banded frames (stored deflated).
+inline Episode MakeBandedImageEpisode(int steps, int seed) {
+  Episode episode = MakeEpisode(steps, seed);
+  AddBandedImage(&episode, kImageKey, 16, 16, seed);
   return episode;
 }
 
