@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 
 #include <zlib.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "data/frame_chunks.h"
 
@@ -310,8 +312,27 @@ absl::Status ReadRowsThroughPipeline(hid_t dataset, DType dtype, int64_t first, 
   return absl::OkStatus();
 }
 
+absl::Status CheckDeclaredSize(hid_t dataset, const DatasetShape& shape, const std::string& display) {
+  int64_t bytes = DTypeSize(shape.dtype);
+  for (int64_t dim : shape.dims) {
+    if (dim < 0 || (dim > 0 && bytes > std::numeric_limits<int64_t>::max() / dim)) {
+      return absl::DataLossError(absl::StrCat(display, ": declares a shape [", absl::StrJoin(shape.dims, ", "),
+                                              "] whose size overflows 64 bits; the file is damaged"));
+    }
+    bytes *= dim;
+  }
+  const int64_t stored = static_cast<int64_t>(H5Dget_storage_size(dataset));
+  if (bytes > kUncheckedDatasetBytes && bytes / kMaxStoredExpansion > stored) {
+    return absl::DataLossError(absl::StrCat(display, ": declares ", bytes, " bytes (shape [",
+                                            absl::StrJoin(shape.dims, ", "), "]) but stores ", stored,
+                                            ", more than deflate can expand; the file is damaged"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display) {
   ROBOLOOP_ASSIGN_OR_RETURN(DatasetShape shape, Describe(dataset, display));
+  ROBOLOOP_RETURN_IF_ERROR(CheckDeclaredSize(dataset, shape, display));
   Array array = Array::Zeros(shape.dtype, shape.dims);
   if (array.NumElements() == 0) return array;
   if (!shape.dims.empty()) {

@@ -103,7 +103,19 @@ absl::Status ReadRows(hid_t dataset, DType dtype, int64_t first, int64_t count, 
 absl::Status ReadRowsThroughPipeline(hid_t dataset, DType dtype, int64_t first, int64_t count, void* out,
                                      const std::string& display);
 
+// Deflate expands data at most 1032-fold, so a dataset whose values would take more than this
+// many times its stored bytes is damaged (or claims chunks it never wrote).
+inline constexpr int64_t kMaxStoredExpansion = 1100;
+// Datasets up to this size are read whatever they store (fill values of small unwritten ones).
+inline constexpr int64_t kUncheckedDatasetBytes = int64_t{1} << 20;
+
+// DataLoss naming `display` when `shape` (of `dataset`) overflows 64 bits in bytes, or when it
+// declares more than kUncheckedDatasetBytes and more than kMaxStoredExpansion times the bytes
+// the file stores for it: what a damaged file claims, checked before any allocation.
+absl::Status CheckDeclaredSize(hid_t dataset, const DatasetShape& shape, const std::string& display);
+
 // Reads a whole dataset into an Array of its stored dtype (through ReadRows unless rank 0).
+// Errors: CheckDeclaredSize's, and the read's.
 absl::StatusOr<Array> ReadArray(hid_t dataset, const std::string& display);
 
 // Creates a chunked dataset [0, step_shape...] with an unlimited first dimension; chunks hold

@@ -246,4 +246,52 @@ TEST(DatasetIoTest, CompressionIsUsedOnlyWhereItPays) {
 }
 
 }  // namespace
+// A chunked float32 dataset "values" of `dims` in a new file `path` with no chunk written: it
+// declares dims but stores nothing, as a damaged file's header can.
+void WriteDeclaredOnlyDataset(const std::string& path, const std::vector<hsize_t>& dims) {
+  h5::Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  ASSERT_GE(file.get(), 0);
+  h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  h5::Handle options(H5Pcreate(H5P_DATASET_CREATE));
+  const std::vector<hsize_t> chunk(dims.size(), 1);
+  H5Pset_chunk(options.get(), static_cast<int>(chunk.size()), chunk.data());
+  h5::Handle dataset(H5Dcreate2(file.get(), "values", H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT, options.get(),
+                                H5P_DEFAULT));
+  ASSERT_GE(dataset.get(), 0);
+}
+
+absl::Status ReadDeclaredOnlyDataset(const std::string& path) {
+  auto file = h5::OpenFile(path, /*writable=*/false);
+  if (!file.ok()) return file.status();
+  auto dataset = h5::OpenDataset(file->get(), "values", "values");
+  if (!dataset.ok()) return dataset.status();
+  return h5::ReadArray(dataset->get(), "damaged.hdf5: values").status();
+}
+
+TEST(ReadArrayTest, ADatasetDeclaringFarMoreThanItStoresIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string path = dir.File("damaged.hdf5");
+  WriteDeclaredOnlyDataset(path, {hsize_t{1} << 40, 4});
+  const absl::Status status = ReadDeclaredOnlyDataset(path);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(), HasSubstr("damaged.hdf5: values: declares 17592186044416 bytes (shape [1099511627776, "
+                                          "4]) but stores 0"));
+}
+
+TEST(ReadArrayTest, AShapeWhoseSizeOverflowsIsRefused) {
+  TempDir dir;
+  const std::string path = dir.File("damaged.hdf5");
+  WriteDeclaredOnlyDataset(path, {hsize_t{3689348814741910018}, 4});
+  const absl::Status status = ReadDeclaredOnlyDataset(path);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(), HasSubstr("whose size overflows 64 bits"));
+}
+
+TEST(ReadArrayTest, ASmallDatasetOfFillValuesStillReads) {
+  TempDir dir;
+  const std::string path = dir.File("small.hdf5");
+  WriteDeclaredOnlyDataset(path, {16, 4});
+  EXPECT_TRUE(ReadDeclaredOnlyDataset(path).ok());
+}
+
 }  // namespace roboloop::data
