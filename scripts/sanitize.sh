@@ -8,8 +8,10 @@
 #                                                      in build-tsan/, runs their test binaries (or the
 #                                                      named test targets)
 # Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
-# TSan needs absl and protobuf built with TSan too: with Debian's prebuilt ones it reports absl::Mutex-guarded
-# accesses as races and protobuf's map fields change layout under TSan and crash (docs/RELIABILITY.md, "Sanitizers").
+# TSan needs absl and protobuf built with TSan too (with Debian's prebuilt ones it reports absl::Mutex-guarded
+# accesses as races and protobuf's map fields change layout under TSan and crash): the thread build first builds
+# Debian's own sources of both with TSan (scripts/sanitizers/tsan-deps.sh, once, cached outside the clone), compiles
+# against them and runs with them first on the library path (docs/RELIABILITY.md, "Sanitizers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-address}"
@@ -18,16 +20,18 @@ source scripts/venv.sh
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 supp="$PWD/scripts/sanitizers"
 
-# Configures build dir $1 with sanitizers $2 (Release, line tables for readable reports).
+# Configures build dir $1 with sanitizers $2 (Release, line tables for readable reports); further arguments go
+# to cmake.
 configure() {
   local dir="$1" sanitizers="$2"
+  shift 2
   if [ -f "$dir/build.ninja" ]; then return; fi
   local cuda_args=()
   local nvcc
   nvcc="$(roboloop_nvcc)"
   if [ -n "$nvcc" ]; then cuda_args=("-DCMAKE_CUDA_COMPILER=$nvcc"); fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
-    -DROBOLOOP_SANITIZE="$sanitizers" -DROBOLOOP_VENV="$ROBOLOOP_VENV" "${cuda_args[@]}"
+    -DROBOLOOP_SANITIZE="$sanitizers" -DROBOLOOP_VENV="$ROBOLOOP_VENV" "${cuda_args[@]}" "$@"
 }
 
 # Runs the test binaries $2... of build dir $1 one after another; fails if any fails.
@@ -59,8 +63,10 @@ case "$kind" in
   thread)
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
     if [ "$#" -gt 0 ]; then tests=("$@"); fi
-    configure build-tsan thread
+    deps="$(bash scripts/sanitizers/tsan-deps.sh | tail -n 1)"
+    configure build-tsan thread -DCMAKE_PREFIX_PATH="$deps"
     ninja -C build-tsan -j "$jobs" "${tests[@]}"
+    export LD_LIBRARY_PATH="$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
     run_test_binaries build-tsan "${tests[@]}"
     ;;
