@@ -34,4 +34,11 @@ absl::StatusOr<bool> UseCudaGraph(std::optional<bool> requested, const CudaGraph
       absl::StrCat("cuda_graph: true, but the training step cannot be captured: ", why_not));
 }
 
+absl::StatusOr<std::optional<bool>> ParseCudaGraphOption(const std::string& value) {
+  if (value.empty() || value == "auto") return std::optional<bool>();
+  if (value == "on") return std::optional<bool>(true);
+  if (value == "off") return std::optional<bool>(false);
+  return absl::InvalidArgumentError(absl::StrCat("cuda_graph '", value, "' is not one of auto, on, off"));
+}
+
 }  // namespace roboloop::train

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 
@@ -28,5 +29,10 @@ struct CudaGraphSetup {
 // - true: the same, but InvalidArgument naming cuda_graph and the first condition that fails
 //   (and what to change) instead of false.
 absl::StatusOr<bool> UseCudaGraph(std::optional<bool> requested, const CudaGraphSetup& setup);
+
+// The run option cuda_graph (TrainConfig, --cuda-graph) as the trainer option: "" or "auto"
+// -> nullopt, "on" -> true, "off" -> false. InvalidArgument naming cuda_graph and the accepted
+// values otherwise.
+absl::StatusOr<std::optional<bool>> ParseCudaGraphOption(const std::string& value);
 
 }  // namespace roboloop::train

@@ -54,5 +54,15 @@ TEST(CudaGraphRuleTest, EachFailedConditionTurnsAutoOffAndOnIntoAnErrorNamingIt)
   }
 }
 
+TEST(CudaGraphRuleTest, RunOptionMapsToTheTrainerOption) {
+  EXPECT_EQ(ParseCudaGraphOption("").value(), std::nullopt);
+  EXPECT_EQ(ParseCudaGraphOption("auto").value(), std::nullopt);
+  EXPECT_EQ(ParseCudaGraphOption("on").value(), std::optional<bool>(true));
+  EXPECT_EQ(ParseCudaGraphOption("off").value(), std::optional<bool>(false));
+  const absl::StatusOr<std::optional<bool>> bad = ParseCudaGraphOption("yes");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), AllOf(HasSubstr("cuda_graph 'yes'"), HasSubstr("auto, on, off")));
+}
+
 }  // namespace
 }  // namespace roboloop::train
