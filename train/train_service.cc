@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"

@@ -47,7 +47,12 @@ void GraphedStep::WarmUp(const std::function<void()>& eager_step) {
   Order(current, side_);
   {
     const c10::cuda::CUDAStreamGuard on_side(side_);
-    eager_step();
+    try {
+      eager_step();
+    } catch (...) {
+      Order(side_, current);
+      throw;
+    }
   }
   Order(side_, current);
   ++warmups_;
