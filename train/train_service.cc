@@ -110,8 +110,8 @@ absl::StatusOr<RankPlacement> TrainServiceHandler::PlaceRanks(const v1::TrainReq
   return placement;
 }
 
-TrainJob TrainServiceHandler::JobFor(const v1::TrainRequest& request, const RankPlacement& placement,
-                                     const std::string& run_id, const std::string& config_path) const {
+TrainJob TrainServiceHandler::JobFor(const RankPlacement& placement, const std::string& run_id,
+                                     const std::string& config_path) const {
   TrainJob job;
   job.config_path = config_path;
   job.nproc_per_node = placement.ranks;
@@ -155,7 +155,7 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
   ROBOLOOP_ASSIGN_OR_RETURN(ProgressPipe pipe, MakeProgressPipe());
   ROBOLOOP_ASSIGN_OR_RETURN(
       const pid_t pid,
-      SpawnWorker(TrainJobArgv(options_.roboloop_binary, JobFor(request, placement, run_id, config_path)), dir,
+      SpawnWorker(TrainJobArgv(options_.roboloop_binary, JobFor(placement, run_id, config_path)), dir,
                   pipe.write.get()));
   pipe.write = UniqueFd();  // the worker's copies are the only writers left: their exit is EOF
 

@@ -60,9 +60,8 @@ class TrainServiceHandler {
  private:
   // How the ranks of `request` are placed on this node.
   absl::StatusOr<RankPlacement> PlaceRanks(const v1::TrainRequest& request) const;
-  // The worker's job for `request`, whose config is at `config_path`, with its ranks placed.
-  TrainJob JobFor(const v1::TrainRequest& request, const RankPlacement& placement, const std::string& run_id,
-                  const std::string& config_path) const;
+  // The worker's job for the request whose config is at `config_path`, its ranks placed so.
+  TrainJob JobFor(const RankPlacement& placement, const std::string& run_id, const std::string& config_path) const;
 
   TrainServiceOptions options_;
   absl::Mutex mu_;

@@ -131,7 +131,9 @@ TEST(CudaGraphTest, CudaGraphedRunResumesFromItsSavedState) {
   auto straight = MakeTrainer(config);
   std::vector<double> losses;
   for (int step = 0; step < 9; ++step) {
-    if (step == 5) ASSERT_TRUE(straight->Save(dir + "/p5.safetensors", dir + "/s5.pt", "{\"step\": 5}").ok());
+    if (step == 5) {
+      ASSERT_TRUE(straight->Save(dir + "/p5.safetensors", dir + "/s5.pt", "{\"step\": 5}").ok());
+    }
     auto figures = straight->Step(batches[step % 2].View(), step);
     ASSERT_TRUE(figures.ok()) << figures.status();
     losses.push_back(figures->loss);
