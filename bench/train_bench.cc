@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -618,9 +619,10 @@ absl::Status PartGpu(const TrainBenchOptions& o) {
     ROBOLOOP_ASSIGN_OR_RETURN(const double padded_seconds, TimeSteps(*sides.padded, varied, o.warmup, o.steps));
     packed_gain.push_back(padded_seconds / packed_seconds);
     if (sides.padded_graphed) {
-      ROBOLOOP_ASSIGN_OR_RETURN(const double eager_seconds, TimeSteps(*sides.padded_eager, full, o.warmup, o.steps));
-      ROBOLOOP_ASSIGN_OR_RETURN(const double graphed_seconds,
-                                TimeSteps(*sides.padded_graphed, full, o.warmup, o.steps));
+      // At least 4 untimed steps: a graphed trainer warms up for 3 and captures in the 4th.
+      const int warmup = std::max(o.warmup, 4);
+      ROBOLOOP_ASSIGN_OR_RETURN(const double eager_seconds, TimeSteps(*sides.padded_eager, full, warmup, o.steps));
+      ROBOLOOP_ASSIGN_OR_RETURN(const double graphed_seconds, TimeSteps(*sides.padded_graphed, full, warmup, o.steps));
       padded_eager.push_back(rate(eager_seconds));
       padded_graphed.push_back(rate(graphed_seconds));
     }
