@@ -125,8 +125,9 @@ class Trainer {
   void Save(const std::string& policy_path, const std::string& state_path,
             const std::string& driver_state);
   // Restores a state written by Save (bitwise), on whichever device wrote it, onto this
-  // trainer's device; returns its driver_state. Throws naming the file when it does not fit
-  // this model.
+  // trainer's device; returns its driver_state. A captured CUDA graph is dropped (it reads the
+  // replaced AdamW moments): the next steps warm up and capture anew. Throws naming the file
+  // when it does not fit this model.
   std::string LoadState(const std::string& state_path);
   // Replaces the weights with a policy file (fine-tuning); optimizer state is kept fresh.
   void LoadWeights(const std::string& policy_path);
