@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -153,11 +154,13 @@ int64_t RealTokens(const OwnedBatch& b) {
   return tokens;
 }
 
-// Where a trainer runs and in which precision (the CPU benchmark's: the CPU in float32).
+// Where a trainer runs, in which precision and whether its step is a CUDA graph (the CPU
+// benchmark's: the CPU in float32, eager).
 struct TrainerPlacement {
   std::string device = "cpu";
   std::string precision = "fp32";
   BenchShape shape = kSmallShape;
+  bool cuda_graph = false;
 };
 
 nlohmann::json TrainerConfig(int threads, bool packed, int rank, int world, int port,
@@ -171,6 +174,7 @@ nlohmann::json TrainerConfig(int threads, bool packed, int rank, int world, int 
           {"precision", placement.precision},
           {"optimizer", {{"lr", 3e-4}, {"weight_decay", 0.01}, {"total_steps", 1000}, {"clip_norm", 1.0}}},
           {"packed", packed},
+          {"cuda_graph", placement.cuda_graph},
           {"token_budget", 8192},
           {"seed", 0},
           {"threads", threads},
@@ -563,9 +567,10 @@ absl::Status PartVision(const TrainBenchOptions& o, const std::string& settings)
 
 // Part g (issue 22, req 7): `--model`'s shape on CUDA, alternating in every run ours in bf16,
 // ours in FP8 (where the GPU has it), ours packed and padded on observation-token counts drawn
-// from U[history / 4, history], the eager bf16 peer and, for the 151 M model, its torch.compile.
+// from U[history / 4, history], the eager bf16 peer and, for the 151 M model, its torch.compile;
+// with --cuda-graph on, ours padded on full histories eager and as a CUDA graph.
 struct GpuSides {
-  std::unique_ptr<train::TorchTrainer> bf16, fp8, packed, padded;
+  std::unique_ptr<train::TorchTrainer> bf16, fp8, packed, padded, padded_eager, padded_graphed;
 };
 
 absl::StatusOr<GpuSides> MakeGpuSides(const TrainBenchOptions& o, const BenchShape& shape) {
@@ -573,6 +578,11 @@ absl::StatusOr<GpuSides> MakeGpuSides(const TrainBenchOptions& o, const BenchSha
   ROBOLOOP_ASSIGN_OR_RETURN(sides.bf16, MakeTrainer(o.threads, true, 0, 1, 0, {"cuda", "bf16", shape}));
   ROBOLOOP_ASSIGN_OR_RETURN(sides.packed, MakeTrainer(o.threads, true, 0, 1, 0, {"cuda", "bf16", shape}));
   ROBOLOOP_ASSIGN_OR_RETURN(sides.padded, MakeTrainer(o.threads, false, 0, 1, 0, {"cuda", "bf16", shape}));
+  if (o.cuda_graph == "on") {
+    ROBOLOOP_ASSIGN_OR_RETURN(sides.padded_eager, MakeTrainer(o.threads, false, 0, 1, 0, {"cuda", "bf16", shape}));
+    ROBOLOOP_ASSIGN_OR_RETURN(sides.padded_graphed,
+                              MakeTrainer(o.threads, false, 0, 1, 0, {"cuda", "bf16", shape, /*cuda_graph=*/true}));
+  }
   absl::StatusOr<std::unique_ptr<train::TorchTrainer>> fp8 = MakeTrainer(o.threads, true, 0, 1, 0,
                                                                         {"cuda", "fp8", shape});
   if (fp8.ok()) {
@@ -597,7 +607,7 @@ absl::Status PartGpu(const TrainBenchOptions& o) {
   const std::vector<OwnedBatch> varied = SyntheticPool(o.batch, shape.history / 4, shape);
   const double flops = TrainingFlopsPerSample(shape, shape.history);
   const auto rate = [&o](double seconds) { return static_cast<double>(o.batch) * o.steps / seconds; };
-  std::vector<double> bf16, fp8, eager, compiled, packed_gain, mfu;
+  std::vector<double> bf16, fp8, eager, compiled, packed_gain, mfu, padded_eager, padded_graphed;
   for (int run = 0; run < o.runs; ++run) {
     ROBOLOOP_ASSIGN_OR_RETURN(const double bf16_seconds, TimeSteps(*sides.bf16, full, o.warmup, o.steps));
     bf16.push_back(rate(bf16_seconds));
@@ -608,6 +618,14 @@ absl::Status PartGpu(const TrainBenchOptions& o) {
     ROBOLOOP_ASSIGN_OR_RETURN(const double packed_seconds, TimeSteps(*sides.packed, varied, o.warmup, o.steps));
     ROBOLOOP_ASSIGN_OR_RETURN(const double padded_seconds, TimeSteps(*sides.padded, varied, o.warmup, o.steps));
     packed_gain.push_back(padded_seconds / packed_seconds);
+    if (sides.padded_graphed) {
+      // At least 4 untimed steps: a graphed trainer warms up for 3 and captures in the 4th.
+      const int warmup = std::max(o.warmup, 4);
+      ROBOLOOP_ASSIGN_OR_RETURN(const double eager_seconds, TimeSteps(*sides.padded_eager, full, warmup, o.steps));
+      ROBOLOOP_ASSIGN_OR_RETURN(const double graphed_seconds, TimeSteps(*sides.padded_graphed, full, warmup, o.steps));
+      padded_eager.push_back(rate(eager_seconds));
+      padded_graphed.push_back(rate(graphed_seconds));
+    }
     ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer, RunPeerScript(o, o.peer_script, PeerShapeArgs(shape),
                                                                        o.batch, {"bf16_gemm_tflops"}));
     eager.push_back(peer["samples_per_s"].get<double>());
@@ -634,6 +652,16 @@ absl::Status PartGpu(const TrainBenchOptions& o) {
     const Summary gain = Summarize(RatiosOf(fp8, bf16));
     std::printf("result (g) fp8 vs our bf16 %s (goal >= 1.3x: %s)\n", Range(gain, "%.2fx (%.2f-%.2f)").c_str(),
                 Goal(gain.median >= 1.3).c_str());
+  }
+  if (!padded_graphed.empty()) {
+    const Summary graph_gain = Summarize(RatiosOf(padded_graphed, padded_eager));
+    const Summary graphed_vs_peer = Summarize(RatiosOf(padded_graphed, eager));
+    std::printf("result (g) %s padded bf16, full histories: CUDA graph %s samples/s vs eager %s samples/s: %s; "
+                "graphed vs the eager bf16 peer %s (goal >= 1.0x: %s)\n",
+                o.model.c_str(), Range(Summarize(padded_graphed), "%.1f (%.1f-%.1f)").c_str(),
+                Range(Summarize(padded_eager), "%.1f (%.1f-%.1f)").c_str(),
+                Range(graph_gain, "%.2fx (%.2f-%.2f)").c_str(), Range(graphed_vs_peer, "%.2fx (%.2f-%.2f)").c_str(),
+                Goal(graphed_vs_peer.median >= 1.0).c_str());
   }
   const Summary packed = Summarize(packed_gain), utilisation = Summarize(mfu);
   std::printf("result (g) packed vs padded, observation tokens from U[%d,%d]: %s (goal >= 1.5x: %s)\n",
@@ -668,6 +696,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& options) {
   }
   if (o.model != "small" && o.model != "151m") {
     return absl::InvalidArgumentError(absl::StrCat("--model '", o.model, "' is not one of small, 151m"));
+  }
+  if (o.cuda_graph != "on" && o.cuda_graph != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--cuda-graph '", o.cuda_graph, "' is not one of on, off"));
   }
   if (o.device == "cuda") {
     if (o.runs < 1 || o.steps < 1 || o.warmup < 0 || o.batch < 1) {

@@ -15,7 +15,9 @@
 //   (g) with --device cuda (issue 22, req 7), instead of the CPU parts: --model small (the shape
 //       above) or 151m (obs 64, action 14, 64 observation + 50 action tokens, d_model 1024, 12
 //       layers, 16 heads, FFN 4096) on the GPU, alternating ours in bf16 and FP8, ours packed vs
-//       padded, and the peer with --device cuda --bf16 (eager and, for 151m, --compile).
+//       padded, and the peer with --device cuda --bf16 (eager and, for 151m, --compile); with
+//       --cuda-graph on also ours padded on full histories with the step as a CUDA graph replay
+//       against the same eager (issue 22, req 6: the gain of graphs on the launch-bound small model).
 #pragma once
 
 #include <string>
@@ -31,6 +33,7 @@ struct TrainBenchOptions {
   std::string part = "all";  // "a", "b", "c", "d", "v" or "all" (the CPU parts)
   std::string device = "cpu";  // "cpu" (parts a-v) or "cuda" (part g)
   std::string model = "small";  // part g: "small" or "151m"
+  std::string cuda_graph = "off";  // part g: "on" also times ours padded as a CUDA graph vs eager
   bool quick = false;        // smoke test: batch 32, 1 run, 2 timed steps, a small dataset
   int runs = 5;              // alternating runs per side
   int threads = 0;           // torch intra-op threads of both sides, 0 = the online cores (part d: 1 per rank)

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "cpu (parts a-v) or cuda (part g: the GPU model step)")
       ->capture_default_str();
   app.add_option("--model", options.model, "Part g: small or 151m")->capture_default_str();
+  app.add_option("--cuda-graph", options.cuda_graph,
+                 "Part g: on also times ours padded with the step as a CUDA graph vs eager (on or off)")
+      ->capture_default_str();
   app.add_flag("--quick", options.quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   app.add_option("--runs", options.runs, "Alternating runs per side")->capture_default_str();
   app.add_option("--threads", options.threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();

@@ -63,6 +63,9 @@ void AddBenchCommands(CLI::App& app, CommandRunner& runner) {
   train->add_option("--device", train_options->device, "cpu (parts a-v) or cuda (part g: the GPU model step)")
       ->capture_default_str();
   train->add_option("--model", train_options->model, "Part g: small or 151m")->capture_default_str();
+  train->add_option("--cuda-graph", train_options->cuda_graph,
+                    "Part g: on also times ours padded with the step as a CUDA graph vs eager (on or off)")
+      ->capture_default_str();
   train->add_flag("--quick", train_options->quick, "Smoke test: batch 32, 1 run, 2 timed steps");
   train->add_option("--runs", train_options->runs, "Alternating runs per side")->capture_default_str();
   train->add_option("--threads", train_options->threads, "Torch threads of both sides (0 = the online cores)")->capture_default_str();

@@ -103,7 +103,10 @@ void RunProgressPrinter::OnEvent(const StageEvent& event) {
       StageClock& clock = clocks_.try_emplace(event.stage, StageClock{now, now}).first->second;
       const std::string text = ProgressText(event, SecondsSince(clock.started));
       const bool finished = event.progress.total > 0 && event.progress.done >= event.progress.total;
-      const bool due = finished || SecondsSince(clock.last_line) >= kPlainIntervalS;
+      // A stage's first report is logged at once (a train stage's can say where its ranks run),
+      // later ones every kPlainIntervalS.
+      const bool first = clock.last_line == clock.started;
+      const bool due = first || finished || SecondsSince(clock.last_line) >= kPlainIntervalS;
       if (due) {
         clock.last_line = now;
         AppendLog(event.stage, text);

@@ -1,6 +1,7 @@
 // Live progress of a pipeline run (issue 8, req 7): one line per stage event, progress with
 // rate and ETA — redrawn in place on a terminal, plain lines at most every few seconds
-// otherwise — and every stage's events appended to its log file under the run's folder.
+// otherwise (a stage's first report at once) — and every stage's events appended to its log
+// file under the run's folder.
 #pragma once
 
 #include <chrono>

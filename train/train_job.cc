@@ -173,6 +173,11 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
   flags.push_back(Text("--fp8-scaling", "With --precision fp8: tensorwise | rowwise (CUDA only) (default tensorwise)",
                        [](const J& j) { return j.overrides.fp8_scaling(); },
                        [](J& j, const std::string& v) { j.overrides.set_fp8_scaling(v); }));
+  flags.push_back(Text("--cuda-graph",
+                       "auto | on | off: the training step as a CUDA graph replay (default auto: on one GPU "
+                       "with static shapes, e.g. --no-packing)",
+                       [](const J& j) { return j.overrides.cuda_graph(); },
+                       [](J& j, const std::string& v) { j.overrides.set_cuda_graph(v); }));
   flags.push_back(Text("--resume", "Continue the run of this checkpoint",
                        [](const J& j) { return j.overrides.resume(); },
                        [](J& j, const std::string& v) { j.overrides.set_resume(v); }));

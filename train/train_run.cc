@@ -18,6 +18,7 @@
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/checkpoint_io.h"
+#include "train/cuda_graph_rule.h"
 #include "train/dataset_features.h"
 #include "train/dataset_set.h"
 #include "train/loader.h"
@@ -65,10 +66,11 @@ absl::StatusOr<nlohmann::json> PolicyOptionsFromCheckpoint(const FetchedCheckpoi
   return options;
 }
 
-nlohmann::json TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::json& policy,
-                                 const RankInfo& rank) {
+absl::StatusOr<nlohmann::json> TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::json& policy,
+                                                 const RankInfo& rank) {
   const v1::OptimizerSpec& o = config.optimizer();
-  return {{"policy", policy},
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::optional<bool> cuda_graph, ParseCudaGraphOption(config.cuda_graph()));
+  nlohmann::json json = {{"policy", policy},
           {"optimizer",
            {{"lr", o.lr()}, {"weight_decay", o.weight_decay()}, {"warmup_steps", o.warmup_steps()},
             {"total_steps", config.steps()}, {"min_lr_ratio", o.min_lr_ratio()},
@@ -84,6 +86,8 @@ nlohmann::json TrainerConfigJson(const v1::TrainConfig& config, const nlohmann::
            {{"rank", rank.rank}, {"world_size", rank.world_size}, {"local_rank", rank.local_rank},
             {"master_addr", rank.master_addr},
             {"master_port", rank.master_port}, {"timeout_seconds", config.rendezvous_timeout_s()}}}};
+  if (cuda_graph.has_value()) json["cuda_graph"] = *cuda_graph;
+  return json;
 }
 
 // Rank 0's outputs: logs and checkpoint registration.
@@ -303,8 +307,9 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   // The resumed run's driver record fixes how its sequence is sampled, so it is read first.
   ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
   const nlohmann::json runtime_info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
-  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer,
-                            runtime->CreateTrainer(TrainerConfigJson(config, p.policy_options, options.rank).dump()));
+  ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json trainer_config,
+                            TrainerConfigJson(config, p.policy_options, options.rank));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto trainer, runtime->CreateTrainer(trainer_config.dump()));
   nlohmann::json resumed_state;
   std::optional<int64_t> resumed_block_windows;
   if (p.resume) {

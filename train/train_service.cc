@@ -10,15 +10,19 @@
 #include <cerrno>
 
 #include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "common/fs.h"
 #include "common/grpc_server_cancellation.h"
 #include "common/grpc_status.h"
 #include "common/ids.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "train/torch_runtime.h"
 #include "train/train_progress.h"
+#include "train/train_run.h"
 
 extern char** environ;
 
@@ -27,6 +31,13 @@ namespace {
 
 // The worker's descriptor of the progress pipe.
 constexpr int kProgressFd = 3;
+
+// The CUDA devices LibTorch sees in this process (the ranks' view, as they inherit its environment).
+absl::StatusOr<int> LibTorchCudaDevices() {
+  ROBOLOOP_ASSIGN_OR_RETURN(const TorchRuntime* runtime, TorchRuntime::Load());
+  const nlohmann::json info = nlohmann::json::parse(runtime->DescribeRuntime(), nullptr, false);
+  return info.is_object() ? info.value("cuda_devices", 0) : 0;
+}
 
 std::string TailOf(const std::string& path, size_t bytes) {
   absl::StatusOr<std::string> text = ReadFile(path);
@@ -86,11 +97,25 @@ absl::StatusOr<pid_t> SpawnWorker(std::vector<std::string> argv, const std::stri
 
 }  // namespace
 
-TrainJob TrainServiceHandler::JobFor(const v1::TrainRequest& request, const std::string& run_id,
+absl::StatusOr<RankPlacement> TrainServiceHandler::PlaceRanks(const v1::TrainRequest& request) const {
+  const v1::TrainConfig config = WithDefaults(request.config());
+  const int ranks = std::max(1, request.world_size());
+  const bool gpus_matter = ranks > 1 && (config.device() == "auto" || config.device() == "cuda");
+  int cuda_devices = 0;
+  if (gpus_matter) {
+    ROBOLOOP_ASSIGN_OR_RETURN(cuda_devices, options_.cuda_devices ? options_.cuda_devices() : LibTorchCudaDevices());
+  }
+  absl::StatusOr<RankPlacement> placement = PlaceLocalRanks(config.device(), ranks, config.batch_size(), cuda_devices);
+  if (!placement.ok()) return absl::InvalidArgumentError(absl::StrCat("Train: ", placement.status().message()));
+  return placement;
+}
+
+TrainJob TrainServiceHandler::JobFor(const RankPlacement& placement, const std::string& run_id,
                                      const std::string& config_path) const {
   TrainJob job;
   job.config_path = config_path;
-  job.nproc_per_node = std::max(1, request.world_size());
+  job.nproc_per_node = placement.ranks;
+  if (!placement.note.empty()) job.overrides.set_batch_size(placement.batch_size);
   job.root = options_.root;
   job.registry_address = options_.registry_address;
   job.registry_token_file = options_.registry_token_file;
@@ -108,6 +133,7 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
   if (request.config().dataset().empty() && request.config().datasets().empty()) {
     return absl::InvalidArgumentError("Train: config.dataset is required (or config.datasets)");
   }
+  ROBOLOOP_ASSIGN_OR_RETURN(const RankPlacement placement, PlaceRanks(request));
   const std::string run_id = NewUuid();
   const std::string dir = StoreLayout(options_.root).TrainingRunDir(run_id);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
@@ -117,10 +143,20 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
   }
   const std::string config_path = JoinPath(dir, "request.json");
   ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(config_path, config_json));
+  if (!placement.note.empty()) {
+    spdlog::info("training run {}: {}", run_id, placement.note);
+    v1::TrainEvent placed;
+    placed.set_run_id(run_id);
+    placed.mutable_placement()->set_ranks(placement.ranks);
+    placed.mutable_placement()->set_batch_size(placement.batch_size);
+    placed.mutable_placement()->set_note(placement.note);
+    ROBOLOOP_RETURN_IF_ERROR(write(placed));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(ProgressPipe pipe, MakeProgressPipe());
   ROBOLOOP_ASSIGN_OR_RETURN(
       const pid_t pid,
-      SpawnWorker(TrainJobArgv(options_.roboloop_binary, JobFor(request, run_id, config_path)), dir, pipe.write.get()));
+      SpawnWorker(TrainJobArgv(options_.roboloop_binary, JobFor(placement, run_id, config_path)), dir,
+                  pipe.write.get()));
   pipe.write = UniqueFd();  // the worker's copies are the only writers left: their exit is EOF
 
   common::CancellationToken run;

@@ -4,6 +4,8 @@
 // TrainJobArgv of a TrainJob (train/train_job.h), and its rank 0 streams the run's events back
 // over a pipe (train/train_progress.h). Cancelling the call or calling Cancel sends SIGTERM to
 // the run: rank 0 registers a checkpoint of the completed steps and the run can be resumed.
+// With device auto, a request for more ranks than the node has GPUs runs one rank per GPU with
+// the global batch kept (train/training_device.h PlaceLocalRanks).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +21,7 @@
 #include "common/grpc_client.h"
 #include "roboloop/v1/train.grpc.pb.h"
 #include "train/train_job.h"
+#include "train/training_device.h"
 
 namespace roboloop::train {
 
@@ -30,6 +33,9 @@ struct TrainServiceOptions {
   std::string registry_token_file;                 // its bearer token file
   std::string registry_tls_ca_file;                // PEM roots to trust for it; set = TLS
   std::string registry_tls_server_name;            // name expected in its certificate (optional)
+  // The CUDA devices the run's ranks will see; empty = LibTorch's count. Asked only for a
+  // request with device auto or cuda and more than one rank.
+  std::function<absl::StatusOr<int>()> cuda_devices;
 };
 
 // Thread-safe: any number of Train calls may run at once (each its own run).
@@ -40,7 +46,10 @@ class TrainServiceHandler {
   // Starts a run of `request` and calls `write` with each event until the run ends. Returns
   // OK when it finished; Cancelled when `cancel` (optional) was cancelled, `write` failed or
   // Cancel was called (the run's last checkpoint is in its events); the run's own error
-  // otherwise. Bad configs are reported before the run starts, naming the field.
+  // otherwise. Bad configs are reported before the run starts, naming the field, as is a
+  // request for more ranks than GPUs with device cuda, or with device auto a global batch the
+  // GPUs cannot share evenly. When the ranks are placed otherwise than asked (device auto),
+  // the first event is a Placement saying so.
   absl::Status Train(const v1::TrainRequest& request,
                      const std::function<absl::Status(const v1::TrainEvent&)>& write,
                      common::CancellationToken* cancel);
@@ -49,8 +58,10 @@ class TrainServiceHandler {
   v1::CancelTrainResponse Cancel(const v1::CancelTrainRequest& request);
 
  private:
-  // The worker's job for `request`, whose config is at `config_path`.
-  TrainJob JobFor(const v1::TrainRequest& request, const std::string& run_id, const std::string& config_path) const;
+  // How the ranks of `request` are placed on this node.
+  absl::StatusOr<RankPlacement> PlaceRanks(const v1::TrainRequest& request) const;
+  // The worker's job for the request whose config is at `config_path`, its ranks placed so.
+  TrainJob JobFor(const RankPlacement& placement, const std::string& run_id, const std::string& config_path) const;
 
   TrainServiceOptions options_;
   absl::Mutex mu_;

@@ -48,4 +48,29 @@ absl::StatusOr<TrainingDevice> ResolveTrainingDevice(const std::string& spec, in
       absl::StrCat("device '", spec, "' is not one of ", kTrainingDeviceForms));
 }
 
+absl::StatusOr<RankPlacement> PlaceLocalRanks(const std::string& spec, int ranks, int batch_size,
+                                              int cuda_devices) {
+  const RankPlacement asked{ranks, batch_size, ""};
+  if (cuda_devices >= ranks || (spec != "auto" && spec != "cuda")) return asked;
+  if (spec == "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device cuda: ", ranks, " ranks need ", ranks, " GPUs (one per rank) but LibTorch sees ", cuda_devices,
+        "; use device auto (fewer ranks, the same global batch) or fewer ranks"));
+  }
+  if (cuda_devices == 0) return asked;
+  const int64_t global = static_cast<int64_t>(ranks) * batch_size;
+  if (global % cuda_devices != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device auto: ", ranks, " ranks x batch_size ", batch_size, " = ", global,
+        " samples per step cannot be shared evenly by the ", cuda_devices,
+        " GPUs LibTorch sees; choose ranks and batch_size whose product is a multiple of ", cuda_devices));
+  }
+  const int per_rank = static_cast<int>(global / cuda_devices);
+  return RankPlacement{cuda_devices, per_rank,
+                       absl::StrCat("device auto: ", ranks, " ranks asked, ", cuda_devices,
+                                    cuda_devices == 1 ? " GPU" : " GPUs", " visible: running ", cuda_devices,
+                                    cuda_devices == 1 ? " rank" : " ranks", " of batch_size ", per_rank,
+                                    " (global batch ", global, " kept)")};
+}
+
 }  // namespace roboloop::train

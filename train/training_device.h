@@ -36,4 +36,22 @@ inline constexpr const char* kTrainingDeviceForms = "cpu, cuda, cuda:N, auto";
 absl::StatusOr<TrainingDevice> ResolveTrainingDevice(const std::string& spec, int local_rank,
                                                      int cuda_devices);
 
+// How a node runs the local ranks of a run: how many, and each one's batch.
+struct RankPlacement {
+  int ranks = 1;       // local ranks to start
+  int batch_size = 1;  // samples per rank per step
+  std::string note;    // what changed from the run's asking, for its logs; "" = nothing
+};
+
+// Places a run that asks for `ranks` local ranks of `batch_size` samples each with device `spec`
+// on a node where `cuda_devices` CUDA devices are visible:
+// - "auto" with 1 <= cuda_devices < ranks: cuda_devices ranks, one per GPU, each of
+//   batch_size x ranks / cuda_devices samples, so the global batch stays ranks x batch_size
+//   (with a note saying so); InvalidArgument naming device auto, the counts and the global
+//   batch when it does not divide evenly;
+// - "cuda" with cuda_devices < ranks: InvalidArgument naming the counts (one GPU per rank);
+// - otherwise as asked ("auto" without a GPU: the CPU, as ResolveTrainingDevice says).
+absl::StatusOr<RankPlacement> PlaceLocalRanks(const std::string& spec, int ranks, int batch_size,
+                                              int cuda_devices);
+
 }  // namespace roboloop::train

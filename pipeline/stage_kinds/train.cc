@@ -57,12 +57,15 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
   }
   request.set_world_size(std::max(1, stage.ranks()));
   const double total = static_cast<double>(stage.train().steps() > 0 ? stage.train().steps() : 1000);
-  std::string run_id, checkpoint, failure;
+  std::string run_id, checkpoint, failure, placement;
   TrainRunCanceller canceller(&services.clients().train(), context.cancel);
   absl::Status status = services.clients().train().Train(request, [&](const v1::TrainEvent& event) {
     run_id = event.run_id();
     canceller.Started(run_id);
-    if (event.has_step()) {
+    if (event.has_placement()) {
+      placement = event.placement().note();
+      context.Report(0, total, "steps", placement);
+    } else if (event.has_step()) {
       context.Report(static_cast<double>(event.step().step()), total, "steps",
                      absl::StrFormat("loss %.4g, %.0f samples/s", event.step().loss(), event.step().samples_per_s()));
     } else if (event.has_checkpoint()) {
@@ -80,7 +83,16 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
     return absl::InternalError(absl::StrCat("training run ", run_id, " ended without a checkpoint",
                                             failure.empty() ? "" : ": ", failure));
   }
-  return StageOutputs{{"checkpoint", checkpoint}, {"run", run_id}};
+  StageOutputs outputs{{"checkpoint", checkpoint}, {"run", run_id}};
+  if (!placement.empty()) outputs["placement"] = placement;
+  return outputs;
+}
+
+// "<stage>: <how its ranks were placed>" when the service placed them otherwise than asked.
+std::vector<std::string> SummarizeTrain(const v1::Stage& stage, const StageOutputs& outputs, StageServices&) {
+  auto it = outputs.find("placement");
+  if (it == outputs.end()) return {};
+  return {absl::StrCat(stage.name(), ": ", it->second)};
 }
 
 }  // namespace
@@ -89,8 +101,9 @@ StageKind TrainStageKind() {
   StageKind kind;
   kind.name = "train";
   kind.params = v1::TrainConfig::descriptor();
-  kind.outputs = {"checkpoint", "run"};
+  kind.outputs = {"checkpoint", "run", "placement"};
   kind.run = RunTrain;
+  kind.summarize = SummarizeTrain;
   return kind;
 }
 

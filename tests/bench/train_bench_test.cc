@@ -102,6 +102,9 @@ TEST(TrainBenchTest, GpuPartSettingsAreCheckedByName) {
   const testing::ProgramResult model = run({"--device", "cuda", "--model", "1b"});
   EXPECT_NE(model.exit_code, 0);
   EXPECT_THAT(model.err, HasSubstr("--model '1b' is not one of small, 151m"));
+  const testing::ProgramResult graph = run({"--device", "cuda", "--cuda-graph", "yes"});
+  EXPECT_NE(graph.exit_code, 0);
+  EXPECT_THAT(graph.err, HasSubstr("--cuda-graph 'yes' is not one of on, off"));
 }
 
 }  // namespace

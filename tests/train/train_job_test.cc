@@ -48,6 +48,7 @@ TrainJob EveryFieldSet() {
   o.set_device("cuda:1");
   o.set_precision("fp8");
   o.set_fp8_scaling("rowwise");
+  o.set_cuda_graph("off");
   o.set_resume("served@3");
   o.set_init_from("base@1");
   o.set_rendezvous_timeout_s(12.5);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/grpc_server.h"
+#include "common/status.h"
 #include "tests/util/subprocess.h"
 #include "train/train_job.h"
 #include "train/train_service.h"
@@ -144,39 +145,120 @@ TrainJob ParseAsTheCliDoes(const std::vector<std::string>& argv) {
   return job;
 }
 
-TEST(TrainServiceLaunchTest, TheWorkerCommandLineIsTheTrainJobArgv) {
-  const std::string dir = testing::MakeTempDir("train_launch");
-  const std::string fake = dir + "/fake_roboloop";
-  {
-    std::ofstream script(fake);
-    script << "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > " << dir << "/argv.txt\n";
+// A service whose worker is a script recording its command line, on a node said to have
+// `gpus` GPUs; `options` gives the rest of its settings.
+class FakeWorkerService {
+ public:
+  explicit FakeWorkerService(int gpus, TrainServiceOptions options = {})
+      : dir_(testing::MakeTempDir("train_launch")), options_(std::move(options)) {
+    const std::string fake = dir_ + "/fake_roboloop";
+    {
+      std::ofstream script(fake);
+      script << "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > " << dir_ << "/argv.txt\n";
+    }
+    ROBOLOOP_CHECK(chmod(fake.c_str(), 0755) == 0);
+    options_.roboloop_binary = fake;
+    options_.root = dir_ + "/root";
+    options_.cuda_devices = [gpus]() -> absl::StatusOr<int> { return gpus; };
+    handler_ = std::make_unique<TrainServiceHandler>(options_);
   }
-  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+
+  // Trains `request`, collecting the events the service sends itself.
+  absl::Status Train(const v1::TrainRequest& request, std::vector<v1::TrainEvent>* events) {
+    return handler_->Train(
+        request, [events](const v1::TrainEvent& e) { events->push_back(e); return absl::OkStatus(); }, nullptr);
+  }
+
+  // Trains `ranks` ranks of `batch_size` on `device`.
+  absl::Status Train(const std::string& device, int ranks, int batch_size, std::vector<v1::TrainEvent>* events) {
+    v1::TrainRequest request;
+    request.mutable_config()->set_dataset("demos@latest");
+    request.mutable_config()->set_device(device);
+    request.mutable_config()->set_batch_size(batch_size);
+    request.set_world_size(ranks);
+    return Train(request, events);
+  }
+
+  // The worker's recorded command line.
+  std::vector<std::string> Argv() const {
+    std::vector<std::string> argv;
+    std::ifstream recorded(dir_ + "/argv.txt");
+    for (std::string line; std::getline(recorded, line);) argv.push_back(line);
+    return argv;
+  }
+
+  const TrainServiceOptions& options() const { return options_; }
+
+ private:
+  std::string dir_;
+  TrainServiceOptions options_;
+  std::unique_ptr<TrainServiceHandler> handler_;
+};
+
+TEST(TrainServiceLaunchTest, TheWorkerCommandLineIsTheTrainJobArgv) {
   TrainServiceOptions options;
-  options.roboloop_binary = fake;
-  options.root = dir + "/root";
   options.registry_address = "unix:/run/registry.sock";
-  options.registry_token_file = dir + "/token";
-  TrainServiceHandler handler(options);
+  options.registry_token_file = "/etc/token";
+  FakeWorkerService service(/*gpus=*/0, options);
   v1::TrainRequest request;
   request.mutable_config()->set_dataset("demos@latest");
   request.set_world_size(2);
-  const absl::Status status = handler.Train(request, [](const v1::TrainEvent&) { return absl::OkStatus(); }, nullptr);
+  std::vector<v1::TrainEvent> events;
+  const absl::Status status = service.Train(request, &events);
   ASSERT_TRUE(status.ok()) << status;
 
-  std::vector<std::string> argv;
-  std::ifstream recorded(dir + "/argv.txt");
-  for (std::string line; std::getline(recorded, line);) argv.push_back(line);
+  const std::vector<std::string> argv = service.Argv();
   const TrainJob job = ParseAsTheCliDoes(argv);
-  EXPECT_EQ(TrainJobArgv(fake, job), argv) << "the service builds its command line with TrainJobArgv";
+  EXPECT_EQ(TrainJobArgv(service.options().roboloop_binary, job), argv)
+      << "the service builds its command line with TrainJobArgv";
   EXPECT_EQ(job.nproc_per_node, 2);
-  EXPECT_EQ(job.root, options.root);
+  EXPECT_EQ(job.root, service.options().root);
   EXPECT_EQ(job.registry_address, options.registry_address);
   EXPECT_EQ(job.registry_token_file, options.registry_token_file);
   EXPECT_FALSE(job.run_id.empty());
-  EXPECT_EQ(job.config_path, options.root + "/runs/" + job.run_id + "/request.json");
+  EXPECT_EQ(job.config_path, service.options().root + "/runs/" + job.run_id + "/request.json");
   EXPECT_GE(job.progress_fd, 3);
   EXPECT_EQ(job.exit_with_parent, getpid());
+}
+
+TEST(TrainServicePlacementTest, AutoOnFewerGpusThanRanksRunsOneRankPerGpuWithTheGlobalBatch) {
+  FakeWorkerService service(/*gpus=*/1);
+  std::vector<v1::TrainEvent> events;
+  ASSERT_TRUE(service.Train("auto", 2, 128, &events).ok());
+  const TrainJob job = ParseAsTheCliDoes(service.Argv());
+  EXPECT_EQ(job.nproc_per_node, 1);
+  EXPECT_EQ(job.overrides.batch_size(), 256);
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_TRUE(events[0].has_placement());
+  EXPECT_EQ(events[0].run_id(), job.run_id);
+  EXPECT_EQ(events[0].placement().ranks(), 1);
+  EXPECT_EQ(events[0].placement().batch_size(), 256);
+  EXPECT_THAT(events[0].placement().note(), HasSubstr("global batch 256 kept"));
+}
+
+TEST(TrainServicePlacementTest, AutoWithoutAGpuOrWithEnoughRunsTheRanksAsked) {
+  for (const int gpus : {0, 2}) {
+    FakeWorkerService service(gpus);
+    std::vector<v1::TrainEvent> events;
+    ASSERT_TRUE(service.Train("auto", 2, 128, &events).ok());
+    const TrainJob job = ParseAsTheCliDoes(service.Argv());
+    EXPECT_EQ(job.nproc_per_node, 2) << gpus << " GPUs";
+    EXPECT_EQ(job.overrides.batch_size(), 0) << gpus << " GPUs: the request's own batch_size serves";
+    EXPECT_TRUE(events.empty()) << gpus << " GPUs";
+  }
+}
+
+TEST(TrainServicePlacementTest, TooFewGpusForCudaOrAnUnevenAutoBatchIsRefusedBeforeTheRun) {
+  FakeWorkerService one_gpu(/*gpus=*/1);
+  std::vector<v1::TrainEvent> events;
+  const absl::Status cuda = one_gpu.Train("cuda", 2, 128, &events);
+  EXPECT_EQ(cuda.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(cuda.message(), HasSubstr("device cuda: 2 ranks need 2 GPUs"));
+  FakeWorkerService three_gpus(/*gpus=*/3);
+  const absl::Status uneven = three_gpus.Train("auto", 4, 127, &events);
+  EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(uneven.message(), HasSubstr("cannot be shared evenly by the 3 GPUs"));
+  EXPECT_TRUE(events.empty());
 }
 
 }  // namespace

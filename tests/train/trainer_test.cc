@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "tests/util/subprocess.h"
+#include "tests/train/trainer_batches.h"
 #include "train/safetensors.h"
 #include "train/torch_runtime.h"
 
@@ -21,49 +21,14 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-const TorchRuntime& Runtime() {
-  absl::StatusOr<const TorchRuntime*> runtime = TorchRuntime::Load();
-  ROBOLOOP_CHECK_MSG(runtime.ok(), runtime.status().ToString());
-  return **runtime;
-}
-
-constexpr int kObs = 5, kAct = 2, kHistory = 4, kChunk = 3;
-
-// A batch with mixed history lengths and padded action steps; the first `full_histories`
-// samples have every history slot real.
-struct OwnedBatch {
-  int batch = 0;
-  std::vector<float> obs, actions;
-  std::vector<int32_t> history_length;
-  std::vector<uint8_t> valid;
-
-  explicit OwnedBatch(int n, uint32_t seed, int full_histories = 0) : batch(n) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal;
-    for (int i = 0; i < n * kHistory * kObs; ++i) obs.push_back(normal(rng));
-    for (int i = 0; i < n * kChunk * kAct; ++i) actions.push_back(normal(rng));
-    for (int b = 0; b < n; ++b) {
-      history_length.push_back(b < full_histories ? kHistory : 1 + b % kHistory);
-      for (int c = 0; c < kChunk; ++c) valid.push_back(c <= (b % kChunk) ? 1 : 0);
-    }
-  }
-
-  RoboloopTrainBatch View() const {
-    return RoboloopTrainBatch{batch, kHistory, kChunk, kObs, kAct, obs.data(),
-                              history_length.data(), actions.data(), valid.data(), 0, nullptr};
-  }
-};
-
-nlohmann::json Policy(const std::string& kind, bool flow = false) {
-  nlohmann::json policy = {{"kind", kind}, {"obs_dim", kObs}, {"action_dim", kAct},
-                           {"history", kHistory}, {"chunk", kChunk}};
-  if (kind == "mlp") {
-    policy["hidden"] = {16, 16};
-  } else {
-    policy.update({{"d_model", 16}, {"layers", 2}, {"heads", 2}, {"ffn", 32}, {"flow_matching", flow}});
-  }
-  return policy;
-}
+using trainer_testing::CudaDevices;
+using trainer_testing::kAct;
+using trainer_testing::kChunk;
+using trainer_testing::kHistory;
+using trainer_testing::kObs;
+using trainer_testing::OwnedBatch;
+using trainer_testing::Policy;
+using trainer_testing::Runtime;
 
 std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool packed = true,
                                           int token_budget = 8192,
@@ -355,10 +320,6 @@ TEST(TrainerTest, BadConfigsAreClearErrors) {
 }
 
 // CUDA devices LibTorch sees (0 with Debian's CPU-only LibTorch).
-int CudaDevices() {
-  return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0);
-}
-
 TEST(TrainerTest, DeviceOptionIsCheckedWhenTheTrainerIsCreated) {
   nlohmann::json config = {{"policy", Policy("mlp")}, {"device", "tpu"}};
   EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace roboloop::train {
 namespace {
 
@@ -54,6 +56,54 @@ TEST(TrainingDeviceTest, MalformedSpecsListTheAcceptedForms) {
     EXPECT_THAT(status.message(), AllOf(HasSubstr("'" + spec + "'"), HasSubstr("cpu, cuda, cuda:N, auto")))
         << spec;
   }
+}
+
+std::string Placed(const std::string& spec, int ranks, int batch_size, int cuda_devices) {
+  absl::StatusOr<RankPlacement> placed = PlaceLocalRanks(spec, ranks, batch_size, cuda_devices);
+  return placed.ok() ? absl::StrCat(placed->ranks, "x", placed->batch_size) : "error";
+}
+
+TEST(TrainingDeviceTest, AutoWithoutAGpuRunsTheRanksAskedForOnTheCpu) {
+  EXPECT_EQ(Placed("auto", 2, 128, 0), "2x128");
+  EXPECT_EQ(PlaceLocalRanks("auto", 2, 128, 0)->note, "");
+}
+
+TEST(TrainingDeviceTest, AutoWithEnoughGpusRunsTheRanksAskedFor) {
+  EXPECT_EQ(Placed("auto", 2, 128, 2), "2x128");
+  EXPECT_EQ(Placed("auto", 2, 128, 8), "2x128");
+  EXPECT_EQ(PlaceLocalRanks("auto", 2, 128, 8)->note, "");
+}
+
+TEST(TrainingDeviceTest, AutoWithFewerGpusThanRanksKeepsTheGlobalBatchOnOneRankPerGpu) {
+  EXPECT_EQ(Placed("auto", 2, 128, 1), "1x256");
+  EXPECT_EQ(Placed("auto", 4, 100, 2), "2x200");
+  EXPECT_EQ(Placed("auto", 8, 3, 6), "6x4");
+  EXPECT_THAT(PlaceLocalRanks("auto", 2, 128, 1)->note,
+              AllOf(HasSubstr("device auto: 2 ranks asked, 1 GPU visible"), HasSubstr("1 rank of batch_size 256"),
+                    HasSubstr("global batch 256 kept")));
+}
+
+TEST(TrainingDeviceTest, AutoWithAGlobalBatchTheGpusCannotShareIsAnErrorNamingTheCounts) {
+  const absl::Status uneven = PlaceLocalRanks("auto", 4, 127, 3).status();
+  EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(uneven.message(), AllOf(HasSubstr("device auto"), HasSubstr("4 ranks x batch_size 127 = 508"),
+                                      HasSubstr("3 GPUs"), HasSubstr("multiple of 3")));
+}
+
+TEST(TrainingDeviceTest, CudaWithFewerGpusThanRanksIsAnErrorNamingTheCounts) {
+  EXPECT_EQ(Placed("cuda", 2, 128, 2), "2x128");
+  for (const int gpus : {0, 1}) {
+    const absl::Status status = PlaceLocalRanks("cuda", 2, 128, gpus).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), AllOf(HasSubstr("device cuda: 2 ranks need 2 GPUs"),
+                                        HasSubstr("LibTorch sees " + std::to_string(gpus))));
+  }
+}
+
+TEST(TrainingDeviceTest, OtherDevicesRunTheRanksAskedFor) {
+  EXPECT_EQ(Placed("cpu", 4, 64, 1), "4x64");
+  EXPECT_EQ(Placed("", 4, 64, 0), "4x64");
+  EXPECT_EQ(Placed("cuda:0", 2, 64, 1), "2x64");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "train/cuda_graph_rule.h"
 #include "train/safetensors.h"
 #include "train/torch/fp8_linear.h"
 #include "train/torch/fused_adamw.h"
@@ -117,6 +118,42 @@ class Bf16Autocast {
   bool enabled_;
 };
 
+// Autocast's cache of cast weights off while alive: a graph captured with it would keep reading
+// casts made outside the graph (as torch.cuda.graph requires, autocast(cache_enabled=False)).
+class AutocastCacheOff {
+ public:
+  AutocastCacheOff() : previous_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(previous_); }
+  AutocastCacheOff(const AutocastCacheOff&) = delete;
+  AutocastCacheOff& operator=(const AutocastCacheOff&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Throws NonFiniteLoss naming `step` when `value` (the step's `what`) is NaN or Inf.
+void ThrowIfNotFinite(const char* what, double value, int64_t step) {
+  if (std::isfinite(value)) return;
+  throw NonFiniteLoss("step " + std::to_string(step) + ": the " + what + " is " + std::to_string(value) +
+                      "; no update applied");
+}
+
+// Whether `config` trains with its step captured in a CUDA graph; throws naming cuda_graph
+// when it asks for one that cannot be had.
+bool UsesCudaGraph(const TrainerConfig& config) {
+  CudaGraphSetup setup;
+  setup.cuda = config.device.is_cuda();
+  setup.world_size = config.distributed.world_size;
+  setup.packed_attention = config.packed && config.policy.kind == "transformer";
+  setup.cameras = ParseImageEncoderOptions(config.policy.options).image_bytes() > 0;
+  setup.fused_adamw = config.optimizer.fused.value_or(config.device.is_cuda());
+  const absl::StatusOr<bool> graphed = UseCudaGraph(config.cuda_graph, setup);
+  TORCH_CHECK(graphed.ok(), "trainer option ", graphed.status().message());
+  return *graphed;
+}
+
 // A step allocates and frees the same activation and gradient buffers (up to ~13 MB each at
 // batch 256). glibc would serve each from a fresh mmap, or trim it from the heap on free, so
 // every step faulted in ~200 MB of new zeroed pages (a fifth of the step's time). Serving them
@@ -137,6 +174,7 @@ TrainerConfig ParseTrainerConfig(const nlohmann::json& json) {
   config.optimizer = ParseOptimizer(json.value("optimizer", nlohmann::json::object()));
   config.precision = ParsePrecisionOptions(json);
   config.packed = Get(json, "packed", config.packed);
+  if (json.contains("cuda_graph")) config.cuda_graph = Get(json, "cuda_graph", false);
   config.token_budget = Get(json, "token_budget", config.token_budget);
   config.seed = Get(json, "seed", config.seed);
   config.threads = Get(json, "threads", config.threads);
@@ -160,6 +198,7 @@ std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   if (config.threads > 0) at::set_num_threads(config.threads);
   KeepStepBuffersResident();
   CheckTrainingSetup(config.policy, config.precision, config.device);
+  const bool graphed = UsesCudaGraph(config);
   std::unique_ptr<Trainer> trainer(new Trainer(config));
   torch::manual_seed(config.seed);
   trainer->model_ = MakePolicyModel(config.policy);
@@ -168,6 +207,7 @@ std::unique_ptr<Trainer> Trainer::Create(const TrainerConfig& config) {
   } catch (const c10::OutOfMemoryError& e) {
     trainer->ThrowOutOfMemory(e, "while the model and the optimizer were set up", 0);
   }
+  if (graphed) trainer->graph_ = trainer->MakeGraphedStep();
   return trainer;
 }
 
@@ -270,8 +310,21 @@ StepFigures Trainer::Step(const BatchArrays& b, int64_t step) {
 
 StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
   const PolicyInputs inputs = Inputs(b, step);
-  const LossOptions loss_options =
-      LossSettings(StepGenerator(config_.seed, config_.distributed.rank, step), /*augment=*/true);
+  torch::Generator generator = StepGenerator(config_.seed, config_.distributed.rank, step);
+  if (!graph_) return EagerStep(inputs, std::move(generator), LossNoise(), step);
+  // Drawn ahead in every case, so that graphed and eager steps consume the same noise.
+  const LossNoise noise = model_->DrawLossNoise(b.batch, generator);
+  if (graph_->Takes(inputs, noise)) return ReplayStep(inputs, noise, step);
+  if (graph_->WarmedUp()) return EagerStep(inputs, std::move(generator), noise, step);  // other shapes
+  StepFigures figures;
+  graph_->WarmUp([&] { figures = EagerStep(inputs, generator, noise, step); });
+  return figures;
+}
+
+StepFigures Trainer::EagerStep(const PolicyInputs& inputs, torch::Generator generator, const LossNoise& noise,
+                               int64_t step) {
+  LossOptions loss_options = LossSettings(std::move(generator), /*augment=*/true);
+  loss_options.noise = noise;
   const torch::Device& device = config_.device;
   model_->train();
   optimizer_->zero_grad();
@@ -283,18 +336,12 @@ StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
   }
   StepFigures figures;
   figures.loss = group_ ? AllReduceMean(*group_, loss.item<double>(), device) : loss.item<double>();
-  if (!std::isfinite(figures.loss)) {
-    throw NonFiniteLoss("step " + std::to_string(step) + ": the loss is " +
-                        std::to_string(figures.loss) + "; no update applied");
-  }
+  ThrowIfNotFinite("loss", figures.loss, step);
   loss.backward();
   if (gradients_) gradients_->Average();
   const double max_norm = config_.optimizer.clip_norm > 0 ? config_.optimizer.clip_norm : INFINITY;
   figures.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, max_norm);
-  if (!std::isfinite(figures.grad_norm)) {
-    throw NonFiniteLoss("step " + std::to_string(step) + ": the gradient norm is " +
-                        std::to_string(figures.grad_norm) + "; no update applied");
-  }
+  ThrowIfNotFinite("gradient norm", figures.grad_norm, step);
   figures.lr = LearningRate(step);
   for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(figures.lr);
@@ -302,6 +349,59 @@ StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
   optimizer_->step();
   UpdateEma();
   return figures;
+}
+
+StepFigures Trainer::ReplayStep(const PolicyInputs& inputs, const LossNoise& noise, int64_t step) {
+  auto& adamw = static_cast<FusedAdamW&>(*optimizer_);  // UsesCudaGraph requires the fused AdamW
+  StepFigures figures;
+  figures.lr = LearningRate(step);
+  const ReplayedFigures replayed = graph_->Replay(inputs, noise, figures.lr, adamw.SharedStepCount() + 1);
+  figures.loss = replayed.loss;
+  figures.grad_norm = replayed.grad_norm;
+  ThrowIfNotFinite("loss", figures.loss, step);
+  ThrowIfNotFinite("gradient norm", figures.grad_norm, step);
+  adamw.AdvanceStepCounts();
+  return figures;
+}
+
+// The eager step's computations, as tensors: clip_grad_norm_'s operations without its host
+// read of the norm, and the update and the EMA made conditional on the device, so that
+// graphed and eager steps compute the same values.
+torch::Tensor Trainer::CapturableTrainingStep(const PolicyInputs& inputs, const LossNoise& noise,
+                                              const torch::Tensor& lr, const torch::Tensor& count) {
+  // Nothing draws from it: the noise is given and graphed policies have no cameras.
+  LossOptions loss_options = LossSettings(at::make_generator<at::CPUGeneratorImpl>(), /*augment=*/true);
+  loss_options.noise = noise;
+  model_->train();
+  optimizer_->zero_grad();  // the backward then writes gradients into the graph's pool
+  torch::Tensor loss;
+  {
+    const AutocastCacheOff no_cache;
+    const Bf16Autocast autocast(UsesBf16Autocast(config_.precision.precision), config_.device);
+    const Fp8LinearScope fp8(Fp8Linears());
+    loss = model_->Loss(inputs, loss_options);
+  }
+  loss.backward();
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  for (const torch::Tensor& p : parameters_) norms.push_back(p.grad().norm(2.0));
+  const torch::Tensor grad_norm = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2.0);
+  const double max_norm = config_.optimizer.clip_norm > 0 ? config_.optimizer.clip_norm : INFINITY;
+  const torch::Tensor clip = torch::clamp(max_norm / (grad_norm + 1e-6), std::nullopt, 1.0);
+  for (const torch::Tensor& p : parameters_) p.grad().mul_(clip);
+  const torch::Tensor finite = torch::isfinite(loss.detach()).logical_and(torch::isfinite(grad_norm));
+  static_cast<FusedAdamW&>(*optimizer_).StepOnDevice(lr, count, finite.logical_not().to(torch::kFloat));
+  const double decay = config_.optimizer.ema_decay;
+  for (size_t i = 0; i < ema_.size(); ++i) {
+    ema_[i].copy_(torch::where(finite, ema_[i].mul(decay).add(parameters_[i], 1.0 - decay), ema_[i]));
+  }
+  return torch::stack({loss.detach().to(torch::kFloat), grad_norm.to(torch::kFloat)});
+}
+
+std::unique_ptr<GraphedStep> Trainer::MakeGraphedStep() {
+  return std::make_unique<GraphedStep>(
+      config_.device, [this](const PolicyInputs& inputs, const LossNoise& noise, const torch::Tensor& lr,
+                             const torch::Tensor& count) { return CapturableTrainingStep(inputs, noise, lr, count); });
 }
 
 double Trainer::ValidationLoss(const BatchArrays& b, int64_t step) {
@@ -359,6 +459,8 @@ std::string Trainer::LoadState(const std::string& state_path) {
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, state_path, ": not a trainer state file: ", e.what_without_backtrace());
   }
+  // The optimizer's moments are replaced below: a graph reading the old ones is dropped first.
+  if (graph_) graph_ = MakeGraphedStep();
   torch::NoGradGuard no_grad;
   for (size_t p = 0; p < parameters_.size(); ++p) {
     torch::Tensor saved;

@@ -1,7 +1,8 @@
 // The training step behind the ABI-3 trainer handle (issue 6, req 4-6): a policy module,
 // AdamW (fused on CUDA) with a warm-up + cosine schedule, gradient clipping, bf16 or FP8 mixed
 // precision over float32 master weights, optional EMA, gradient averaging across ranks, and exact
-// save/restore of everything a resume needs.
+// save/restore of everything a resume needs. On one GPU with static shapes the step runs as a
+// CUDA graph replay (graphed_step.h).
 // Inside libroboloop_torch.so; the torch-free driver (train/trainer.h) owns the loop.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "train/torch/device_batches.h"
 #include "train/torch/distributed.h"
+#include "train/torch/graphed_step.h"
 #include "train/torch/policy/policy_model.h"
 #include "train/torch/precision.h"
 
@@ -41,6 +43,8 @@ struct TrainerConfig {
   OptimizerOptions optimizer;    // optimisation
   PrecisionOptions precision;    // fp32, bf16 or fp8 forward (precision.h)
   bool packed = true;            // transformer: packed varlen sequences (false = padded)
+  std::optional<bool> cuda_graph;  // capture the step in a CUDA graph; unset = where
+                                   // train/cuda_graph_rule.h allows it (auto)
   int64_t token_budget = 8192;   // transformer, packed: tokens per attention call
   uint64_t seed = 0;             // weight init and per-step noise
   int threads = 0;               // torch intra-op threads; 0 = leave as is
@@ -48,8 +52,8 @@ struct TrainerConfig {
   DistributedOptions distributed;  // rank, world, rendezvous
 };
 
-// Parses {policy, optimizer, precision, fp8_scaling, packed, token_budget, seed, threads, device,
-// distributed} (optimizer.bf16: true is the older spelling of precision: bf16).
+// Parses {policy, optimizer, precision, fp8_scaling, packed, cuda_graph, token_budget, seed,
+// threads, device, distributed} (optimizer.bf16: true is the older spelling of precision: bf16).
 // `device` takes the forms of train/training_device.h (default cpu), resolved with
 // distributed.local_rank against the GPUs LibTorch sees; distributed.backend defaults to the
 // device's (gloo on the CPU, nccl on CUDA). Throws naming the key at fault, or the device
@@ -82,7 +86,8 @@ struct NonFiniteLoss : std::runtime_error {
 // One replica of a data-parallel job. Not thread-safe.
 class Trainer {
  public:
-  // Checks that the device can train this policy at this precision (startup_checks.h), builds
+  // Checks that the device can train this policy at this precision (startup_checks.h) and that
+  // cuda_graph: true can be honoured (train/cuda_graph_rule.h, naming the reason), builds
   // the model (seeded, on the CPU, so every device starts from the same weights), moves it to
   // the configured device, builds the optimizer and, for world_size > 1, joins the process group
   // and broadcasts rank 0's weights. Throws c10::Error on bad config, a device that cannot run
@@ -95,6 +100,10 @@ class Trainer {
   // on the CPU whatever the device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
   // step when the loss or gradient norm is not finite (no update applied on any rank), and
   // c10::Error naming the device and the model size when the first step runs out of memory.
+  // With a CUDA graph the figures and the contract are the same: the first
+  // GraphedStep::kWarmupSteps steps run eagerly, later ones replay the graph, whose update is
+  // skipped on the device when the loss or the gradient norm is not finite (NonFiniteLoss is
+  // thrown after the replay); a batch of other shapes than the captured one runs eagerly.
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
   // Starts moving `batch`, the batch Step will take at global step `step`, to the device, so
@@ -116,8 +125,9 @@ class Trainer {
   void Save(const std::string& policy_path, const std::string& state_path,
             const std::string& driver_state);
   // Restores a state written by Save (bitwise), on whichever device wrote it, onto this
-  // trainer's device; returns its driver_state. Throws naming the file when it does not fit
-  // this model.
+  // trainer's device; returns its driver_state. A captured CUDA graph is dropped (it reads the
+  // replaced AdamW moments): the next steps warm up and capture anew. Throws naming the file
+  // when it does not fit this model.
   std::string LoadState(const std::string& state_path);
   // Replaces the weights with a policy file (fine-tuning); optimizer state is kept fresh.
   void LoadWeights(const std::string& policy_path);
@@ -132,6 +142,16 @@ class Trainer {
   void SetUp();
   // Step's work (Step adds the out-of-memory message of the first step).
   StepFigures TakeStep(const BatchArrays& batch, int64_t step);
+  // The step taken eagerly, drawing its noise from `generator` unless `noise` holds it.
+  StepFigures EagerStep(const PolicyInputs& inputs, torch::Generator generator, const LossNoise& noise,
+                        int64_t step);
+  // The step as a replay of graph_ (capturing it first when it is not yet).
+  StepFigures ReplayStep(const PolicyInputs& inputs, const LossNoise& noise, int64_t step);
+  // The step graph_ captures (graphed_step.h CapturableStep).
+  torch::Tensor CapturableTrainingStep(const PolicyInputs& inputs, const LossNoise& noise, const torch::Tensor& lr,
+                                       const torch::Tensor& count);
+  // A fresh graph of this trainer's step (warm-up and capture still to come).
+  std::unique_ptr<GraphedStep> MakeGraphedStep();
   // Rethrows a start-up out-of-memory error as one naming the device, the model size and the
   // settings that need less memory.
   [[noreturn]] void ThrowOutOfMemory(const c10::OutOfMemoryError& error, const std::string& phase,
@@ -155,6 +175,7 @@ class Trainer {
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<GradientAverager> gradients_;
   std::unique_ptr<CudaBatchStaging> staging_;  // CUDA devices only
+  std::unique_ptr<GraphedStep> graph_;         // where the step runs as a CUDA graph
   int64_t steps_taken_ = 0;  // Step calls on this trainer
 };
 

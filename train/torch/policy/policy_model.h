@@ -22,6 +22,13 @@ struct PolicyInputs {
                                  // observation step (docs/vision.md); undefined without cameras
 };
 
+// The random draws of a loss that can be made before it runs (PolicyModel::DrawLossNoise), so
+// that the loss itself draws nothing from the host (a CUDA graph captures it).
+struct LossNoise {
+  torch::Tensor flow_noise;  // flow matching: standard normal [batch, chunk, action_dim]
+  torch::Tensor flow_times;  // flow matching: uniform [0, 1) [batch]
+};
+
 // How the loss is computed.
 struct LossOptions {
   bool packed = true;            // transformer: packed varlen attention; false = padded + mask
@@ -29,6 +36,8 @@ struct LossOptions {
   torch::Generator generator;    // CPU source of flow-matching noise and times and of the
                                  // image augmentation's shifts (must be defined)
   bool augment = false;          // random-shift the frames (training steps only)
+  LossNoise noise;               // drawn ahead, on the inputs' device; undefined tensors:
+                                 // Loss draws them from `generator` itself
 };
 
 // A policy network. Loss and Act may be called from one thread at a time.
@@ -38,6 +47,11 @@ class PolicyModel : public torch::nn::Module {
   // valid action entries (so that splitting a batch across ranks and averaging gives the
   // same value as the whole batch).
   virtual torch::Tensor Loss(const PolicyInputs& inputs, const LossOptions& options) = 0;
+  // What Loss draws from its generator for `batch` windows, besides the frames' random shifts,
+  // drawn from `generator` in Loss's order: Loss with these as LossOptions::noise computes
+  // what Loss drawing from a generator in the same state computes. Empty for a policy that
+  // draws nothing (the default).
+  virtual LossNoise DrawLossNoise(int64_t batch, torch::Generator generator) const;
   // Normalised action chunks [batch, chunk, action_dim] for `obs`, `history_length` and
   // `images` (as in PolicyInputs; undefined for a policy without cameras). Records no autograd
   // history. Under a kernels::BatchInvariantScope each output row depends only on its own

@@ -18,6 +18,8 @@ const std::map<std::string, PolicyModelFactory>& PolicyModelFactories() {
 
 }  // namespace
 
+LossNoise PolicyModel::DrawLossNoise(int64_t, torch::Generator) const { return {}; }
+
 std::shared_ptr<PolicyModel> MakePolicyModel(const PolicyConfig& config) {
   auto factory = PolicyModelFactories().find(config.kind);
   TORCH_CHECK(factory != PolicyModelFactories().end(), "policy kind '", config.kind,

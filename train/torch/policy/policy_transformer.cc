@@ -177,13 +177,22 @@ class TransformerModel : public PolicyModel {
     // noise and times are drawn on the CPU generator and moved, so every device draws the same.
     const int64_t batch = inputs.obs.size(0);
     const torch::Device device = inputs.actions.device();
-    torch::Generator generator = options.generator;
-    const torch::Tensor noise = torch::randn(inputs.actions.sizes(), generator, torch::kFloat).to(device);
-    const torch::Tensor t = torch::rand({batch}, generator, torch::kFloat).to(device);
+    const LossNoise drawn =
+        options.noise.flow_noise.defined() ? options.noise : DrawLossNoise(batch, options.generator);
+    const torch::Tensor noise = drawn.flow_noise.to(device);
+    const torch::Tensor t = drawn.flow_times.to(device);
     const torch::Tensor tt = t.view({batch, 1, 1});
     const torch::Tensor x_t = (1.0 - tt) * noise + tt * inputs.actions;
     return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, cameras, FlowQueries(x_t, t), options),
                            inputs.actions - noise, inputs.action_valid);
+  }
+
+  LossNoise DrawLossNoise(int64_t batch, torch::Generator generator) const override {
+    if (!options_.flow_matching) return {};
+    LossNoise drawn;
+    drawn.flow_noise = torch::randn({batch, config_.chunk, config_.action_dim}, generator, torch::kFloat);
+    drawn.flow_times = torch::rand({batch}, generator, torch::kFloat);
+    return drawn;
   }
 
   torch::Tensor Act(const torch::Tensor& obs, const torch::Tensor& history_length,

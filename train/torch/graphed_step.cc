@@ -1,0 +1,111 @@
+// Capture and replay of the training step.
+#include "train/torch/graphed_step.h"
+
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace roboloop::train {
+namespace {
+
+// A copy of `t` on `device` to serve as a static buffer; undefined stays undefined.
+torch::Tensor StaticCopy(const torch::Tensor& t, const torch::Device& device) {
+  return t.defined() ? torch::empty(t.sizes(), t.options().device(device)).copy_(t) : torch::Tensor();
+}
+
+void CopyInto(torch::Tensor& buffer, const torch::Tensor& source) {
+  if (buffer.defined()) buffer.copy_(source);
+}
+
+bool SameShape(const torch::Tensor& buffer, const torch::Tensor& t) {
+  return buffer.defined() == t.defined() && (!t.defined() || buffer.sizes() == t.sizes());
+}
+
+// Makes `later` wait for the work queued on `earlier` so far.
+void Order(const c10::cuda::CUDAStream& earlier, const c10::cuda::CUDAStream& later) {
+  c10::cuda::CUDAEvent done;
+  done.record(earlier);
+  done.block(later);
+}
+
+}  // namespace
+
+GraphedStep::GraphedStep(const torch::Device& device, CapturableStep step)
+    : device_(device), step_(std::move(step)), side_(c10::cuda::getStreamFromPool(false, device.index())) {
+  host_scalars_ = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+  scalars_ = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+}
+
+bool GraphedStep::Takes(const PolicyInputs& inputs, const LossNoise& noise) const {
+  if (!WarmedUp()) return false;
+  if (!captured_) return true;
+  return SameShape(inputs_.obs, inputs.obs) && SameShape(inputs_.actions, inputs.actions) &&
+         SameShape(noise_.flow_noise, noise.flow_noise);
+}
+
+void GraphedStep::WarmUp(const std::function<void()>& eager_step) {
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
+  Order(current, side_);
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side_);
+    try {
+      eager_step();
+    } catch (...) {
+      Order(side_, current);
+      throw;
+    }
+  }
+  Order(side_, current);
+  ++warmups_;
+}
+
+ReplayedFigures GraphedStep::Replay(const PolicyInputs& inputs, const LossNoise& noise, double lr, int64_t count) {
+  TORCH_CHECK(Takes(inputs, noise), "GraphedStep::Replay: the step is not captured for these shapes");
+  if (!captured_) {
+    inputs_.obs = StaticCopy(inputs.obs, device_);
+    inputs_.history_length = StaticCopy(inputs.history_length, device_);
+    inputs_.actions = StaticCopy(inputs.actions, device_);
+    inputs_.action_valid = StaticCopy(inputs.action_valid, device_);
+    noise_.flow_noise = StaticCopy(noise.flow_noise, device_);
+    noise_.flow_times = StaticCopy(noise.flow_times, device_);
+  } else {
+    CopyInto(inputs_.obs, inputs.obs);
+    CopyInto(inputs_.history_length, inputs.history_length);
+    CopyInto(inputs_.actions, inputs.actions);
+    CopyInto(inputs_.action_valid, inputs.action_valid);
+    CopyInto(noise_.flow_noise, noise.flow_noise);
+    CopyInto(noise_.flow_times, noise.flow_times);
+  }
+  // The previous replay's read-back waited for its scalars' copy: the pinned buffer is free.
+  float* host = host_scalars_.data_ptr<float>();
+  host[0] = static_cast<float>(lr);
+  host[1] = static_cast<float>(count);
+  scalars_.copy_(host_scalars_, /*non_blocking=*/true);
+  if (!captured_) Capture();
+  graph_.replay();
+  const torch::Tensor figures = figures_.cpu();
+  return ReplayedFigures{figures[0].item<double>(), figures[1].item<double>()};
+}
+
+void GraphedStep::Capture() {
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
+  Order(current, side_);
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side_);
+    graph_.capture_begin();  // a private memory pool
+    try {
+      figures_ = step_(inputs_, noise_, scalars_[0], scalars_[1]);
+    } catch (const std::exception& e) {
+      try {
+        graph_.capture_end();  // ends the stream's capture; fails on the invalidated graph
+      } catch (const c10::Error&) {
+      }
+      TORCH_CHECK(false, "capturing the training step in a CUDA graph failed (train with cuda_graph: false): ",
+                  e.what());
+    }
+    graph_.capture_end();
+  }
+  Order(side_, current);
+  captured_ = true;
+}
+
+}  // namespace roboloop::train

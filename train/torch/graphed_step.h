@@ -1,0 +1,81 @@
+// The training step as a CUDA graph replay (issue 22, req 6). At the default policy size a
+// step is a few hundred small kernels and the GPU waits for the host to launch them; a graph
+// launches the whole step (forward, backward, clipping, the fused AdamW update, EMA) at once.
+// As torch.cuda.graph does: warm-up steps on a side stream, then one capture into a private
+// memory pool, then replays; each replay reads static device buffers that the step's inputs,
+// noise, learning rate and AdamW step count are copied into first. Used only where the rule of
+// train/cuda_graph_rule.h allows. Inside libroboloop_torch.so.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include "train/torch/policy/policy_model.h"
+
+namespace roboloop::train {
+
+// The part of a step a graph captures: the loss of `inputs` with `noise`, backward, clipping,
+// and an update with learning rate `lr` and AdamW step count `count` (float32 0-d device
+// tensors) that is applied only where both the loss and the gradient norm are finite. Returns
+// float32 [2] on the device: {loss, gradient norm before clipping}. Must neither synchronise
+// with the host nor change shapes from call to call.
+using CapturableStep = std::function<torch::Tensor(const PolicyInputs& inputs, const LossNoise& noise,
+                                                   const torch::Tensor& lr, const torch::Tensor& count)>;
+
+// A step's figures as a replay leaves them.
+struct ReplayedFigures {
+  double loss = 0;       // the loss before the update
+  double grad_norm = 0;  // the gradient norm before clipping
+};
+
+// The graph of one trainer's step on one CUDA device. Not thread-safe.
+class GraphedStep {
+ public:
+  // Eager steps (WarmUp) taken before the capture: they initialise the kernels' lazy state,
+  // cuBLAS workspaces and the optimizer's moments outside the graph's pool.
+  static constexpr int kWarmupSteps = 3;
+
+  // Captures `step` (on first Replay) on `device`.
+  GraphedStep(const torch::Device& device, CapturableStep step);
+  GraphedStep(const GraphedStep&) = delete;
+  GraphedStep& operator=(const GraphedStep&) = delete;
+
+  // True when a step on `inputs` and `noise` is a replay: the warm-up is done and nothing is
+  // captured yet, or the capture's shapes are theirs. False means: take the step eagerly
+  // (through WarmUp while warming up).
+  bool Takes(const PolicyInputs& inputs, const LossNoise& noise) const;
+  // Whether kWarmupSteps warm-up steps have run.
+  bool WarmedUp() const { return warmups_ >= kWarmupSteps; }
+  // Runs `eager_step` (one training step taken eagerly) on the side stream captures run on,
+  // after the current stream's work and before its next, and counts it as a warm-up step when
+  // it returns. Exceptions of `eager_step` propagate (the step is then not counted).
+  void WarmUp(const std::function<void()>& eager_step);
+  // Copies `inputs` and `noise` (CPU or device tensors) into the static buffers, `lr` and
+  // `count` into the device scalars, captures the step the first time, replays it on the
+  // current stream and reads its figures (the step's one host synchronisation). Requires
+  // Takes(inputs, noise). Throws c10::Error naming cuda_graph when the capture fails (the
+  // trainer is then not usable further).
+  ReplayedFigures Replay(const PolicyInputs& inputs, const LossNoise& noise, double lr, int64_t count);
+
+ private:
+  void Capture();
+
+  torch::Device device_;
+  CapturableStep step_;
+  c10::cuda::CUDAStream side_;
+  int warmups_ = 0;
+  bool captured_ = false;
+  // The graph before the tensors of its pool, so that they are released first.
+  at::cuda::CUDAGraph graph_;
+  PolicyInputs inputs_;           // static inputs (undefined until the capture)
+  LossNoise noise_;               // static noise (undefined tensors: the policy draws none)
+  torch::Tensor host_scalars_;    // pinned float32 [2]: {lr, count} of the next replay
+  torch::Tensor scalars_;         // their device copy, read by the graph
+  torch::Tensor figures_;         // float32 [2] device: {loss, grad_norm}, written by the graph
+};
+
+}  // namespace roboloop::train
