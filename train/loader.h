@@ -59,6 +59,10 @@ struct Batch {
   // [batch, image_bytes]: each sample's frames at its step t (its last obs step), the cameras
   // of LoaderOptions::image_features back to back, raw uint8 (RoboloopTrainBatch::images).
   std::vector<uint8_t> images;
+  // [batch] each sample's window: its episode (the index in the dataset's episode order: the
+  // store's, or the cache's over a dataset set) and its step t (the last obs step).
+  std::vector<int64_t> sample_episode;
+  std::vector<int64_t> sample_step;
 };
 
 // The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes; images is null

@@ -2,7 +2,9 @@
 // the same values (frames within H.264's tolerance), and what has no LeRobot form is refused by name.
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -117,6 +119,35 @@ TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
     ASSERT_EQ(whole->size(), blocks->size());
     for (const auto& [feature, array] : *whole) EXPECT_EQ(blocks->at(feature).bytes, array.bytes) << demo.name << " " << feature;
   }
+}
+
+// Every rank of a training job imports its LeRobot datasets into the shared cache, all at once:
+// they import once and all get the one whole file.
+TEST(LeRobotRoundTripTest, ConcurrentCachedImportsOfOneFolderShareOneFile) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  constexpr int kRanks = 3;
+  std::vector<absl::StatusOr<std::string>> imported(kRanks, absl::UnknownError("not run"));
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ranks.emplace_back([&, rank] { imported[rank] = ImportLeRobotCached(dir.File("lerobot"), dir.File("cache")); });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  for (const absl::StatusOr<std::string>& path : imported) {
+    ASSERT_TRUE(path.ok()) << path.status();
+    EXPECT_EQ(*path, *imported[0]);
+  }
+  std::set<std::string> cached;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("cache"))) {
+    cached.insert(entry.path().string());
+  }
+  EXPECT_EQ(cached, (std::set<std::string>{*imported[0], *imported[0] + ".lock"}));
+  EXPECT_EQ(testing::OpenOrDie(*imported[0])->layout().demos.size(), 2u);
 }
 
 TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
