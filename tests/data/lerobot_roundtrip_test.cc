@@ -52,6 +52,16 @@ void Write(const std::string& path, const std::vector<Episode>& episodes) {
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
+// Exports two camera episodes (7 and 4 steps) to dir/lerobot at 15 fps.
+void ExportTwoCameraEpisodes(const TempDir& dir) {
+  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+}
+
 TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   TempDir dir;
   const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1)};
@@ -93,12 +103,7 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
 
 TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
   TempDir dir;
-  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
-  export_options.fps = 15;
-  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
   std::vector<std::unique_ptr<DatasetReader>> readers;
   for (const int64_t block_bytes : {int64_t{64} << 20, int64_t{3000}}) {  // whole episodes; 2 rows a block
     LeRobotImportOptions options;
@@ -125,12 +130,7 @@ TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
 // they import once and all get the one whole file.
 TEST(LeRobotRoundTripTest, ConcurrentCachedImportsOfOneFolderShareOneFile) {
   TempDir dir;
-  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
-  export_options.fps = 15;
-  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
   constexpr int kRanks = 3;
   std::vector<absl::StatusOr<std::string>> imported(kRanks, absl::UnknownError("not run"));
   std::vector<std::thread> ranks;
