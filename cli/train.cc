@@ -22,6 +22,7 @@
 #include "common/store_layout.h"
 #include "data/lerobot_runtime.h"
 #include "train/launcher.h"
+#include "train/sample_trace.h"
 #include "train/train_job.h"
 #include "train/train_progress.h"
 #include "train/train_run.h"
@@ -122,6 +123,7 @@ absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
   }
   options.registry = &connection->client();
   options.cancel = &cancel;
+  if (const char* trace = std::getenv(train::kSampleTraceVariable); trace != nullptr) options.sample_trace_dir = trace;
   if (rank.rank == 0) options.on_event = EventSink(job.progress_fd);
   ROBOLOOP_ASSIGN_OR_RETURN(train::TrainRunResult result, train::RunTraining(options));
   if (result.cancelled) {

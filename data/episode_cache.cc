@@ -14,6 +14,13 @@
 namespace roboloop::data {
 namespace {
 
+// glibc keeps freed episode buffers in the arena of the thread that allocated them (one per
+// loader worker), where another worker's next episode may not reuse them; malloc_trim hands the
+// free pages back once evictions since the last trim reach capacity / kTrimDivisor. Trimming
+// after every eviction instead made each new episode (and batch) fault in fresh pages: a third
+// of the streaming loader's time (docs/BENCHMARKS.md, "Image loader").
+constexpr int64_t kTrimDivisor = 8;
+
 // MemAvailable of /proc/meminfo in bytes, or 0 when it cannot be read.
 int64_t MemAvailableBytes() {
   std::ifstream meminfo("/proc/meminfo");
@@ -140,13 +147,13 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
     recency_.splice(recency_.begin(), recency_, found->second.recency);
     return found->second.store;
   }
-  const bool evicted_any = EvictFor(bytes);
+  evicted_since_trim_ += EvictFor(bytes);
+  const bool trim = evicted_since_trim_ >= capacity_bytes_ / kTrimDivisor;
+  if (trim) evicted_since_trim_ = 0;
   reserved_bytes_ += bytes;
   reading_.insert(episode);
   lock.Release();
-  // glibc keeps freed episode buffers in the arena of the thread that allocated them (one per
-  // loader worker); give the pages back so that the process stays near the cache's size.
-  if (evicted_any) malloc_trim(0);
+  if (trim) malloc_trim(0);
   EpisodeStore::Options one = episodes_.ForFile(episode_path(episode));
   one.split.clear();
   one.demos = {demos_[episode]};
@@ -166,16 +173,16 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
   return store;
 }
 
-bool EpisodeCache::EvictFor(int64_t bytes) {
-  bool evicted_any = false;
+int64_t EpisodeCache::EvictFor(int64_t bytes) {
+  int64_t evicted_bytes = 0;
   while (!recency_.empty() && counters_.resident_bytes + reserved_bytes_ + bytes > capacity_bytes_) {
     auto evicted = entries_.find(recency_.back());
     counters_.resident_bytes -= evicted->second.store->memory_bytes();
+    evicted_bytes += evicted->second.store->memory_bytes();
     entries_.erase(evicted);
     recency_.pop_back();
-    evicted_any = true;
   }
-  return evicted_any;
+  return evicted_bytes;
 }
 
 EpisodeCache::Counters EpisodeCache::counters() const {

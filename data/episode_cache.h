@@ -76,7 +76,10 @@ class EpisodeCache {
   // Episode `episode` (0 <= episode < num_episodes()). On a miss the least recently used
   // episodes are dropped until the episode fits within capacity_bytes beside those held and
   // those other threads are reading (waiting for their reads when it does not fit even so),
-  // then it is read (a dropped episode stays valid while a caller still holds it). A thread
+  // then it is read (a dropped episode stays valid while a caller still holds it). Once the
+  // episodes dropped since the last time add up to capacity_bytes / 8, the free pages of the
+  // process's heap are handed back to the system (malloc_trim), so that freed episodes held by
+  // glibc stay within about an eighth of the capacity. A thread
   // asking for an episode another thread is reading waits for that read and takes its episode
   // (reading it itself when that read failed). Errors: the load's (I/O,
   // NaN/Inf under a strict policy, float32 range), naming the file and demo.
@@ -91,8 +94,8 @@ class EpisodeCache {
                int64_t capacity_bytes);
 
   // Drops the least recently used episodes until `bytes` more fit beside those held and those
-  // being read (or none is left); returns whether it dropped any.
-  bool EvictFor(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // being read (or none is left); returns the bytes dropped.
+  int64_t EvictFor(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   struct Entry {
     std::shared_ptr<const EpisodeStore> store;
@@ -114,6 +117,7 @@ class EpisodeCache {
   std::unordered_set<int64_t> reading_ ABSL_GUARDED_BY(mu_);  // episodes being read
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of the episodes being read
   Counters counters_ ABSL_GUARDED_BY(mu_);
+  int64_t evicted_since_trim_ ABSL_GUARDED_BY(mu_) = 0;  // bytes dropped since the last malloc_trim
 };
 
 }  // namespace roboloop::data

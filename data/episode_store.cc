@@ -192,7 +192,7 @@ absl::Status EpisodeStore::ConvertToFloat32() {
   for (auto& [name, feature] : features_) {
     if (feature.spec.dtype == DType::kFloat32 || IsImageKey(name)) continue;
     const int64_t count = static_cast<int64_t>(feature.bytes.size()) / DTypeSize(feature.spec.dtype);
-    std::vector<uint8_t> converted(count * sizeof(float));
+    UninitializedBytes converted(count * sizeof(float));
     float* values = reinterpret_cast<float*>(converted.data());
     data::ConvertToFloat32(feature.spec.dtype, feature.bytes.data(), count, values);
     if (feature.spec.dtype == DType::kFloat64) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/uninitialized_bytes.h"
 #include "data/dataset_reader.h"
 #include "data/spec.h"
 
@@ -59,7 +60,7 @@ class EpisodeStore {
   struct Feature {
     FeatureSpec spec;            // name, dtype, per-step shape
     int64_t row_bytes = 0;       // bytes of one step
-    std::vector<uint8_t> bytes;  // total_steps() * row_bytes bytes
+    UninitializedBytes bytes;    // total_steps() * row_bytes bytes
 
     // Typed view of all rows; the dtype must be DTypeOf<T>() (checked).
     template <typename T>

@@ -1,6 +1,11 @@
 #include "data/lerobot_import.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -10,17 +15,36 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
+#include "common/ids.h"
 #include "common/status.h"
 #include "data/dataset_writer.h"
 #include "data/lerobot_format.h"
 #include "data/lerobot_parquet.h"
 #include "data/lerobot_video.h"
 #include "data/run_ahead.h"
+#include "spdlog/spdlog.h"
 
 namespace roboloop::data {
 namespace {
 
 using lerobot::ParquetTable;
+
+// An open descriptor of `path` (created when missing) holding an exclusive flock, waiting for
+// other holders. A file system without locks (flock fails with ENOLCK) gives an unlocked
+// descriptor with a warning: callers must stay correct without the lock.
+absl::StatusOr<UniqueFd> LockExclusively(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("cannot open the lock file ", path));
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == ENOLCK) {
+      spdlog::warn("{}: the file system takes no locks; concurrent imports of one dataset each import it", path);
+      break;
+    }
+    return ErrnoStatus(errno, absl::StrCat("cannot lock ", path));
+  }
+  return fd;
+}
 
 // A numeric feature of info.json and where it goes.
 struct NumericFeature {
@@ -361,10 +385,19 @@ absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const st
   const std::string path = JoinPath(cache_dir, absl::StrCat("lerobot-", digest, ".hdf5"));
   if (PathExists(path)) return path;
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
+  // Every rank of a job imports its datasets, on every node: the first to lock imports, the
+  // others wait and then find its file.
+  ROBOLOOP_ASSIGN_OR_RETURN(const UniqueFd lock, LockExclusively(absl::StrCat(path, ".lock")));
+  if (PathExists(path)) return path;
   LeRobotImportOptions options;
   options.input_dir = dir;
-  options.output_path = path;
+  // A name of this import's own, so that imports that do not see each other's lock (a file
+  // system that ignores flock) never write one file.
+  options.output_path = absl::StrCat(path, ".import-", NewUuid());
   ROBOLOOP_RETURN_IF_ERROR(ImportLeRobot(options).status());
+  const absl::Status renamed = RenameDurable(options.output_path, path);
+  if (!renamed.ok()) std::remove(options.output_path.c_str());
+  ROBOLOOP_RETURN_IF_ERROR(renamed);
   return path;
 }
 

@@ -47,7 +47,11 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
 
 // Imports the LeRobot folder `dir` once into `cache_dir`/lerobot-<digest>.hdf5, where digest is
 // the folder's content digest (lerobot::FolderDigest), and returns that path; a file already
-// there is reused, so an unchanged folder is imported once. Errors as ImportLeRobot.
+// there is reused, so an unchanged folder is imported once. Safe for processes (threads, ranks,
+// nodes sharing `cache_dir`) importing at once: they take turns on an exclusive flock of
+// <path>.lock (left in place), the first imports under a name of its own and renames it to
+// <path>, the others then find <path>. Errors as ImportLeRobot, and a lock file that cannot be
+// created or locked.
 absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir);
 
 }  // namespace roboloop::data

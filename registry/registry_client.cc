@@ -1,7 +1,6 @@
 #include "registry/registry_client.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/fs.h"
+#include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
 
@@ -101,7 +101,8 @@ absl::StatusOr<std::string> RegistryClient::CachedCopy(const std::string& sha256
 
 absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std::string& path,
                                             int64_t offset, int64_t length, ProgressFn progress) {
-  std::string temp = absl::StrCat(path, ".partial-", getpid());
+  // Its own name: processes on several machines (pids may repeat) may download into one folder.
+  std::string temp = absl::StrCat(path, ".partial-", NewUuid());
   UniqueFd out(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!out.valid()) return ErrnoStatus(errno, temp);
   v1::DownloadRequest request;

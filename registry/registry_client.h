@@ -37,16 +37,18 @@ class RegistryClient {
   // holds. Returns the stored blob; `already_present` when the server had it.
   absl::StatusOr<v1::BlobInfo> UploadFile(const std::string& path, ProgressFn progress = {});
 
-  // Downloads blob `sha256` into `path`, written to a temporary name, verified against its
-  // hash and then renamed. `offset`/`length` select a byte range (length 0 = to the end);
-  // a range is not hash-verified. Existing `path` is replaced only on success.
+  // Downloads blob `sha256` into `path`, written to a temporary name unique to the call
+  // (<path>.partial-<uuid>), verified against its hash and then renamed. `offset`/`length`
+  // select a byte range (length 0 = to the end); a range is not hash-verified. Existing `path`
+  // is replaced only on success.
   absl::Status DownloadToFile(const std::string& sha256, const std::string& path,
                               int64_t offset = 0, int64_t length = 0, ProgressFn progress = {});
 
   // A verified local copy of blob `sha256` at `cache_dir`/<sha256><suffix>: an existing copy
   // whose hash matches is reused, otherwise the blob is downloaded (DownloadToFile). Copies are
-  // written one at a time per process (concurrent downloads of one blob would share a
-  // temporary name).
+  // written one at a time per process; processes sharing `cache_dir` (the ranks of a job, on
+  // one machine or several) each download under a temporary name of their own and rename it
+  // into place, so a reader sees no copy or a whole one.
   absl::StatusOr<std::string> CachedCopy(const std::string& sha256, const std::string& cache_dir,
                                          const std::string& suffix);
 

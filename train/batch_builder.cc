@@ -55,7 +55,7 @@ SampleWindow StoreWindows::At(int64_t window) const {
   const auto next = std::upper_bound(episode_offsets_.begin(), episode_offsets_.end(), window);
   const int64_t episode = (next - episode_offsets_.begin()) - 1;
   const int64_t start = store_.episode_offset(episode);
-  return SampleWindow{&rows_, start, store_.episode_length(episode), window - start};
+  return SampleWindow{&rows_, start, store_.episode_length(episode), window - start, episode};
 }
 
 absl::StatusOr<std::unique_ptr<BatchBuilder>> BatchBuilder::Create(
@@ -102,7 +102,11 @@ Batch BatchBuilder::Build(int64_t index, absl::Span<const SampleWindow> samples)
   batch.actions.resize(count * chunk_ * action_width_);
   batch.action_valid.resize(count * chunk_);
   batch.images.resize(count * image_bytes_);
-  for (size_t i = 0; i < count; ++i) FillSample(samples[i], static_cast<int>(i), &batch);
+  for (size_t i = 0; i < count; ++i) {
+    FillSample(samples[i], static_cast<int>(i), &batch);
+    batch.sample_episode.push_back(samples[i].episode);
+    batch.sample_step.push_back(samples[i].t);
+  }
   if (normalize_) {
     NormalizeRows(norm_.obs_mean, norm_.obs_std, static_cast<int64_t>(count) * history_,
                   batch.obs.data());

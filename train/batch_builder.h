@@ -28,12 +28,14 @@ struct TrainingRows {
 absl::StatusOr<TrainingRows> TrainingRowsOf(const data::EpisodeStore& store,
                                             const LoaderOptions& options);
 
-// One sample: step `t` of the episode whose rows are rows[start, start + length).
+// One sample: step `t` of the episode whose rows are rows[start, start + length), episode
+// `episode` of the dataset (Batch::sample_episode).
 struct SampleWindow {
   const TrainingRows* rows = nullptr;
   int64_t start = 0;
   int64_t length = 0;
   int64_t t = 0;
+  int64_t episode = 0;
 };
 
 // The windows of an in-memory store: window w is store row w (episodes back to back).

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/uninitialized_bytes.h"
 #include "data/episode_cache.h"
 #include "data/episode_store.h"
 #include "train/normalization.h"
@@ -58,7 +59,11 @@ struct Batch {
   int image_bytes = 0;                // bytes of one sample's frames (0 without image features)
   // [batch, image_bytes]: each sample's frames at its step t (its last obs step), the cameras
   // of LoaderOptions::image_features back to back, raw uint8 (RoboloopTrainBatch::images).
-  std::vector<uint8_t> images;
+  UninitializedBytes images;
+  // [batch] each sample's window: its episode (the index in the dataset's episode order: the
+  // store's, or the cache's over a dataset set) and its step t (the last obs step).
+  std::vector<int64_t> sample_episode;
+  std::vector<int64_t> sample_step;
 };
 
 // The ABI view of `batch` (its arrays, not copied) that TorchTrainer takes; images is null

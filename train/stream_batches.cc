@@ -128,7 +128,7 @@ absl::StatusOr<Batch> StreamBatches::Build(int64_t index, int64_t cursor) {
       ROBOLOOP_ASSIGN_OR_RETURN(episode.rows, TrainingRowsOf(*episode.store, options_));
       found = held.emplace(window.episode, std::move(episode)).first;
     }
-    samples.push_back(SampleWindow{&found->second.rows, 0, lengths_[window.episode], window.t});
+    samples.push_back(SampleWindow{&found->second.rows, 0, lengths_[window.episode], window.t, window.episode});
   }
   return builder_->Build(index, samples);
 }

@@ -26,6 +26,7 @@
 #include "train/normalization.h"
 #include "train/policy_spec_options.h"
 #include "train/run_log.h"
+#include "train/sample_trace.h"
 #include "train/torch_runtime.h"
 #include "train/validation_loss.h"
 
@@ -332,6 +333,9 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
                                 NormalizationFromEpisodes(*training.cache, p.features.obs, config.action_feature()));
     }
   }
+  // Streaming: what the normalization read (every episode, on every rank) is not the loader's.
+  const data::EpisodeCache::Counters read_before_training =
+      training.cache != nullptr ? training.cache->counters() : data::EpisodeCache::Counters{};
   LoaderOptions loader_options;
   loader_options.obs_features = p.features.obs;
   loader_options.image_features = p.features.images;
@@ -361,6 +365,11 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     }
     ROBOLOOP_ASSIGN_OR_RETURN(validation_store, LoadStore(p, config, config.validation_split(), false));
     ROBOLOOP_ASSIGN_OR_RETURN(validation, ValidationSet::Create(*validation_store, p.normalization, loader_options));
+  }
+
+  std::unique_ptr<SampleTrace> trace;
+  if (!options.sample_trace_dir.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(trace, SampleTrace::Open(options.sample_trace_dir, options.rank.rank));
   }
 
   int64_t step = 0;
@@ -466,6 +475,9 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
     }
     ++step;
     last_loss = figures->loss;
+    if (trace != nullptr) {
+      if (absl::Status s = trace->Append(step, *batch); !s.ok()) return fail(s);
+    }
     const double elapsed = Seconds(Clock::now() - start);
     if (leader && (step % config.log_every() == 0 || step == config.steps())) {
       v1::TrainEvent event;
@@ -489,6 +501,13 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   if (absl::Status s = checkpoint(step, last_loss); !s.ok()) return fail(s);
   result.steps = step;
   result.final_loss = last_loss;
+  if (training.cache != nullptr) {
+    const data::EpisodeCache::Counters read = training.cache->counters();
+    spdlog::info("rank {} of {}: read {} episodes ({} bytes) of {} while training, {} before for the normalization",
+                 options.rank.rank, options.rank.world_size, read.episodes_read - read_before_training.episodes_read,
+                 read.bytes_read - read_before_training.bytes_read, training.cache->num_episodes(),
+                 read_before_training.episodes_read);
+  }
   if (leader && !result.cancelled) {
     v1::TrainEvent event;
     event.mutable_finished()->set_checkpoint_id(result.checkpoint_id);

@@ -37,6 +37,7 @@ struct TrainRunOptions {
   registry::RegistryClient* registry = nullptr;  // datasets and checkpoints (not owned)
   std::function<void(const v1::TrainEvent&)> on_event;  // rank 0's events (optional)
   const common::CancellationToken* cancel = nullptr;  // cancelled = stop after the current step
+  std::string sample_trace_dir;  // "" = none; else this rank's SampleTrace (train/sample_trace.h) there
 };
 
 // What a finished rank reports.

@@ -2,7 +2,9 @@
 // the same values (frames within H.264's tolerance), and what has no LeRobot form is refused by name.
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -50,6 +52,16 @@ void Write(const std::string& path, const std::vector<Episode>& episodes) {
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
+// Exports two camera episodes (7 and 4 steps) to dir/lerobot at 15 fps.
+void ExportTwoCameraEpisodes(const TempDir& dir) {
+  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+}
+
 TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   TempDir dir;
   const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1)};
@@ -91,12 +103,7 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
 
 TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
   TempDir dir;
-  Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
-  export_options.fps = 15;
-  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
   std::vector<std::unique_ptr<DatasetReader>> readers;
   for (const int64_t block_bytes : {int64_t{64} << 20, int64_t{3000}}) {  // whole episodes; 2 rows a block
     LeRobotImportOptions options;
@@ -117,6 +124,30 @@ TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
     ASSERT_EQ(whole->size(), blocks->size());
     for (const auto& [feature, array] : *whole) EXPECT_EQ(blocks->at(feature).bytes, array.bytes) << demo.name << " " << feature;
   }
+}
+
+// Every rank of a training job imports its LeRobot datasets into the shared cache, all at once:
+// they import once and all get the one whole file.
+TEST(LeRobotRoundTripTest, ConcurrentCachedImportsOfOneFolderShareOneFile) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
+  constexpr int kRanks = 3;
+  std::vector<absl::StatusOr<std::string>> imported(kRanks, absl::UnknownError("not run"));
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ranks.emplace_back([&, rank] { imported[rank] = ImportLeRobotCached(dir.File("lerobot"), dir.File("cache")); });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  for (const absl::StatusOr<std::string>& path : imported) {
+    ASSERT_TRUE(path.ok()) << path.status();
+    EXPECT_EQ(*path, *imported[0]);
+  }
+  std::set<std::string> cached;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("cache"))) {
+    cached.insert(entry.path().string());
+  }
+  EXPECT_EQ(cached, (std::set<std::string>{*imported[0], *imported[0] + ".lock"}));
+  EXPECT_EQ(testing::OpenOrDie(*imported[0])->layout().demos.size(), 2u);
 }
 
 TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {

@@ -48,12 +48,13 @@ void WriteDataset(const std::string& path, int demos) {
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
-// The LeRobot imports in the store at `root`.
+// The LeRobot imports in the store at `root` (lerobot-<digest>.hdf5, not the .lock files beside them).
 std::vector<fs::path> CachedImports(const std::string& root) {
   std::vector<fs::path> imports;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(root + "/cache/datasets", error)) {
-    if (entry.path().filename().string().rfind("lerobot-", 0) == 0) imports.push_back(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("lerobot-", 0) == 0 && entry.path().extension() == ".hdf5") imports.push_back(entry.path());
   }
   return imports;
 }

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "registry/registry_client.h"
@@ -216,6 +219,26 @@ TEST_F(RawUploadTest, OversizedAndMisaddressedUploadsAreRefused) {
   auto writer = stub_->UploadBlob(&context, &info);
   writer->WritesDone();
   EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Ranks on several machines may download one blob into a shared cache folder at once, and a
+// pid may repeat across machines: a download must not write another's temporary file.
+TEST_F(RawUploadTest, DownloadLeavesAnotherProcesssTemporaryFileAlone) {
+  const std::string data = RandomBytes(4000, 5);
+  common::GrpcChannelOptions channel;
+  channel.target = host_->target();
+  auto client = Connect(channel);
+  auto blob = client->UploadFile(WriteFile("shared.bin", data));
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  const std::string path = dir_ + "/cache/" + blob->sha256() + ".hdf5";
+  ASSERT_TRUE(MakeDirs(dir_ + "/cache").ok());
+  // What another machine's process with this pid would be writing under the old naming.
+  const std::string other = absl::StrCat(path, ".partial-", getpid());
+  std::ofstream(other, std::ios::binary) << "another machine's download in progress";
+  auto copy = client->CachedCopy(blob->sha256(), dir_ + "/cache", ".hdf5");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(roboloop::testing::ReadWholeFile(*copy), data);
+  EXPECT_EQ(roboloop::testing::ReadWholeFile(other), "another machine's download in progress");
 }
 
 TEST_F(RawUploadTest, RangeDownloadAndTamperedBlob) {

@@ -104,6 +104,8 @@ TEST_F(LoaderTest, PadsHistoryAndChunkByRepetition) {
     seen.insert({e, t});
     const int length = lengths_[e];
     EXPECT_EQ(batch.history_length[i], std::min(3, t + 1));
+    EXPECT_EQ(batch.sample_episode[i], e);
+    EXPECT_EQ(batch.sample_step[i], t);
     for (int h = 0; h < 3; ++h) {
       const int step = std::max(0, t - 2 + h);
       const float* obs = &batch.obs[(i * 3 + h) * 3];

@@ -204,6 +204,8 @@ TEST_F(StreamLoaderTest, BatchesHoldTheWindowsValuesWithPadding) {
     for (int i = 0; i < batch.batch_size; ++i) {
       const auto [e, t] = windows[i];
       EXPECT_EQ(batch.history_length[i], std::min(3, t + 1));
+      EXPECT_EQ(batch.sample_episode[i], e);
+      EXPECT_EQ(batch.sample_step[i], t);
       EXPECT_EQ(batch.obs[(i * 3) * 3], 1000.0f * e + std::max(0, t - 2));
       EXPECT_EQ(batch.actions[(i * 2 + 1) * 2], 1000.0f * e + std::min(kLength - 1, t + 1));
       EXPECT_EQ(batch.action_valid[i * 2 + 1], t + 1 < kLength ? 1 : 0);
