@@ -222,6 +222,7 @@ absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepar
 struct TrainingData {
   std::shared_ptr<const data::EpisodeStore> store;  // in memory
   std::shared_ptr<data::EpisodeCache> cache;        // streamed
+  data::EpisodeCache::Options cache_options;        // what `cache` was opened with
 };
 
 // `resumed_block_windows`: the resumed run's driver record (nullopt = a fresh run; 0 = it
@@ -241,6 +242,7 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
   cache_options.episodes.as_float32 = true;
   cache_options.capacity_bytes = static_cast<int64_t>(config.data_cache_mb() * (1 << 20));
   TrainingData data;
+  data.cache_options = cache_options;
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<data::EpisodeCache> cache, data::EpisodeCache::Open(cache_options));
   const bool fits = cache->total_bytes() <= cache->capacity_bytes();
   if (resumed_block_windows.has_value() ? *resumed_block_windows == 0 : fits) {
@@ -258,6 +260,18 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
   }
   data.cache = std::move(cache);
   return data;
+}
+
+// The normalization of streamed training data. Every rank needs the statistics of the whole dataset before its first
+// step, so each reads every episode once more for them, but only the obs and action features (never the frames), through
+// a cache of its own that is dropped afterwards: the training cache reads only what the rank samples.
+absl::StatusOr<Normalization> StreamedNormalization(const TrainingData& training, const std::vector<std::string>& obs,
+                                                    const std::string& action_feature) {
+  data::EpisodeCache::Options options = training.cache_options;
+  options.episodes.features = obs;
+  options.episodes.features.push_back(action_feature);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<data::EpisodeCache> low_dim, data::EpisodeCache::Open(options));
+  return NormalizationFromEpisodes(*low_dim, obs, action_feature);
 }
 
 // Steps between validation losses: validate_every, else checkpoint_every, else steps / 10.
@@ -330,12 +344,9 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
                                 NormalizationFromStore(*training.store, p.features.obs, config.action_feature()));
     } else {
       ROBOLOOP_ASSIGN_OR_RETURN(p.normalization,
-                                NormalizationFromEpisodes(*training.cache, p.features.obs, config.action_feature()));
+                                StreamedNormalization(training, p.features.obs, config.action_feature()));
     }
   }
-  // Streaming: what the normalization read (every episode, on every rank) is not the loader's.
-  const data::EpisodeCache::Counters read_before_training =
-      training.cache != nullptr ? training.cache->counters() : data::EpisodeCache::Counters{};
   LoaderOptions loader_options;
   loader_options.obs_features = p.features.obs;
   loader_options.image_features = p.features.images;
@@ -503,10 +514,8 @@ absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   result.final_loss = last_loss;
   if (training.cache != nullptr) {
     const data::EpisodeCache::Counters read = training.cache->counters();
-    spdlog::info("rank {} of {}: read {} episodes ({} bytes) of {} while training, {} before for the normalization",
-                 options.rank.rank, options.rank.world_size, read.episodes_read - read_before_training.episodes_read,
-                 read.bytes_read - read_before_training.bytes_read, training.cache->num_episodes(),
-                 read_before_training.episodes_read);
+    spdlog::info("rank {} of {}: read {} episodes ({} bytes) of {} while training", options.rank.rank,
+                 options.rank.world_size, read.episodes_read, read.bytes_read, training.cache->num_episodes());
   }
   if (leader && !result.cancelled) {
     v1::TrainEvent event;
