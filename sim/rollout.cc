@@ -135,10 +135,10 @@ absl::Status RolloutEngine::StartInitialEpisodes() {
 absl::Status RolloutEngine::Act(Policy& policy, EnvGroup& group, const std::string& who) {
   for (size_t row = 0; row < group.active.size(); ++row) {
     const int slot = group.active[row];
-    std::copy_n(&slot_obs_[static_cast<size_t>(slot) * obs_size_], obs_size_,
-                &group.batch_obs[row * obs_size_]);
-    std::copy_n(&slot_images_[static_cast<size_t>(slot) * image_bytes_], image_bytes_,
-                &group.batch_images[row * image_bytes_]);
+    std::copy_n(slot_obs_.data() + static_cast<size_t>(slot) * obs_size_, obs_size_,
+                group.batch_obs.data() + row * obs_size_);
+    std::copy_n(slot_images_.data() + static_cast<size_t>(slot) * image_bytes_, image_bytes_,
+                group.batch_images.data() + row * image_bytes_);
     group.batch_episode[row] = envs_[slot]->episode_index();
     group.batch_step[row] = envs_[slot]->length();
     if (privileged_size_ > 0) {
