@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/sanitizers.h"
 #include "train/gloo/cpu_collectives.h"
 
 namespace roboloop::train {
@@ -76,6 +77,7 @@ void RunRanks(int size, Body body) {
 }
 
 TEST(CpuCollectivesTest, TwoRanksSumAndBroadcastBitwise) {
+  if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   std::vector<float> floats[2];
   std::vector<double> doubles[2];
   std::string texts[2];
@@ -96,6 +98,7 @@ TEST(CpuCollectivesTest, TwoRanksSumAndBroadcastBitwise) {
 }
 
 TEST(CpuCollectivesTest, GlooCodeComesFromDebiansLibglooNotLibTorchsCopy) {
+  if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   // The hard case is real: libtorch_cpu.so is in this program's global scope and defines Gloo.
   void* torch_allreduce = dlsym(RTLD_DEFAULT, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE");
   ASSERT_NE(torch_allreduce, nullptr);
@@ -110,6 +113,7 @@ TEST(CpuCollectivesTest, GlooCodeComesFromDebiansLibglooNotLibTorchsCopy) {
 }
 
 TEST(CpuCollectivesTest, APeerThatNeverComesIsAnErrorWithinTheTimeout) {
+  if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   InProcessStore store;
   const auto start = std::chrono::steady_clock::now();
   try {

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "tests/util/free_port.h"
+#include "tests/util/sanitizers.h"
 #include "train/torch/distributed.h"
 
 namespace roboloop::train {
@@ -124,6 +125,7 @@ void ExpectBitwiseMeans(const std::vector<RankResult>& results) {
 }
 
 TEST(GradientAveragerTest, BucketsStartDuringBackwardAndAverageBitwise) {
+  if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   const std::vector<RankResult> results = RunTwoRanks(/*partial=*/false);
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(results[rank].started, 3) << "rank " << rank;
@@ -134,6 +136,7 @@ TEST(GradientAveragerTest, BucketsStartDuringBackwardAndAverageBitwise) {
 }
 
 TEST(GradientAveragerTest, MissingGradientsCountAsZeroAndHoldBackLaterBuckets) {
+  if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   const std::vector<RankResult> results = RunTwoRanks(/*partial=*/true);
   for (int rank = 0; rank < 2; ++rank) {
     // The first bucket waits for `unused` until Average(); the full ones behind it wait too.

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/data/test_util.h"
 #include "tests/train/encoded_episodes.h"
+#include "tests/util/sanitizers.h"
 #include "train/loader.h"
 #include "train/normalization.h"
 #include "train/stream_sampling.h"
@@ -259,10 +260,10 @@ int64_t ResetPeakRss() {
 }
 
 TEST(StreamLoaderMemoryTest, StreamsAnEpochOfThreeTimesTheRssCapWithPeakRssUnderIt) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer keeps freed memory in its quarantine: the process's RSS says nothing about the "
-                  "loader's here (scripts/sanitize.sh)";
-#endif
+  if (roboloop::testing::kAddressSanitizer) {
+    GTEST_SKIP() << "AddressSanitizer keeps freed memory in its quarantine: the process's RSS says nothing about the "
+                    "loader's here (scripts/sanitize.sh)";
+  }
   data::testing::TempDir dir;
   const std::string path = dir.File("big.hdf5");
   constexpr int kWide = 256;  // obs/wide float32: 1 KiB a step

@@ -25,13 +25,23 @@ std::string OwnFolder() {
 
 // RTLD_DEEPBIND puts the library's own dependencies (Debian's libgloo.so) ahead of the process's
 // global scope, where a binary linked with LibTorch has libtorch_cpu.so and its Gloo symbols;
-// RTLD_LOCAL keeps Debian's Gloo out of every other library's scope. Loaded once per process.
-// Looked for beside the binary, then in ../lib (where the build puts libraries).
+// RTLD_LOCAL keeps Debian's Gloo out of every other library's scope. AddressSanitizer refuses
+// RTLD_DEEPBIND, so an ASan build (scripts/sanitize.sh) loads without it: that is right where
+// LibTorch is not in the global scope, as in roboloop's programs, which load it RTLD_LOCAL
+// (train/torch_runtime.cc); test programs linked with LibTorch skip their Gloo tests there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kOwnScope = RTLD_LOCAL;
+#else
+constexpr int kOwnScope = RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+
+// Loaded once per process; looked for beside the binary, then in ../lib (where the build puts
+// libraries).
 ConnectFunction LoadConnect() {
   static ConnectFunction connect = [] () -> ConnectFunction {
     const absl::StatusOr<LibraryEntry> entry =
         OpenLibraryEntry(LibraryCandidates(OwnFolder(), "libroboloop_gloo.so"), "roboloop_gloo_connect",
-                         RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+                         RTLD_NOW | kOwnScope);
     if (!entry.ok()) {
       throw std::runtime_error("cannot load the CPU collectives library libroboloop_gloo.so: " +
                                std::string(entry.status().message()));

@@ -1,0 +1,19 @@
+// What a test must know about the sanitizer it runs under (scripts/sanitize.sh).
+#pragma once
+
+namespace roboloop::testing {
+
+// True in a build with AddressSanitizer (GCC and Clang define __SANITIZE_ADDRESS__ with -fsanitize=address).
+inline constexpr bool kAddressSanitizer =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#else
+    false;
+#endif
+
+// Why a test that connects Gloo in a program linked with LibTorch cannot run under AddressSanitizer.
+inline constexpr const char* kNoDeepBindUnderAsan =
+    "AddressSanitizer refuses dlopen with RTLD_DEEPBIND, which keeps Debian's Gloo apart from LibTorch's copy in a "
+    "program linked with LibTorch (train/gloo/cpu_collectives_loader.cc; docs/RELIABILITY.md, \"Sanitizers\")";
+
+}  // namespace roboloop::testing
