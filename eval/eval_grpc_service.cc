@@ -50,6 +50,10 @@ grpc::Status EvalGrpcService::Compare(grpc::ServerContext*, const v1::CompareReq
 
 grpc::Status EvalGrpcService::Promote(grpc::ServerContext* context, const v1::PromoteCandidateRequest* request,
                                       v1::PromotionDecision* response) {
+  if (request->protocol_source_case() == v1::PromoteCandidateRequest::kProtocolName) {
+    const absl::Status name = CheckServedProtocolName(request->protocol_name());
+    if (!name.ok()) return common::AbslToGrpc(name);
+  }
   if (options_.registry == nullptr) {
     return common::AbslToGrpc(absl::FailedPreconditionError("this EvalService has no registry to promote in"));
   }

@@ -30,6 +30,7 @@ struct SimFleet {
 absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::EvaluateRequest& request, const std::string& protocols_dir) {
   switch (request.protocol_source_case()) {
     case v1::EvaluateRequest::kProtocolName:
+      ROBOLOOP_RETURN_IF_ERROR(CheckServedProtocolName(request.protocol_name()));
       return LoadProtocol(request.protocol_name(), protocols_dir);
     case v1::EvaluateRequest::kProtocol:
       return request.protocol();

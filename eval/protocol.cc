@@ -21,10 +21,6 @@ namespace {
 constexpr char kYamlSuffix[] = ".yaml";
 constexpr char kHashDomain[] = "roboloop.eval.protocol.v1\n";
 
-bool IsPath(const std::string& name_or_path) {
-  return absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, kYamlSuffix);
-}
-
 std::string FileStem(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   if (absl::EndsWith(base, kYamlSuffix)) base.resize(base.size() - (sizeof(kYamlSuffix) - 1));
@@ -80,10 +76,26 @@ absl::Status CheckExecution(const v1::Protocol& protocol) {
 
 }  // namespace
 
+bool IsProtocolPath(const std::string& name_or_path) {
+  return absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, kYamlSuffix);
+}
+
+absl::Status CheckServedProtocolName(const std::string& name) {
+  if (IsProtocolPath(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "protocol_name '", name, "' is a file path: a service loads only the protocols named in its protocols "
+        "directory; send the protocol inline instead"));
+  }
+  if (absl::StrContains(name, '\0')) {
+    return absl::InvalidArgumentError("protocol_name holds a NUL byte: a protocol name is a file name");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Protocol> LoadProtocol(const std::string& name_or_path,
                                           const std::string& protocols_dir) {
   if (name_or_path.empty()) return absl::InvalidArgumentError("protocol name is empty");
-  std::string path = IsPath(name_or_path)
+  std::string path = IsProtocolPath(name_or_path)
                          ? name_or_path
                          : JoinPath(protocols_dir, name_or_path + kYamlSuffix);
   if (!PathExists(path)) {

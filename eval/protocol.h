@@ -17,6 +17,20 @@ namespace roboloop::eval {
 // Where named protocols live, relative to the working directory.
 inline constexpr char kDefaultProtocolsDir[] = "configs/protocols";
 
+// True when LoadProtocol reads `name_or_path` as a file path: it contains '/' or ends in ".yaml".
+bool IsProtocolPath(const std::string& name_or_path);
+
+// What a service accepts as a request's protocol_name: a name of its protocols directory.
+// InvalidArgument naming `name` when it is a file path (IsProtocolPath), which would let a caller
+// read any YAML file of the server's, or when it holds a NUL byte.
+absl::Status CheckServedProtocolName(const std::string& name);
+
+// Sets the protocol source of `request` (an EvaluateRequest or PromoteCandidateRequest) for a
+// service: a protocol name as protocol_name; a file path (IsProtocolPath), which the service
+// would refuse, is loaded here (errors as LoadProtocol's) and sent inline.
+template <typename Request>
+absl::Status SetRequestProtocol(const std::string& name_or_path, Request* request);
+
 // Loads a protocol: `name_or_path` is a YAML file path when it contains '/' or ends in
 // ".yaml", else the name of `<protocols_dir>/<name>.yaml`. An empty `name` in the file is set
 // to the file's stem. Parse errors name file:line:column; an unknown name is NotFound listing
@@ -67,5 +81,17 @@ SeedRange ProtocolSeeds(const v1::Protocol& protocol);
 // FailedPrecondition naming both ranges when the protocol's seeds overlap any of `used`
 // (e.g. the seeds that collected training or feedback data).
 absl::Status CheckSeedsDisjoint(const v1::Protocol& protocol, absl::Span<const SeedRange> used);
+
+template <typename Request>
+absl::Status SetRequestProtocol(const std::string& name_or_path, Request* request) {
+  if (!IsProtocolPath(name_or_path)) {
+    request->set_protocol_name(name_or_path);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<v1::Protocol> protocol = LoadProtocol(name_or_path);
+  if (!protocol.ok()) return protocol.status();
+  *request->mutable_protocol() = *std::move(protocol);
+  return absl::OkStatus();
+}
 
 }  // namespace roboloop::eval

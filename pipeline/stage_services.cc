@@ -42,7 +42,7 @@ absl::StatusOr<v1::Evaluation> StageServices::EvaluateOnService(const std::strin
                                                                 const StageContext& context) {
   v1::EvaluateRequest request;
   request.set_checkpoint_ref(checkpoint);
-  request.set_protocol_name(protocol);
+  ROBOLOOP_RETURN_IF_ERROR(eval::SetRequestProtocol(protocol, &request));
   request.set_force(force);
   for (const std::string& sim : clients().sim_addresses()) request.add_sim_endpoints(sim);
   return clients().eval().Evaluate(request, [&](const v1::EvaluateProgress& progress) -> absl::Status {

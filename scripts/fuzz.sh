@@ -19,7 +19,7 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
 fi
 build="${ROBOLOOP_FUZZ_BUILD_DIR:-build-fuzz}"
 all_targets=(reference checkpoint_manifest registry_service safetensors protocol hdf5_validation yaml_task
-  service_config pipeline_spec)
+  service_config pipeline_spec sim_service train_service eval_service)
 read -r -a targets <<< "${ROBOLOOP_FUZZ_TARGETS:-${all_targets[*]}}"
 for target in "${targets[@]}"; do
   if [ ! -d "tests/fuzz/corpus/$target" ]; then

@@ -1,5 +1,6 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "eval/protocol.h"
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
 
@@ -11,7 +12,7 @@ absl::StatusOr<StageOutputs> RunPromote(const v1::Stage& stage, const StageConte
   v1::PromoteCandidateRequest request;
   request.set_model(p.model());
   request.set_candidate(p.candidate());
-  request.set_protocol_name(p.protocol());
+  ROBOLOOP_RETURN_IF_ERROR(eval::SetRequestProtocol(p.protocol(), &request));
   for (const std::string& sim : services.clients().sim_addresses()) request.add_sim_endpoints(sim);
   context.Report(0, 0, "", "evaluating candidate and champion");
   ROBOLOOP_ASSIGN_OR_RETURN(v1::PromotionDecision decision,

@@ -261,6 +261,14 @@ TEST_F(EvalServiceTest, BadInputIsRefusedBeforeAnyRollout) {
   unknown_checkpoint.request.set_checkpoint_ref("nobody@latest");
   cases.push_back(unknown_checkpoint);
   cases.push_back({Request({}), absl::StatusCode::kInvalidArgument, "sim endpoint"});
+  // A file path as protocol_name would let a caller read any YAML file of the server's, here a
+  // valid protocol: refused, as is a name that is a file name of the protocols directory.
+  for (const std::string& path : {std::string(ROBOLOOP_SOURCE_DIR "/configs/protocols/cartpole-swingup-gate.yaml"),
+                                  std::string("swing.yaml"), std::string("../protocols/swing")}) {
+    Case file_path{Request({0}), absl::StatusCode::kInvalidArgument, "is a file path"};
+    file_path.request.set_protocol_name(path);
+    cases.push_back(file_path);
+  }
   for (const Case& c : cases) {
     auto evaluation = handler_->Evaluate(c.request, kRequester, {}, nullptr);
     EXPECT_EQ(evaluation.status().code(), c.code) << c.message << ": " << evaluation.status();
@@ -310,6 +318,12 @@ TEST_F(EvalServiceTest, TheGrpcServiceEvaluatesStreamsProgressAndAnswersQueries)
   EXPECT_EQ(comparison->pairs(), 12);
   compare.set_protocol_hash(std::string(64, '0'));
   EXPECT_FALSE((*client)->Compare(compare).ok());
+  v1::PromoteCandidateRequest promote;
+  promote.set_model("tiny");
+  promote.set_protocol_name(dir_ + "/protocols/swing.yaml");
+  auto decision = (*client)->Promote(promote, absl::Minutes(1), nullptr);
+  EXPECT_EQ(decision.status().code(), absl::StatusCode::kInvalidArgument) << decision.status();
+  EXPECT_THAT(decision.status().message(), HasSubstr("is a file path"));
 }
 
 }  // namespace

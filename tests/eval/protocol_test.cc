@@ -74,6 +74,27 @@ TEST_F(ProtocolTest, LoadsByNameAndSetsNameFromFile) {
   EXPECT_TRUE(ValidateProtocol(*protocol, kTasks).ok());
 }
 
+TEST_F(ProtocolTest, AServiceTakesOnlyNamesAndAClientSendsAFileInline) {
+  const std::string path = WriteYaml(dir_, "reach.yaml", kProtocol);
+  EXPECT_TRUE(CheckServedProtocolName("reach").ok());
+  for (const std::string& name : {path, std::string("reach.yaml"), std::string("../reach")}) {
+    const absl::Status refused = CheckServedProtocolName(name);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(refused.message(), ::testing::HasSubstr("'" + name + "' is a file path"));
+  }
+  EXPECT_EQ(CheckServedProtocolName(std::string("reach\0x", 7)).code(), absl::StatusCode::kInvalidArgument);
+
+  v1::EvaluateRequest named;
+  ASSERT_TRUE(SetRequestProtocol("reach", &named).ok());
+  EXPECT_EQ(named.protocol_name(), "reach");
+  v1::PromoteCandidateRequest from_file;
+  ASSERT_TRUE(SetRequestProtocol(path, &from_file).ok());
+  ASSERT_TRUE(from_file.has_protocol());
+  EXPECT_EQ(from_file.protocol().name(), "reach");
+  EXPECT_EQ(ProtocolHash(from_file.protocol()), ProtocolHash(*LoadProtocol(path)));
+  EXPECT_EQ(SetRequestProtocol(dir_ + "/absent.yaml", &named).code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(ProtocolTest, HashIgnoresKeyOrderNameAndExplicitDefaults) {
   auto a = LoadProtocol(WriteYaml(dir_, "a.yaml", kProtocol));
   auto b = LoadProtocol(WriteYaml(dir_, "b.yaml", kReordered));
