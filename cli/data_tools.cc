@@ -32,6 +32,9 @@ struct CliOptions {
   double fps = 0;                        // export lerobot: frames per second (0 = the file's)
   std::string task;                      // export lerobot: task string of demos without one
   std::string codec = "h264";            // export lerobot: h264 or av1
+  double data_file_mb = 100;             // export lerobot: size at which a data file rolls over
+  double video_file_mb = 200;            // export lerobot: size at which a video file rolls over
+  int64_t files_per_chunk = 1000;        // export lerobot: files per chunk folder
   std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input;  // info: reference -> file
 };
 
@@ -156,6 +159,9 @@ absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   export_options.fps = options.fps;
   if (!options.task.empty()) export_options.task = options.task;
   export_options.encoder = options.codec == "av1" ? "libaom-av1" : "libx264";
+  export_options.data_file_mb = options.data_file_mb;
+  export_options.video_file_mb = options.video_file_mb;
+  export_options.files_per_chunk = options.files_per_chunk;
   ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
   absl::StatusOr<LeRobotExportResult> result = lerobot->export_lerobot(export_options);
   if (!result.ok()) return result.status();
@@ -219,6 +225,15 @@ void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
       ->check(CLI::PositiveNumber);
   lerobot->add_option("--task", options->task, "task string of demos that have none");
   lerobot->add_option("--codec", options->codec, "video codec")->check(CLI::IsMember({"h264", "av1"}));
+  lerobot->add_option("--data-file-mb", options->data_file_mb, "start a new data file once one holds this many MB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  lerobot->add_option("--video-file-mb", options->video_file_mb, "start a new video file once one is this many MB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  lerobot->add_option("--files-per-chunk", options->files_per_chunk, "files per chunk-NNN folder")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output folder");
   BindTool(runner, lerobot, "export lerobot", ExportToLeRobot, options);
 }

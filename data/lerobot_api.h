@@ -13,7 +13,7 @@
 namespace roboloop::data {
 
 // Bumped when the table below changes.
-inline constexpr int kLeRobotApiVersion = 1;
+inline constexpr int kLeRobotApiVersion = 2;
 
 // What the library offers: the functions of lerobot_import.h and lerobot_export.h.
 struct LeRobotApi {

@@ -130,13 +130,46 @@ absl::StatusOr<std::shared_ptr<arrow::Array>> BoolColumn(const Array& array) {
   return out;
 }
 
+// The video files of one camera: the one being written and where each episode went.
+struct CameraVideos {
+  std::unique_ptr<lerobot::VideoWriter> writer;  // the open file
+  std::string path;                              // its path
+  int64_t file = -1;                             // its number (0, 1, ... over chunks)
+  int64_t frames = 0;                            // frames written to it so far
+  std::vector<int64_t> episode_file;             // per episode: its file number
+  std::vector<int64_t> episode_from;             // per episode: its first frame in that file
+};
+
 // The table writer's bookkeeping of what was written so far.
 struct Progress {
   std::map<std::string, std::vector<Array>> columns;  // numeric key -> per-demo rows
   std::vector<int64_t> lengths;
+  std::vector<int64_t> row_bytes;                     // per demo: bytes of its numeric columns
   std::vector<std::vector<std::string>> episode_tasks;
-  std::map<std::string, std::unique_ptr<lerobot::VideoWriter>> videos;  // camera key -> writer
+  std::vector<int64_t> data_file;                     // per demo: the data file holding it
+  std::map<std::string, CameraVideos> videos;         // camera key -> its files
 };
+
+// (chunk index, file index) of the `file`-th file of a kind.
+std::pair<int64_t, int64_t> ChunkAndFile(int64_t file, int64_t files_per_chunk) {
+  return {file / files_per_chunk, file % files_per_chunk};
+}
+
+// Refuses export options whose sizes are not positive, naming the option.
+absl::Status CheckSizes(const LeRobotExportOptions& options) {
+  if (!(options.data_file_mb > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("data_file_mb must be > 0, got ", options.data_file_mb));
+  }
+  if (!(options.video_file_mb > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("video_file_mb must be > 0, got ", options.video_file_mb));
+  }
+  if (options.files_per_chunk < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("files_per_chunk must be >= 1, got ", options.files_per_chunk));
+  }
+  return absl::OkStatus();
+}
+
+constexpr double kBytesPerMb = 1024.0 * 1024.0;
 
 class Exporter {
  public:
@@ -154,8 +187,8 @@ class Exporter {
                                                                  : std::vector<std::string>{tasks_.front()};
       ROBOLOOP_RETURN_IF_ERROR(AddDemo(reader_.layout().demos[i], tasks));
     }
-    for (auto& [key, video] : progress_.videos) ROBOLOOP_RETURN_IF_ERROR(video->Close());
-    ROBOLOOP_RETURN_IF_ERROR(WriteData());
+    for (auto& [key, videos] : progress_.videos) ROBOLOOP_RETURN_IF_ERROR(videos.writer->Close());
+    ROBOLOOP_RETURN_IF_ERROR(WriteDataFiles());
     ROBOLOOP_RETURN_IF_ERROR(WriteEpisodes());
     ROBOLOOP_RETURN_IF_ERROR(WriteTasks());
     ROBOLOOP_RETURN_IF_ERROR(WriteStats());
@@ -170,14 +203,17 @@ class Exporter {
   }
 
   absl::Status AddDemo(const DemoLayout& demo, const std::vector<std::string>& tasks) {
+    int64_t bytes = 0;
     for (const Target& target : targets_) {
       ROBOLOOP_ASSIGN_OR_RETURN(Array values, reader_.ReadFeature(demo.name, target.feature));
       if (target.video) {
         ROBOLOOP_RETURN_IF_ERROR(Encode(target, values));
       } else {
+        bytes += static_cast<int64_t>(values.bytes.size());
         progress_.columns[target.key].push_back(std::move(values));
       }
     }
+    progress_.row_bytes.push_back(bytes);
     progress_.lengths.push_back(demo.num_samples);
     progress_.episode_tasks.push_back(tasks);
     result_.total_frames += demo.num_samples;
@@ -185,32 +221,72 @@ class Exporter {
     return absl::OkStatus();
   }
 
+  // True when the camera's open file has reached video_file_mb on disk.
+  bool VideoFileFull(const CameraVideos& videos) const {
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(videos.path, error);
+    return !error && static_cast<double>(size) >= options_.video_file_mb * kBytesPerMb;
+  }
+
+  // Closes the camera's open file (if any) and opens its next one.
+  absl::Status OpenNextVideo(const Target& target, CameraVideos& videos) {
+    if (videos.writer != nullptr) ROBOLOOP_RETURN_IF_ERROR(videos.writer->Close());
+    ++videos.file;
+    videos.frames = 0;
+    const auto [chunk, file] = ChunkAndFile(videos.file, options_.files_per_chunk);
+    lerobot::VideoWriterOptions video_options;
+    video_options.path = JoinPath(root_, lerobot::FormatPath(lerobot::kVideoPathTemplate, chunk, file, target.key));
+    video_options.encoder = options_.encoder;
+    video_options.width = static_cast<int>(target.spec.step_shape[1]);
+    video_options.height = static_cast<int>(target.spec.step_shape[0]);
+    video_options.fps = static_cast<int>(std::lround(fps_));
+    video_options.crf = options_.crf;
+    ROBOLOOP_ASSIGN_OR_RETURN(videos.writer, lerobot::VideoWriter::Open(video_options));
+    videos.path = video_options.path;
+    return absl::OkStatus();
+  }
+
   absl::Status Encode(const Target& target, const Array& frames) {
-    auto& video = progress_.videos[target.key];
-    if (video == nullptr) {
-      lerobot::VideoWriterOptions video_options;
-      video_options.path = JoinPath(root_, lerobot::FormatPath(lerobot::kVideoPathTemplate, 0, 0, target.key));
-      video_options.encoder = options_.encoder;
-      video_options.width = static_cast<int>(target.spec.step_shape[1]);
-      video_options.height = static_cast<int>(target.spec.step_shape[0]);
-      video_options.fps = static_cast<int>(std::lround(fps_));
-      video_options.crf = options_.crf;
-      ROBOLOOP_ASSIGN_OR_RETURN(video, lerobot::VideoWriter::Open(video_options));
-    }
-    ROBOLOOP_RETURN_IF_ERROR(video->Write(frames.bytes.data(), frames.Steps()));
+    CameraVideos& videos = progress_.videos[target.key];
+    if (videos.writer == nullptr || VideoFileFull(videos)) ROBOLOOP_RETURN_IF_ERROR(OpenNextVideo(target, videos));
+    videos.episode_file.push_back(videos.file);
+    videos.episode_from.push_back(videos.frames);
+    ROBOLOOP_RETURN_IF_ERROR(videos.writer->Write(frames.bytes.data(), frames.Steps()));
+    videos.frames += frames.Steps();
     result_.frames_encoded += frames.Steps();
     return absl::OkStatus();
   }
 
-  absl::Status WriteData() {
-    const int64_t rows = result_.total_frames;
-    std::vector<int64_t> episode_of(rows), frame_of(rows);
-    for (int64_t e = 0, row = 0; e < static_cast<int64_t>(progress_.lengths.size()); ++e) {
-      for (int64_t f = 0; f < progress_.lengths[e]; ++f, ++row) {
-        episode_of[row] = e;
-        frame_of[row] = f;
+  // Writes the demos in data files of at most data_file_mb each (a demo is never split).
+  absl::Status WriteDataFiles() {
+    const int64_t demos = static_cast<int64_t>(progress_.lengths.size());
+    if (demos == 0) return WriteDataFile(0, 0, 0, 0);
+    int64_t first = 0, first_row = 0, file = 0;
+    while (first < demos) {
+      int64_t last = first, rows = 0;
+      for (double bytes = 0; last < demos && (last == first || bytes < options_.data_file_mb * kBytesPerMb); ++last) {
+        bytes += static_cast<double>(progress_.row_bytes[last]);
+        rows += progress_.lengths[last];
+        progress_.data_file.push_back(file);
+      }
+      ROBOLOOP_RETURN_IF_ERROR(WriteDataFile(first, last, first_row, file));
+      first = last;
+      first_row += rows;
+      ++file;
+    }
+    return absl::OkStatus();
+  }
+
+  // Writes demos [first, last), whose rows start at global row `first_row`, as data file `file`.
+  absl::Status WriteDataFile(int64_t first, int64_t last, int64_t first_row, int64_t file) {
+    std::vector<int64_t> episode_of, frame_of;
+    for (int64_t e = first; e < last; ++e) {
+      for (int64_t f = 0; f < progress_.lengths[e]; ++f) {
+        episode_of.push_back(e);
+        frame_of.push_back(f);
       }
     }
+    const int64_t rows = static_cast<int64_t>(episode_of.size());
     std::vector<std::shared_ptr<arrow::Field>> fields;
     std::vector<std::shared_ptr<arrow::Array>> columns;
     auto add = [&](const std::string& key, const Array& array, bool scalar, bool as_bool) -> absl::Status {
@@ -227,7 +303,9 @@ class Exporter {
     for (const Target& target : targets_) {
       if (target.video) continue;
       const bool scalar = target.spec.step_shape.empty() || target.spec.step_shape[0] == 1;
-      ROBOLOOP_RETURN_IF_ERROR(add(target.key, Concatenate(progress_.columns[target.key]), scalar, target.as_bool));
+      const std::vector<Array>& per_demo = progress_.columns[target.key];
+      ROBOLOOP_RETURN_IF_ERROR(add(target.key, Concatenate({per_demo.begin() + first, per_demo.begin() + last}), scalar,
+                                   target.as_bool));
     }
     if (!Has("timestamp")) {
       std::vector<float> times(rows);
@@ -236,14 +314,15 @@ class Exporter {
     }
     ROBOLOOP_RETURN_IF_ERROR(add("frame_index", Column(rows, [&](int64_t i) { return frame_of[i]; }), true, false));
     ROBOLOOP_RETURN_IF_ERROR(add("episode_index", Column(rows, [&](int64_t i) { return episode_of[i]; }), true, false));
-    ROBOLOOP_RETURN_IF_ERROR(add("index", Column(rows, [](int64_t i) { return i; }), true, false));
+    ROBOLOOP_RETURN_IF_ERROR(add("index", Column(rows, [&](int64_t i) { return first_row + i; }), true, false));
     if (!Has("task_index")) {
       ROBOLOOP_RETURN_IF_ERROR(add("task_index", Column(rows, [&](int64_t i) {
                                      return TaskIndex(progress_.episode_tasks[episode_of[i]]);
                                    }), true, false));
     }
+    const auto [chunk_index, file_index] = ChunkAndFile(file, options_.files_per_chunk);
     return lerobot::WriteParquet(*arrow::Table::Make(arrow::schema(fields), columns),
-                                 JoinPath(root_, lerobot::FormatPath(lerobot::kDataPathTemplate, 0, 0)));
+                                 JoinPath(root_, lerobot::FormatPath(lerobot::kDataPathTemplate, chunk_index, file_index)));
   }
 
   int64_t TaskIndex(const std::vector<std::string>& tasks) {
@@ -281,26 +360,31 @@ class Exporter {
       add_column(name, column);
       return absl::OkStatus();
     };
-    auto add_times = [&](const std::string& name, const std::vector<int64_t>& frames) -> absl::Status {
+    auto add_times = [&](const std::string& name, const std::function<int64_t(int64_t)>& frame) -> absl::Status {
       std::vector<double> seconds;
-      for (int64_t f : frames) seconds.push_back(f / fps_);
+      for (int64_t e = 0; e < n; ++e) seconds.push_back(frame(e) / fps_);
       ROBOLOOP_ASSIGN_OR_RETURN(auto column, lerobot::ColumnFromArray(Array::From<double>({n}, seconds), true));
       add_column(name, column);
       return absl::OkStatus();
     };
     auto zero = [](int64_t) -> int64_t { return 0; };
+    const int64_t per_chunk = options_.files_per_chunk;
     ROBOLOOP_RETURN_IF_ERROR(add_ints("episode_index", [](int64_t e) { return e; }));
     add_column("tasks", tasks);
     ROBOLOOP_RETURN_IF_ERROR(add_ints("length", [&](int64_t e) { return progress_.lengths[e]; }));
-    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/chunk_index", zero));
-    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/file_index", zero));
+    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/chunk_index", [&](int64_t e) { return progress_.data_file[e] / per_chunk; }));
+    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/file_index", [&](int64_t e) { return progress_.data_file[e] % per_chunk; }));
     ROBOLOOP_RETURN_IF_ERROR(add_ints("dataset_from_index", [&](int64_t e) { return from[e]; }));
     ROBOLOOP_RETURN_IF_ERROR(add_ints("dataset_to_index", [&](int64_t e) { return to[e]; }));
-    for (const auto& [key, video] : progress_.videos) {
-      ROBOLOOP_RETURN_IF_ERROR(add_ints(absl::StrCat("videos/", key, "/chunk_index"), zero));
-      ROBOLOOP_RETURN_IF_ERROR(add_ints(absl::StrCat("videos/", key, "/file_index"), zero));
-      ROBOLOOP_RETURN_IF_ERROR(add_times(absl::StrCat("videos/", key, "/from_timestamp"), from));
-      ROBOLOOP_RETURN_IF_ERROR(add_times(absl::StrCat("videos/", key, "/to_timestamp"), to));
+    for (const auto& [key, videos] : progress_.videos) {
+      const std::string prefix = absl::StrCat("videos/", key, "/");
+      const CameraVideos& v = videos;
+      ROBOLOOP_RETURN_IF_ERROR(add_ints(prefix + "chunk_index", [&](int64_t e) { return v.episode_file[e] / per_chunk; }));
+      ROBOLOOP_RETURN_IF_ERROR(add_ints(prefix + "file_index", [&](int64_t e) { return v.episode_file[e] % per_chunk; }));
+      ROBOLOOP_RETURN_IF_ERROR(add_times(prefix + "from_timestamp", [&](int64_t e) { return v.episode_from[e]; }));
+      ROBOLOOP_RETURN_IF_ERROR(add_times(prefix + "to_timestamp", [&](int64_t e) {
+        return v.episode_from[e] + progress_.lengths[e];
+      }));
     }
     ROBOLOOP_RETURN_IF_ERROR(add_ints("meta/episodes/chunk_index", zero));
     ROBOLOOP_RETURN_IF_ERROR(add_ints("meta/episodes/file_index", zero));
@@ -363,9 +447,9 @@ class Exporter {
         {"total_episodes", result_.num_episodes},
         {"total_frames", result_.total_frames},
         {"total_tasks", tasks_.size()},
-        {"chunks_size", 1000},
-        {"data_files_size_in_mb", 100},
-        {"video_files_size_in_mb", 200},
+        {"chunks_size", options_.files_per_chunk},
+        {"data_files_size_in_mb", options_.data_file_mb},
+        {"video_files_size_in_mb", options_.video_file_mb},
         {"fps", fps_},
         {"splits", {{"train", absl::StrCat("0:", result_.num_episodes)}}},
         {"data_path", lerobot::kDataPathTemplate},
@@ -400,6 +484,7 @@ absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& op
   if (std::filesystem::exists(options.output_dir, error) && !options.overwrite) {
     return absl::AlreadyExistsError(absl::StrCat(options.output_dir, ": already exists (pass --overwrite)"));
   }
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckSizes(options), absl::StrCat("export of ", options.input_path)));
   DatasetReader::Options reader_options;
   reader_options.path = options.input_path;
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));

@@ -17,6 +17,13 @@ struct LeRobotExportOptions {
   std::string task = "roboloop demonstration";  // task string of demos without one
   std::string encoder = "libx264";  // FFmpeg video encoder: libx264 (H.264) or libaom-av1 (AV1)
   int crf = 18;             // the encoder's constant rate factor
+  // A data file takes whole episodes until their columns hold this many MB (raw bytes, which
+  // Parquet only shrinks); the next episode starts the next file (info.json data_files_size_in_mb).
+  double data_file_mb = 100;
+  // A camera's video file takes whole episodes until it is this many MB on disk; the next
+  // episode starts the next file (info.json video_files_size_in_mb).
+  double video_file_mb = 200;
+  int64_t files_per_chunk = 1000;  // files per chunk-NNN folder (info.json chunks_size)
 };
 
 // What an export wrote.
@@ -28,13 +35,15 @@ struct LeRobotExportResult {
 
 // Writes `input_path` as a LeRobot v3.0 dataset: meta/info.json, meta/stats.json (mean, std,
 // min, max, q01, q99, count of each numeric feature, data/stats.h), meta/tasks.parquet, meta/episodes/chunk-000/
-// file-000.parquet, data/chunk-000/file-000.parquet and one mp4 per camera
-// (videos/<key>/chunk-000/file-000.mp4, yuv420p). Features map back by the file's env_args
+// file-000.parquet, the data files data/chunk-CCC/file-FFF.parquet and per camera the videos
+// videos/<key>/chunk-CCC/file-FFF.mp4 (yuv420p). Files roll over at episode boundaries by the
+// size options, file n of a kind being chunk n / files_per_chunk, file n % files_per_chunk; the
+// episodes table says where each episode is (and its time span in each video). Features map back by the file's env_args
 // (a LeRobot import's keys, dtypes and names), else: actions -> action, rewards -> next.reward,
 // dones -> next.done, obs/<camera>_image (uint8 [H, W, 3]) -> observation.images.<camera> (video),
 // obs/timestamp and obs/task_index -> timestamp and task_index, states -> states,
 // obs/<k> -> observation.<k>. next_obs/* features and numeric features of rank above 1 are
-// refused by name. The folder is written as `<output_dir>.partial` and renamed when complete;
+// refused by name, as is a size option that is not positive. The folder is written as `<output_dir>.partial` and renamed when complete;
 // errors name the input, feature or output file.
 absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options);
 

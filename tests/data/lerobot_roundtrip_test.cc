@@ -2,6 +2,7 @@
 // the same values (frames within H.264's tolerance), and what has no LeRobot form is refused by name.
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -99,6 +100,65 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   EXPECT_EQ(env["lerobot"]["fps"], 15);
   EXPECT_EQ(env["lerobot"]["tasks"], nlohmann::json({"stack"}));
   EXPECT_EQ(env["env_kwargs"]["obs_keys"], nlohmann::json({"count", "qpos", "qvel"}));
+}
+
+// Size limits below one episode put every episode in files of its own, two files a chunk; the
+// import finds each episode's rows and frames where the episodes table says.
+TEST(LeRobotRoundTripTest, FilesRollOverAtTheSizeLimitsAndImportBack) {
+  TempDir dir;
+  const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1), CameraEpisode(5, 2)};
+  Write(dir.File("in.hdf5"), episodes);
+  LeRobotExportOptions export_options;
+  export_options.input_path = dir.File("in.hdf5");
+  export_options.output_dir = dir.File("lerobot");
+  export_options.fps = 15;
+  export_options.data_file_mb = 1e-9;
+  export_options.video_file_mb = 1e-9;
+  export_options.files_per_chunk = 2;
+  absl::StatusOr<LeRobotExportResult> exported = ExportLeRobot(export_options);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  for (const char* file : {"data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet",
+                           "data/chunk-001/file-000.parquet", "videos/observation.images.cam/chunk-000/file-000.mp4",
+                           "videos/observation.images.cam/chunk-000/file-001.mp4",
+                           "videos/observation.images.cam/chunk-001/file-000.mp4"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir.File("lerobot/" + std::string(file)))) << file;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot/data/chunk-001/file-001.parquet")));
+  const nlohmann::json info = nlohmann::json::parse(std::ifstream(dir.File("lerobot/meta/info.json")));
+  EXPECT_EQ(info["chunks_size"], 2);
+  EXPECT_EQ(info["data_files_size_in_mb"], 1e-9);
+
+  LeRobotImportOptions import_options;
+  import_options.input_dir = dir.File("lerobot");
+  import_options.output_path = dir.File("back.hdf5");
+  absl::StatusOr<LeRobotImportResult> imported = ImportLeRobot(import_options);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->total_steps, 16);
+  std::unique_ptr<DatasetReader> reader = testing::OpenOrDie(dir.File("back.hdf5"));
+  ASSERT_EQ(reader->layout().demos.size(), 3u);
+  for (size_t i = 0; i < episodes.size(); ++i) {
+    absl::StatusOr<Episode> back = reader->ReadEpisode(reader->layout().demos[i].name);
+    ASSERT_TRUE(back.ok()) << back.status();
+    for (const char* feature : {"actions", "obs/qpos", "states"}) {
+      EXPECT_EQ(back->at(feature).bytes, episodes[i].at(feature).bytes) << i << " " << feature;
+    }
+    EXPECT_LT(testing::MeanAbsoluteError(back->at("obs/cam_image").bytes, episodes[i].at("obs/cam_image").bytes), 6.0)
+        << i;
+  }
+}
+
+TEST(LeRobotRoundTripTest, SizeLimitsThatAreNotPositiveAreRefusedByName) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});
+  LeRobotExportOptions options;
+  options.input_path = dir.File("in.hdf5");
+  options.output_dir = dir.File("lerobot");
+  options.fps = 10;
+  options.video_file_mb = 0;
+  absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("video_file_mb"), std::string::npos) << result.status();
+  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot")));
 }
 
 TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
