@@ -10,21 +10,19 @@
 // on every shard and the evaluation is stored as failed; cached evaluations, leaderboards,
 // comparisons and promotions run to their end. Every endpoint a request names is replaced by
 // the SimService, so no input dials the network (an endpoint that does not answer costs seconds
-// of gRPC retries; eval_service_test covers losing one mid-evaluation). Checkpoint ids are random, so a comparison's candidate or baseline "v1" or
-// "v2" stands for that checkpoint's id. After a promotion the champion alias is put back on v1.
+// of gRPC retries; eval_service_test covers losing one mid-evaluation). Checkpoint ids are
+// random, so a comparison's candidate or baseline "v1" or "v2" stands for that checkpoint's id.
+// After a promotion the champion alias is put back on v1.
 // Promote first checks protocol_name as EvalGrpcService does. Beyond crashes and sanitizer
 // reports it checks: an evaluation whose protocol_name is a file path is refused
 // (InvalidArgument); a successful evaluation is completed with one result per episode of its
 // protocol; a leaderboard holds at most `top` rows.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "common/grpc_server.h"
@@ -40,6 +38,9 @@
 
 namespace {
 
+using roboloop::fuzz::CheckContract;
+using roboloop::fuzz::RequireOk;
+
 namespace fs = std::filesystem;
 namespace v1 = roboloop::v1;
 namespace eval = roboloop::eval;
@@ -48,22 +49,9 @@ constexpr char kModel[] = "fuzz-model";
 constexpr char kTask[] = "cartpole-swingup";
 constexpr char kProtocol[] = "fuzz-gate";
 
-// Stops the process with `what` when a contract does not hold (a finding).
-void Check(bool holds, const char* what) {
-  if (holds) return;
-  std::fprintf(stderr, "eval service contract broken: %s\n", what);
-  std::abort();
-}
-
-void Require(const absl::Status& status, const char* what) {
-  if (status.ok()) return;
-  std::fprintf(stderr, "eval fuzz setup: %s: %s\n", what, status.ToString().c_str());
-  std::abort();
-}
-
 template <typename T>
 T Required(absl::StatusOr<T> value, const char* what) {
-  Require(value.status(), what);
+  RequireOk(value.status(), what);
   return std::move(*value);
 }
 
@@ -76,13 +64,19 @@ std::string ManifestFor(const v1::TaskInfo& task, const v1::BlobInfo& policy) {
     obs["names"].push_back(key.name());
     obs["shapes"].push_back(std::vector<int>(key.shape().begin(), key.shape().end()));
   }
-  return nlohmann::json{
-      {"format_version", 1}, {"model", kModel}, {"policy", {{"kind", "mlp"}, {"options", {{"hidden", {8}}}}}},
-      {"obs_spec", obs}, {"action_spec", {{"names", {"action"}}, {"shapes", {{task.action_low_size()}}}}},
-      {"normalization", nlohmann::json::object()}, {"action_chunk", {{"horizon", 1}}}, {"dataset_id", ""},
-      {"parent_id", ""}, {"step", 1}, {"metrics", nlohmann::json::object()},
-      {"provenance", nlohmann::json::object()},
-      {"blobs", {{"policy", {{"sha256", policy.sha256()}, {"size", policy.size()}}}}}}
+  return nlohmann::json{{"format_version", 1},
+                        {"model", kModel},
+                        {"policy", {{"kind", "mlp"}, {"options", {{"hidden", {8}}}}}},
+                        {"obs_spec", obs},
+                        {"action_spec", {{"names", {"action"}}, {"shapes", {{task.action_low_size()}}}}},
+                        {"normalization", nlohmann::json::object()},
+                        {"action_chunk", {{"horizon", 1}}},
+                        {"dataset_id", ""},
+                        {"parent_id", ""},
+                        {"step", 1},
+                        {"metrics", nlohmann::json::object()},
+                        {"provenance", nlohmann::json::object()},
+                        {"blobs", {{"policy", {{"sha256", policy.sha256()}, {"size", policy.size()}}}}}}
       .dump();
 }
 
@@ -94,20 +88,21 @@ struct Fixture {
   std::unique_ptr<roboloop::common::GrpcServer> sim_server;
   std::unique_ptr<roboloop::registry::RegistryHost> registry_host;
   std::unique_ptr<roboloop::registry::RegistryClient> registry;
-  std::string endpoint;                // the SimService's address
-  std::string checkpoint_ids[2];      // v1, v2
+  std::string endpoint;           // the SimService's address
+  std::string checkpoint_ids[2];  // v1, v2
 };
 
 void StartSim(Fixture& f) {
   roboloop::sim::BuiltinTaskOptions builtin;
   builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
-  Require(roboloop::sim::RegisterBuiltins(&f.tasks, builtin), "registering the built-in tasks");
+  RequireOk(roboloop::sim::RegisterBuiltins(&f.tasks, builtin), "registering the built-in tasks");
   roboloop::sim::SimServiceHandler::Options options;
   options.registry = &f.tasks;
   options.max_envs = 4;
   options.max_threads = 2;
   f.sim = Required(roboloop::sim::SimServiceHandler::Create(options), "creating the sim handler");
-  f.sim_service = std::make_unique<roboloop::sim::SimGrpcService>(f.sim.get(), roboloop::sim::SimGrpcService::Options());
+  f.sim_service =
+      std::make_unique<roboloop::sim::SimGrpcService>(f.sim.get(), roboloop::sim::SimGrpcService::Options());
   roboloop::common::GrpcServerOptions server;
   server.listen_address = "unix:" + Scratch("sim.sock");
   server.shutdown_deadline = absl::ZeroDuration();
@@ -145,7 +140,7 @@ v1::Protocol WriteProtocol(const v1::TaskInfo& task) {
       << "task: " << kTask << "\nbase_seed: 3\nseed_start: 1000\nepisodes: 8\nmax_steps: 20\n"
       << "execution: {chunk: {mode: FULL_CHUNK}}\n";
   v1::Protocol protocol = Required(eval::LoadProtocol(kProtocol, ProtocolsDir()), "loading fuzz-gate");
-  Require(eval::PinTaskDefinition(task.definition_hash(), &protocol), "pinning fuzz-gate");
+  RequireOk(eval::PinTaskDefinition(task.definition_hash(), &protocol), "pinning fuzz-gate");
   return protocol;
 }
 
@@ -154,10 +149,10 @@ void SeedStore(const Fixture& f, const v1::Protocol& protocol) {
   options.root = StoreTemplate();
   std::unique_ptr<eval::LeaderboardStore> store = Required(eval::LeaderboardStore::Create(options), "the store");
   for (int version = 1; version <= 2; ++version) {
-    Require(store->Store(eval::testing::MakeEvaluation(protocol, f.checkpoint_ids[version - 1], kModel, version,
-                                                       /*successes=*/2 + 4 * (version - 1), /*return_offset=*/version,
-                                                       /*created_unix_us=*/1000 * version)),
-            "storing a seed evaluation");
+    RequireOk(store->Store(eval::testing::MakeEvaluation(protocol, f.checkpoint_ids[version - 1], kModel, version,
+                                                         /*successes=*/2 + 4 * (version - 1), /*return_offset=*/version,
+                                                         /*created_unix_us=*/1000 * version)),
+              "storing a seed evaluation");
   }
 }
 
@@ -175,7 +170,7 @@ const Fixture& Started() {
     promote.set_model(kModel);
     promote.set_ref(std::string(kModel) + ":v1");
     promote.set_reason("seed");
-    Require(f->registry_host->registry().Promote(promote).status(), "promoting v1");
+    RequireOk(f->registry_host->registry().Promote(promote).status(), "promoting v1");
     SeedStore(*f, WriteProtocol(task));
     return f;
   }();
@@ -209,21 +204,23 @@ void MapEndpoints(google::protobuf::RepeatedPtrField<std::string>* endpoints) {
 
 void Evaluate(const eval::EvalServiceHandler& handler, v1::EvaluateRequest request) {
   MapEndpoints(request.mutable_sim_endpoints());
-  const absl::StatusOr<v1::Evaluation> evaluation =
-      handler.Evaluate(request, "fuzz", [](const v1::EvaluateProgress&) { return absl::OkStatus(); }, nullptr);
-  Check(!request.has_protocol_name() || !eval::IsProtocolPath(request.protocol_name()) ||
-            evaluation.status().code() == absl::StatusCode::kInvalidArgument,
-        "Evaluate did not refuse a protocol_name that is a file path");
+  const absl::StatusOr<v1::Evaluation> evaluation = handler.Evaluate(
+      request, "fuzz", [](const v1::EvaluateProgress&) { return absl::OkStatus(); }, nullptr);
+  CheckContract(!request.has_protocol_name() || !eval::IsProtocolPath(request.protocol_name()) ||
+                    evaluation.status().code() == absl::StatusCode::kInvalidArgument,
+                "Evaluate did not refuse a protocol_name that is a file path");
   if (!evaluation.ok()) return;
-  Check(evaluation->status() == v1::EVALUATION_COMPLETED, "Evaluate returned an evaluation that is not completed");
-  Check(evaluation->episodes_size() == evaluation->protocol().episodes(),
-        "Evaluate returned an evaluation without one result per episode");
+  CheckContract(evaluation->status() == v1::EVALUATION_COMPLETED,
+                "Evaluate returned an evaluation that is not completed");
+  CheckContract(evaluation->episodes_size() == evaluation->protocol().episodes(),
+                "Evaluate returned an evaluation without one result per episode");
 }
 
 void Leaderboard(const eval::EvalServiceHandler& handler, const v1::LeaderboardRequest& request) {
   const absl::StatusOr<v1::LeaderboardResponse> top = handler.Leaderboard(request);
   if (!top.ok()) return;
-  Check(top->evaluations_size() <= (request.top() == 0 ? 10 : request.top()), "a leaderboard holds more than top rows");
+  CheckContract(top->evaluations_size() <= (request.top() == 0 ? 10 : request.top()),
+                "a leaderboard holds more than top rows");
 }
 
 void Promote(const eval::EvalServiceHandler& handler, v1::PromoteCandidateRequest request) {
@@ -241,7 +238,7 @@ void Promote(const eval::EvalServiceHandler& handler, v1::PromoteCandidateReques
   restore.set_model(kModel);
   restore.set_ref(std::string(kModel) + ":v1");
   restore.set_reason("fuzz: restore the champion");
-  Require(Started().registry_host->registry().Promote(restore).status(), "restoring the champion");
+  RequireOk(Started().registry_host->registry().Promote(restore).status(), "restoring the champion");
 }
 
 // Checkpoint ids are random, so a comparison names the seeded checkpoints "v1" and "v2".
@@ -263,11 +260,17 @@ constexpr uint8_t kMethodCount = 4;
 
 void Call(const eval::EvalServiceHandler& handler, uint8_t method, const std::string& bytes) {
   switch (method) {
-    case 0: return Dispatch<v1::EvaluateRequest>(bytes, [&](v1::EvaluateRequest q) { Evaluate(handler, std::move(q)); });
-    case 1: return Dispatch<v1::LeaderboardRequest>(bytes, [&](const v1::LeaderboardRequest& q) { Leaderboard(handler, q); });
-    case 2: return Dispatch<v1::CompareRequest>(bytes, [&](v1::CompareRequest q) { Compare(handler, std::move(q)); });
-    case 3: return Dispatch<v1::PromoteCandidateRequest>(bytes, [&](v1::PromoteCandidateRequest q) { Promote(handler, std::move(q)); });
-    default: return;
+    case 0:
+      return Dispatch<v1::EvaluateRequest>(bytes, [&](v1::EvaluateRequest q) { Evaluate(handler, std::move(q)); });
+    case 1:
+      return Dispatch<v1::LeaderboardRequest>(bytes, [&](const v1::LeaderboardRequest& q) { Leaderboard(handler, q); });
+    case 2:
+      return Dispatch<v1::CompareRequest>(bytes, [&](v1::CompareRequest q) { Compare(handler, std::move(q)); });
+    case 3:
+      return Dispatch<v1::PromoteCandidateRequest>(
+          bytes, [&](v1::PromoteCandidateRequest q) { Promote(handler, std::move(q)); });
+    default:
+      return;
   }
 }
 

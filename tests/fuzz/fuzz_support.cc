@@ -25,6 +25,18 @@ std::string MakeScratchDir() {
 
 }  // namespace
 
+void RequireOk(const absl::Status& status, const std::string& what) {
+  if (status.ok()) return;
+  std::fprintf(stderr, "fuzz setup: %s: %s\n", what.c_str(), status.ToString().c_str());
+  std::abort();
+}
+
+void CheckContract(bool holds, const std::string& what) {
+  if (holds) return;
+  std::fprintf(stderr, "contract broken: %s\n", what.c_str());
+  std::abort();
+}
+
 const std::string& ScratchDir() {
   static const std::string* const kDir = [] {
     auto* dir = new std::string(MakeScratchDir());

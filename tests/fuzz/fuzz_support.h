@@ -6,7 +6,16 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace roboloop::fuzz {
+
+// Aborts, printing "fuzz setup: <what>: <status>", when `status` is not OK: a target whose
+// fixture cannot be built cannot run.
+void RequireOk(const absl::Status& status, const std::string& what);
+
+// Aborts, printing "contract broken: <what>", when `holds` is false: a finding.
+void CheckContract(bool holds, const std::string& what);
 
 // A directory private to this process (created on first use under $TMPDIR, else /tmp, and
 // removed at exit). Aborts when it cannot be created: a fuzz target without it cannot run.

@@ -5,8 +5,6 @@
 // "fuzz-model" aliased by latest and champion, a dataset "fuzz-data"), so a finding reproduces
 // from its input alone. Errors are Statuses; only crashes and sanitizer reports are findings.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -18,22 +16,18 @@
 
 namespace {
 
+using roboloop::fuzz::RequireOk;
+
 namespace fs = std::filesystem;
 using roboloop::registry::Registry;
 namespace v1 = roboloop::v1;
-
-void Require(const absl::Status& status, const char* what) {
-  if (status.ok()) return;
-  std::fprintf(stderr, "registry fuzz setup: %s: %s\n", what, status.ToString().c_str());
-  std::abort();
-}
 
 std::unique_ptr<Registry> OpenRegistry(const std::string& root) {
   Registry::Options options;
   options.root = root;
   options.durable_commits = false;
   absl::StatusOr<std::unique_ptr<Registry>> registry = Registry::Create(options);
-  Require(registry.status(), "opening the registry");
+  RequireOk(registry.status(), "opening the registry");
   return std::move(*registry);
 }
 
@@ -53,22 +47,22 @@ const std::string& TemplateStore() {
     auto* root = new std::string(roboloop::fuzz::ScratchDir() + "/template");
     std::unique_ptr<Registry> registry = OpenRegistry(*root);
     absl::StatusOr<v1::BlobInfo> policy = registry->PutBlob("fuzz policy weights");
-    Require(policy.status(), "storing the seed blob");
+    RequireOk(policy.status(), "storing the seed blob");
     v1::RegisterCheckpointRequest checkpoint;
     checkpoint.set_model("fuzz-model");
     checkpoint.set_manifest_json(SeedManifest(*policy));
-    Require(registry->RegisterCheckpoint(checkpoint).status(), "registering the seed checkpoint");
+    RequireOk(registry->RegisterCheckpoint(checkpoint).status(), "registering the seed checkpoint");
     v1::PromoteRequest promote;
     promote.set_model("fuzz-model");
     promote.set_ref("fuzz-model:v1");
     promote.set_reason("seed");
-    Require(registry->Promote(promote).status(), "promoting the seed checkpoint");
+    RequireOk(registry->Promote(promote).status(), "promoting the seed checkpoint");
     absl::StatusOr<v1::BlobInfo> data = registry->PutBlob("fuzz dataset bytes");
-    Require(data.status(), "storing the seed dataset blob");
+    RequireOk(data.status(), "storing the seed dataset blob");
     v1::RegisterDatasetRequest dataset;
     dataset.set_name("fuzz-data");
     dataset.set_blob_sha256(data->sha256());
-    Require(registry->RegisterDataset(dataset).status(), "registering the seed dataset");
+    RequireOk(registry->RegisterDataset(dataset).status(), "registering the seed dataset");
     return root;
   }();
   return *kRoot;

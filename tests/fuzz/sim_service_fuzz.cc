@@ -11,8 +11,6 @@
 // per episode of its seed range, each inside the range; a collect that succeeds ran them all
 // and left its file in the dataset directory.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -25,6 +23,9 @@
 
 namespace {
 
+using roboloop::fuzz::CheckContract;
+using roboloop::fuzz::RequireOk;
+
 namespace fs = std::filesystem;
 using roboloop::sim::SimServiceHandler;
 namespace v1 = roboloop::v1;
@@ -32,19 +33,6 @@ namespace v1 = roboloop::v1;
 constexpr int64_t kMaxEpisodes = 4;
 constexpr int32_t kMaxSteps = 64;
 constexpr char kSeedDataset[] = "seed.hdf5";
-
-// Stops the process with `what` when a contract of the handler does not hold (a finding).
-void Check(bool holds, const char* what) {
-  if (holds) return;
-  std::fprintf(stderr, "sim service contract broken: %s\n", what);
-  std::abort();
-}
-
-void Require(const absl::Status& status, const char* what) {
-  if (status.ok()) return;
-  std::fprintf(stderr, "sim fuzz setup: %s: %s\n", what, status.ToString().c_str());
-  std::abort();
-}
 
 std::string TemplateDir() { return roboloop::fuzz::ScratchDir() + "/template"; }
 std::string DatasetDir() { return roboloop::fuzz::ScratchDir() + "/datasets"; }
@@ -55,7 +43,7 @@ const roboloop::sim::TaskRegistry& Tasks() {
     auto* tasks = new roboloop::sim::TaskRegistry();
     roboloop::sim::BuiltinTaskOptions options;
     options.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
-    Require(roboloop::sim::RegisterBuiltins(tasks, options), "registering the built-in tasks");
+    RequireOk(roboloop::sim::RegisterBuiltins(tasks, options), "registering the built-in tasks");
     return tasks;
   }();
   return *kTasks;
@@ -68,7 +56,7 @@ std::unique_ptr<SimServiceHandler> MakeHandler(const std::string& dataset_dir) {
   options.max_threads = 2;
   options.dataset_dir = dataset_dir;
   absl::StatusOr<std::unique_ptr<SimServiceHandler>> handler = SimServiceHandler::Create(options);
-  Require(handler.status(), "creating the handler");
+  RequireOk(handler.status(), "creating the handler");
   return std::move(*handler);
 }
 
@@ -83,7 +71,7 @@ SimServiceHandler& Handler() {
     rollout.set_policy("expert");
     rollout.set_num_episodes(2);
     rollout.set_max_steps(20);
-    Require(MakeHandler(TemplateDir())->Collect(seed, nullptr).status(), "collecting the seed dataset");
+    RequireOk(MakeHandler(TemplateDir())->Collect(seed, nullptr).status(), "collecting the seed dataset");
     return MakeHandler(DatasetDir()).release();
   }();
   return *kHandler;
@@ -114,18 +102,18 @@ void Rollout(v1::RolloutRequest request) {
       },
       nullptr);
   if (!status.ok()) return;
-  Check(in_range, "a rollout streamed an episode outside its seed range");
-  Check(static_cast<int64_t>(seen.size()) == request.num_episodes(),
-        "a rollout that succeeded did not stream one record per episode");
+  CheckContract(in_range, "a rollout streamed an episode outside its seed range");
+  CheckContract(static_cast<int64_t>(seen.size()) == request.num_episodes(),
+                "a rollout that succeeded did not stream one record per episode");
 }
 
 void Collect(v1::CollectRequest request) {
   Bound(request.mutable_rollout());
   const absl::StatusOr<v1::DatasetWritten> written = Handler().Collect(request, nullptr);
   if (!written.ok()) return;
-  Check(written->episodes_run() == request.rollout().num_episodes(), "a collect did not run its seed range");
-  Check(fs::is_regular_file(fs::path(DatasetDir()) / request.output_path()),
-        "a collect that succeeded left no file in the dataset directory");
+  CheckContract(written->episodes_run() == request.rollout().num_episodes(), "a collect did not run its seed range");
+  CheckContract(fs::is_regular_file(fs::path(DatasetDir()) / request.output_path()),
+                "a collect that succeeded left no file in the dataset directory");
 }
 
 template <typename Request, typename Call>
@@ -139,12 +127,18 @@ constexpr uint8_t kMethodCount = 4;
 
 void Call(uint8_t method, const std::string& bytes) {
   switch (method) {
-    case 0: Handler().ListTasks().IgnoreError(); return;
-    case 1: return Dispatch<v1::RolloutRequest>(bytes, Rollout);
-    case 2: return Dispatch<v1::CollectRequest>(bytes, Collect);
+    case 0:
+      Handler().ListTasks().IgnoreError();
+      return;
+    case 1:
+      return Dispatch<v1::RolloutRequest>(bytes, Rollout);
+    case 2:
+      return Dispatch<v1::CollectRequest>(bytes, Collect);
     case 3:
-      return Dispatch<v1::RelabelRequest>(bytes, [](const v1::RelabelRequest& q) { Handler().Relabel(q).IgnoreError(); });
-    default: return;
+      return Dispatch<v1::RelabelRequest>(bytes,
+                                          [](const v1::RelabelRequest& q) { Handler().Relabel(q).IgnoreError(); });
+    default:
+      return;
   }
 }
 

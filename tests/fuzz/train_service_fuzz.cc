@@ -10,14 +10,12 @@
 // applies the worker's torch-free checks (defaults, policy options, cuda_graph, device).
 // Beyond crashes and sanitizer reports it checks two contracts: a Train call that reached the
 // worker reports the worker's failure, and the config the worker reads equals the config sent.
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <string>
-
 #include <google/protobuf/util/field_comparator.h>
 #include <google/protobuf/util/message_differencer.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
 
 #include "absl/status/status.h"
 #include "common/config.h"
@@ -30,16 +28,11 @@
 
 namespace {
 
+using roboloop::fuzz::CheckContract;
+
 namespace fs = std::filesystem;
 using roboloop::train::TrainServiceHandler;
 namespace v1 = roboloop::v1;
-
-// Stops the process with `what` when a contract does not hold (a finding).
-void Check(bool holds, const std::string& what) {
-  if (holds) return;
-  std::fprintf(stderr, "train service contract broken: %s\n", what.c_str());
-  std::abort();
-}
 
 std::string RunsRoot() { return roboloop::fuzz::ScratchDir() + "/root"; }
 
@@ -81,9 +74,10 @@ std::string ConfigDifferences(const v1::TrainConfig& read, v1::TrainConfig sent)
 void ReadAsWorker(const std::string& path, const v1::TrainConfig& sent) {
   v1::TrainConfig read;
   const absl::Status parsed = roboloop::LoadYamlFile(path, &read);
-  Check(parsed.ok(), "the worker cannot read the request file: " + parsed.ToString());
+  CheckContract(parsed.ok(), "the worker cannot read the request file: " + parsed.ToString());
   const std::string differences = ConfigDifferences(read, sent);
-  Check(differences.empty(), "the worker reads another config than the one sent (sent -> read):\n" + differences);
+  CheckContract(differences.empty(),
+                "the worker reads another config than the one sent (sent -> read):\n" + differences);
   const v1::TrainConfig config = roboloop::train::WithDefaults(read);
   roboloop::train::PolicyOptionsFromSpec(config.policy(), /*obs_dim=*/6, /*action_dim=*/2).IgnoreError();
   const absl::StatusOr<std::optional<bool>> graph = roboloop::train::ParseCudaGraphOption(config.cuda_graph());
@@ -94,11 +88,12 @@ void ReadAsWorker(const std::string& path, const v1::TrainConfig& sent) {
 void Train(const v1::TrainRequest& request, int cuda_devices) {
   fs::remove_all(RunsRoot());
   TrainServiceHandler handler = MakeHandler(cuda_devices);
-  const absl::Status status = handler.Train(request, [](const v1::TrainEvent&) { return absl::OkStatus(); }, nullptr);
+  const absl::Status status = handler.Train(
+      request, [](const v1::TrainEvent&) { return absl::OkStatus(); }, nullptr);
   const std::string written = WrittenRequestFile();
   if (written.empty()) return;
-  Check(status.code() == absl::StatusCode::kAborted,
-        "a run whose worker failed ended with " + status.ToString());
+  CheckContract(status.code() == absl::StatusCode::kAborted,
+                "a run whose worker failed ended with " + status.ToString());
   ReadAsWorker(written, request.config());
 }
 
@@ -116,8 +111,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (request.ParseFromString(bytes)) Train(request, cuda_devices);
   } else {
     v1::CancelTrainRequest request;
-    if (request.ParseFromString(bytes)) Check(!MakeHandler(cuda_devices).Cancel(request).cancelled(),
-                                              "Cancel stopped a run that does not exist");
+    if (request.ParseFromString(bytes))
+      CheckContract(!MakeHandler(cuda_devices).Cancel(request).cancelled(), "Cancel stopped a run that does not exist");
   }
   return 0;
 }
