@@ -43,7 +43,7 @@ struct SimFlags {
   wiring::RegistryTarget registry;                // where --register registers and checkpoints resolve
   int64_t replay_episode = 0;             // episode index replayed
   std::string expect_hash;                // hex state hash chain the replay must reproduce
-  std::string dataset_dir;                // serve sim: Collect/Relabel paths live under it
+  std::string dataset_dir;                // serve sim: Collect/Relabel paths live under it ("" = <root>/datasets)
   ServerFlags server;                     // serve sim
 };
 
@@ -185,7 +185,9 @@ absl::Status ServeSim(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto tasks, wiring::TaskRegistryWith(flags.task_plugins, flags.yaml_tasks));
   sim::SimServiceHandler::Options options;
   options.registry = tasks.get();
-  options.dataset_dir = flags.dataset_dir;
+  options.dataset_dir =
+      flags.dataset_dir.empty() ? StoreLayout(flags.registry.root).ServiceDatasets() : flags.dataset_dir;
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(options.dataset_dir));
   ROBOLOOP_ASSIGN_OR_RETURN(auto registry, wiring::RegistryConnection::Open(flags.registry));
   options.checkpoints = &registry->client();
   options.checkpoint_cache_dir = StoreLayout(flags.registry.root).PolicyCache();
@@ -319,7 +321,8 @@ void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {
   AddTaskSourceOptions(command, f);
   AddServerFlags(command, &f->server, "127.0.0.1:7072");
   command->add_option("--dataset-dir", f->dataset_dir,
-                      "Collect/Relabel paths are relative to this directory (default: any path)");
+                      "Collect/Relabel paths are relative to this directory and must stay inside it "
+                      "(default: <root>/datasets)");
   AddRegistryTargetFlags(command, &f->registry);
   runner.Bind(command, [flags] { return ServeSim(*flags); });
 }

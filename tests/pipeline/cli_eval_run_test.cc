@@ -204,6 +204,22 @@ TEST_F(CliEvalRunTest, RemoteSimAndServeEvalGiveTheEmbeddedResult) {
   EXPECT_THAT(results(remote.out), HasSubstr("\"state_hash_chain\""));
   EXPECT_EQ(results(remote.out), results(embedded.out));
 
+  // A served sim writes datasets only inside its dataset folder, <root>/datasets by default.
+  const std::vector<std::string> collect = {roboloop::testing::RoboloopBinary(), "sim", "collect", "--task",
+                                            "cartpole-swingup", "--policy", "expert", "--episodes", "1",
+                                            "--max-steps", "5", "--sim", "unix:" + sim_socket};
+  std::vector<std::string> outside = collect;
+  outside.insert(outside.end(), {"-o", *dir_ + "/outside.hdf5"});
+  ProgramResult refused = roboloop::testing::RunProgram(outside);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("absolute paths are not allowed"));
+  EXPECT_FALSE(std::ifstream(*dir_ + "/outside.hdf5").good());
+  std::vector<std::string> inside = collect;
+  inside.insert(inside.end(), {"-o", "demos/one.hdf5"});
+  ProgramResult written = roboloop::testing::RunProgram(inside);
+  EXPECT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_TRUE(std::ifstream(*dir_ + "/store/datasets/demos/one.hdf5").good());
+
   ServerProcess server({"serve", "eval", "--listen", "unix:" + eval_socket, "--root", *dir_ + "/store",
                         "--protocols-dir", *dir_ + "/protocols", "--sim", "unix:" + sim_socket},
                        eval_socket);
