@@ -163,6 +163,7 @@ absl::Status Train(const TrainCommand& command) {
 struct ServeTrainFlags {
   wiring::RegistryTarget target;
   ServerFlags server;
+  std::string dataset_dir;  // where requests' dataset paths resolve ("" = <root>/datasets)
 };
 
 absl::Status ServeTrain(const ServeTrainFlags& flags) {
@@ -173,6 +174,7 @@ absl::Status ServeTrain(const ServeTrainFlags& flags) {
   options.registry_token_file = flags.target.token_file;
   options.registry_tls_ca_file = flags.target.tls_ca_file;
   options.registry_tls_server_name = flags.target.tls_server_name;
+  options.dataset_dir = flags.dataset_dir.empty() ? StoreLayout(flags.target.root).ServiceDatasets() : flags.dataset_dir;
   train::TrainServiceHandler handler(options);
   train::TrainGrpcService service(&handler);
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));
@@ -187,6 +189,9 @@ void AddServeTrainCommand(CLI::App* serve, CommandRunner& runner) {
   CLI::App* command = serve->add_subcommand("train", "Run TrainService");
   AddServerFlags(command, &flags->server, "127.0.0.1:50053");
   AddRegistryTargetFlags(command, &flags->target);
+  command->add_option("--dataset-dir", flags->dataset_dir,
+                      "Dataset paths of requests are relative to this directory and must stay inside it (registry "
+                      "references are not paths; default: <root>/datasets)");
   runner.Bind(command, [flags] { return ServeTrain(*flags); });
 }
 

@@ -12,6 +12,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "common/fs.h"
@@ -95,7 +96,30 @@ absl::StatusOr<pid_t> SpawnWorker(std::vector<std::string> argv, const std::stri
   return pid;
 }
 
+// `config` with its dataset entries resolved under `dataset_dir` (ServedDatasetEntry).
+absl::StatusOr<v1::TrainConfig> ServedConfig(const std::string& dataset_dir, v1::TrainConfig config) {
+  if (!config.dataset().empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(*config.mutable_dataset(), ServedDatasetEntry(dataset_dir, config.dataset()));
+  }
+  for (std::string& dataset : *config.mutable_datasets()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(dataset, ServedDatasetEntry(dataset_dir, dataset));
+  }
+  return config;
+}
+
 }  // namespace
+
+bool DatasetEntryIsPath(const std::string& dataset) {
+  return dataset.find_first_of("/*?[") != std::string::npos || absl::EndsWith(dataset, ".hdf5") ||
+         absl::EndsWith(dataset, ".h5");
+}
+
+absl::StatusOr<std::string> ServedDatasetEntry(const std::string& dataset_dir, const std::string& dataset) {
+  if (dataset_dir.empty() || !DatasetEntryIsPath(dataset)) return dataset;
+  ROBOLOOP_RETURN_IF_ERROR(
+      Annotate(CheckSafeRelativePath(dataset), absl::StrCat("Train: config dataset under ", dataset_dir)));
+  return JoinPath(dataset_dir, dataset);
+}
 
 absl::StatusOr<RankPlacement> TrainServiceHandler::PlaceRanks(const v1::TrainRequest& request) const {
   const v1::TrainConfig config = WithDefaults(request.config());
@@ -133,12 +157,13 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
   if (request.config().dataset().empty() && request.config().datasets().empty()) {
     return absl::InvalidArgumentError("Train: config.dataset is required (or config.datasets)");
   }
+  ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig config, ServedConfig(options_.dataset_dir, request.config()));
   ROBOLOOP_ASSIGN_OR_RETURN(const RankPlacement placement, PlaceRanks(request));
   const std::string run_id = NewUuid();
   const std::string dir = StoreLayout(options_.root).TrainingRunDir(run_id);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
   std::string config_json;
-  if (!google::protobuf::util::MessageToJsonString(request.config(), &config_json).ok()) {
+  if (!google::protobuf::util::MessageToJsonString(config, &config_json).ok()) {
     return absl::InvalidArgumentError("Train: the config cannot be printed as JSON");
   }
   const std::string config_path = JoinPath(dir, "request.json");

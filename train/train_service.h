@@ -33,17 +33,31 @@ struct TrainServiceOptions {
   std::string registry_token_file;                 // its bearer token file
   std::string registry_tls_ca_file;                // PEM roots to trust for it; set = TLS
   std::string registry_tls_server_name;            // name expected in its certificate (optional)
+  // Where the dataset paths of requests resolve (ServedDatasetEntry); "" = as given (the embedded
+  // service of one user's pipelines). `serve train` sets it (--dataset-dir, default <root>/datasets).
+  std::string dataset_dir;
   // The CUDA devices the run's ranks will see; empty = LibTorch's count. Asked only for a
   // request with device auto or cuda and more than one rank.
   std::function<absl::StatusOr<int>()> cuda_devices;
 };
+
+// True when `dataset`, an entry of TrainConfig.dataset or .datasets, names files (it holds a '/'
+// or a glob character, or ends in .hdf5 or .h5) rather than a registry reference.
+bool DatasetEntryIsPath(const std::string& dataset);
+
+// `dataset` as a service whose dataset folder is `dataset_dir` reads it: a registry reference
+// unchanged; a path (DatasetEntryIsPath) joined to `dataset_dir`, or InvalidArgument naming it
+// when it is absolute or has a '..' component, so that no caller reads outside the folder;
+// `dataset` itself when `dataset_dir` is empty.
+absl::StatusOr<std::string> ServedDatasetEntry(const std::string& dataset_dir, const std::string& dataset);
 
 // Thread-safe: any number of Train calls may run at once (each its own run).
 class TrainServiceHandler {
  public:
   explicit TrainServiceHandler(TrainServiceOptions options) : options_(std::move(options)) {}
 
-  // Starts a run of `request` and calls `write` with each event until the run ends. Returns
+  // Starts a run of `request` (its dataset entries resolved by ServedDatasetEntry under
+  // options.dataset_dir) and calls `write` with each event until the run ends. Returns
   // OK when it finished; Cancelled when `cancel` (optional) was cancelled, `write` failed or
   // Cancel was called (the run's last checkpoint is in its events); the run's own error
   // otherwise. Bad configs are reported before the run starts, naming the field, as is a

@@ -42,6 +42,8 @@ seed $T train_optimizer '\x00\x00' TrainRequest 'config { dataset: "demos:v3" re
 seed $T train_no_dataset '\x00\x00' TrainRequest 'config { steps: 1 }'
 seed $T train_nan '\x00\x00' TrainRequest 'config { dataset: "d" optimizer { lr: nan clip_norm: inf } data_cache_mb: -inf }'
 seed $T train_odd_strings '\x00\x00' TrainRequest 'config { dataset: "a\"b\\\\c\u2028d: {x}" model: "- [y]" obs_features: "#comment" obs_features: "&anchor *alias" action_feature: "\u0001\t\n" }'
+seed $T train_dataset_paths '\x00\x00' TrainRequest 'config { dataset: "runs/*.hdf5" datasets: "demos:v2" datasets: "lerobot/pusht" datasets: "d.h5" }'
+seed $T train_dataset_outside '\x00\x00' TrainRequest 'config { dataset: "../d.hdf5" datasets: "/srv/d.hdf5" }'
 seed $T cancel '\x01\x00' CancelTrainRequest 'run_id: "00000000-0000-0000-0000-000000000000"'
 E=eval_service
 seed $E evaluate_cached '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "fuzz-gate"'

@@ -8,16 +8,21 @@
 // in about a millisecond (real workers load LibTorch and train: the train tests run them).
 // Then the target reads the request file back as the worker does (YAML into a TrainConfig) and
 // applies the worker's torch-free checks (defaults, policy options, cuda_graph, device).
-// Beyond crashes and sanitizer reports it checks two contracts: a Train call that reached the
-// worker reports the worker's failure, and the config the worker reads equals the config sent.
+// The handler serves a dataset folder, as `serve train` does. Beyond crashes and sanitizer
+// reports it checks: a Train call that reached the worker reports the worker's failure; the
+// config the worker reads equals the config sent but for its dataset paths, which all lie inside
+// the dataset folder (registry references unchanged).
 #include <google/protobuf/util/field_comparator.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "common/fs.h"
 #include "common/config.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "train/cuda_graph_rule.h"
@@ -35,11 +40,13 @@ using roboloop::train::TrainServiceHandler;
 namespace v1 = roboloop::v1;
 
 std::string RunsRoot() { return roboloop::fuzz::ScratchDir() + "/root"; }
+std::string DatasetDir() { return roboloop::fuzz::ScratchDir() + "/datasets"; }
 
 TrainServiceHandler MakeHandler(int cuda_devices) {
   roboloop::train::TrainServiceOptions options;
   options.roboloop_binary = "/bin/false";
   options.root = RunsRoot();
+  options.dataset_dir = DatasetDir();
   options.cuda_devices = [cuda_devices]() -> absl::StatusOr<int> { return cuda_devices; };
   return TrainServiceHandler(std::move(options));
 }
@@ -55,11 +62,39 @@ std::string WrittenRequestFile() {
   return "";
 }
 
-// How `read` differs from `sent` ("" when they hold the same values; NaN equals NaN, as a JSON
-// round trip keeps it). Fields unknown to the schema are not compared: the request file keeps
-// only known fields, as any proto3 reader would.
-std::string ConfigDifferences(const v1::TrainConfig& read, v1::TrainConfig sent) {
+// The dataset entries of `config`: dataset (when set), then datasets.
+std::vector<std::string> DatasetEntries(const v1::TrainConfig& config) {
+  std::vector<std::string> entries(config.datasets().begin(), config.datasets().end());
+  if (!config.dataset().empty()) entries.insert(entries.begin(), config.dataset());
+  return entries;
+}
+
+// The datasets the worker reads: the registry references as sent, every path inside the
+// service's dataset folder.
+void CheckDatasets(const v1::TrainConfig& read, const v1::TrainConfig& sent) {
+  const std::vector<std::string> read_entries = DatasetEntries(read), sent_entries = DatasetEntries(sent);
+  CheckContract(read_entries.size() == sent_entries.size(), "the worker reads another number of datasets");
+  const std::string inside = DatasetDir() + "/";
+  for (size_t i = 0; i < sent_entries.size(); ++i) {
+    if (!roboloop::train::DatasetEntryIsPath(sent_entries[i])) {
+      CheckContract(read_entries[i] == sent_entries[i], "a registry reference changed: " + read_entries[i]);
+      continue;
+    }
+    CheckContract(absl::StartsWith(read_entries[i], inside) &&
+                      roboloop::CheckSafeRelativePath(read_entries[i].substr(inside.size())).ok(),
+                  "the worker reads a dataset outside the dataset folder: " + read_entries[i]);
+  }
+}
+
+// How `read` differs from `sent` but for the datasets ("" when they hold the same values; NaN
+// equals NaN, as a JSON round trip keeps it). Fields unknown to the schema are not compared: the
+// request file keeps only known fields, as any proto3 reader would.
+std::string ConfigDifferences(v1::TrainConfig read, v1::TrainConfig sent) {
   sent.DiscardUnknownFields();
+  for (v1::TrainConfig* config : {&read, &sent}) {
+    config->clear_dataset();
+    config->clear_datasets();
+  }
   google::protobuf::util::DefaultFieldComparator comparator;
   comparator.set_treat_nan_as_equal(true);
   google::protobuf::util::MessageDifferencer differencer;
@@ -75,6 +110,7 @@ void ReadAsWorker(const std::string& path, const v1::TrainConfig& sent) {
   v1::TrainConfig read;
   const absl::Status parsed = roboloop::LoadYamlFile(path, &read);
   CheckContract(parsed.ok(), "the worker cannot read the request file: " + parsed.ToString());
+  CheckDatasets(read, sent);
   const std::string differences = ConfigDifferences(read, sent);
   CheckContract(differences.empty(),
                 "the worker reads another config than the one sent (sent -> read):\n" + differences);

@@ -195,6 +195,44 @@ class FakeWorkerService {
   std::unique_ptr<TrainServiceHandler> handler_;
 };
 
+// A served TrainService (a dataset folder set) trains on a path inside its folder and refuses
+// one outside it before any run starts.
+TEST_F(TrainServiceTest, AServiceWithADatasetFolderReadsPathsOnlyInsideIt) {
+  TrainServiceOptions options;
+  options.roboloop_binary = testing::RoboloopBinary();
+  options.root = dir_ + "/served-root";
+  options.dataset_dir = dir_;
+  TrainServiceHandler served(options);
+  auto ignore = [](const v1::TrainEvent&) { return absl::OkStatus(); };
+  for (const std::string& outside : {dir_ + "/d.hdf5", std::string("../d.hdf5"), std::string("x/../../d.hdf5")}) {
+    v1::TrainRequest request = Request(2);
+    request.mutable_config()->add_datasets(outside);
+    const absl::Status refused = served.Train(request, ignore, nullptr);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << outside << ": " << refused;
+    EXPECT_THAT(refused.message(), HasSubstr("config dataset under " + dir_));
+  }
+  EXPECT_FALSE(std::ifstream(dir_ + "/served-root/runs").good()) << "a refused request started a run";
+  v1::TrainRequest inside = Request(2);
+  inside.mutable_config()->set_dataset("d.hdf5");
+  const absl::Status trained = served.Train(inside, ignore, nullptr);
+  EXPECT_TRUE(trained.ok()) << trained;
+}
+
+TEST(TrainServiceDatasetTest, PathsResolveInsideTheFolderAndReferencesStayAsTheyAre) {
+  for (const char* reference : {"demos", "demos:v3", "demos@latest", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}) {
+    EXPECT_FALSE(DatasetEntryIsPath(reference)) << reference;
+    EXPECT_EQ(*ServedDatasetEntry("/srv/data", reference), reference);
+  }
+  for (const char* path : {"d.hdf5", "d.h5", "runs/a", "runs/*.hdf5", "demo?"}) {
+    EXPECT_TRUE(DatasetEntryIsPath(path)) << path;
+    EXPECT_EQ(*ServedDatasetEntry("/srv/data", path), std::string("/srv/data/") + path);
+    EXPECT_EQ(*ServedDatasetEntry("", path), path) << "no folder: as given";
+  }
+  for (const char* outside : {"/etc/d.hdf5", "../d.hdf5", "a/../../d.hdf5", "a//b.hdf5"}) {
+    EXPECT_EQ(ServedDatasetEntry("/srv/data", outside).status().code(), absl::StatusCode::kInvalidArgument) << outside;
+  }
+}
+
 TEST(TrainServiceLaunchTest, TheWorkerCommandLineIsTheTrainJobArgv) {
   TrainServiceOptions options;
   options.registry_address = "unix:/run/registry.sock";
