@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "data/lerobot_runtime.h"
 
 namespace roboloop::train {
 namespace {
@@ -144,6 +145,27 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
   set.id = Sha256Hex(DatasetSetBlob(ids));
   if (register_files) ROBOLOOP_RETURN_IF_ERROR(RegisterSet(registry, set.members, ids, set.id, cache_dir));
   return set;
+}
+
+bool DatasetEntryIsPath(const std::string& dataset) {
+  return dataset.find_first_of("/*?[") != std::string::npos || absl::EndsWith(dataset, ".hdf5") ||
+         absl::EndsWith(dataset, ".h5");
+}
+
+absl::Status RegisterLocalDatasets(registry::RegistryClient& registry, const std::string& cache_dir,
+                                   v1::TrainConfig* config) {
+  auto register_entry = [&](std::string& entry) -> absl::Status {
+    if (!DatasetEntryIsPath(entry) || data::IsLeRobotFolder(entry)) return absl::OkStatus();
+    const bool present = PathExists(entry) || (IsGlobPattern(entry) && GlobFiles(entry).ok());
+    if (!present) return absl::OkStatus();
+    ROBOLOOP_ASSIGN_OR_RETURN(const ResolvedDatasetSet set,
+                              ResolveDatasetSet(registry, {entry}, cache_dir, /*register_files=*/true));
+    entry = set.id;
+    return absl::OkStatus();
+  };
+  if (!config->dataset().empty()) ROBOLOOP_RETURN_IF_ERROR(register_entry(*config->mutable_dataset()));
+  for (std::string& entry : *config->mutable_datasets()) ROBOLOOP_RETURN_IF_ERROR(register_entry(entry));
+  return absl::OkStatus();
 }
 
 }  // namespace roboloop::train

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "registry/registry_client.h"
 #include "roboloop/v1/registry.pb.h"
+#include "roboloop/v1/train.pb.h"
 #include "train/checkpoint_io.h"
 
 namespace roboloop::train {
@@ -24,6 +25,19 @@ struct ResolvedDatasetSet {
   // For messages: the first file, and how many more follow it.
   std::string Describe() const;
 };
+
+// True when `dataset`, an entry of TrainConfig.dataset or .datasets, names files (it holds a '/'
+// or a glob character, or ends in .hdf5 or .h5) rather than a registry reference.
+bool DatasetEntryIsPath(const std::string& dataset);
+
+// Replaces each dataset entry of `config` that names HDF5 files present here (DatasetEntryIsPath:
+// a file, a folder of *.hdf5 files or a glob matching some; a LeRobot folder, which the train
+// worker imports, is left as it is) by their registry id, registering the files (and, for
+// several, their set) first as ResolveDatasetSet does. A pipeline runner sends these ids, so that
+// a train service on another machine, or one confined to its dataset folder, reads the files
+// from the registry. Other entries stay as they are. Errors name the entry.
+absl::Status RegisterLocalDatasets(registry::RegistryClient& registry, const std::string& cache_dir,
+                                   v1::TrainConfig* config);
 
 // The content of a set's registry blob, whose sha256 is the set's id:
 // {"dataset_set":1,"members":[id, ...]} (compact, keys sorted).

@@ -12,7 +12,6 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "common/fs.h"
@@ -21,6 +20,7 @@
 #include "common/ids.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "train/dataset_set.h"
 #include "train/torch_runtime.h"
 #include "train/train_progress.h"
 #include "train/train_run.h"
@@ -108,11 +108,6 @@ absl::StatusOr<v1::TrainConfig> ServedConfig(const std::string& dataset_dir, v1:
 }
 
 }  // namespace
-
-bool DatasetEntryIsPath(const std::string& dataset) {
-  return dataset.find_first_of("/*?[") != std::string::npos || absl::EndsWith(dataset, ".hdf5") ||
-         absl::EndsWith(dataset, ".h5");
-}
 
 absl::StatusOr<std::string> ServedDatasetEntry(const std::string& dataset_dir, const std::string& dataset) {
   if (dataset_dir.empty() || !DatasetEntryIsPath(dataset)) return dataset;

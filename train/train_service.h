@@ -41,12 +41,8 @@ struct TrainServiceOptions {
   std::function<absl::StatusOr<int>()> cuda_devices;
 };
 
-// True when `dataset`, an entry of TrainConfig.dataset or .datasets, names files (it holds a '/'
-// or a glob character, or ends in .hdf5 or .h5) rather than a registry reference.
-bool DatasetEntryIsPath(const std::string& dataset);
-
 // `dataset` as a service whose dataset folder is `dataset_dir` reads it: a registry reference
-// unchanged; a path (DatasetEntryIsPath) joined to `dataset_dir`, or InvalidArgument naming it
+// unchanged; a path (DatasetEntryIsPath, train/dataset_set.h) joined to `dataset_dir`, or InvalidArgument naming it
 // when it is absolute or has a '..' component, so that no caller reads outside the folder;
 // `dataset` itself when `dataset_dir` is empty.
 absl::StatusOr<std::string> ServedDatasetEntry(const std::string& dataset_dir, const std::string& dataset);

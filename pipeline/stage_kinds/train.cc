@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
+#include "train/dataset_set.h"
 
 namespace roboloop::pipeline {
 namespace {
@@ -51,6 +52,9 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
   v1::TrainRequest request;
   *request.mutable_config() = stage.train();
   if (request.config().model().empty()) request.mutable_config()->set_model(services.DefaultName(context.label));
+  // Local files go through the registry: the train service may run elsewhere or be confined to its dataset folder.
+  ROBOLOOP_RETURN_IF_ERROR(train::RegisterLocalDatasets(services.clients().registry(), services.options().cache_dir,
+                                                        request.mutable_config()));
   if (!context.resume_point.empty()) {  // continue the stopped training; its weights came from init_from
     request.mutable_config()->set_resume(context.resume_point);
     request.mutable_config()->clear_init_from();

@@ -26,6 +26,7 @@
 #include "common/config.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "train/cuda_graph_rule.h"
+#include "train/dataset_set.h"
 #include "train/policy_spec_options.h"
 #include "train/train_run.h"
 #include "train/train_service.h"

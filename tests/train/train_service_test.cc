@@ -14,6 +14,7 @@
 #include "common/grpc_server.h"
 #include "common/status.h"
 #include "tests/util/subprocess.h"
+#include "train/dataset_set.h"
 #include "train/train_job.h"
 #include "train/train_service.h"
 

@@ -1,0 +1,80 @@
+// A pipeline's train stage sends local dataset files as registry ids (train/dataset_set.h
+// RegisterLocalDatasets): a file becomes its registered id, a folder of files its registered set;
+// references, LeRobot folders and paths that name nothing here stay as they are.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "common/sha256.h"
+#include "registry/registry_host.h"
+#include "tests/data/test_util.h"
+#include "tests/util/subprocess.h"
+#include "train/dataset_set.h"
+
+namespace roboloop::train {
+namespace {
+
+class RegisterLocalDatasetsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("register_local");
+    registry::RegistryHost::Options host;
+    host.registry.root = dir_ + "/registry";
+    host.server.listen_address = "unix:" + dir_ + "/registry.sock";
+    auto started = registry::RegistryHost::Create(host);
+    ASSERT_TRUE(started.ok()) << started.status();
+    host_ = std::move(started).value();
+    common::GrpcChannelOptions channel;
+    channel.target = host_->target();
+    auto client = registry::RegistryClient::Connect(channel);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(client).value();
+  }
+
+  std::string dir_;
+  std::unique_ptr<registry::RegistryHost> host_;
+  std::unique_ptr<registry::RegistryClient> client_;
+};
+
+TEST_F(RegisterLocalDatasetsTest, LocalFilesBecomeRegisteredIdsAndEverythingElseStays) {
+  std::filesystem::create_directories(dir_ + "/parts");
+  std::filesystem::create_directories(dir_ + "/lerobot/meta");
+  std::ofstream(dir_ + "/lerobot/meta/info.json") << "{}";
+  data::testing::WriteDataset(dir_ + "/demos.hdf5", {3, 4});
+  data::testing::WriteDataset(dir_ + "/parts/a.hdf5", {2});
+  data::testing::WriteDataset(dir_ + "/parts/b.hdf5", {5});
+
+  v1::TrainConfig config;
+  config.set_dataset(dir_ + "/demos.hdf5");
+  for (const std::string& entry : {dir_ + "/parts", std::string("demos@latest"), dir_ + "/absent/*.hdf5",
+                                   dir_ + "/lerobot", std::string("remote/only.hdf5")}) {
+    config.add_datasets(entry);
+  }
+  const absl::Status registered = RegisterLocalDatasets(*client_, dir_ + "/cache", &config);
+  ASSERT_TRUE(registered.ok()) << registered;
+
+  EXPECT_EQ(config.dataset(), *Sha256File(dir_ + "/demos.hdf5"));
+  const absl::StatusOr<v1::Dataset> file = client_->GetDataset(config.dataset());
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->name(), "demos");
+  const absl::StatusOr<v1::Dataset> set = client_->GetDataset(config.datasets(0));
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(IsDatasetSet(*set));
+  EXPECT_EQ(set->parent_ids_size(), 2);
+  EXPECT_EQ(config.datasets(1), "demos@latest");
+  EXPECT_EQ(config.datasets(2), dir_ + "/absent/*.hdf5");
+  EXPECT_EQ(config.datasets(3), dir_ + "/lerobot");
+  EXPECT_EQ(config.datasets(4), "remote/only.hdf5");
+
+  // The ids resolve from the registry alone, as a train service elsewhere would resolve them.
+  const absl::StatusOr<ResolvedDatasetSet> resolved = ResolveDatasetSet(
+      *client_, {config.dataset(), config.datasets(0)}, dir_ + "/elsewhere", /*register_files=*/false);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->members.size(), 3u);
+}
+
+}  // namespace
+}  // namespace roboloop::train
