@@ -16,6 +16,7 @@
 #include "sim/sim_grpc_service.h"
 #include "sim/sim_service.h"
 #include "tests/eval/test_evaluations.h"
+#include "tests/util/served_registry.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/tiny_checkpoint.h"
 
@@ -44,16 +45,10 @@ class PromotionTest : public ::testing::Test {
     sim::BuiltinTaskOptions builtin;
     builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
     ASSERT_TRUE(sim::RegisterBuiltins(&tasks_, builtin).ok());
-    registry::RegistryHost::Options host;
-    host.registry.root = *root_;
-    auto started = registry::RegistryHost::Create(host);
-    ASSERT_TRUE(started.ok()) << started.status();
-    host_ = std::move(started).value();
-    common::GrpcChannelOptions channel;
-    channel.target = host_->target();
-    auto client = registry::RegistryClient::Connect(channel);
-    ASSERT_TRUE(client.ok()) << client.status();
-    registry_ = std::move(client).value();
+    auto served = roboloop::testing::ServeRegistry(*root_);
+    ASSERT_TRUE(served.ok()) << served.status();
+    host_ = std::move(served->host);
+    registry_ = std::move(served->client);
     sim::SimServiceHandler::Options sim_options;
     sim_options.registry = &tasks_;
     sim_options.checkpoints = registry_.get();

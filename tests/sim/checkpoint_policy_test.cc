@@ -16,6 +16,7 @@
 #include "sim/builtin_tasks.h"
 #include "sim/sim_service.h"
 #include "sim/task_registry.h"
+#include "tests/util/served_registry.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/tiny_checkpoint.h"
 
@@ -335,16 +336,10 @@ class CheckpointRolloutTest : public ::testing::Test {
     BuiltinTaskOptions builtin;
     builtin.models_dir = ROBOLOOP_SOURCE_DIR "/configs/tasks/models";
     ASSERT_TRUE(RegisterBuiltins(&tasks_, builtin).ok());
-    registry::RegistryHost::Options host;
-    host.registry.root = *root_;
-    auto started = registry::RegistryHost::Create(host);
-    ASSERT_TRUE(started.ok()) << started.status();
-    host_ = std::move(started).value();
-    common::GrpcChannelOptions channel;
-    channel.target = host_->target();
-    auto client = registry::RegistryClient::Connect(channel);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(client).value();
+    auto served = roboloop::testing::ServeRegistry(*root_);
+    ASSERT_TRUE(served.ok()) << served.status();
+    host_ = std::move(served->host);
+    client_ = std::move(served->client);
     SimServiceHandler::Options options;
     options.registry = &tasks_;
     options.checkpoints = client_.get();

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/sha256.h"
-#include "registry/registry_host.h"
 #include "tests/data/test_util.h"
+#include "tests/util/served_registry.h"
 #include "tests/util/subprocess.h"
 #include "train/dataset_set.h"
 
@@ -21,17 +21,10 @@ class RegisterLocalDatasetsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("register_local");
-    registry::RegistryHost::Options host;
-    host.registry.root = dir_ + "/registry";
-    host.server.listen_address = "unix:" + dir_ + "/registry.sock";
-    auto started = registry::RegistryHost::Create(host);
-    ASSERT_TRUE(started.ok()) << started.status();
-    host_ = std::move(started).value();
-    common::GrpcChannelOptions channel;
-    channel.target = host_->target();
-    auto client = registry::RegistryClient::Connect(channel);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(client).value();
+    auto served = testing::ServeRegistry(dir_ + "/registry", "unix:" + dir_ + "/registry.sock");
+    ASSERT_TRUE(served.ok()) << served.status();
+    host_ = std::move(served->host);
+    client_ = std::move(served->client);
   }
 
   std::string dir_;
