@@ -38,6 +38,7 @@
 
 namespace {
 
+using roboloop::fuzz::Dispatch;
 using roboloop::fuzz::CheckContract;
 using roboloop::fuzz::RequireOk;
 
@@ -247,12 +248,6 @@ void Compare(const eval::EvalServiceHandler& handler, v1::CompareRequest request
     if (*ref == "v1" || *ref == "v2") *ref = Started().checkpoint_ids[*ref == "v1" ? 0 : 1];
   }
   handler.Compare(request).IgnoreError();
-}
-
-template <typename Request, typename Call>
-void Dispatch(const std::string& bytes, Call call) {
-  Request request;
-  if (request.ParseFromString(bytes)) call(std::move(request));
 }
 
 // RPCs of EvalService, in proto order; the first input byte modulo this picks one.

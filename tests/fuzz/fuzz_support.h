@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -16,6 +17,14 @@ void RequireOk(const absl::Status& status, const std::string& what);
 
 // Aborts, printing "contract broken: <what>", when `holds` is false: a finding.
 void CheckContract(bool holds, const std::string& what);
+
+// Parses `bytes` as a `Request` (a protobuf message) and passes it to `call`, as a service's gRPC
+// adapter passes a decoded request to its handler; bytes that do not parse are no call.
+template <typename Request, typename Call>
+void Dispatch(const std::string& bytes, Call call) {
+  Request request;
+  if (request.ParseFromString(bytes)) call(std::move(request));
+}
 
 // A directory private to this process (created on first use under $TMPDIR, else /tmp, and
 // removed at exit). Aborts when it cannot be created: a fuzz target without it cannot run.

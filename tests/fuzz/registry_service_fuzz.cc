@@ -16,6 +16,7 @@
 
 namespace {
 
+using roboloop::fuzz::Dispatch;
 using roboloop::fuzz::RequireOk;
 
 namespace fs = std::filesystem;
@@ -74,13 +75,6 @@ std::unique_ptr<Registry> FreshRegistry() {
   fs::remove_all(root);
   fs::copy(TemplateStore(), root, fs::copy_options::recursive);
   return OpenRegistry(root);
-}
-
-// Parses `bytes` as a `Request` and passes it to `call`; unparsable bytes are no call.
-template <typename Request, typename Call>
-void Dispatch(const std::string& bytes, Call call) {
-  Request request;
-  if (request.ParseFromString(bytes)) call(request);
 }
 
 // Reads a download to its end as DownloadBlob does (chunk size clamped like the adapter).

@@ -23,6 +23,7 @@
 
 namespace {
 
+using roboloop::fuzz::Dispatch;
 using roboloop::fuzz::CheckContract;
 using roboloop::fuzz::RequireOk;
 
@@ -114,12 +115,6 @@ void Collect(v1::CollectRequest request) {
   CheckContract(written->episodes_run() == request.rollout().num_episodes(), "a collect did not run its seed range");
   CheckContract(fs::is_regular_file(fs::path(DatasetDir()) / request.output_path()),
                 "a collect that succeeded left no file in the dataset directory");
-}
-
-template <typename Request, typename Call>
-void Dispatch(const std::string& bytes, Call call) {
-  Request request;
-  if (request.ParseFromString(bytes)) call(std::move(request));
 }
 
 // RPCs of SimService, in proto order; the first input byte modulo this picks one.
