@@ -2,7 +2,8 @@
 // mocap target, seen by the MJCF camera 'top' (32x32) and the free camera (24 wide, 16 high).
 #pragma once
 
-#include <filesystem>
+#include <stdlib.h>
+
 #include <fstream>
 #include <memory>
 #include <string>
@@ -63,10 +64,11 @@ inline constexpr char kCameras[] = R"(cameras:
 )";
 
 // Writes the model and a task file `<name>.yaml` (kCameraTaskHead + `cameras`) into a fresh
-// directory under the test's temp dir; returns the task file's path.
+// directory of its own under the test's temp dir (tests running at once never share one);
+// returns the task file's path.
 inline std::string WriteCameraTask(const std::string& name, const std::string& cameras = kCameras) {
-  const std::string dir = ::testing::TempDir() + "/camera_task_" + name;
-  std::filesystem::create_directories(dir);
+  std::string dir = ::testing::TempDir() + "/camera_task_" + name + "_XXXXXX";
+  EXPECT_NE(mkdtemp(dir.data()), nullptr) << "cannot create " << dir;
   std::ofstream(dir + "/camera_reach.xml") << kCameraModel;
   const std::string path = dir + "/" + name + ".yaml";
   std::ofstream(path) << kCameraTaskHead << cameras;
