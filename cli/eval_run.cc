@@ -214,7 +214,9 @@ absl::Status ServeEval(const EvalRunFlags& f) {
 }
 
 void AddSimEndpointOptions(CLI::App* command, EvalRunFlags* f) {
-  command->add_option("--sim", f->sims, "SimService endpoint HOST:PORT or unix:PATH (repeatable; default: embedded)");
+  command->add_option("--sim", f->sims,
+                      "SimService endpoint HOST:PORT or unix:PATH (repeatable; default: embedded); a served "
+                      "EvalService dials only these, whatever a request names");
   command->add_option("--sim-token-file", f->sim_token_file, "Bearer token file for --sim");
   command->add_option("--shards-per-endpoint", f->shards_per_endpoint, "Seed-range shards per sim endpoint")
       ->capture_default_str();

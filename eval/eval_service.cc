@@ -1,5 +1,6 @@
 #include "eval/eval_service.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,6 +38,20 @@ absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::EvaluateRequest& request,
     default:
       return absl::InvalidArgumentError("an evaluation needs a protocol: a protocol name or an inline protocol");
   }
+}
+
+// PermissionDenied naming the first of `names` that is not among `configured`, when any are
+// configured: a caller may not make the service dial (and send its sim token to) other addresses.
+absl::Status CheckEndpointsConfigured(const std::vector<std::string>& names, const std::vector<std::string>& configured) {
+  if (configured.empty()) return absl::OkStatus();
+  for (const std::string& name : names) {
+    if (std::find(configured.begin(), configured.end(), name) == configured.end()) {
+      return absl::PermissionDeniedError(absl::StrCat("sim endpoint '", name, "' is not one of this EvalService's (",
+                                                      absl::StrJoin(configured, ", "),
+                                                      "): a request may name only those (serve eval --sim)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Connects to every endpoint and lists its tasks; endpoints that do not answer are left out
@@ -190,6 +205,7 @@ absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRe
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Protocol protocol, ResolveProtocol(request, options_.protocols_dir));
   std::vector<std::string> names(request.sim_endpoints().begin(), request.sim_endpoints().end());
   if (names.empty()) names = options_.default_sim_endpoints;
+  ROBOLOOP_RETURN_IF_ERROR(CheckEndpointsConfigured(names, options_.default_sim_endpoints));
   ROBOLOOP_ASSIGN_OR_RETURN(SimFleet fleet, ConnectFleet(names, options_.sim_token_file));
   ROBOLOOP_RETURN_IF_ERROR(ValidateProtocol(protocol, fleet.known_tasks));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::TaskInfo task, FleetTask(fleet, protocol.task()));

@@ -34,7 +34,10 @@ class EvalServiceHandler {
     LeaderboardStore* store = nullptr;              // evaluations (not owned; must outlive the handler)
     registry::RegistryClient* registry = nullptr;   // resolves checkpoints (not owned; must outlive it)
     std::string protocols_dir = kDefaultProtocolsDir;  // where named protocols live
-    std::vector<std::string> default_sim_endpoints;    // used when a request names none
+    // Used when a request names none. When set, a request may name only these: the service never
+    // dials (nor sends its sim token to) an address a caller chose; when empty, it dials what
+    // requests name.
+    std::vector<std::string> default_sim_endpoints;
     std::string sim_token_file = "";                // bearer token file for the sim endpoints
     int shards_per_endpoint = 2;                    // seed-range shards per endpoint
     int envs = 4;                                   // envs per shard rollout
@@ -46,7 +49,8 @@ class EvalServiceHandler {
   static absl::StatusOr<std::unique_ptr<EvalServiceHandler>> Create(const Options& options);
 
   // Resolves the protocol (a name under protocols_dir, or inline) and the checkpoint, and
-  // validates both against the endpoints' tasks before any rollout: unknown task or protocol,
+  // validates both against the endpoints' tasks before any rollout: an endpoint outside the
+  // configured ones (PermissionDenied naming it, Options::default_sim_endpoints), unknown task or protocol,
   // zero episodes, a task definition that differs between endpoints or from the protocol's pin,
   // checkpoint specs that do not fit the task. Then returns the newest cached evaluation for
   // (protocol hash, checkpoint id) unless `force`, or runs the seed range in shards over the

@@ -180,6 +180,26 @@ TEST_F(EvalServiceTest, ACachedEvaluationIsReusedUnlessForced) {
   EXPECT_EQ(Results(*forced), Results(*first));
 }
 
+// A service started with its endpoints dials only those: a request naming another is refused
+// before anything is dialed (its sim token would go to an address the caller chose).
+TEST_F(EvalServiceTest, AServiceWithItsOwnEndpointsDialsNoOtherARequestNames) {
+  EvalServiceHandler::Options options;
+  options.store = store_.get();
+  options.registry = registry_.get();
+  options.protocols_dir = dir_ + "/protocols";
+  options.default_sim_endpoints = {sims_[0].server->target()};
+  auto pinned = EvalServiceHandler::Create(options);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  auto refused = (*pinned)->Evaluate(Request({0, 1}), kRequester, {}, nullptr);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr(sims_[1].server->target()));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr("stored as failed")));
+  auto own = (*pinned)->Evaluate(Request({0}), kRequester, {}, nullptr);
+  EXPECT_TRUE(own.ok()) << own.status();
+  auto by_default = (*pinned)->Evaluate(Request({}, /*force=*/true), kRequester, {}, nullptr);
+  EXPECT_TRUE(by_default.ok()) << by_default.status();
+}
+
 TEST_F(EvalServiceTest, AnEvaluationWhoseEndpointsAllFailIsStoredFailedWithoutARate) {
   std::thread killer;
   auto kill_a = [&](const v1::EvaluateProgress&) {
