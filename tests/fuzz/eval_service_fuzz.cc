@@ -8,15 +8,14 @@
 // SQLite file is restored before every input to hold one completed evaluation of v1 and of v2
 // under fuzz-gate. The SimService serves no checkpoints, so a rollout the handler starts fails
 // on every shard and the evaluation is stored as failed; cached evaluations, leaderboards,
-// comparisons and promotions run to their end. Every endpoint a request names is replaced by
-// the SimService, so no input dials the network (an endpoint that does not answer costs seconds
-// of gRPC retries; eval_service_test covers losing one mid-evaluation). Checkpoint ids are
+// comparisons and promotions run to their end. The handler's own endpoint is the SimService, so
+// it dials nothing else: a request naming another endpoint is refused before any dial. Checkpoint ids are
 // random, so a comparison's candidate or baseline "v1" or "v2" stands for that checkpoint's id.
 // After a promotion the champion alias is put back on v1.
 // Promote first checks protocol_name as EvalGrpcService does. Beyond crashes and sanitizer
 // reports it checks: an evaluation whose protocol_name is a file path is refused
-// (InvalidArgument); a successful evaluation is completed with one result per episode of its
-// protocol; a leaderboard holds at most `top` rows.
+// (InvalidArgument); a successful evaluation named no endpoint but the SimService and is
+// completed with one result per episode of its protocol; a leaderboard holds at most `top` rows.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -38,8 +37,8 @@
 
 namespace {
 
-using roboloop::fuzz::Dispatch;
 using roboloop::fuzz::CheckContract;
+using roboloop::fuzz::Dispatch;
 using roboloop::fuzz::RequireOk;
 
 namespace fs = std::filesystem;
@@ -198,19 +197,16 @@ std::unique_ptr<eval::EvalServiceHandler> MakeHandler(eval::LeaderboardStore* st
   return Required(eval::EvalServiceHandler::Create(options), "creating the handler");
 }
 
-// `endpoints` with each name replaced by the SimService's address.
-void MapEndpoints(google::protobuf::RepeatedPtrField<std::string>* endpoints) {
-  for (std::string& name : *endpoints) name = Started().endpoint;
-}
-
-void Evaluate(const eval::EvalServiceHandler& handler, v1::EvaluateRequest request) {
-  MapEndpoints(request.mutable_sim_endpoints());
+void Evaluate(const eval::EvalServiceHandler& handler, const v1::EvaluateRequest& request) {
   const absl::StatusOr<v1::Evaluation> evaluation = handler.Evaluate(
       request, "fuzz", [](const v1::EvaluateProgress&) { return absl::OkStatus(); }, nullptr);
   CheckContract(!request.has_protocol_name() || !eval::IsProtocolPath(request.protocol_name()) ||
                     evaluation.status().code() == absl::StatusCode::kInvalidArgument,
                 "Evaluate did not refuse a protocol_name that is a file path");
   if (!evaluation.ok()) return;
+  for (const std::string& endpoint : request.sim_endpoints()) {
+    CheckContract(endpoint == Started().endpoint, "Evaluate dialed an endpoint the handler was not given: " + endpoint);
+  }
   CheckContract(evaluation->status() == v1::EVALUATION_COMPLETED,
                 "Evaluate returned an evaluation that is not completed");
   CheckContract(evaluation->episodes_size() == evaluation->protocol().episodes(),
@@ -224,8 +220,7 @@ void Leaderboard(const eval::EvalServiceHandler& handler, const v1::LeaderboardR
                 "a leaderboard holds more than top rows");
 }
 
-void Promote(const eval::EvalServiceHandler& handler, v1::PromoteCandidateRequest request) {
-  MapEndpoints(request.mutable_sim_endpoints());
+void Promote(const eval::EvalServiceHandler& handler, const v1::PromoteCandidateRequest& request) {
   if (request.has_protocol_name() && !eval::CheckServedProtocolName(request.protocol_name()).ok()) return;
   absl::StatusOr<eval::PromotionRequest> promotion =
       eval::PromotionRequestFrom(request, handler.protocols_dir(), Scratch("dataset-cache"));
@@ -256,14 +251,14 @@ constexpr uint8_t kMethodCount = 4;
 void Call(const eval::EvalServiceHandler& handler, uint8_t method, const std::string& bytes) {
   switch (method) {
     case 0:
-      return Dispatch<v1::EvaluateRequest>(bytes, [&](v1::EvaluateRequest q) { Evaluate(handler, std::move(q)); });
+      return Dispatch<v1::EvaluateRequest>(bytes, [&](const v1::EvaluateRequest& q) { Evaluate(handler, q); });
     case 1:
       return Dispatch<v1::LeaderboardRequest>(bytes, [&](const v1::LeaderboardRequest& q) { Leaderboard(handler, q); });
     case 2:
       return Dispatch<v1::CompareRequest>(bytes, [&](v1::CompareRequest q) { Compare(handler, std::move(q)); });
     case 3:
-      return Dispatch<v1::PromoteCandidateRequest>(
-          bytes, [&](v1::PromoteCandidateRequest q) { Promote(handler, std::move(q)); });
+      return Dispatch<v1::PromoteCandidateRequest>(bytes,
+                                                   [&](const v1::PromoteCandidateRequest& q) { Promote(handler, q); });
     default:
       return;
   }

@@ -47,7 +47,8 @@ seed $T train_dataset_outside '\x00\x00' TrainRequest 'config { dataset: "../d.h
 seed $T cancel '\x01\x00' CancelTrainRequest 'run_id: "00000000-0000-0000-0000-000000000000"'
 E=eval_service
 seed $E evaluate_cached '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "fuzz-gate"'
-seed $E evaluate_forced '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model@latest" protocol_name: "fuzz-gate" force: true sim_endpoints: "a" sim_endpoints: "bb"'
+seed $E evaluate_forced '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model@latest" protocol_name: "fuzz-gate" force: true'
+seed $E evaluate_foreign_endpoint '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "fuzz-gate" sim_endpoints: "localhost:1"'
 seed $E evaluate_inline '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model@champion" protocol { name: "inline" task: "cartpole-swingup" seed_start: 5 episodes: 3 max_steps: 10 execution { chunk { mode: RECEDING_HORIZON receding_steps: 1 } } robustness { action_noise_std: 0.05 } }'
 seed $E evaluate_unknown_protocol '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "no-such-protocol"'
 seed $E evaluate_unknown_checkpoint '\x00' EvaluateRequest 'checkpoint_ref: "other:v9" protocol_name: "fuzz-gate"'
@@ -55,6 +56,6 @@ seed $E leaderboard '\x01' LeaderboardRequest 'task: "cartpole-swingup" top: 1 m
 seed $E leaderboard_filters '\x01' LeaderboardRequest 'model: "fuzz-model" alias: "latest" since_unix_us: 1 until_unix_us: 5000 metric: METRIC_SUCCESS_RATE top: -3'
 seed $E compare '\x02' CompareRequest 'candidate: "v2" baseline: "v1" alpha: 0.1'
 seed $E promote '\x03' PromoteCandidateRequest 'model: "fuzz-model" protocol_name: "fuzz-gate"'
-seed $E promote_candidate '\x03' PromoteCandidateRequest 'model: "fuzz-model" candidate: "fuzz-model:v1" protocol_name: "fuzz-gate" alpha: 0.2 sim_endpoints: "a"'
+seed $E promote_candidate '\x03' PromoteCandidateRequest 'model: "fuzz-model" candidate: "fuzz-model:v1" protocol_name: "fuzz-gate" alpha: 0.2 sim_endpoints: "10.0.0.1:7072"'
 seed $E compare_protocol_hash '\x02' CompareRequest 'candidate: "v1" baseline: "v2" protocol_hash: "0"'
 seed $E regression_protocol_path '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "fuzz-gate.yaml"'
