@@ -372,15 +372,19 @@ class Exporter {
     ROBOLOOP_RETURN_IF_ERROR(add_ints("episode_index", [](int64_t e) { return e; }));
     add_column("tasks", tasks);
     ROBOLOOP_RETURN_IF_ERROR(add_ints("length", [&](int64_t e) { return progress_.lengths[e]; }));
-    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/chunk_index", [&](int64_t e) { return progress_.data_file[e] / per_chunk; }));
-    ROBOLOOP_RETURN_IF_ERROR(add_ints("data/file_index", [&](int64_t e) { return progress_.data_file[e] % per_chunk; }));
+    ROBOLOOP_RETURN_IF_ERROR(
+        add_ints("data/chunk_index", [&](int64_t e) { return ChunkAndFile(progress_.data_file[e], per_chunk).first; }));
+    ROBOLOOP_RETURN_IF_ERROR(
+        add_ints("data/file_index", [&](int64_t e) { return ChunkAndFile(progress_.data_file[e], per_chunk).second; }));
     ROBOLOOP_RETURN_IF_ERROR(add_ints("dataset_from_index", [&](int64_t e) { return from[e]; }));
     ROBOLOOP_RETURN_IF_ERROR(add_ints("dataset_to_index", [&](int64_t e) { return to[e]; }));
     for (const auto& [key, videos] : progress_.videos) {
       const std::string prefix = absl::StrCat("videos/", key, "/");
       const CameraVideos& v = videos;
-      ROBOLOOP_RETURN_IF_ERROR(add_ints(prefix + "chunk_index", [&](int64_t e) { return v.episode_file[e] / per_chunk; }));
-      ROBOLOOP_RETURN_IF_ERROR(add_ints(prefix + "file_index", [&](int64_t e) { return v.episode_file[e] % per_chunk; }));
+      ROBOLOOP_RETURN_IF_ERROR(
+          add_ints(prefix + "chunk_index", [&](int64_t e) { return ChunkAndFile(v.episode_file[e], per_chunk).first; }));
+      ROBOLOOP_RETURN_IF_ERROR(
+          add_ints(prefix + "file_index", [&](int64_t e) { return ChunkAndFile(v.episode_file[e], per_chunk).second; }));
       ROBOLOOP_RETURN_IF_ERROR(add_times(prefix + "from_timestamp", [&](int64_t e) { return v.episode_from[e]; }));
       ROBOLOOP_RETURN_IF_ERROR(add_times(prefix + "to_timestamp", [&](int64_t e) {
         return v.episode_from[e] + progress_.lengths[e];

@@ -148,24 +148,31 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
 }
 
 bool DatasetEntryIsPath(const std::string& dataset) {
-  return dataset.find_first_of("/*?[") != std::string::npos || absl::EndsWith(dataset, ".hdf5") ||
+  return absl::StrContains(dataset, '/') || IsGlobPattern(dataset) || absl::EndsWith(dataset, ".hdf5") ||
          absl::EndsWith(dataset, ".h5");
+}
+
+absl::Status MapDatasetEntries(v1::TrainConfig* config,
+                               const std::function<absl::StatusOr<std::string>(const std::string&)>& map) {
+  if (!config->dataset().empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(*config->mutable_dataset(), map(config->dataset()));
+  }
+  for (std::string& entry : *config->mutable_datasets()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(entry, map(entry));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RegisterLocalDatasets(registry::RegistryClient& registry, const std::string& cache_dir,
                                    v1::TrainConfig* config) {
-  auto register_entry = [&](std::string& entry) -> absl::Status {
-    if (!DatasetEntryIsPath(entry) || data::IsLeRobotFolder(entry)) return absl::OkStatus();
+  return MapDatasetEntries(config, [&](const std::string& entry) -> absl::StatusOr<std::string> {
+    if (!DatasetEntryIsPath(entry) || data::IsLeRobotFolder(entry)) return entry;
     const bool present = PathExists(entry) || (IsGlobPattern(entry) && GlobFiles(entry).ok());
-    if (!present) return absl::OkStatus();
+    if (!present) return entry;
     ROBOLOOP_ASSIGN_OR_RETURN(const ResolvedDatasetSet set,
                               ResolveDatasetSet(registry, {entry}, cache_dir, /*register_files=*/true));
-    entry = set.id;
-    return absl::OkStatus();
-  };
-  if (!config->dataset().empty()) ROBOLOOP_RETURN_IF_ERROR(register_entry(*config->mutable_dataset()));
-  for (std::string& entry : *config->mutable_datasets()) ROBOLOOP_RETURN_IF_ERROR(register_entry(entry));
-  return absl::OkStatus();
+    return set.id;
+  });
 }
 
 }  // namespace roboloop::train

@@ -2,6 +2,7 @@
 // its files, and the registry's record of a set ("dataset set", docs/manifest.md). Torch-free.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct ResolvedDatasetSet {
 // True when `dataset`, an entry of TrainConfig.dataset or .datasets, names files (it holds a '/'
 // or a glob character, or ends in .hdf5 or .h5) rather than a registry reference.
 bool DatasetEntryIsPath(const std::string& dataset);
+
+// Replaces each dataset entry of `config` (dataset when set, then every datasets entry) by what
+// `map` makes of it; the first error is returned and leaves the remaining entries as they were.
+absl::Status MapDatasetEntries(v1::TrainConfig* config,
+                               const std::function<absl::StatusOr<std::string>(const std::string&)>& map);
 
 // Replaces each dataset entry of `config` that names HDF5 files present here (DatasetEntryIsPath:
 // a file, a folder of *.hdf5 files or a glob matching some; a LeRobot folder, which the train

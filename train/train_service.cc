@@ -98,12 +98,8 @@ absl::StatusOr<pid_t> SpawnWorker(std::vector<std::string> argv, const std::stri
 
 // `config` with its dataset entries resolved under `dataset_dir` (ServedDatasetEntry).
 absl::StatusOr<v1::TrainConfig> ServedConfig(const std::string& dataset_dir, v1::TrainConfig config) {
-  if (!config.dataset().empty()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(*config.mutable_dataset(), ServedDatasetEntry(dataset_dir, config.dataset()));
-  }
-  for (std::string& dataset : *config.mutable_datasets()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(dataset, ServedDatasetEntry(dataset_dir, dataset));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(MapDatasetEntries(
+      &config, [&](const std::string& dataset) { return ServedDatasetEntry(dataset_dir, dataset); }));
   return config;
 }
 
