@@ -21,6 +21,7 @@ PACKAGES=(
   # LeRobot videos (data/lerobot_video.cc); libavfilter8 and libavdevice59 for LeRobot's torchcodec.
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter8 libavdevice59
   chromium  # the report test opens reports in headless Chromium
+  iproute2  # the two-host training test runs each node in a network namespace of its own
 )
 
 install_debian_packages() {

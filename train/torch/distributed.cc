@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
+#include "common/local_address.h"
 #include "train/gloo/cpu_collectives.h"
 
 namespace roboloop::train {
@@ -203,6 +204,16 @@ class NcclProcessGroup : public ProcessGroup {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> backend_;
 };
 
+// Where Gloo listens without GLOO_SOCKET_IFNAME: this node's address on the route to
+// MASTER_ADDR, which every rank reached for the rendezvous, rather than what the host name
+// resolves to (often an interface the other nodes cannot reach, or none inside a container).
+std::string GlooListenAddress(const DistributedOptions& options) {
+  absl::StatusOr<std::string> address = LocalAddressToward(options.master_addr, options.master_port);
+  TORCH_CHECK(address.ok(), "rank ", options.rank, " cannot find its address toward MASTER_ADDR (",
+              address.status().message(), "); set GLOO_SOCKET_IFNAME to the interface to use");
+  return *address;
+}
+
 std::unique_ptr<ProcessGroup> JoinGloo(const DistributedOptions& options,
                                        c10::intrusive_ptr<c10d::Store> store) {
   CpuCollectivesOptions gloo_options;
@@ -210,9 +221,10 @@ std::unique_ptr<ProcessGroup> JoinGloo(const DistributedOptions& options,
   gloo_options.size = options.world_size;
   gloo_options.timeout = Timeout(options);
   const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-  if (interface != nullptr && *interface != '\0') gloo_options.interface = interface;
-  if (options.master_addr == "127.0.0.1" || options.master_addr == "localhost") {
-    gloo_options.hostname = "127.0.0.1";
+  if (interface != nullptr && *interface != '\0') {
+    gloo_options.interface = interface;
+  } else {
+    gloo_options.hostname = GlooListenAddress(options);
   }
   TcpRendezvousStore rendezvous(std::move(store));
   try {
