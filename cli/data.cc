@@ -67,8 +67,6 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
   return path;
 }
 
-// Lets `data info` take a registry reference (FILE|REF) on the default local registry.
-
 }  // namespace
 
 absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std::string& file_or_folder,

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "data/lerobot_runtime.h"
+#include "train/dataset_set.h"
 #include "train/launcher.h"
 #include "train/sample_trace.h"
 #include "train/train_job.h"
@@ -40,17 +41,15 @@ struct TrainCommand {
   std::vector<std::string> argv;
 };
 
-// A LeRobot folder given as a dataset becomes its import, cached under the store by content.
+// A LeRobot folder given as a dataset (a path: DatasetEntryIsPath) becomes its import, cached
+// under the store by content.
 absl::Status ImportLeRobotDatasets(const std::string& root, v1::TrainConfig* config) {
   const std::string cache = StoreLayout(root).DatasetCache();
-  std::vector<std::string*> datasets = {config->mutable_dataset()};
-  for (std::string& dataset : *config->mutable_datasets()) datasets.push_back(&dataset);
-  for (std::string* dataset : datasets) {
-    if (!data::IsLeRobotFolder(*dataset)) continue;
+  return train::MapDatasetEntries(config, [&](const std::string& entry) -> absl::StatusOr<std::string> {
+    if (!train::DatasetEntryIsPath(entry) || !data::IsLeRobotFolder(entry)) return entry;
     ROBOLOOP_ASSIGN_OR_RETURN(const data::LeRobotApi* lerobot, data::LoadLeRobot());
-    ROBOLOOP_ASSIGN_OR_RETURN(*dataset, lerobot->import_lerobot_cached(*dataset, cache));
-  }
-  return absl::OkStatus();
+    return lerobot->import_lerobot_cached(entry, cache);
+  });
 }
 
 absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job) {

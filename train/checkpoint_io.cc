@@ -66,22 +66,21 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
 
 }  // namespace
 
-absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registry,
-                                               const std::string& ref,
-                                               const std::string& cache_dir, bool register_file) {
-  if (ref.empty()) return absl::InvalidArgumentError("training needs a dataset (path or reference)");
-  if (PathExists(ref)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(ref));
-    absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
-    if (register_file && !registered.ok()) {
-      ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, ref));
-    }
-    return ResolvedDataset{ref, id, registered.ok() ? registered->name() : NameFromPath(ref)};
+absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
+                                                   bool register_file) {
+  if (!PathExists(path)) return absl::NotFoundError(absl::StrCat("dataset file ", path, " does not exist"));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(path));
+  absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
+  if (register_file && !registered.ok()) {
+    ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, path));
   }
+  return ResolvedDataset{path, id, registered.ok() ? registered->name() : NameFromPath(path)};
+}
+
+absl::StatusOr<ResolvedDataset> ResolveRegistryDataset(registry::RegistryClient& registry, const std::string& ref,
+                                                       const std::string& cache_dir) {
   absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
-  if (!dataset.ok()) {
-    return Annotate(dataset.status(), absl::StrCat("dataset ", ref, " (neither a file nor a registry dataset)"));
-  }
+  if (!dataset.ok()) return Annotate(dataset.status(), absl::StrCat("dataset ", ref));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path,
                             registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5"));
   return ResolvedDataset{path, dataset->id(), dataset->name()};

@@ -22,13 +22,16 @@ struct ResolvedDataset {
   std::string name;  // its registry name (a file not registered: its file name's stem)
 };
 
-// `ref` is an existing file path or a registry dataset reference (name, name:vN, id); a
-// registry dataset is downloaded once into `cache_dir` (verified). With `register_file` a file
-// not yet in the registry is registered under its file name's stem, so that checkpoints can
-// name it as their dataset. Errors name the reference.
-absl::StatusOr<ResolvedDataset> ResolveDataset(registry::RegistryClient& registry,
-                                               const std::string& ref, const std::string& cache_dir,
-                                               bool register_file);
+// The HDF5 file at `path` (which must exist) with its content's id; its registry name when it
+// is registered. With `register_file` a file not yet in the registry is registered under its
+// file name's stem, so that checkpoints can name it as their dataset. Errors name the path.
+absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
+                                                   bool register_file);
+
+// The registry dataset `ref` (name, name:vN or id), downloaded once into `cache_dir` (verified).
+// Never looks for a file named `ref`. Errors name the reference.
+absl::StatusOr<ResolvedDataset> ResolveRegistryDataset(registry::RegistryClient& registry, const std::string& ref,
+                                                       const std::string& cache_dir);
 
 // A checkpoint fetched for resuming or fine-tuning.
 struct FetchedCheckpoint {

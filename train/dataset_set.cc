@@ -65,22 +65,37 @@ absl::StatusOr<std::vector<std::string>> SetMembers(registry::RegistryClient& re
   return ids;
 }
 
-// The members `ref` names, appended to `members`.
-absl::Status ExpandRef(registry::RegistryClient& registry, const std::string& ref, const std::string& cache_dir,
-                       bool register_files, std::vector<ResolvedDataset>& members) {
+// The registry dataset `ref`, or the members of the registered set it names, appended to `members`.
+absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::string& ref,
+                               const std::string& cache_dir, std::vector<ResolvedDataset>& members) {
   std::vector<std::string> refs = {ref};
-  if (std::filesystem::is_directory(ref)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(refs, FolderFiles(ref));
-  } else if (!PathExists(ref) && IsGlobPattern(ref)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(refs, GlobFiles(ref));
-  } else if (!PathExists(ref)) {
-    absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
-    if (dataset.ok() && IsDatasetSet(*dataset)) {
-      ROBOLOOP_ASSIGN_OR_RETURN(refs, SetMembers(registry, *dataset, cache_dir));
-    }
+  absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
+  if (!dataset.ok()) {
+    return Annotate(dataset.status(), absl::StrCat("dataset ", ref, " (a registry reference: a file or folder is "
+                                                   "named with a path, e.g. ./", ref, ")"));
+  }
+  if (IsDatasetSet(*dataset)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(refs, SetMembers(registry, *dataset, cache_dir));
   }
   for (const std::string& member : refs) {
-    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveDataset(registry, member, cache_dir, register_files));
+    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveRegistryDataset(registry, member, cache_dir));
+    members.push_back(std::move(resolved));
+  }
+  return absl::OkStatus();
+}
+
+// The files the path `ref` names (a file, a folder's *.hdf5 files, a glob's matches), appended
+// to `members`.
+absl::Status ExpandPath(registry::RegistryClient& registry, const std::string& ref, bool register_files,
+                        std::vector<ResolvedDataset>& members) {
+  std::vector<std::string> files = {ref};
+  if (std::filesystem::is_directory(ref)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(files, FolderFiles(ref));
+  } else if (!PathExists(ref) && IsGlobPattern(ref)) {
+    ROBOLOOP_ASSIGN_OR_RETURN(files, GlobFiles(ref));
+  }
+  for (const std::string& file : files) {
+    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveDatasetFile(registry, file, register_files));
     members.push_back(std::move(resolved));
   }
   return absl::OkStatus();
@@ -134,7 +149,8 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
   if (refs.empty()) return absl::InvalidArgumentError("training needs a dataset (path or reference)");
   ResolvedDatasetSet set;
   for (const std::string& ref : refs) {
-    ROBOLOOP_RETURN_IF_ERROR(ExpandRef(registry, ref, cache_dir, register_files, set.members));
+    ROBOLOOP_RETURN_IF_ERROR(DatasetEntryIsPath(ref) ? ExpandPath(registry, ref, register_files, set.members)
+                                                     : ExpandRegistryRef(registry, ref, cache_dir, set.members));
   }
   if (set.members.size() == 1) {
     set.id = set.members.front().id;

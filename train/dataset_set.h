@@ -28,7 +28,8 @@ struct ResolvedDatasetSet {
 };
 
 // True when `dataset`, an entry of TrainConfig.dataset or .datasets, names files (it holds a '/'
-// or a glob character, or ends in .hdf5 or .h5) rather than a registry reference.
+// or a glob character, or ends in .hdf5 or .h5) rather than a registry reference. The one rule
+// of every dataset entry: a file without such a mark is named with a path, e.g. ./demos.
 bool DatasetEntryIsPath(const std::string& dataset);
 
 // Replaces each dataset entry of `config` (dataset when set, then every datasets entry) by what
@@ -52,10 +53,12 @@ std::string DatasetSetBlob(const std::vector<std::string>& member_ids);
 // True when `dataset` is the record of a dataset set (its metadata says "format":"dataset_set").
 bool IsDatasetSet(const v1::Dataset& dataset);
 
-// Expands `refs` (TrainConfig's dataset, then its datasets) into the set's members, each ref
-// being an HDF5 file, a folder (its *.hdf5 files in name order), a glob pattern (its matches in
-// name order), a registry dataset reference, or the reference of a registered dataset set
-// (its members in the set's order). Members are resolved by ResolveDataset. With `register`,
+// Expands `refs` (TrainConfig's dataset, then its datasets) into the set's members. A ref that
+// is a path (DatasetEntryIsPath) is an HDF5 file, a folder (its *.hdf5 files in name order) or a
+// glob pattern (its matches in name order), resolved by ResolveDatasetFile. Any other ref is a
+// registry dataset reference, or the reference of a registered dataset set (its members in the
+// set's order), resolved by ResolveRegistryDataset: it is never looked for as a file, so a
+// served train worker reads no file a bare name happens to match. With `register`,
 // each file and, for several members, the set itself are registered when missing: the set as
 // dataset "<first member's name>-set" whose parents are the members. Errors name the ref: none
 // given, a folder without *.hdf5 files, a glob that matches nothing, an unknown reference, a

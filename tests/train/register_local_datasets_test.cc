@@ -1,6 +1,8 @@
 // A pipeline's train stage sends local dataset files as registry ids (train/dataset_set.h
 // RegisterLocalDatasets): a file becomes its registered id, a folder of files its registered set;
-// references, LeRobot folders and paths that name nothing here stay as they are.
+// references, LeRobot folders and paths that name nothing here stay as they are. And the rule
+// both sides share (DatasetEntryIsPath): a bare name is a registry reference, never a file.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -67,6 +69,29 @@ TEST_F(RegisterLocalDatasetsTest, LocalFilesBecomeRegisteredIdsAndEverythingElse
       *client_, {config.dataset(), config.datasets(0)}, dir_ + "/elsewhere", /*register_files=*/false);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(resolved->members.size(), 3u);
+}
+
+// A served train worker resolves what a caller sent; a bare name must not read a file or a
+// folder that happens to have that name where the worker runs.
+TEST_F(RegisterLocalDatasetsTest, ABareNameIsAReferenceEvenWhereAFileOrFolderHasThatName) {
+  std::filesystem::create_directories(dir_ + "/parts");
+  data::testing::WriteDataset(dir_ + "/demos", {3});
+  data::testing::WriteDataset(dir_ + "/parts/a.hdf5", {2});
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  const absl::StatusOr<ResolvedDatasetSet> file = ResolveDatasetSet(*client_, {"demos"}, "cache", false);
+  const absl::StatusOr<ResolvedDatasetSet> folder = ResolveDatasetSet(*client_, {"parts"}, "cache", false);
+  const absl::StatusOr<ResolvedDatasetSet> path = ResolveDatasetSet(*client_, {"./demos"}, "cache", false);
+  std::filesystem::current_path(here);
+  ASSERT_FALSE(file.ok());
+  EXPECT_THAT(file.status().message(),
+              ::testing::HasSubstr("dataset demos (a registry reference: a file or folder is named with a path, "
+                                   "e.g. ./demos)"));
+  ASSERT_FALSE(folder.ok());
+  EXPECT_THAT(folder.status().message(), ::testing::HasSubstr("dataset parts (a registry reference"));
+  ASSERT_TRUE(path.ok()) << path.status();
+  ASSERT_EQ(path->members.size(), 1u);
+  EXPECT_EQ(path->members.front().id, *Sha256File(dir_ + "/demos"));
 }
 
 }  // namespace
