@@ -31,7 +31,7 @@ absl::StatusOr<bool> UseCudaGraph(std::optional<bool> requested, const CudaGraph
   if (why_not.empty()) return true;
   if (!requested.has_value()) return false;
   return absl::InvalidArgumentError(
-      absl::StrCat("cuda_graph: true, but the training step cannot be captured: ", why_not));
+      absl::StrCat("cuda_graph: on, but the training step cannot be captured: ", why_not));
 }
 
 absl::StatusOr<std::optional<bool>> ParseCudaGraphOption(const std::string& value) {

@@ -50,7 +50,7 @@ TEST(CudaGraphRuleTest, EachFailedConditionTurnsAutoOffAndOnIntoAnErrorNamingIt)
     EXPECT_EQ(UseCudaGraph(std::nullopt, c.setup).value(), false) << c.named;
     const absl::StatusOr<bool> forced = UseCudaGraph(true, c.setup);
     EXPECT_EQ(forced.status().code(), absl::StatusCode::kInvalidArgument) << c.named;
-    EXPECT_THAT(forced.status().message(), AllOf(HasSubstr("cuda_graph: true"), HasSubstr(c.named)));
+    EXPECT_THAT(forced.status().message(), AllOf(HasSubstr("cuda_graph: on"), HasSubstr(c.named)));
   }
 }
 

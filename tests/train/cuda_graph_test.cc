@@ -155,13 +155,13 @@ TEST(CudaGraphTest, CudaGraphOnWithPackedAttentionIsAnErrorNamingPacked) {
   nlohmann::json config = Config(Policy("transformer"), true);
   config["packed"] = true;
   auto trainer = Runtime().CreateTrainer(config.dump());
-  EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("cuda_graph: true"), HasSubstr("packed: false")));
+  EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("cuda_graph: on"), HasSubstr("packed: false")));
 }
 
 TEST(CudaGraphTest, GraphOnTheCpuIsAnErrorAndOffTrainsAsBefore) {
   auto graphed = Runtime().CreateTrainer(Config(Policy("mlp"), true, "cpu").dump());
   EXPECT_EQ(graphed.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(graphed.status().message(), AllOf(HasSubstr("cuda_graph: true"), HasSubstr("the device is the CPU")));
+  EXPECT_THAT(graphed.status().message(), AllOf(HasSubstr("cuda_graph: on"), HasSubstr("the device is the CPU")));
   nlohmann::json bad = Config(Policy("mlp"), true, "cpu");
   bad["cuda_graph"] = "yes";
   EXPECT_THAT(Runtime().CreateTrainer(bad.dump()).status().message(), HasSubstr("cuda_graph"));

@@ -94,18 +94,25 @@ void GraphedStep::Capture() {
     graph_.capture_begin();  // a private memory pool
     try {
       figures_ = step_(inputs_, noise_, scalars_[0], scalars_[1]);
+      graph_.capture_end();
     } catch (const std::exception& e) {
-      try {
-        graph_.capture_end();  // ends the stream's capture; fails on the invalidated graph
-      } catch (const c10::Error&) {
-      }
-      TORCH_CHECK(false, "capturing the training step in a CUDA graph failed (train with cuda_graph: false): ",
-                  e.what());
+      EndFailedCapture();
+      Order(side_, current);
+      throw GraphCaptureError(std::string("capturing the training step in a CUDA graph failed (cuda_graph: off "
+                                          "trains without one): ") + e.what());
     }
-    graph_.capture_end();
   }
   Order(side_, current);
   captured_ = true;
+}
+
+void GraphedStep::EndFailedCapture() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(side_.stream(), &status) != cudaSuccess || status == cudaStreamCaptureStatusNone) return;
+  try {
+    graph_.capture_end();  // ends the stream's capture; throws for the invalidated graph
+  } catch (const c10::Error&) {
+  }
 }
 
 }  // namespace roboloop::train

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAStream.h>
@@ -30,6 +31,14 @@ using CapturableStep = std::function<torch::Tensor(const PolicyInputs& inputs, c
 struct ReplayedFigures {
   double loss = 0;       // the loss before the update
   double grad_norm = 0;  // the gradient norm before clipping
+};
+
+// Thrown by GraphedStep::Replay when capturing the step failed. The stream has left capture
+// and nothing the capture recorded ran, so the step can still be taken eagerly (what `auto`
+// does); the memory the failed capture took from its pool may stay reserved.
+class GraphCaptureError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The graph of one trainer's step on one CUDA device. Not thread-safe.
@@ -57,12 +66,14 @@ class GraphedStep {
   // Copies `inputs` and `noise` (CPU or device tensors) into the static buffers, `lr` and
   // `count` into the device scalars, captures the step the first time, replays it on the
   // current stream and reads its figures (the step's one host synchronisation). Requires
-  // Takes(inputs, noise). Throws c10::Error naming cuda_graph when the capture fails (the
-  // trainer is then not usable further).
+  // Takes(inputs, noise). Throws GraphCaptureError naming cuda_graph when the capture fails.
   ReplayedFigures Replay(const PolicyInputs& inputs, const LossNoise& noise, double lr, int64_t count);
 
  private:
+  // Captures step_ into graph_ on the side stream; throws GraphCaptureError on failure.
   void Capture();
+  // Ends the side stream's capture if a failure left it capturing.
+  void EndFailedCapture();
 
   torch::Device device_;
   CapturableStep step_;

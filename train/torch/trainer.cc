@@ -314,7 +314,16 @@ StepFigures Trainer::TakeStep(const BatchArrays& b, int64_t step) {
   if (!graph_) return EagerStep(inputs, std::move(generator), LossNoise(), step);
   // Drawn ahead in every case, so that graphed and eager steps consume the same noise.
   const LossNoise noise = model_->DrawLossNoise(b.batch, generator);
-  if (graph_->Takes(inputs, noise)) return ReplayStep(inputs, noise, step);
+  if (graph_->Takes(inputs, noise)) {
+    try {
+      return ReplayStep(inputs, noise, step);
+    } catch (const GraphCaptureError& e) {
+      if (config_.cuda_graph.has_value()) throw;  // cuda_graph: on asked for the graph itself
+      TORCH_WARN("training continues without a CUDA graph: ", e.what());
+      graph_.reset();
+      return EagerStep(inputs, std::move(generator), noise, step);
+    }
+  }
   if (graph_->WarmedUp()) return EagerStep(inputs, std::move(generator), noise, step);  // other shapes
   StepFigures figures;
   graph_->WarmUp([&] { figures = EagerStep(inputs, generator, noise, step); });

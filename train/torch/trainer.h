@@ -87,7 +87,7 @@ struct NonFiniteLoss : std::runtime_error {
 class Trainer {
  public:
   // Checks that the device can train this policy at this precision (startup_checks.h) and that
-  // cuda_graph: true can be honoured (train/cuda_graph_rule.h, naming the reason), builds
+  // cuda_graph: on can be honoured (train/cuda_graph_rule.h, naming the reason), builds
   // the model (seeded, on the CPU, so every device starts from the same weights), moves it to
   // the configured device, builds the optimizer and, for world_size > 1, joins the process group
   // and broadcasts rank 0's weights. Throws c10::Error on bad config, a device that cannot run
@@ -103,7 +103,9 @@ class Trainer {
   // With a CUDA graph the figures and the contract are the same: the first
   // GraphedStep::kWarmupSteps steps run eagerly, later ones replay the graph, whose update is
   // skipped on the device when the loss or the gradient norm is not finite (NonFiniteLoss is
-  // thrown after the replay); a batch of other shapes than the captured one runs eagerly.
+  // thrown after the replay); a batch of other shapes than the captured one runs eagerly. When
+  // the capture fails, cuda_graph: on throws GraphCaptureError, and auto warns once and takes
+  // this step and every later one eagerly.
   StepFigures Step(const BatchArrays& batch, int64_t step);
 
   // Starts moving `batch`, the batch Step will take at global step `step`, to the device, so
