@@ -2,15 +2,10 @@
 
 #include <utility>
 
+#include "kernels/host_to_device.h"
+
 namespace roboloop::kernels {
 namespace {
-
-torch::Tensor ToDevice(const std::vector<int32_t>& values, torch::ScalarType dtype,
-                       const torch::Device& device) {
-  torch::Tensor host = torch::from_blob(const_cast<int32_t*>(values.data()),
-                                        {static_cast<int64_t>(values.size())}, torch::kInt);
-  return host.to(torch::TensorOptions().device(device).dtype(dtype));
-}
 
 // Whether the plan is one call over every query and key (nothing to gather or place).
 bool OneWholeCall(const std::vector<PlannedCall>& calls) {
@@ -51,10 +46,10 @@ std::vector<PlannedCall> PlanCalls(const torch::Tensor& cu_seqlens,
   for (VarlenCall& plan : PlanVarlenCalls(mask, cu.data_ptr<int32_t>(), cu.size(0) - 1,
                                           prefix.defined() ? prefix.data_ptr<int32_t>() : nullptr)) {
     PlannedCall call;
-    if (!plan.queries.all) call.query_index = ToDevice(plan.queries.tokens, torch::kLong, device);
-    if (!plan.keys.all) call.key_index = ToDevice(plan.keys.tokens, torch::kLong, device);
-    call.cu_q = ToDevice(plan.cu_seqlens_q, torch::kInt, device);
-    call.cu_k = ToDevice(plan.cu_seqlens_k, torch::kInt, device);
+    if (!plan.queries.all) call.query_index = IndexTensorOn(plan.queries.tokens, torch::kLong, device);
+    if (!plan.keys.all) call.key_index = IndexTensorOn(plan.keys.tokens, torch::kLong, device);
+    call.cu_q = IndexTensorOn(plan.cu_seqlens_q, torch::kInt, device);
+    call.cu_k = IndexTensorOn(plan.cu_seqlens_k, torch::kInt, device);
     std::vector<int32_t> sequence, position;
     for (size_t b = 0; b + 1 < plan.cu_seqlens_q.size(); ++b) {
       for (int32_t t = 0; t < plan.cu_seqlens_q[b + 1] - plan.cu_seqlens_q[b]; ++t) {
@@ -62,8 +57,8 @@ std::vector<PlannedCall> PlanCalls(const torch::Tensor& cu_seqlens,
         position.push_back(t);
       }
     }
-    call.row_sequence = ToDevice(sequence, torch::kLong, device);
-    call.row_position = ToDevice(position, torch::kLong, device);
+    call.row_sequence = IndexTensorOn(sequence, torch::kLong, device);
+    call.row_position = IndexTensorOn(position, torch::kLong, device);
     call.plan = std::move(plan);
     calls.push_back(std::move(call));
   }

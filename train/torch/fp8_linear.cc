@@ -65,14 +65,17 @@ class Fp8MatMul : public torch::autograd::Function<Fp8MatMul> {
     const bool rowwise = ctx->saved_data["rowwise"].toBool();
     const torch::Tensor dy = grad_outputs[0].contiguous();
     torch::Tensor dx, dweight;
-    // The gradient is always _scaled_mm's first operand: rowwise kernels take e5m2 only there.
+    // One scale per tensor needs e5m2's range for gradients; per-row scales cover that range,
+    // and the rowwise kernels (CUTLASS, and cuBLASLt's outer-vector scaling on sm90) are the
+    // e4m3 x e4m3 ones. The gradient stays _scaled_mm's first operand either way.
+    const torch::ScalarType gradient_type = rowwise ? torch::kFloat8_e4m3fn : torch::kFloat8_e5m2;
     if (ctx->needs_input_grad(0)) {
-      dx = ScaledGemm(Quantize(dy, torch::kFloat8_e5m2, rowwise),
+      dx = ScaledGemm(Quantize(dy, gradient_type, rowwise),
                       Quantize(weight.t().contiguous(), torch::kFloat8_e4m3fn, rowwise), rowwise)
                .to(x.scalar_type());
     }
     if (ctx->needs_input_grad(1)) {
-      dweight = ScaledGemm(Quantize(PadRows(dy).t().contiguous(), torch::kFloat8_e5m2, rowwise),
+      dweight = ScaledGemm(Quantize(PadRows(dy).t().contiguous(), gradient_type, rowwise),
                            Quantize(PadRows(x).t().contiguous(), torch::kFloat8_e4m3fn, rowwise), rowwise)
                     .to(weight.scalar_type());
     }

@@ -1,6 +1,7 @@
 // Capture and replay of the training step.
 #include "train/torch/graphed_step.h"
 
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -95,6 +96,10 @@ void GraphedStep::Capture() {
     try {
       figures_ = step_(inputs_, noise_, scalars_[0], scalars_[1]);
       graph_.capture_end();
+    } catch (const c10::OutOfMemoryError&) {
+      EndFailedCapture();
+      Order(side_, current);
+      throw;  // not a capture problem: an eager step would run out of memory too
     } catch (const std::exception& e) {
       EndFailedCapture();
       Order(side_, current);
@@ -108,9 +113,19 @@ void GraphedStep::Capture() {
 
 void GraphedStep::EndFailedCapture() {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(side_.stream(), &status) != cudaSuccess || status == cudaStreamCaptureStatusNone) return;
+  if (cudaStreamIsCapturing(side_.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(side_.stream(), &partial);  // an invalidated capture gives no graph
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  }
+  (void)cudaGetLastError();  // the capture's error is the one reported
+  // CUDAGraph::capture_end returns the pool to the allocator only when the capture ended, and
+  // its reset() releases the pool only then: a failed capture leaves both to this function.
+  // Where capture_end got past the allocator before failing, the first call throws and the
+  // graph's own reset() releases the pool.
   try {
-    graph_.capture_end();  // ends the stream's capture; throws for the invalidated graph
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device_.index(), graph_.pool());
+    c10::cuda::CUDACachingAllocator::releasePool(device_.index(), graph_.pool());
   } catch (const c10::Error&) {
   }
 }

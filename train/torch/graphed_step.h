@@ -33,9 +33,10 @@ struct ReplayedFigures {
   double grad_norm = 0;  // the gradient norm before clipping
 };
 
-// Thrown by GraphedStep::Replay when capturing the step failed. The stream has left capture
-// and nothing the capture recorded ran, so the step can still be taken eagerly (what `auto`
-// does); the memory the failed capture took from its pool may stay reserved.
+// Thrown by GraphedStep::Replay when capturing the step failed. The stream has left capture,
+// nothing the capture recorded ran and its memory pool is released, so the step can still be
+// taken eagerly (what `auto` does). Running out of memory while capturing is not this error:
+// Replay rethrows c10::OutOfMemoryError as it is.
 class GraphCaptureError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -72,7 +73,8 @@ class GraphedStep {
  private:
   // Captures step_ into graph_ on the side stream; throws GraphCaptureError on failure.
   void Capture();
-  // Ends the side stream's capture if a failure left it capturing.
+  // After a failed capture: ends the side stream's capture if it is still on and returns the
+  // graph's private pool to the allocator.
   void EndFailedCapture();
 
   torch::Device device_;

@@ -95,11 +95,15 @@ void MakeCurrentDevice(const torch::Device& device) {
   if (!device.is_cpu()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
 }
 
-// bf16 autocast of the forward on `device`'s type (CPU or CUDA autocast) while alive, when enabled.
+// bf16 autocast of the forward on `device`'s type (CPU or CUDA autocast) while alive, when enabled;
+// the state before it (enabled, dtype) comes back after it.
 class Bf16Autocast {
  public:
   Bf16Autocast(bool enabled, const torch::Device& device)
-      : type_(device.is_cuda() ? at::kCUDA : at::kCPU), enabled_(enabled) {
+      : type_(device.is_cuda() ? at::kCUDA : at::kCPU),
+        enabled_(enabled),
+        was_enabled_(at::autocast::is_autocast_enabled(type_)),
+        previous_dtype_(at::autocast::get_autocast_dtype(type_)) {
     if (!enabled_) return;
     at::autocast::set_autocast_enabled(type_, true);
     at::autocast::set_autocast_dtype(type_, at::kBFloat16);
@@ -107,7 +111,8 @@ class Bf16Autocast {
   }
   ~Bf16Autocast() {
     if (!enabled_) return;
-    at::autocast::set_autocast_enabled(type_, false);
+    at::autocast::set_autocast_enabled(type_, was_enabled_);
+    at::autocast::set_autocast_dtype(type_, previous_dtype_);
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
   }
   Bf16Autocast(const Bf16Autocast&) = delete;
@@ -116,6 +121,8 @@ class Bf16Autocast {
  private:
   at::DeviceType type_;
   bool enabled_;
+  bool was_enabled_;                // autocast's state before this scope, restored after it
+  at::ScalarType previous_dtype_;
 };
 
 // Autocast's cache of cast weights off while alive: a graph captured with it would keep reading
@@ -364,7 +371,14 @@ StepFigures Trainer::ReplayStep(const PolicyInputs& inputs, const LossNoise& noi
   auto& adamw = static_cast<FusedAdamW&>(*optimizer_);  // UsesCudaGraph requires the fused AdamW
   StepFigures figures;
   figures.lr = LearningRate(step);
-  const ReplayedFigures replayed = graph_->Replay(inputs, noise, figures.lr, adamw.SharedStepCount() + 1);
+  int64_t count = 0;
+  try {
+    count = adamw.SharedStepCount() + 1;
+  } catch (const c10::Error& e) {  // a parameter the eager steps gave no gradient: no one update
+    throw GraphCaptureError(std::string("the graphed update needs every parameter at one AdamW step count: ") +
+                            e.what_without_backtrace());
+  }
+  const ReplayedFigures replayed = graph_->Replay(inputs, noise, figures.lr, count);
   figures.loss = replayed.loss;
   figures.grad_norm = replayed.grad_norm;
   ThrowIfNotFinite("loss", figures.loss, step);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/batch_invariant.h"
+#include "kernels/host_to_device.h"
 #include "kernels/varlen_attention.h"
 #include "train/packing.h"
 #include "train/torch/fp8_linear.h"
@@ -311,9 +312,10 @@ class TransformerModel : public PolicyModel {
         continue;
       }
       const std::vector<int64_t> index = PackedTokenIndex(pack, history, chunk);
-      const torch::Tensor gather = torch::tensor(index, torch::kLong).to(flat.device());
+      const torch::Tensor gather = kernels::IndexTensorOn(index, torch::kLong, flat.device());
       const torch::Tensor packed = Encode(flat.index_select(0, gather), layout);
-      outputs.push_back(packed.index_select(0, ActionTokenRows(pack, chunk).to(flat.device())));
+      outputs.push_back(
+          packed.index_select(0, kernels::IndexTensorOn(ActionTokenRows(pack, chunk), torch::kLong, flat.device())));
     }
     const torch::Tensor actions = outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0);
     return actions.reshape({tokens.size(0), chunk, tokens.size(2)});
@@ -338,12 +340,12 @@ class TransformerModel : public PolicyModel {
   }
 
   // Rows of a pack's action tokens, in sample order then chunk order.
-  static torch::Tensor ActionTokenRows(const Pack& pack, int32_t chunk) {
+  static std::vector<int64_t> ActionTokenRows(const Pack& pack, int32_t chunk) {
     std::vector<int64_t> rows;
     for (size_t s = 0; s < pack.samples.size(); ++s) {
       for (int32_t c = 0; c < chunk; ++c) rows.push_back(pack.cu_seqlens[s] + pack.prefix_lengths[s] + c);
     }
-    return torch::tensor(rows, torch::kLong);
+    return rows;
   }
 
   PolicyConfig config_;
