@@ -43,7 +43,7 @@ MULTIARCH=x86_64-linux-gnu
 # trainer test and its libroboloop_torch.so; the precision, input pipeline, CUDA graph step and
 # vision policies' tests; the standalone CUDA attention check; the camera test, EGL on the GPU), and, on a
 # machine with two GPUs or more, the training CLI test (NCCL ranks; it builds the whole CLI).
-GPU_TEST_TARGETS=(kernels_varlen_attention_test train_trainer_test train_precision_test train_input_pipeline_test
+GPU_TEST_TARGETS=(kernels_varlen_attention_test kernels_host_to_device_test train_trainer_test train_precision_test train_input_pipeline_test
   train_cuda_graph_test train_graphed_step_test train_vision_policy_test cuda_attention_check sim_camera_test)
 MULTI_GPU_TEST_TARGETS=(train_train_cli_test)
 # The GPU benchmarks, "<binary in build/bin> <arguments>" separated by ';': train_bench's
