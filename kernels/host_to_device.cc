@@ -8,13 +8,16 @@ torch::Tensor CopyOn(const std::vector<T>& values, torch::ScalarType source_type
                      const torch::Device& device) {
   const torch::Tensor view = torch::from_blob(const_cast<T*>(values.data()),
                                               {static_cast<int64_t>(values.size())}, source_type);
-  if (!device.is_cuda()) return view.to(dtype, /*non_blocking=*/false, /*copy=*/true);
-  torch::Tensor pinned = torch::empty(view.sizes(), torch::TensorOptions().dtype(dtype).pinned_memory(true));
-  pinned.copy_(view);
-  return pinned.to(device, /*non_blocking=*/true);
+  return OnDeviceWithoutWaiting(view.to(dtype, /*non_blocking=*/false, /*copy=*/true), device);
 }
 
 }  // namespace
+
+torch::Tensor OnDeviceWithoutWaiting(const torch::Tensor& t, const torch::Device& device) {
+  if (t.device() == device) return t;
+  if (!device.is_cuda() || !t.is_cpu()) return t.to(device);
+  return (t.is_pinned() ? t : t.pin_memory()).to(device, /*non_blocking=*/true);
+}
 
 torch::Tensor IndexTensorOn(const std::vector<int32_t>& values, torch::ScalarType dtype, const torch::Device& device) {
   return CopyOn(values, torch::kInt, dtype, device);

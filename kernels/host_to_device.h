@@ -1,6 +1,6 @@
-// Small index vectors from the host to the tensors' device without stalling the host: a
-// pageable host-to-GPU copy waits for the GPU, so a plan copied that way at every attention call
-// would stop the host from running ahead of the GPU.
+// Small host tensors to the GPU without stalling the host: a pageable host-to-GPU copy waits for
+// the GPU, so a plan (or a step's noise) copied that way at every call would stop the host from
+// running ahead of the GPU.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +17,10 @@ namespace roboloop::kernels {
 torch::Tensor IndexTensorOn(const std::vector<int32_t>& values, torch::ScalarType dtype, const torch::Device& device);
 // The same for 64-bit values.
 torch::Tensor IndexTensorOn(const std::vector<int64_t>& values, torch::ScalarType dtype, const torch::Device& device);
+
+// `t` on `device`: a CPU tensor going to a CUDA device is staged in pinned memory (unless it is
+// pinned already) and its copy queued without blocking the host; a tensor already on `device` is
+// returned as it is; any other move is a plain `to`.
+torch::Tensor OnDeviceWithoutWaiting(const torch::Tensor& t, const torch::Device& device);
 
 }  // namespace roboloop::kernels

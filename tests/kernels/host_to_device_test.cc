@@ -1,6 +1,7 @@
-// kernels::IndexTensorOn (kernels/host_to_device.h): the tensor owns its values in the asked
-// dtype on the asked device, whatever happens to the vector after the call. The CUDA case (label
-// gpu) checks the non-blocking copy through pinned memory; values compare exactly.
+// kernels/host_to_device.h: IndexTensorOn's tensor owns its values in the asked dtype on the
+// asked device, whatever happens to the vector after the call; OnDeviceWithoutWaiting returns a
+// tensor already there as it is. The CUDA case (label gpu) checks the non-blocking copies
+// through pinned memory; values compare exactly.
 #include <gtest/gtest.h>
 
 #include <torch/cuda.h>
@@ -29,9 +30,20 @@ void ExpectOwnsValuesAfterTheVectorChanges(const torch::Device& device) {
 
 TEST(HostToDeviceTest, TheCpuTensorOwnsItsValuesInTheAskedType) { ExpectOwnsValuesAfterTheVectorChanges(torch::kCPU); }
 
+TEST(HostToDeviceTest, ATensorAlreadyOnTheDeviceIsReturnedAsItIs) {
+  const torch::Tensor t = torch::arange(6, torch::kFloat);
+  EXPECT_TRUE(OnDeviceWithoutWaiting(t, torch::kCPU).is_same(t));
+}
+
 TEST(HostToDeviceTest, CudaTheNonBlockingCopyHoldsTheValuesOnceTheStreamRuns) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  ExpectOwnsValuesAfterTheVectorChanges(torch::Device(torch::kCUDA, 0));
+  const torch::Device cuda(torch::kCUDA, 0);
+  ExpectOwnsValuesAfterTheVectorChanges(cuda);
+  const torch::Tensor host = torch::randn({3, 5});
+  const torch::Tensor moved = OnDeviceWithoutWaiting(host, cuda);
+  EXPECT_EQ(moved.device(), cuda);
+  EXPECT_TRUE(torch::equal(moved.cpu(), host));
+  EXPECT_TRUE(OnDeviceWithoutWaiting(moved, cuda).is_same(moved));
 }
 
 }  // namespace

@@ -287,6 +287,10 @@ PolicyInputs Trainer::Inputs(const BatchArrays& b, int64_t step) {
   PolicyInputs inputs;
   inputs.obs = std::move(tensors.obs);
   inputs.history_length = std::move(tensors.history_length);
+  if (staging_) {  // a GPU batch: packing plans from the host's copy of the lengths
+    inputs.host_history_length =
+        torch::from_blob(const_cast<int32_t*>(b.history_length), {b.batch}, torch::kInt).clone();
+  }
   inputs.actions = std::move(tensors.actions);
   inputs.action_valid = tensors.action_valid.to(torch::kFloat);
   if (b.image_bytes > 0) inputs.images = std::move(tensors.images);

@@ -16,6 +16,9 @@ namespace roboloop::train {
 struct PolicyInputs {
   torch::Tensor obs;             // [batch, history, obs_dim], left-padded by repetition
   torch::Tensor history_length;  // int32 [batch]: real observation steps, 1..history
+  torch::Tensor host_history_length;  // the same int32 [batch] on the CPU where the caller has it
+                                      // (a GPU batch): packing plans from it instead of reading the
+                                      // device back; undefined: history_length is read
   torch::Tensor actions;         // [batch, chunk, action_dim] targets (training only)
   torch::Tensor action_valid;    // [batch, chunk]: 1 real action, 0 padding (training only)
   torch::Tensor images;          // uint8 [batch, image_bytes]: frames of each row's last

@@ -171,7 +171,7 @@ class TransformerModel : public PolicyModel {
     const torch::Tensor cameras = CameraTokens(inputs.images, inputs.obs.size(0), options.augment, options.generator);
     if (!options_.flow_matching) {
       const torch::Tensor queries = action_query_.unsqueeze(0).expand({inputs.obs.size(0), -1, -1});
-      return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, cameras, queries, options),
+      return MaskedChunkLoss(Predict(inputs.obs, LengthsOf(inputs), cameras, queries, options),
                              inputs.actions, inputs.action_valid);
     }
     // Flow matching: x_t = (1 - t) noise + t action, target velocity = action - noise. The
@@ -180,11 +180,11 @@ class TransformerModel : public PolicyModel {
     const torch::Device device = inputs.actions.device();
     const LossNoise drawn =
         options.noise.flow_noise.defined() ? options.noise : DrawLossNoise(batch, options.generator);
-    const torch::Tensor noise = drawn.flow_noise.to(device);
-    const torch::Tensor t = drawn.flow_times.to(device);
+    const torch::Tensor noise = kernels::OnDeviceWithoutWaiting(drawn.flow_noise, device);
+    const torch::Tensor t = kernels::OnDeviceWithoutWaiting(drawn.flow_times, device);
     const torch::Tensor tt = t.view({batch, 1, 1});
     const torch::Tensor x_t = (1.0 - tt) * noise + tt * inputs.actions;
-    return MaskedChunkLoss(Predict(inputs.obs, inputs.history_length, cameras, FlowQueries(x_t, t), options),
+    return MaskedChunkLoss(Predict(inputs.obs, LengthsOf(inputs), cameras, FlowQueries(x_t, t), options),
                            inputs.actions - noise, inputs.action_valid);
   }
 
@@ -205,7 +205,8 @@ class TransformerModel : public PolicyModel {
     const int64_t batch = obs.size(0);
     const torch::Tensor cameras = CameraTokens(images, batch, /*augment=*/false, torch::Generator());
     if (!options_.flow_matching) {
-      return Predict(obs, history_length, cameras, action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
+      return Predict(obs, {history_length, torch::Tensor()}, cameras,
+                     action_query_.unsqueeze(0).expand({batch, -1, -1}), packed);
     }
     // Euler integration from the noise distribution's mean (zero), so that inference is
     // deterministic and batch-invariant.
@@ -214,7 +215,8 @@ class TransformerModel : public PolicyModel {
     torch::Tensor x = torch::zeros({batch, config_.chunk, config_.action_dim}, on_device);
     for (int64_t k = 0; k < steps; ++k) {
       const torch::Tensor t = torch::full({batch}, static_cast<float>(k) / steps, on_device);
-      x = x + Predict(obs, history_length, cameras, FlowQueries(x, t), packed) / static_cast<double>(steps);
+      x = x + Predict(obs, {history_length, torch::Tensor()}, cameras, FlowQueries(x, t), packed) /
+                  static_cast<double>(steps);
     }
     return x;
   }
@@ -259,12 +261,22 @@ class TransformerModel : public PolicyModel {
     return torch::cat({obs_tokens, cameras.to(obs_tokens.scalar_type()), queries.to(obs_tokens.scalar_type())}, 1);
   }
 
+  // A batch's history lengths on its device, and on the CPU where the caller has them there too.
+  struct Lengths {
+    torch::Tensor on_device;
+    torch::Tensor on_host;  // undefined: read back from on_device when needed
+  };
+
+  static Lengths LengthsOf(const PolicyInputs& inputs) {
+    return {inputs.history_length, inputs.host_history_length};
+  }
+
   // Action-slot outputs through the head: [batch, chunk, action_dim].
-  torch::Tensor Predict(const torch::Tensor& obs, const torch::Tensor& history_length, const torch::Tensor& cameras,
+  torch::Tensor Predict(const torch::Tensor& obs, const Lengths& lengths, const torch::Tensor& cameras,
                         const torch::Tensor& queries, const LossOptions& options) {
     const torch::Tensor tokens = PaddedTokens(obs, cameras, queries);
-    const torch::Tensor outputs = options.packed ? EncodePacked(tokens, history_length, options)
-                                                 : EncodePadded(tokens, history_length);
+    const torch::Tensor outputs = options.packed ? EncodePacked(tokens, lengths, options)
+                                                 : EncodePadded(tokens, lengths.on_device);
     return Dense(head_, Norm(ln_f_, outputs));
   }
 
@@ -291,11 +303,13 @@ class TransformerModel : public PolicyModel {
     return Encode(tokens, layout).slice(1, prefix);
   }
 
-  torch::Tensor EncodePacked(const torch::Tensor& tokens, const torch::Tensor& history_length,
+  torch::Tensor EncodePacked(const torch::Tensor& tokens, const Lengths& history_length,
                              const LossOptions& options) {
     const int32_t history = static_cast<int32_t>(PrefixSlots());
     const int32_t chunk = static_cast<int32_t>(config_.chunk);
-    const torch::Tensor lengths = (history_length.cpu() + static_cast<int32_t>(cameras_)).to(torch::kInt).contiguous();
+    const torch::Tensor on_host =
+        history_length.on_host.defined() ? history_length.on_host : history_length.on_device.cpu();
+    const torch::Tensor lengths = (on_host + static_cast<int32_t>(cameras_)).to(torch::kInt).contiguous();
     absl::StatusOr<PackPlan> plan = PlanPacks(
         absl::MakeConstSpan(lengths.data_ptr<int32_t>(), lengths.numel()), chunk,
         static_cast<int32_t>(std::min<int64_t>(options.token_budget, std::numeric_limits<int32_t>::max())),
