@@ -45,8 +45,9 @@ DEB_PACKAGES=(
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2
   # libdeflate: the frame codec of image keys (data/frame_codec.h)
   libdeflate-dev libdeflate0
-  # OSMesa's, GL's and EGL's headers, for sim/gl_context.cc (EGL: libegl1, glvnd's loader of the driver's EGL)
-  libosmesa6-dev libgl-dev libegl-dev libegl1
+  # OSMesa's, GL's and EGL's headers, for sim/gl_context.cc (EGL: libegl1, glvnd's loader of the driver's EGL,
+  # and libglvnd0, whose libGLdispatch.so.0 it links)
+  libosmesa6-dev libgl-dev libegl-dev libegl1 libglvnd0
   # Gloo collectives (train/gloo) and what libgloo.so.0 loads
   libgloo-dev libgloo0 libibverbs1 libnl-3-200 libnl-route-3-200 libhiredis0.14
   # GoogleTest and gmock (headers, static libraries, CMake config)

@@ -93,6 +93,31 @@ machine_info() {
   [ -d "$BUNDLE/debs" ] || fail_setup "no $BUNDLE/debs: run scripts/gpu-bundle.sh on a Debian 12 machine and copy gpu-bundle/ here (docs/gpu.md)"
 }
 
+# glvnd's libEGL finds a driver's EGL through vendor files in /usr/share/glvnd/egl_vendor.d and
+# /etc/glvnd/egl_vendor.d. A driver mounted elsewhere (a container's /usr/local/nvidia) keeps its
+# file beside itself: name that file, and its library folder where the loader's cache lacks it,
+# unless the environment already names a vendor.
+point_egl_at_the_driver() {
+  local dir found
+  [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}${__EGL_VENDOR_LIBRARY_DIRS:-}" ] || return 0
+  for dir in /usr/share/glvnd/egl_vendor.d /etc/glvnd/egl_vendor.d; do
+    if compgen -G "$dir/*nvidia*.json" >/dev/null; then return 0; fi
+  done
+  found="$(find /usr/local/nvidia /usr/lib/nvidia /opt/nvidia -path '*egl_vendor.d/*nvidia*.json' 2>/dev/null \
+    | head -1 || true)"
+  if [ -z "$found" ]; then
+    echo "EGL: no NVIDIA vendor file found (gpu.GlBackendTest.EglRendersOnTheNvidiaGpu will say what fails)"
+    return 0
+  fi
+  export __EGL_VENDOR_LIBRARY_FILENAMES="$found"
+  echo "EGL: the driver's vendor file is $found"
+  if [ -z "$(system_library libEGL_nvidia.so.0)" ]; then
+    for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+      if [ -e "$dir/libEGL_nvidia.so.0" ]; then export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"; fi
+    done
+  fi
+}
+
 # How many GPUs the driver shows.
 gpu_count() {
   nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true
@@ -380,6 +405,7 @@ finish() {
 main() {
   start_log
   machine_info
+  point_egl_at_the_driver
   mkdir -p "$WORK"
   rm -f "$WORK/ctest.out"
   stage unpack unpack_debs || finish $?
