@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/batch_invariant.h"
+#include "kernels/host_to_device.h"
 #include "train/torch/policy/group_norm_relu.h"
 
 namespace roboloop::train {
@@ -138,15 +139,19 @@ torch::Tensor RandomShift(const torch::Tensor& frames, int64_t pad, torch::Gener
   TORCH_CHECK(frames.dim() == 4 && frames.size(3) == 3, "random shift takes frames [batch, height, width, 3], got ",
               frames.sizes());
   const int64_t batch = frames.size(0), height = frames.size(1), width = frames.size(2);
-  const torch::Tensor shifts = torch::randint(-pad, pad + 1, {batch, 2}, generator, torch::kLong);
+  // Drawn on the CPU generator (the same shifts on every device); the pixel indices are built
+  // where the frames are, so only the [batch, 2] shifts cross to a GPU.
+  const torch::Tensor shifts = kernels::OnDeviceWithoutWaiting(
+      torch::randint(-pad, pad + 1, {batch, 2}, generator, torch::kLong), frames.device());
+  const auto on_device = torch::TensorOptions().dtype(torch::kLong).device(frames.device());
   const torch::Tensor rows =
-      (torch::arange(height, torch::kLong).view({1, height}) + shifts.select(1, 0).view({batch, 1})).clamp(0, height - 1);
+      (torch::arange(height, on_device).view({1, height}) + shifts.select(1, 0).view({batch, 1})).clamp(0, height - 1);
   const torch::Tensor cols =
-      (torch::arange(width, torch::kLong).view({1, width}) + shifts.select(1, 1).view({batch, 1})).clamp(0, width - 1);
-  const torch::Tensor first_row = torch::arange(batch, torch::kLong).view({batch, 1, 1}) * height;
+      (torch::arange(width, on_device).view({1, width}) + shifts.select(1, 1).view({batch, 1})).clamp(0, width - 1);
+  const torch::Tensor first_row = torch::arange(batch, on_device).view({batch, 1, 1}) * height;
   const torch::Tensor pixel = (first_row + rows.view({batch, height, 1})) * width + cols.view({batch, 1, width});
   const torch::Tensor flat = frames.reshape({batch * height * width, 3});
-  return flat.index_select(0, pixel.reshape({-1}).to(frames.device())).view(frames.sizes());
+  return flat.index_select(0, pixel.reshape({-1})).view(frames.sizes());
 }
 
 ImageEncoder::ImageEncoder(const ImageEncoderOptions& options) : options_(options) {
