@@ -2,7 +2,7 @@
 // threads of this process over a real TCPStore. Buckets start their sums while backward runs,
 // and the averaged gradients are bitwise (g0 + g1) / 2, the result of summing every bucket after
 // backward (with two ranks each element's sum is g0 + g1 in either order); a parameter without a
-// gradient on a rank counts as zero there.
+// gradient on a rank counts as zero there, and one without a gradient on any rank keeps none.
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -111,11 +111,19 @@ std::vector<RankResult> RunTwoRanks(bool partial) {
   return results;
 }
 
-void ExpectBitwiseMeans(const std::vector<RankResult>& results) {
+constexpr size_t kUnused = 4;  // Model::unused's index in Parameters()
+
+// Every averaged gradient bitwise the mean of the ranks' local ones, but `unused` when no rank
+// used it: then it has no gradient on either rank.
+void ExpectBitwiseMeans(const std::vector<RankResult>& results, bool unused_anywhere = true) {
   const char* names[] = {"w1", "b1", "w2", "head", "unused", "rank0_only"};
   for (size_t i = 0; i < results[0].local.size(); ++i) {
     const torch::Tensor expected = (results[0].local[i] + results[1].local[i]) / 2;
     for (int rank = 0; rank < 2; ++rank) {
+      if (i == kUnused && !unused_anywhere) {
+        EXPECT_FALSE(results[rank].averaged[i].defined()) << "no rank used " << names[i] << ", rank " << rank;
+        continue;
+      }
       ASSERT_TRUE(results[rank].averaged[i].defined()) << names[i] << " on rank " << rank;
       EXPECT_TRUE(torch::equal(results[rank].averaged[i], expected))
           << names[i] << " on rank " << rank << ": max difference "
@@ -135,7 +143,7 @@ TEST(GradientAveragerTest, BucketsStartDuringBackwardAndAverageBitwise) {
   ExpectBitwiseMeans(results);
 }
 
-TEST(GradientAveragerTest, MissingGradientsCountAsZeroAndHoldBackLaterBuckets) {
+TEST(GradientAveragerTest, MissingGradientsCountAsZeroHoldBackLaterBucketsAndNoRanksLeavesNone) {
   if (roboloop::testing::kAddressSanitizer) GTEST_SKIP() << roboloop::testing::kNoDeepBindUnderAsan;
   const std::vector<RankResult> results = RunTwoRanks(/*partial=*/true);
   for (int rank = 0; rank < 2; ++rank) {
@@ -143,9 +151,9 @@ TEST(GradientAveragerTest, MissingGradientsCountAsZeroAndHoldBackLaterBuckets) {
     EXPECT_EQ(results[rank].started_during_backward, 0) << "rank " << rank;
     EXPECT_EQ(results[rank].started, 3) << "rank " << rank;
   }
-  ASSERT_TRUE(torch::equal(results[0].local[4], torch::zeros({8})));
+  ASSERT_TRUE(torch::equal(results[0].local[kUnused], torch::zeros({8})));
   ASSERT_FALSE(torch::equal(results[0].local[5], torch::zeros({8})));
-  ExpectBitwiseMeans(results);
+  ExpectBitwiseMeans(results, /*unused_anywhere=*/false);
 }
 
 // A group that no test here reaches.

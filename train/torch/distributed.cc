@@ -317,13 +317,15 @@ GradientAverager::GradientAverager(std::vector<torch::Tensor> parameters, Proces
       slots_[i].offset = numel;
       numel += parameters_[i].numel();
     }
+    bucket_b.flags = numel;
+    for (size_t i : bucket_b.parameters) slots_[i].flag = numel++;
     const torch::Tensor& first = parameters_[bucket_b.parameters[0]];
     bucket_b.flat = torch::empty({numel}, first.options().requires_grad(false));
   }
   ResetStep();
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const torch::Tensor& p = parameters_[i];
-    if (!p.requires_grad()) continue;  // frozen: averaged as zero, like any missing gradient
+    if (!p.requires_grad()) continue;  // frozen: never arrives, so it keeps no gradient
     TORCH_CHECK(p.is_leaf(), "parameter ", i, " is not a leaf tensor: autograd never ",
                 "accumulates its gradient, so it cannot be averaged");
     TORCH_CHECK(torch::autograd::impl::post_acc_grad_hooks(p) == nullptr, "parameter ", i,
@@ -344,6 +346,11 @@ torch::Tensor GradientAverager::SliceOf(size_t parameter) {
   return buckets_[slot.bucket].flat.narrow(0, slot.offset, parameters_[parameter].numel());
 }
 
+torch::Tensor GradientAverager::FlagOf(size_t parameter) {
+  const Slot& slot = slots_[parameter];
+  return buckets_[slot.bucket].flat.narrow(0, slot.flag, 1);
+}
+
 void GradientAverager::OnGradientAccumulated(size_t parameter) {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& slot = slots_[parameter];
@@ -351,6 +358,7 @@ void GradientAverager::OnGradientAccumulated(size_t parameter) {
               " arrived twice before GradientAverager::Average(): call it after every backward");
   torch::NoGradGuard no_grad;
   SliceOf(parameter).copy_(parameters_[parameter].grad().reshape({-1}));
+  FlagOf(parameter).fill_(1);
   slot.arrived = true;
   --buckets_[slot.bucket].missing;
   StartFullBuckets();
@@ -374,7 +382,9 @@ void GradientAverager::Average() {
   torch::NoGradGuard no_grad;
   for (size_t b = next_to_start_; b < buckets_.size(); ++b) {
     for (size_t i : buckets_[b].parameters) {
-      if (!slots_[i].arrived) SliceOf(i).zero_();
+      if (slots_[i].arrived) continue;
+      SliceOf(i).zero_();
+      FlagOf(i).zero_();
     }
     buckets_[b].missing = 0;
   }
@@ -383,7 +393,11 @@ void GradientAverager::Average() {
     std::unique_ptr<PendingCollective> sum = std::move(bucket.sum);
     sum->Wait();
     bucket.flat.div_(group_.size());
-    for (size_t i : bucket.parameters) {
+    const torch::Tensor used =
+        bucket.flat.narrow(0, bucket.flags, static_cast<int64_t>(bucket.parameters.size())).cpu();
+    for (size_t k = 0; k < bucket.parameters.size(); ++k) {
+      if (used[static_cast<int64_t>(k)].item<double>() == 0) continue;  // no rank's gradient: left as it is
+      const size_t i = bucket.parameters[k];
       torch::Tensor& p = parameters_[i];
       torch::Tensor slice = SliceOf(i).view(p.sizes());
       if (p.grad().defined()) {

@@ -74,11 +74,14 @@ double AllReduceMean(ProcessGroup& group, double value, const torch::Device& dev
 // rank: a full bucket waits for the ones before it. Average() then starts the buckets still
 // incomplete, counting a parameter without a gradient this step as a zero gradient, waits for
 // every sum, scales it by 1/size and copies it back: the same bits as summing each bucket
-// after backward. Hooks and Average() may run on different threads (autograd's device
-// threads); they are serialised here.
+// after backward. A parameter that no rank gave a gradient this step keeps the gradient it had
+// (none, after zero_grad), as one rank would and as DDP does, so that the optimizer skips it
+// rather than decaying it: each bucket sums a used flag per parameter with its gradients.
+// Hooks and Average() may run on different threads (autograd's device threads); they are
+// serialised here.
 class GradientAverager {
  public:
-  // Installs the hooks on the parameters that require a gradient (the others count as zero);
+  // Installs the hooks on the parameters that require a gradient (the others never arrive);
   // throws c10::Error naming the parameter when one of those is not a leaf or already has a
   // post-accumulate-grad hook.
   GradientAverager(std::vector<torch::Tensor> parameters, ProcessGroup& group);
@@ -94,13 +97,16 @@ class GradientAverager {
   class Hook;
   struct Bucket {
     std::vector<size_t> parameters;  // indices into parameters_
-    torch::Tensor flat;              // this bucket's gradients, back to back
+    torch::Tensor flat;              // this bucket's gradients, back to back, then one used flag
+                                     // per parameter (1 where its gradient arrived), summed with them
+    int64_t flags = 0;               // offset of the flags in flat
     size_t missing = 0;              // parameters whose gradient has not arrived this step
     std::unique_ptr<PendingCollective> sum;  // the started sum, until Average() waits for it
   };
   struct Slot {
     size_t bucket = 0;   // index into buckets_
     int64_t offset = 0;  // first element in the bucket's flat tensor
+    int64_t flag = 0;    // its used flag in the bucket's flat tensor
     bool arrived = false;  // its gradient is in the bucket this step
     bool hooked = false;   // this averager installed its hook
   };
@@ -108,6 +114,7 @@ class GradientAverager {
   void StartFullBuckets();
   void ResetStep();
   torch::Tensor SliceOf(size_t parameter);
+  torch::Tensor FlagOf(size_t parameter);
 
   std::vector<torch::Tensor> parameters_;
   ProcessGroup& group_;
