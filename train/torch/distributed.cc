@@ -389,15 +389,19 @@ void GradientAverager::Average() {
     buckets_[b].missing = 0;
   }
   StartFullBuckets();
+  std::vector<torch::Tensor> flags;
   for (Bucket& bucket : buckets_) {
     std::unique_ptr<PendingCollective> sum = std::move(bucket.sum);
     sum->Wait();
     bucket.flat.div_(group_.size());
-    const torch::Tensor used =
-        bucket.flat.narrow(0, bucket.flags, static_cast<int64_t>(bucket.parameters.size())).cpu();
-    for (size_t k = 0; k < bucket.parameters.size(); ++k) {
-      if (used[static_cast<int64_t>(k)].item<double>() == 0) continue;  // no rank's gradient: left as it is
-      const size_t i = bucket.parameters[k];
+    flags.push_back(bucket.flat.narrow(0, bucket.flags, static_cast<int64_t>(bucket.parameters.size()))
+                        .to(torch::kFloat));
+  }
+  const torch::Tensor used = torch::cat(flags).cpu();  // one read-back for every bucket
+  const float* used_by_some_rank = used.data_ptr<float>();
+  for (const Bucket& bucket : buckets_) {
+    for (size_t i : bucket.parameters) {
+      if (*used_by_some_rank++ == 0) continue;  // no rank's gradient: the parameter keeps what it had
       torch::Tensor& p = parameters_[i];
       torch::Tensor slice = SliceOf(i).view(p.sizes());
       if (p.grad().defined()) {
