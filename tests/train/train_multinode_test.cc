@@ -8,6 +8,7 @@
 // of its own (a namespace), the two joined by a link, as two machines are.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,7 +18,6 @@
 #include <map>
 #include <regex>
 #include <set>
-#include <signal.h>
 #include <thread>
 #include <utility>
 
@@ -213,7 +213,9 @@ class Background {
   Background(const std::vector<std::string>& argv, const std::string& cwd)
       : running_(testing::StartProgram(argv, {}, cwd)) {}
   ~Background() {
-    if (running_.pid > 0) ::kill(running_.pid, SIGTERM), testing::FinishProgram(running_);
+    if (running_.pid <= 0) return;
+    ::kill(running_.pid, SIGTERM);
+    testing::FinishProgram(running_);
   }
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;
