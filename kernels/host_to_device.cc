@@ -8,7 +8,10 @@ torch::Tensor CopyOn(const std::vector<T>& values, torch::ScalarType source_type
                      const torch::Device& device) {
   const torch::Tensor view = torch::from_blob(const_cast<T*>(values.data()),
                                               {static_cast<int64_t>(values.size())}, source_type);
-  return OnDeviceWithoutWaiting(view.to(dtype, /*non_blocking=*/false, /*copy=*/true), device);
+  if (!device.is_cuda()) return view.to(dtype, /*non_blocking=*/false, /*copy=*/true);
+  torch::Tensor pinned = torch::empty(view.sizes(), torch::TensorOptions().dtype(dtype).pinned_memory(true));
+  pinned.copy_(view);  // the one host copy, converting as it goes
+  return OnDeviceWithoutWaiting(pinned, device);
 }
 
 }  // namespace

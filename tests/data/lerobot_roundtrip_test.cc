@@ -53,6 +53,15 @@ void Write(const std::string& path, const std::vector<Episode>& episodes) {
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
+// Options exporting dir/in.hdf5 to dir/lerobot (frame rate and limits as the file and defaults
+// give them).
+LeRobotExportOptions InToLeRobot(const TempDir& dir) {
+  LeRobotExportOptions options;
+  options.input_path = dir.File("in.hdf5");
+  options.output_dir = dir.File("lerobot");
+  return options;
+}
+
 // Imports dir/lerobot into dir/back.hdf5 and expects `episodes` back: every numeric feature
 // bitwise with its dtype, the last done set, frames within H.264's tolerance (mean absolute
 // error below 6 of 255). Returns the imported file's reader.
@@ -83,9 +92,7 @@ std::unique_ptr<DatasetReader> ExpectImportedBack(const TempDir& dir, const std:
 // Exports two camera episodes (7 and 4 steps) to dir/lerobot at 15 fps.
 void ExportTwoCameraEpisodes(const TempDir& dir) {
   Write(dir.File("in.hdf5"), {CameraEpisode(7, 0), CameraEpisode(4, 1)});
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions export_options = InToLeRobot(dir);
   export_options.fps = 15;
   ASSERT_TRUE(ExportLeRobot(export_options).ok());
 }
@@ -94,9 +101,7 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   TempDir dir;
   const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1)};
   Write(dir.File("in.hdf5"), episodes);
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions export_options = InToLeRobot(dir);
   export_options.fps = 15;
   export_options.task = "stack";
   absl::StatusOr<LeRobotExportResult> exported = ExportLeRobot(export_options);
@@ -118,9 +123,7 @@ TEST(LeRobotRoundTripTest, FilesRollOverAtTheSizeLimitsAndImportBack) {
   TempDir dir;
   const std::vector<Episode> episodes = {CameraEpisode(7, 0), CameraEpisode(4, 1), CameraEpisode(5, 2)};
   Write(dir.File("in.hdf5"), episodes);
-  LeRobotExportOptions export_options;
-  export_options.input_path = dir.File("in.hdf5");
-  export_options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions export_options = InToLeRobot(dir);
   export_options.fps = 15;
   export_options.data_file_mb = 1e-9;
   export_options.video_file_mb = 1e-9;
@@ -144,9 +147,7 @@ TEST(LeRobotRoundTripTest, FilesRollOverAtTheSizeLimitsAndImportBack) {
 TEST(LeRobotRoundTripTest, SizeLimitsThatAreNotPositiveAreRefusedByName) {
   TempDir dir;
   Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});
-  LeRobotExportOptions options;
-  options.input_path = dir.File("in.hdf5");
-  options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions options = InToLeRobot(dir);
   options.fps = 10;
   options.video_file_mb = 0;
   absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
@@ -207,9 +208,7 @@ TEST(LeRobotRoundTripTest, ConcurrentCachedImportsOfOneFolderShareOneFile) {
 TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
   TempDir dir;
   Write(dir.File("in.hdf5"), {testing::MakeEpisode(3, 0)});
-  LeRobotExportOptions options;
-  options.input_path = dir.File("in.hdf5");
-  options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions options = InToLeRobot(dir);
   options.fps = 10;
   absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
   ASSERT_FALSE(result.ok());
@@ -221,9 +220,7 @@ TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
 TEST(LeRobotRoundTripTest, AFileWithoutAFrameRateNeedsTheFlag) {
   TempDir dir;
   Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});
-  LeRobotExportOptions options;
-  options.input_path = dir.File("in.hdf5");
-  options.output_dir = dir.File("lerobot");
+  LeRobotExportOptions options = InToLeRobot(dir);
   absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("--fps"), std::string::npos) << result.status();
