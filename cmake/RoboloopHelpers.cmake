@@ -25,7 +25,8 @@ endfunction()
 
 # roboloop_cc_test(MODULE <module> NAME <file stem> [LABEL fast|slow] [DEPS ...] [TIMEOUT s]
 #                  [GPU_TESTS <gtest filter>])
-# Builds tests/<module>/<name>.cc into one test binary and registers its cases with
+# Builds tests/<module>/<name>.cc into one test binary (main: tests/util/test_main.cc, a private
+# temp folder per run) and registers its cases with
 # gtest_discover_tests, labelled fast (default) or slow. The cases that GPU_TESTS matches (e.g.
 # "*Cuda*:*Gpu*") are registered instead under the prefix "gpu." with the label gpu: they skip
 # where no GPU is visible, and scripts/gpu-check.sh runs them with `ctest -L gpu`.
@@ -39,7 +40,7 @@ function(roboloop_cc_test)
   endif()
   set(target ${ARG_MODULE}_${ARG_NAME})
   add_executable(${target} "${CMAKE_CURRENT_SOURCE_DIR}/${ARG_MODULE}/${ARG_NAME}.cc")
-  target_link_libraries(${target} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${target} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock roboloop_test_main)
   target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}")
   target_compile_definitions(${target} PRIVATE
     ROBOLOOP_BINARY_DIR="${PROJECT_BINARY_DIR}"

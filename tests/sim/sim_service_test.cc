@@ -178,9 +178,9 @@ TEST_F(SimServiceTest, BadRequestsAreRefusedBeforeAnyEpisode) {
 }
 
 TEST_F(SimServiceTest, MissingTokenIsUnauthenticated) {
-  char dir[] = "/tmp/sim_service_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string token_file = std::string(dir) + "/token";
+  std::string dir = ::testing::TempDir() + "/sim_service_token_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string token_file = dir + "/token";
   std::ofstream(token_file) << "s3cret-token\n";
   Start(token_file, "");
   absl::Status status;
@@ -195,8 +195,6 @@ TEST_F(SimServiceTest, MissingTokenIsUnauthenticated) {
   auto authorised = SimClient::Connect(channel);
   ASSERT_TRUE(authorised.ok());
   EXPECT_TRUE((*authorised)->ListTasks().ok());
-  unlink(token_file.c_str());
-  rmdir(dir);
 }
 
 bool WaitForNoActiveRollouts(const SimServiceHandler& handler, std::chrono::seconds limit) {

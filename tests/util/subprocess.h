@@ -36,7 +36,8 @@ ProgramResult FinishProgram(const RunningProgram& running);
 // Path of the built `roboloop` binary.
 std::string RoboloopBinary();
 
-// A fresh empty directory under the test temp dir; removed by the OS's temp cleaning only.
+// A fresh empty directory under the test run's private temp folder (tests/util/test_main.cc
+// removes it after a passing run).
 std::string MakeTempDir(const std::string& prefix);
 
 // Reads a whole file; empty string if it cannot be read.
