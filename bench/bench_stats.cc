@@ -68,12 +68,12 @@ std::string MachineSettings() {
   std::string text = absl::StrCat("cpu: ", cpu, "\nonline cores: ", sysconf(_SC_NPROCESSORS_ONLN), "\n");
   std::string env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (absl::StartsWith(*e, "OMP_") || absl::StartsWith(*e, "OPENBLAS_") ||
+    if (absl::StartsWith(*e, "OMP_") || absl::StartsWith(*e, "GOMP_") || absl::StartsWith(*e, "OPENBLAS_") ||
         absl::StartsWith(*e, "MKL_") || absl::StartsWith(*e, "GRPC_")) {
       absl::StrAppend(&env, " ", *e);
     }
   }
-  absl::StrAppend(&text, "environment:", env.empty() ? " (no OMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
+  absl::StrAppend(&text, "environment:", env.empty() ? " (no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
   return text;
 }
 

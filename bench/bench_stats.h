@@ -32,7 +32,8 @@ absl::StatusOr<std::string> MakeScratchDir(const std::string& requested, const s
 // Removes `dir` and everything in it when the benchmark created it (`requested` was empty).
 void RemoveScratchDir(const std::string& dir, const std::string& requested);
 
-// Lines describing what moves the numbers: CPU model, cores, OMP_*/OPENBLAS_*/MKL_* variables.
+// Lines describing what moves the numbers: CPU model, cores, OMP_*/GOMP_*/OPENBLAS_*/MKL_*/GRPC_*
+// variables.
 std::string MachineSettings();
 
 // The interpreter of the project's Python environment (python/pins.txt), which runs the peers.

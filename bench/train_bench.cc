@@ -230,14 +230,31 @@ struct PeerRun {
   std::string torch_version;
 };
 
+// The `env -u ...` prefix that starts a peer without the OpenMP settings roboloop chose for its
+// own LibTorch (TorchRuntime::VariablesChosenForOpenMp): the peer runs in the user's environment.
+std::string InTheUsersEnvironment() {
+  std::string prefix;
+  for (const std::string& name : train::TorchRuntime::VariablesChosenForOpenMp()) {
+    absl::StrAppend(&prefix, "env -u ", name, " ");
+  }
+  return prefix;
+}
+
+// How the peers' environment differs from the one printed: the variables they are started without.
+std::string PeerEnvironment() {
+  const std::vector<std::string> unset = train::TorchRuntime::VariablesChosenForOpenMp();
+  if (unset.empty()) return "the same";
+  return absl::StrCat("the same without ", absl::StrJoin(unset, ", "), " (roboloop's choice for its own LibTorch)");
+}
+
 // Runs `script` with `args` and the shared --threads --batch --steps --warmup flags; its last
 // output line must be a JSON object with samples_per_s and every key of `required`.
 absl::StatusOr<nlohmann::json> RunPeerScript(const TrainBenchOptions& o, const std::string& script,
                                              const std::string& args, int batch,
                                              const std::vector<std::string>& required) {
   const std::string command =
-      absl::StrCat(Quote(o.python), " ", Quote(script), " ", args, " --threads ", o.threads,
-                   " --batch ", batch, " --steps ", o.steps, " --warmup ", o.warmup);
+      absl::StrCat(InTheUsersEnvironment(), Quote(o.python), " ", Quote(script), " ", args, " --threads ",
+                   o.threads, " --batch ", batch, " --steps ", o.steps, " --warmup ", o.warmup);
   ROBOLOOP_ASSIGN_OR_RETURN(std::string out, Capture(command));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   const nlohmann::json line = nlohmann::json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
@@ -726,6 +743,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& options) {
               kObsDim, kActionDim, kHistory, kChunk, kSmallShape.d_model, kSmallShape.layers, kSmallShape.heads,
               kSmallShape.ffn, o.batch, o.runs, o.warmup,
               o.steps, o.peer_script.c_str(), MachineSettings().c_str());
+  std::printf("peer environment: %s\n", PeerEnvironment().c_str());
   std::fflush(stdout);
   if (all || o.part == "a") ROBOLOOP_RETURN_IF_ERROR(PartModelStep(o, settings));
   if (all || o.part == "b") {

@@ -1,6 +1,7 @@
 #include "cli/version.h"
 
 #include <cstdio>
+#include <string>
 #include <mujoco/mujoco.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,12 @@
 #include "train/torch_runtime.h"
 
 namespace roboloop::cli {
+namespace {
+
+// `value`, or "unset" where it is empty.
+std::string OrUnset(const std::string& value) { return value.empty() ? "unset" : value; }
+
+}  // namespace
 
 absl::Status PrintVersion(bool verbose) {
   std::printf("%s\n", VersionLine().c_str());
@@ -23,9 +30,10 @@ absl::Status PrintVersion(bool verbose) {
               info["cuda_architectures"].get<std::string>().c_str(),
               info["cuda_available"].get<bool>() ? "yes" : "no", info["cuda_devices"].get<int>());
   std::printf("mujoco %s\n", mj_versionString());
-  std::printf("torch intra-op threads: %d, inter-op threads: %d, OMP_WAIT_POLICY %s\n",
+  std::printf("torch intra-op threads: %d, inter-op threads: %d, OMP_WAIT_POLICY %s, GOMP_SPINCOUNT %s\n",
               info["intra_op_threads"].get<int>(), info["inter_op_threads"].get<int>(),
-              info["omp_wait_policy"].get<std::string>().c_str());
+              OrUnset(info["omp_wait_policy"].get<std::string>()).c_str(),
+              OrUnset(info["gomp_spincount"].get<std::string>()).c_str());
   std::printf("%s", info["parallel_info"].get<std::string>().c_str());
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "train/torch_api.h"
@@ -107,6 +108,12 @@ class TorchRuntime {
 
   // Path of the library that was loaded.
   const std::string& path() const { return path_; }
+
+  // Names of the environment variables Load set for LibTorch's OpenMP runtime in this process
+  // (docs/training.md, "Threads"): {"GOMP_SPINCOUNT"}, or none where the user had set
+  // OMP_WAIT_POLICY or GOMP_SPINCOUNT. A benchmark starts its peers without them, so that a
+  // peer runs in the user's environment, not in roboloop's choice.
+  static std::vector<std::string> VariablesChosenForOpenMp();
 
   // JSON object with LibTorch's version, intra/inter-op threads, parallel backend, BLAS
   // configuration and CUDA availability.

@@ -1,6 +1,6 @@
 // The torch and GL boundaries (docs/architecture.md §1): torch-free commands never map LibTorch, and
 // commands that do not render never map GL (libOSMesa pulls in LLVM, ICU and z3); the verbose
-// version loads LibTorch on demand.
+// version loads LibTorch on demand, with the OpenMP waiting roboloop chose.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -59,6 +59,26 @@ TEST(TorchBoundaryTest, VerboseVersionLoadsLibTorchOnDemand) {
   EXPECT_THAT(r.out, ContainsRegex("architectures [0-9]+\\.[0-9]"));
   EXPECT_THAT(r.out, HasSubstr("mujoco 3."));
   EXPECT_THAT(r.out, HasSubstr("intra-op threads"));
+}
+
+// What LibTorch's OpenMP runtime (libgomp) reports it read, for `roboloop --version --verbose`
+// started with `env_args` (arguments of /usr/bin/env: -u NAME, NAME=value).
+std::string OpenMpSettingsRead(const std::vector<std::string>& env_args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "-u", "OMP_WAIT_POLICY", "-u", "GOMP_SPINCOUNT",
+                                   "OMP_DISPLAY_ENV=VERBOSE"};
+  argv.insert(argv.end(), env_args.begin(), env_args.end());
+  argv.insert(argv.end(), {testing::RoboloopBinary(), "--version", "--verbose"});
+  testing::ProgramResult r = RunProgram(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.err;
+}
+
+TEST(TorchBoundaryTest, IdleLibTorchWorkersSpinBrieflyUnlessTheUserChose) {
+  EXPECT_THAT(OpenMpSettingsRead({}), HasSubstr("GOMP_SPINCOUNT = '5000'"));
+  const std::string passive = OpenMpSettingsRead({"OMP_WAIT_POLICY=PASSIVE"});
+  EXPECT_THAT(passive, HasSubstr("OMP_WAIT_POLICY = 'PASSIVE'"));
+  EXPECT_THAT(passive, HasSubstr("GOMP_SPINCOUNT = '0'"));
+  EXPECT_THAT(OpenMpSettingsRead({"GOMP_SPINCOUNT=77"}), HasSubstr("GOMP_SPINCOUNT = '77'"));
 }
 
 TEST(TorchBoundaryTest, MissingOrBrokenTorchLibraryIsAClearError) {

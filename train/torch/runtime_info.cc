@@ -23,6 +23,7 @@ size_t DescribeRuntime(char* buffer, size_t capacity) {
       {"intra_op_threads", at::get_num_threads()},
       {"inter_op_threads", at::get_num_interop_threads()},
       {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
+      {"gomp_spincount", std::getenv("GOMP_SPINCOUNT") ? std::getenv("GOMP_SPINCOUNT") : ""},
       {"parallel_info", at::get_parallel_info()},
       {"build_config", at::show_config()},
       {"cuda_compiled", at::globalContext().hasCUDART()},
