@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/fs.h"
 
 extern char** environ;
@@ -56,6 +57,16 @@ void RemoveScratchDir(const std::string& dir, const std::string& requested) {
   if (error) std::fprintf(stderr, "could not remove %s: %s\n", dir.c_str(), error.message().c_str());
 }
 
+std::vector<std::string> SettingVariables() {
+  std::vector<std::string> variables;
+  for (char** e = environ; *e != nullptr; ++e) {
+    for (const char* prefix : {"OMP_", "GOMP_", "OPENBLAS_", "MKL_", "GRPC_"}) {
+      if (absl::StartsWith(*e, prefix)) variables.push_back(*e);
+    }
+  }
+  return variables;
+}
+
 std::string MachineSettings() {
   std::string cpu = "unknown";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -66,14 +77,8 @@ std::string MachineSettings() {
     }
   }
   std::string text = absl::StrCat("cpu: ", cpu, "\nonline cores: ", sysconf(_SC_NPROCESSORS_ONLN), "\n");
-  std::string env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (absl::StartsWith(*e, "OMP_") || absl::StartsWith(*e, "GOMP_") || absl::StartsWith(*e, "OPENBLAS_") ||
-        absl::StartsWith(*e, "MKL_") || absl::StartsWith(*e, "GRPC_")) {
-      absl::StrAppend(&env, " ", *e);
-    }
-  }
-  absl::StrAppend(&text, "environment:", env.empty() ? " (no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
+  const std::string env = absl::StrJoin(SettingVariables(), " ");
+  absl::StrAppend(&text, "environment: ", env.empty() ? "(no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
   return text;
 }
 

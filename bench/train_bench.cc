@@ -81,17 +81,11 @@ std::string SettingsLine(int threads, int blas_threads, const std::string& runti
   if (size_t at = config.find("BLAS_INFO="); at != std::string::npos) {
     blas = config.substr(at + 10, config.find_first_of(", \n", at + 10) - at - 10);
   }
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string var = *e;
-    if (var.rfind("OMP_", 0) == 0 || var.rfind("OPENBLAS_", 0) == 0 || var.rfind("MKL_", 0) == 0) {
-      env.push_back(var);
-    }
-  }
+  const std::vector<std::string> env = SettingVariables();
   std::string settings = MachineSettings();
   const size_t cpu_end = settings.find('\n');
   return absl::StrCat("threads ", threads, " (OpenBLAS pool ",
-                      blas_threads > 0 ? absl::StrCat(blas_threads) : std::string("unknown"), "); env ", env.empty() ? "(no OMP_/OPENBLAS_/MKL_)" : absl::StrJoin(env, " "),
+                      blas_threads > 0 ? absl::StrCat(blas_threads) : std::string("unknown"), "); env ", env.empty() ? "(no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_)" : absl::StrJoin(env, " "),
                       "; BLAS_INFO=", blas, "; ", settings.substr(0, cpu_end));
 }
 
@@ -228,6 +222,7 @@ struct PeerRun {
   double samples_per_s = 0;
   double sgemm_gflops = 0;
   std::string torch_version;
+  std::string openmp_env;  // the OMP_*/GOMP_* variables the peer was started with
 };
 
 // The `env -u ...` prefix that starts a peer without the OpenMP settings roboloop chose for its
@@ -268,7 +263,7 @@ absl::StatusOr<PeerRun> RunPeer(const TrainBenchOptions& o, const std::string& m
   ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json line,
                             RunPeerScript(o, o.peer_script, mode_args, o.batch, {"sgemm_gflops"}));
   return PeerRun{line["samples_per_s"].get<double>(), line["sgemm_gflops"].get<double>(),
-                 line.value("torch", std::string())};
+                 line.value("torch", std::string()), line.value("openmp_env", std::string())};
 }
 
 absl::StatusOr<std::string> RuntimeJson() {
@@ -281,10 +276,11 @@ absl::Status PartModelStep(const TrainBenchOptions& o, const std::string& settin
   const std::vector<OwnedBatch> pool = SyntheticPool(o.batch, kHistory);
   std::vector<double> ours, peer, ratio, mfu, sgemm;
   const double flops = TrainingFlopsPerSample(kSmallShape, kHistory);
-  std::string torch_version;
+  std::string torch_version, peer_openmp_env;
   for (int run = 0; run < o.runs; ++run) {
     ROBOLOOP_ASSIGN_OR_RETURN(double seconds, TimeSteps(*trainer, pool, o.warmup, o.steps));
     ROBOLOOP_ASSIGN_OR_RETURN(PeerRun p, RunPeer(o, "--mode step"));
+    peer_openmp_env = p.openmp_env;
     const double rate = static_cast<double>(o.batch) * o.steps / seconds;
     ours.push_back(rate);
     peer.push_back(p.samples_per_s);
@@ -296,10 +292,10 @@ absl::Status PartModelStep(const TrainBenchOptions& o, const std::string& settin
                 p.samples_per_s, p.sgemm_gflops);
   }
   const Summary r = Summarize(ratio), u = Summarize(mfu);
-  std::printf("result (a) model step: ours %s samples/s, peer %s samples/s (python torch %s); ratio %s "
-              "(goal >= 1.2x: %s); %s\n",
+  std::printf("result (a) model step: ours %s samples/s, peer %s samples/s (python torch %s, OpenMP variables: "
+              "%s); ratio %s (goal >= 1.2x: %s); %s\n",
               Range(Summarize(ours), "%.1f (%.1f-%.1f)").c_str(), Range(Summarize(peer), "%.1f (%.1f-%.1f)").c_str(),
-              torch_version.c_str(), Range(r, "%.2fx (%.2f-%.2f)").c_str(), Goal(r.median >= 1.2).c_str(),
+              torch_version.c_str(), peer_openmp_env.empty() ? "none" : peer_openmp_env.c_str(), Range(r, "%.2fx (%.2f-%.2f)").c_str(), Goal(r.median >= 1.2).c_str(),
               settings.c_str());
   std::printf("result (a) MFU: %s of sgemm %s GFLOP/s (peer's torch.mm 1024x1024, same threads), %.1f MFLOP "
               "per sample (goal >= 0.6: %s); %s\n",

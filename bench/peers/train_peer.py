@@ -24,6 +24,7 @@ two 8192x8192 bfloat16 matrices), torch version.
 import argparse
 import json
 import math
+import os
 import time
 
 import numpy as np
@@ -231,6 +232,13 @@ def run_e2e_mode(args, trainer):
     return timed_steps(trainer, forever(), args.warmup, args.steps)
 
 
+def openmp_environment():
+    """The OpenMP variables this process was started with ("NAME=value ..."), as the benchmark
+    reports them: the peer runs in the user's environment, not in roboloop's choice."""
+    return " ".join(f"{name}={value}" for name, value in sorted(os.environ.items())
+                    if name.startswith(("OMP_", "GOMP_")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=["step", "e2e"], required=True)
@@ -263,7 +271,7 @@ def main():
     seconds = (run_step_mode if args.mode == "step" else run_e2e_mode)(args, trainer)
     figures = {"mode": args.mode, "device": args.device, "threads": torch.get_num_threads(),
                "samples_per_s": args.batch * args.steps / seconds, "step_seconds": seconds / args.steps,
-               "torch": torch.__version__}
+               "torch": torch.__version__, "openmp_env": openmp_environment()}
     if trainer.device.type == "cuda":
         figures["bf16_gemm_tflops"] = bf16_gemm_tflops(trainer.device)
     else:

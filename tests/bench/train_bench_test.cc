@@ -48,15 +48,19 @@ std::vector<std::string> BenchEnvironment() {
 }
 
 TEST(TrainBenchTest, QuickRunPrintsEveryPartsFigures) {
-  const testing::ProgramResult result =
-      testing::RunProgram({testing::RoboloopBinary(), "bench", "train", "--quick"}, BenchEnvironment());
+  const testing::ProgramResult result = testing::RunProgram(
+      {"/usr/bin/env", "-u", "OMP_WAIT_POLICY", "-u", "GOMP_SPINCOUNT", testing::RoboloopBinary(), "bench", "train",
+       "--quick"},
+      BenchEnvironment());
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("GOMP_SPINCOUNT=5000")) << "our side runs with roboloop's OpenMP choice";
 
   const std::vector<std::string> a = ResultLines(result.out, "result (a) model step:");
   ASSERT_EQ(a.size(), 1u) << result.out;
   EXPECT_GT(FigureAfter(a[0], "ours"), 0);
   EXPECT_GT(FigureAfter(a[0], "peer"), 0);
   EXPECT_GT(FigureAfter(a[0], "ratio"), 0);
+  EXPECT_THAT(a[0], HasSubstr("OpenMP variables: none)")) << "the peer runs in the user's environment";
   ExpectSettingsAndGoal(a[0]);
 
   const std::vector<std::string> mfu = ResultLines(result.out, "result (a) MFU:");
