@@ -80,17 +80,17 @@ void RunShape(const Shape& s, kernels::GemmBlockKernel kernel) {
 
 int main() {
   using namespace roboloop;
-  const kernels::GemmBlockKernel kernel = kernels::Avx2GemmKernel();
+  const kernels::GemmBlockKernel kernel = kernels::SelectedGemmKernel();
   if (kernel == nullptr) {
-    std::fprintf(stderr, "gemm_bench: this CPU (or build) has no AVX2 + FMA kernel to measure\n");
+    std::fprintf(stderr, "gemm_bench: this CPU (or build) has no AVX2 + FMA or AVX-512 kernel to measure\n");
     return 1;
   }
   if (std::getenv("OMP_NUM_THREADS") == nullptr) {
     at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
-  std::printf("%storch intra-op threads %d (both sides); our kernel %s the linears on this CPU\n",
+  std::printf("%storch intra-op threads %d (both sides); ours: the %s kernel, the one the linears use here\n",
               bench::MachineSettings().c_str(), at::get_num_threads(),
-              kernels::SelectedGemmKernel() != nullptr ? "runs" : "does not run (no AVX2 + FMA)");
+              kernel == kernels::Avx512GemmKernel() ? "AVX-512" : "AVX2 + FMA");
   std::printf("| product | ours GFLOP/s | LibTorch GFLOP/s | ratio, median of %d (min-max) |\n|---|---|---|---|\n",
               bench::kSamples);
   for (const bench::Shape& shape : bench::kShapes) bench::RunShape(shape, kernel);

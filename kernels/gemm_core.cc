@@ -2,8 +2,18 @@
 #include "kernels/gemm_core.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 namespace roboloop::kernels {
+
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX512
+namespace avx512 {
+// The GemmBlockKernel compiled for AVX-512F (gemm_core_avx512.cc).
+void GemmBlockAvx512(MatrixView a, MatrixView b, int64_t n, int64_t k, const float* bias,
+                     float* c, int64_t ldc, GemmBlock block, float* scratch);
+}  // namespace avx512
+#endif
 
 #ifdef ROBOLOOP_KERNELS_HAVE_AVX2
 namespace avx2 {
@@ -14,8 +24,30 @@ void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t n, int64_t k, const float
 #endif
 
 size_t GemmScratchFloats(int64_t k, int64_t panels) {
-  // Aligning the packed panels to 32 bytes takes up to 7 floats more.
-  return static_cast<size_t>(std::min(k, kGemmReductionChunk) * panels * kGemmPanelColumns + 8);
+  // Aligning the packed panels to 64 bytes takes up to 15 floats more.
+  return static_cast<size_t>(std::min(k, kGemmReductionChunk) * panels * kGemmPanelColumns + 16);
+}
+
+float* AlignedGemmPanels(float* scratch) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+}
+
+void PackGemmPanels(MatrixView b, int64_t n, int64_t k0, int64_t chunk, int64_t panel_begin,
+                    int64_t panel_end, float* packed) {
+  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    const int64_t first = panel * kGemmPanelColumns;
+    const int64_t columns = std::min<int64_t>(kGemmPanelColumns, n - first);
+    float* out = packed + (panel - panel_begin) * chunk * kGemmPanelColumns;
+    for (int64_t kk = 0; kk < chunk; ++kk) {
+      const float* row = b.data + (k0 + kk) * b.row_stride + first * b.col_stride;
+      float* dst = out + kk * kGemmPanelColumns;
+      if (b.col_stride == 1 && columns == kGemmPanelColumns) {
+        std::memcpy(dst, row, sizeof(float) * kGemmPanelColumns);
+        continue;
+      }
+      for (int64_t j = 0; j < kGemmPanelColumns; ++j) dst[j] = j < columns ? row[j * b.col_stride] : 0.0f;
+    }
+  }
 }
 
 GemmBlockKernel Avx2GemmKernel() {
@@ -26,6 +58,17 @@ GemmBlockKernel Avx2GemmKernel() {
   return nullptr;
 }
 
-GemmBlockKernel SelectedGemmKernel() { return Avx2GemmKernel(); }
+GemmBlockKernel Avx512GemmKernel() {
+#ifdef ROBOLOOP_KERNELS_HAVE_AVX512
+  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
+  if (has_avx512) return avx512::GemmBlockAvx512;
+#endif
+  return nullptr;
+}
+
+GemmBlockKernel SelectedGemmKernel() {
+  static const GemmBlockKernel selected = Avx512GemmKernel() != nullptr ? Avx512GemmKernel() : Avx2GemmKernel();
+  return selected;
+}
 
 }  // namespace roboloop::kernels

@@ -42,12 +42,26 @@ using GemmBlockKernel = void (*)(MatrixView a, MatrixView b, int64_t n, int64_t 
 // Scratch floats a block of `panels` column panels needs for inner size k.
 size_t GemmScratchFloats(int64_t k, int64_t panels);
 
+// The first 64-byte aligned float of a kernel's `scratch` (GemmScratchFloats leaves room for it):
+// where the kernel packs its panels.
+float* AlignedGemmPanels(float* scratch);
+
+// Packs rows [k0, k0 + chunk) of B's panels [panel_begin, panel_end) into `packed`, panel after
+// panel, each chunk x kGemmPanelColumns row-major; columns past n are zero.
+void PackGemmPanels(MatrixView b, int64_t n, int64_t k0, int64_t chunk, int64_t panel_begin,
+                    int64_t panel_end, float* packed);
+
 // The AVX2 + FMA kernel when this build has it and the CPU supports AVX2 and FMA, else null.
 GemmBlockKernel Avx2GemmKernel();
 
-// The kernel the linears use, else null (callers then use LibTorch's GEMM): the AVX2 one wherever
-// the CPU has AVX2 and FMA. LibTorch 2.11's wheel calls MKL's sgemm, which it beat at the
-// step's shapes on AVX2 and AVX-512 hosts alike (docs/BENCHMARKS.md, gemm_bench).
+// The AVX-512 kernel when this build has it and the CPU supports AVX-512F, else null. It gives
+// the AVX2 kernel's bits (same products, same order, same roundings), with twice the columns
+// per instruction.
+GemmBlockKernel Avx512GemmKernel();
+
+// The kernel the linears use, else null (callers then use LibTorch's GEMM): the AVX-512 one
+// where the CPU has it, else the AVX2 one where the CPU has AVX2 and FMA. LibTorch 2.11's wheel
+// calls MKL's sgemm, which runs 256-bit code on AMD CPUs (docs/BENCHMARKS.md, gemm_bench).
 GemmBlockKernel SelectedGemmKernel();
 
 }  // namespace roboloop::kernels

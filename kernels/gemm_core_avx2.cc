@@ -15,26 +15,6 @@ namespace {
 constexpr int kRows = static_cast<int>(kGemmRowBlock);
 constexpr int kColumns = static_cast<int>(kGemmPanelColumns);
 
-// Packs rows [k0, k0 + chunk) of B's panels [panel_begin, panel_end) into `packed`, panel after
-// panel, each chunk x kColumns row-major; columns past n are zero.
-void PackPanels(MatrixView b, int64_t n, int64_t k0, int64_t chunk, int64_t panel_begin,
-                int64_t panel_end, float* packed) {
-  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-    const int64_t first = panel * kColumns;
-    const int64_t columns = std::min<int64_t>(kColumns, n - first);
-    float* out = packed + (panel - panel_begin) * chunk * kColumns;
-    for (int64_t kk = 0; kk < chunk; ++kk) {
-      const float* row = b.data + (k0 + kk) * b.row_stride + first * b.col_stride;
-      float* dst = out + kk * kColumns;
-      if (b.col_stride == 1 && columns == kColumns) {
-        std::memcpy(dst, row, sizeof(float) * kColumns);
-        continue;
-      }
-      for (int64_t j = 0; j < kColumns; ++j) dst[j] = j < columns ? row[j * b.col_stride] : 0.0f;
-    }
-  }
-}
-
 // Where one inner call reads and writes.
 struct Tile {
   const float* a;        // A's element (first row, first reduction index of the chunk)
@@ -112,10 +92,10 @@ constexpr TileFunction kTileByRows[kRows + 1] = {nullptr,         MultiplyTile<1
 void GemmBlockAvx2(MatrixView a, MatrixView b, int64_t n, int64_t k,
                    const float* bias, float* c, int64_t ldc, GemmBlock block, float* scratch) {
   const int64_t full_chunk = std::min(k, kGemmReductionChunk);
-  float* packed = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 31) & ~uintptr_t{31});
+  float* packed = AlignedGemmPanels(scratch);
   for (int64_t k0 = 0; k0 < k; k0 += full_chunk) {
     const int64_t chunk = std::min(full_chunk, k - k0);
-    PackPanels(b, n, k0, chunk, block.panel_begin, block.panel_end, packed);
+    PackGemmPanels(b, n, k0, chunk, block.panel_begin, block.panel_end, packed);
     const bool last_chunk = k0 + chunk == k;
     for (int64_t row = block.row_begin; row < block.row_end; row += kRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kRows, block.row_end - row));

@@ -7,7 +7,10 @@
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace roboloop::kernels {
 namespace {
@@ -27,59 +30,100 @@ auto WithThreads(int threads, Body body) {
   return result;
 }
 
+// The GEMM kernels this CPU and build have, by name.
+std::vector<std::pair<std::string, GemmBlockKernel>> AvailableKernels() {
+  std::vector<std::pair<std::string, GemmBlockKernel>> kernels;
+  if (Avx2GemmKernel() != nullptr) kernels.emplace_back("avx2", Avx2GemmKernel());
+  if (Avx512GemmKernel() != nullptr) kernels.emplace_back("avx512", Avx512GemmKernel());
+  return kernels;
+}
+
 class GemmKernelTest : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {
  protected:
   void SetUp() override {
-    if (Avx2GemmKernel() == nullptr) GTEST_SKIP() << "no AVX2 + FMA on this CPU or build";
+    if (AvailableKernels().empty()) GTEST_SKIP() << "no AVX2 + FMA or AVX-512 on this CPU or build";
   }
 };
 
 // Sizes with edges in every dimension: row tails below the 6-row block, column tails below a
-// 16-column panel, and reductions of one chunk, several, and several plus a tail. The last two
-// are large enough to be split over threads, by rows and by column panels.
+// 16-column panel, odd panel counts (the AVX-512 kernel's last tile holds one panel), and
+// reductions of one chunk, several, and several plus a tail. The last three are large enough to
+// be split over threads, by rows and by column panels.
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmKernelTest,
                          ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(5, 17, 3),
                                            std::make_tuple(6, 16, 16), std::make_tuple(13, 33, 128),
                                            std::make_tuple(64, 4, 130), std::make_tuple(7, 128, 600),
-                                           std::make_tuple(200, 40, 513), std::make_tuple(30, 1000, 70)));
+                                           std::make_tuple(200, 40, 513), std::make_tuple(30, 1000, 70),
+                                           std::make_tuple(96, 48, 300)));
 
 TEST_P(GemmKernelTest, ProductWithBiasMatchesFloat64) {
   const auto [m, n, k] = GetParam();
   const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n}), bias = torch::randn({n});
-  const torch::Tensor ours = MatMul(Avx2GemmKernel(), {a.data_ptr<float>(), k, 1}, {b.data_ptr<float>(), n, 1}, m,
-                                    n, k, bias);
   const torch::Tensor reference = torch::addmm(bias.to(torch::kDouble), a.to(torch::kDouble), b.to(torch::kDouble));
-  EXPECT_LE(RelativeError(ours, reference), 1e-6);
+  for (const auto& [name, kernel] : AvailableKernels()) {
+    const torch::Tensor ours =
+        MatMul(kernel, {a.data_ptr<float>(), k, 1}, {b.data_ptr<float>(), n, 1}, m, n, k, bias);
+    EXPECT_LE(RelativeError(ours, reference), 1e-6) << name;
+  }
 }
 
 TEST_P(GemmKernelTest, StridedOperandsAreReadInPlace) {
   const auto [m, n, k] = GetParam();
   // A stored transposed ([k][m]) and B stored transposed ([n][k]): the backward's layouts.
   const torch::Tensor at = torch::randn({k, m}), bt = torch::randn({n, k});
-  const torch::Tensor ours = MatMul(Avx2GemmKernel(), {at.data_ptr<float>(), 1, m}, {bt.data_ptr<float>(), 1, k},
-                                    m, n, k);
   const torch::Tensor reference = torch::mm(at.t().to(torch::kDouble), bt.t().to(torch::kDouble));
-  EXPECT_LE(RelativeError(ours, reference), 1e-6);
+  for (const auto& [name, kernel] : AvailableKernels()) {
+    const torch::Tensor ours = MatMul(kernel, {at.data_ptr<float>(), 1, m}, {bt.data_ptr<float>(), 1, k}, m, n, k);
+    EXPECT_LE(RelativeError(ours, reference), 1e-6) << name;
+  }
 }
 
 TEST_P(GemmKernelTest, BitsDoNotDependOnTheThreadCount) {
   const auto [m, n, k] = GetParam();
   const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n});
-  const auto product = [&] {
-    return MatMul(Avx2GemmKernel(), {a.data_ptr<float>(), k, 1}, {b.data_ptr<float>(), n, 1}, m, n, k);
+  for (const auto& [name, kernel] : AvailableKernels()) {
+    const auto product = [&, kernel = kernel] {
+      return MatMul(kernel, {a.data_ptr<float>(), k, 1}, {b.data_ptr<float>(), n, 1}, m, n, k);
+    };
+    const torch::Tensor one = WithThreads(1, product), two = WithThreads(2, product), three = WithThreads(3, product);
+    EXPECT_TRUE(torch::equal(one, two)) << name;
+    EXPECT_TRUE(torch::equal(one, three)) << name;
+  }
+}
+
+// The AVX-512 kernel repeats the AVX2 kernel's operations in its order: equal bits, with and
+// without bias, over plain and strided operands.
+TEST_P(GemmKernelTest, Avx512KernelGivesTheAvx2KernelsBits) {
+  if (Avx2GemmKernel() == nullptr || Avx512GemmKernel() == nullptr) {
+    GTEST_SKIP() << "needs both the AVX2 and the AVX-512 kernel";
+  }
+  const auto [m, n, k] = GetParam();
+  const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n}), bias = torch::randn({n});
+  const torch::Tensor at = a.t().contiguous(), bt = b.t().contiguous();
+  const auto plain = [&](GemmBlockKernel kernel) {
+    return MatMul(kernel, {a.data_ptr<float>(), k, 1}, {b.data_ptr<float>(), n, 1}, m, n, k, bias);
   };
-  const torch::Tensor one = WithThreads(1, product), two = WithThreads(2, product), three = WithThreads(3, product);
-  EXPECT_TRUE(torch::equal(one, two));
-  EXPECT_TRUE(torch::equal(one, three));
+  const auto strided = [&](GemmBlockKernel kernel) {
+    return MatMul(kernel, {at.data_ptr<float>(), 1, m}, {bt.data_ptr<float>(), 1, k}, m, n, k);
+  };
+  EXPECT_TRUE(torch::equal(plain(Avx2GemmKernel()), plain(Avx512GemmKernel())));
+  EXPECT_TRUE(torch::equal(strided(Avx2GemmKernel()), strided(Avx512GemmKernel())));
 }
 
 TEST(GemmKernelEdgeTest, EmptyReductionGivesTheBias) {
-  if (Avx2GemmKernel() == nullptr) GTEST_SKIP() << "no AVX2 + FMA on this CPU or build";
+  if (AvailableKernels().empty()) GTEST_SKIP() << "no AVX2 + FMA or AVX-512 on this CPU or build";
   const torch::Tensor bias = torch::randn({5});
   const float unused = 0;
-  EXPECT_TRUE(torch::equal(MatMul(Avx2GemmKernel(), {&unused, 0, 1}, {&unused, 5, 1}, 3, 5, 0, bias),
-                           bias.expand({3, 5})));
-  EXPECT_TRUE(torch::equal(MatMul(Avx2GemmKernel(), {&unused, 0, 1}, {&unused, 5, 1}, 3, 5, 0), torch::zeros({3, 5})));
+  for (const auto& [name, kernel] : AvailableKernels()) {
+    EXPECT_TRUE(torch::equal(MatMul(kernel, {&unused, 0, 1}, {&unused, 5, 1}, 3, 5, 0, bias), bias.expand({3, 5})))
+        << name;
+    EXPECT_TRUE(torch::equal(MatMul(kernel, {&unused, 0, 1}, {&unused, 5, 1}, 3, 5, 0), torch::zeros({3, 5}))) << name;
+  }
+}
+
+TEST(GemmKernelEdgeTest, TheWidestKernelTheCpuHasIsSelected) {
+  const GemmBlockKernel widest = Avx512GemmKernel() != nullptr ? Avx512GemmKernel() : Avx2GemmKernel();
+  EXPECT_EQ(SelectedGemmKernel(), widest);
 }
 
 // Forward and every gradient of Dense against float64 torch::nn::functional::linear.
