@@ -5,10 +5,10 @@
 // over the chunk, then + bias, then + C's earlier chunks), so the two kernels give equal bits.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm_core.h"
+#include "kernels/gemm_tiles.h"
 
 namespace roboloop::kernels::avx512 {
 namespace {
@@ -16,20 +16,6 @@ namespace {
 constexpr int kRows = static_cast<int>(kGemmRowBlock);
 constexpr int kLanes = static_cast<int>(kGemmPanelColumns);  // one panel's row is one zmm
 constexpr int kPanelsPerTile = 2;
-
-// Where one inner call reads and writes.
-struct Tile {
-  const float* a;        // A's element (first row, first reduction index of the chunk)
-  int64_t a_row_stride;  // A's strides
-  int64_t a_col_stride;
-  const float* panel;    // the first packed chunk x kLanes panel of B (64-byte aligned)
-  int64_t panel_floats;  // floats from one packed panel to the next
-  float* c;              // C's element (first row, first column)
-  int64_t ldc;           // C's row stride
-  int columns;           // columns of C to write: up to PANELS * kLanes, fewer at the right edge
-  const float* bias;     // the tile's biases (`columns` of them), or null
-  bool accumulate;       // add to C's values (a later reduction chunk) instead of overwriting
-};
 
 // Lanes [0, columns) of a panel's row, columns clipped to [0, kLanes].
 __mmask16 LanesBelow(int columns) {
@@ -39,7 +25,7 @@ __mmask16 LanesBelow(int columns) {
 
 // Writes panel `p`'s row of the tile from its accumulator: + bias (zero without one), then
 // + C's value for a later chunk; lanes past the tile's columns are neither read nor written.
-void StoreRow(const Tile& t, float* c, int p, __m512 sum) {
+void StoreRow(const GemmTile& t, float* c, int p, __m512 sum) {
   const __mmask16 lanes = LanesBelow(t.columns - p * kLanes);
   const __m512 bias = t.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(lanes, t.bias + p * kLanes);
   __m512 out = _mm512_add_ps(sum, bias);
@@ -49,7 +35,7 @@ void StoreRow(const Tile& t, float* c, int p, __m512 sum) {
 
 // C[ROWS][columns] (+)= A[ROWS][chunk] panels[chunk][PANELS * kLanes] + bias.
 template <int ROWS, int PANELS>
-void MultiplyTile(int64_t chunk, const Tile& t) {
+void MultiplyTile(int64_t chunk, const GemmTile& t) {
   __m512 sum[ROWS][PANELS];
   const float* a_row[ROWS];
   for (int r = 0; r < ROWS; ++r) {
@@ -71,10 +57,8 @@ void MultiplyTile(int64_t chunk, const Tile& t) {
   }
 }
 
-using TileFunction = void (*)(int64_t, const Tile&);
-
 // kTiles[rows][panels]: the tile for `rows` rows of C over `panels` panels of B.
-constexpr TileFunction kTiles[kRows + 1][kPanelsPerTile + 1] = {
+constexpr GemmTileFunction kTiles[kRows + 1][kPanelsPerTile + 1] = {
     {nullptr, nullptr, nullptr},
     {nullptr, MultiplyTile<1, 1>, MultiplyTile<1, 2>},
     {nullptr, MultiplyTile<2, 1>, MultiplyTile<2, 2>},
@@ -85,36 +69,10 @@ constexpr TileFunction kTiles[kRows + 1][kPanelsPerTile + 1] = {
 
 }  // namespace
 
-// The GemmBlockKernel contract (kernels/gemm_core.h): per reduction chunk, packs the block's
-// panels of B, then runs every 6-row x 2-panel tile of the block over the chunk.
+// The GemmBlockKernel contract (kernels/gemm_core.h) over 6-row x 32-column tiles.
 void GemmBlockAvx512(MatrixView a, MatrixView b, int64_t n, int64_t k, const float* bias, float* c,
                      int64_t ldc, GemmBlock block, float* scratch) {
-  const int64_t full_chunk = std::min(k, kGemmReductionChunk);
-  float* packed = AlignedGemmPanels(scratch);
-  for (int64_t k0 = 0; k0 < k; k0 += full_chunk) {
-    const int64_t chunk = std::min(full_chunk, k - k0);
-    PackGemmPanels(b, n, k0, chunk, block.panel_begin, block.panel_end, packed);
-    const bool last_chunk = k0 + chunk == k;
-    for (int64_t row = block.row_begin; row < block.row_end; row += kRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRows, block.row_end - row));
-      for (int64_t panel = block.panel_begin; panel < block.panel_end; panel += kPanelsPerTile) {
-        const int panels = static_cast<int>(std::min<int64_t>(kPanelsPerTile, block.panel_end - panel));
-        const int64_t first = panel * kLanes;
-        Tile t;
-        t.a = a.data + row * a.row_stride + k0 * a.col_stride;
-        t.a_row_stride = a.row_stride;
-        t.a_col_stride = a.col_stride;
-        t.panel = packed + (panel - block.panel_begin) * chunk * kLanes;
-        t.panel_floats = chunk * kLanes;
-        t.c = c + row * ldc + first;
-        t.ldc = ldc;
-        t.columns = static_cast<int>(std::min<int64_t>(panels * kLanes, n - first));
-        t.bias = last_chunk && bias != nullptr ? bias + first : nullptr;
-        t.accumulate = k0 > 0;
-        kTiles[rows][panels](chunk, t);
-      }
-    }
-  }
+  RunGemmTiles<kPanelsPerTile>(a, b, n, k, bias, c, ldc, block, scratch, kTiles);
 }
 
 }  // namespace roboloop::kernels::avx512
