@@ -65,7 +65,6 @@ LD_LIBRARY_PATH="$(IFS=:; echo "${LIB_DIRS[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_
 export LD_LIBRARY_PATH
 export PKG_CONFIG_LIBDIR="$PREFIX/usr/lib/$MULTIARCH/pkgconfig:$PREFIX/usr/share/pkgconfig:/usr/lib/$MULTIARCH/pkgconfig:/usr/share/pkgconfig"
 export PATH="$PREFIX/usr/bin:$PATH"
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 
 STAGES=()  # "name seconds status", in order
 
