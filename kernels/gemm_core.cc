@@ -32,12 +32,32 @@ float* AlignedGemmPanels(float* scratch) {
   return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
 }
 
+namespace {
+
+// One panel of a B whose columns are contiguous (row_stride 1: the transposed weight of a
+// forward linear): each of its columns is read in order and written down the panel.
+void PackColumnMajorPanel(MatrixView b, int64_t k0, int64_t chunk, int64_t first, int64_t columns, float* out) {
+  for (int64_t j = 0; j < columns; ++j) {
+    const float* column = b.data + k0 + (first + j) * b.col_stride;
+    for (int64_t kk = 0; kk < chunk; ++kk) out[kk * kGemmPanelColumns + j] = column[kk];
+  }
+  for (int64_t j = columns; j < kGemmPanelColumns; ++j) {
+    for (int64_t kk = 0; kk < chunk; ++kk) out[kk * kGemmPanelColumns + j] = 0.0f;
+  }
+}
+
+}  // namespace
+
 void PackGemmPanels(MatrixView b, int64_t n, int64_t k0, int64_t chunk, int64_t panel_begin,
                     int64_t panel_end, float* packed) {
   for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
     const int64_t first = panel * kGemmPanelColumns;
     const int64_t columns = std::min<int64_t>(kGemmPanelColumns, n - first);
     float* out = packed + (panel - panel_begin) * chunk * kGemmPanelColumns;
+    if (b.row_stride == 1 && b.col_stride != 1) {
+      PackColumnMajorPanel(b, k0, chunk, first, columns, out);
+      continue;
+    }
     for (int64_t kk = 0; kk < chunk; ++kk) {
       const float* row = b.data + (k0 + kk) * b.row_stride + first * b.col_stride;
       float* dst = out + kk * kGemmPanelColumns;
