@@ -311,7 +311,7 @@ TEST(VarlenAttentionTest, BackwardRejectsMisshapedOutputs) {
       VarlenAttentionForward(c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, OptionsOf(c));
   ASSERT_TRUE(fwd.ok());
   absl::StatusOr<VarlenAttentionGrads> grads = VarlenAttentionBackward(
-      c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, fwd->out, fwd->lse.t(), c.dout,
+      c.q, c.k, c.v, c.cu_seqlens, c.prefix_lengths, fwd->out, torch::cat({fwd->lse, fwd->lse}), c.dout,
       OptionsOf(c));
   ASSERT_FALSE(grads.ok());
   EXPECT_THAT(std::string(grads.status().message()), HasSubstr("lse must be"));
