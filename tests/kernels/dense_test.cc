@@ -79,7 +79,8 @@ TEST_P(GemmKernelTest, StridedOperandsAreReadInPlace) {
 }
 
 TEST_P(GemmKernelTest, BitsDoNotDependOnTheThreadCount) {
-  const auto [m, n, k] = GetParam();
+  int64_t m, n, k;  // not a structured binding: the lambda below captures them
+  std::tie(m, n, k) = GetParam();
   const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n});
   for (const auto& [name, kernel] : AvailableKernels()) {
     const auto product = [&, kernel = kernel] {
@@ -97,7 +98,8 @@ TEST_P(GemmKernelTest, Avx512KernelGivesTheAvx2KernelsBits) {
   if (Avx2GemmKernel() == nullptr || Avx512GemmKernel() == nullptr) {
     GTEST_SKIP() << "needs both the AVX2 and the AVX-512 kernel";
   }
-  const auto [m, n, k] = GetParam();
+  int64_t m, n, k;  // not a structured binding: the lambdas below capture them
+  std::tie(m, n, k) = GetParam();
   const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n}), bias = torch::randn({n});
   const torch::Tensor at = a.t().contiguous(), bt = b.t().contiguous();
   const auto plain = [&](GemmBlockKernel kernel) {

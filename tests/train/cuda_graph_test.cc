@@ -16,8 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "tests/util/subprocess.h"
 #include "tests/train/trainer_batches.h"
+#include "tests/util/loaded_torch_runtime.h"
+#include "tests/util/subprocess.h"
 #include "train/safetensors.h"
 #include "train/torch_runtime.h"
 
@@ -27,10 +28,10 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-using trainer_testing::CudaDevices;
+using ::roboloop::testing::CudaDevicesLibTorchSees;
+using ::roboloop::testing::LoadedTorchRuntime;
 using trainer_testing::OwnedBatch;
 using trainer_testing::Policy;
-using trainer_testing::Runtime;
 
 constexpr double kTolerance = 1e-5;
 
@@ -44,7 +45,7 @@ nlohmann::json Config(const nlohmann::json& policy, bool cuda_graph, const std::
 }
 
 std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& config) {
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
 }
@@ -75,7 +76,7 @@ void ExpectSameWeights(const std::string& actual_path, const std::string& expect
 std::vector<OwnedBatch> Batches() { return {OwnedBatch(16, 21), OwnedBatch(16, 22)}; }
 
 TEST(CudaGraphTest, CudaGraphedStepsFollowEagerStepsWithin1e5) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const std::vector<OwnedBatch> batches = Batches();
   const std::string dir = testing::MakeTempDir("cuda_graph_follow");
   for (const nlohmann::json& policy : {Policy("mlp"), Policy("transformer"), Policy("transformer", true)}) {
@@ -97,7 +98,7 @@ TEST(CudaGraphTest, CudaGraphedStepsFollowEagerStepsWithin1e5) {
 }
 
 TEST(CudaGraphTest, CudaNonFiniteBatchAppliesNoUpdateUnderTheGraph) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const std::vector<OwnedBatch> batches = Batches();
   const std::string dir = testing::MakeTempDir("cuda_graph_nan");
   auto tested = MakeTrainer(Config(Policy("transformer", true), true));
@@ -124,7 +125,7 @@ TEST(CudaGraphTest, CudaNonFiniteBatchAppliesNoUpdateUnderTheGraph) {
 }
 
 TEST(CudaGraphTest, CudaGraphedRunResumesFromItsSavedState) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const std::vector<OwnedBatch> batches = Batches();
   const std::string dir = testing::MakeTempDir("cuda_graph_resume");
   const nlohmann::json config = Config(Policy("transformer", true), true);
@@ -151,20 +152,20 @@ TEST(CudaGraphTest, CudaGraphedRunResumesFromItsSavedState) {
 }
 
 TEST(CudaGraphTest, CudaGraphOnWithPackedAttentionIsAnErrorNamingPacked) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   nlohmann::json config = Config(Policy("transformer"), true);
   config["packed"] = true;
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("cuda_graph: on"), HasSubstr("packed: false")));
 }
 
 TEST(CudaGraphTest, GraphOnTheCpuIsAnErrorAndOffTrainsAsBefore) {
-  auto graphed = Runtime().CreateTrainer(Config(Policy("mlp"), true, "cpu").dump());
+  auto graphed = LoadedTorchRuntime().CreateTrainer(Config(Policy("mlp"), true, "cpu").dump());
   EXPECT_EQ(graphed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(graphed.status().message(), AllOf(HasSubstr("cuda_graph: on"), HasSubstr("the device is the CPU")));
   nlohmann::json bad = Config(Policy("mlp"), true, "cpu");
   bad["cuda_graph"] = "yes";
-  EXPECT_THAT(Runtime().CreateTrainer(bad.dump()).status().message(), HasSubstr("cuda_graph"));
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(bad.dump()).status().message(), HasSubstr("cuda_graph"));
   const std::vector<OwnedBatch> batches = Batches();
   nlohmann::json automatic = Config(Policy("mlp"), false, "cpu");
   automatic.erase("cuda_graph");

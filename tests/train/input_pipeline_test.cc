@@ -19,6 +19,7 @@
 #include "data/dataset_writer.h"
 #include "data/episode_cache.h"
 #include "tests/data/test_util.h"
+#include "tests/util/loaded_torch_runtime.h"
 #include "tests/util/sanitizers.h"
 #include "train/loader.h"
 #include "train/lookahead_batches.h"
@@ -28,16 +29,10 @@
 namespace roboloop::train {
 namespace {
 
+using ::roboloop::testing::CudaDevicesLibTorchSees;
+using ::roboloop::testing::LoadedTorchRuntime;
 constexpr int kObs = 3, kAct = 2, kHistory = 2, kChunk = 2, kSide = 24;
 constexpr int kFrameBytes = kSide * kSide * 3;
-
-const TorchRuntime& Runtime() {
-  absl::StatusOr<const TorchRuntime*> runtime = TorchRuntime::Load();
-  ROBOLOOP_CHECK_MSG(runtime.ok(), runtime.status().ToString());
-  return **runtime;
-}
-
-int CudaDevices() { return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0); }
 
 // A small transformer policy that sees one kSide x kSide camera.
 std::unique_ptr<TorchTrainer> MakeTrainer(const std::string& device) {
@@ -51,7 +46,7 @@ std::unique_ptr<TorchTrainer> MakeTrainer(const std::string& device) {
                                  {"seed", 5},
                                  {"threads", 1},
                                  {"device", device}};
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
 }
@@ -143,7 +138,7 @@ TEST_F(InputPipelineTest, StagedBatchesTrainExactlyAsUnstagedOnesOnTheCpu) {
 // Step 0 exactly; later steps within 1e-6 relative, as CUDA's atomic-add backward kernels may
 // sum in another order from run to run (tests/train/trainer_test.cc, CudaStateResumes...).
 TEST_F(InputPipelineTest, CudaPipelinedRunGivesTheLossesOfTheUnpipelinedRun) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const std::vector<double> pipelined = Losses(path_, "cuda", true, 6);
   const std::vector<double> plain = Losses(path_, "cuda", false, 6);
   ASSERT_EQ(pipelined.size(), plain.size());
@@ -173,7 +168,7 @@ TEST_F(InputPipelineTest, LookaheadKeepsTheLoaderOrderAndCursor) {
 // arrays changed since, while a step the batch was not staged for copies the arrays afresh.
 // (Step 0's loss is a forward alone, so it is exact on a GPU too.)
 TEST_F(InputPipelineTest, CudaStepTakesTheCopyStagedForIt) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   auto loader = StoreLoader(LoadStore(path_), 8);
   absl::StatusOr<Batch> batch = loader->Next();
   ASSERT_TRUE(batch.ok()) << batch.status();

@@ -4,35 +4,23 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/policy_test_files.h"
+#include "tests/util/loaded_torch_runtime.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
 namespace roboloop::train {
 namespace {
 
+using ::roboloop::testing::LoadedTorchRuntime;
+using ::roboloop::testing::RandomRows;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-const TorchRuntime& Runtime() {
-  auto runtime = TorchRuntime::Load();
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
-  return **runtime;
-}
-
-std::vector<float> RandomRows(int rows, int cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(static_cast<size_t>(rows * cols));
-  for (float& v : values) v = normal(rng);
-  return values;
-}
 
 // Reference forward of a tanh MLP in double precision.
 std::vector<double> ReferenceMlp(const TensorMap& tensors, const std::vector<int64_t>& widths,
@@ -57,7 +45,7 @@ TEST(TorchPolicyTest, MlpMatchesAReferenceForwardInBothModes) {
   const std::vector<int64_t> widths = {5, 16, 8, 3};
   const TensorMap tensors = testing::RandomMlpTensors(widths, 11);
   ASSERT_TRUE(WriteSafetensors(path, tensors).ok());
-  auto policy = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson(widths, "tanh"));
+  auto policy = LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson(widths, "tanh"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   const std::vector<float> obs = RandomRows(9, 5, 2);
   for (bool invariant : {false, true}) {
@@ -77,7 +65,7 @@ TEST(TorchPolicyTest, BatchInvariantMlpRowIsBitwiseEqualAloneAndInABatchOf64) {
   const std::string path = roboloop::testing::MakeTempDir("mlp") + "/policy.safetensors";
   const std::vector<int64_t> widths = {17, 256, 256, 6};
   testing::WriteMlp(path, widths, 5);
-  auto policy = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson(widths, "gelu"));
+  auto policy = LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson(widths, "gelu"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   const std::vector<float> obs = RandomRows(64, 17, 3);
   std::vector<float> batched(64 * 6), alone(6);
@@ -92,22 +80,22 @@ TEST(TorchPolicyTest, BatchInvariantMlpRowIsBitwiseEqualAloneAndInABatchOf64) {
 TEST(TorchPolicyTest, MlpWeightsThatDisagreeWithTheOptionsAreRefused) {
   const std::string path = roboloop::testing::MakeTempDir("mlp") + "/policy.safetensors";
   testing::WriteMlp(path, {4, 8, 2}, 1);
-  auto wrong_hidden = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 9, 2}, "relu"));
+  auto wrong_hidden = LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 9, 2}, "relu"));
   EXPECT_THAT(wrong_hidden.status().ToString(),
               AllOf(HasSubstr(path), HasSubstr("layers.0.weight"), HasSubstr("[9, 4]")));
-  auto too_few_layers = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 2}, "relu"));
+  auto too_few_layers = LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 2}, "relu"));
   EXPECT_THAT(too_few_layers.status().ToString(), AllOf(HasSubstr(path), HasSubstr("layers.0")));
   auto bad_activation =
-      Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "swish"));
+      LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "swish"));
   EXPECT_THAT(bad_activation.status().ToString(), AllOf(HasSubstr(path), HasSubstr("swish")));
-  auto no_dims = Runtime().LoadPolicy(path, "mlp", "{\"hidden\": [8]}");
+  auto no_dims = LoadedTorchRuntime().LoadPolicy(path, "mlp", "{\"hidden\": [8]}");
   EXPECT_THAT(no_dims.status().ToString(), AllOf(HasSubstr(path), HasSubstr("obs_dim")));
 }
 
 TEST(TorchPolicyTest, WrongCallDimsAreAnErrorNamingTheFile) {
   const std::string path = roboloop::testing::MakeTempDir("mlp") + "/policy.safetensors";
   testing::WriteMlp(path, {4, 8, 2}, 1);
-  auto policy = Runtime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "relu"));
+  auto policy = LoadedTorchRuntime().LoadPolicy(path, "mlp", testing::MlpOptionsJson({4, 8, 2}, "relu"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> obs(10), actions(6);
   EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
@@ -118,7 +106,7 @@ TEST(TorchPolicyTest, WrongCallDimsAreAnErrorNamingTheFile) {
 
 TEST(TorchPolicyTest, MissingCorruptAndUnknownKindAreClearErrors) {
   const std::string dir = roboloop::testing::MakeTempDir("bad");
-  auto missing = Runtime().LoadPolicy(dir + "/absent.pt", "torchscript", "{}");
+  auto missing = LoadedTorchRuntime().LoadPolicy(dir + "/absent.pt", "torchscript", "{}");
   EXPECT_THAT(missing.status().ToString(),
               AllOf(HasSubstr(dir + "/absent.pt"), HasSubstr("no such policy file")));
   const std::string truncated = dir + "/truncated.safetensors";
@@ -126,15 +114,15 @@ TEST(TorchPolicyTest, MissingCorruptAndUnknownKindAreClearErrors) {
   const std::string bytes = roboloop::testing::ReadWholeFile(truncated);
   std::ofstream(truncated, std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
   auto corrupt =
-      Runtime().LoadPolicy(truncated, "mlp", testing::MlpOptionsJson({4, 64, 2}, "relu"));
+      LoadedTorchRuntime().LoadPolicy(truncated, "mlp", testing::MlpOptionsJson({4, 64, 2}, "relu"));
   EXPECT_THAT(corrupt.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("do not fit")));
-  auto not_script = Runtime().LoadPolicy(truncated, "torchscript", "{}");
+  auto not_script = LoadedTorchRuntime().LoadPolicy(truncated, "torchscript", "{}");
   EXPECT_THAT(not_script.status().ToString(),
               AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file")));
-  auto kind = Runtime().LoadPolicy(truncated, "onnx", "{}");
+  auto kind = LoadedTorchRuntime().LoadPolicy(truncated, "onnx", "{}");
   EXPECT_THAT(kind.status().ToString(),
               AllOf(HasSubstr(truncated), HasSubstr("unknown policy kind")));
-  auto bad_json = Runtime().LoadPolicy(truncated, "mlp", "{obs_dim");
+  auto bad_json = LoadedTorchRuntime().LoadPolicy(truncated, "mlp", "{obs_dim");
   EXPECT_THAT(bad_json.status().ToString(), AllOf(HasSubstr(truncated), HasSubstr("parse")));
 }
 

@@ -4,7 +4,6 @@
 // LibTorch cannot load.
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,28 +13,17 @@
 #include "sim/rollout.h"
 #include "tests/sim/test_tasks.h"
 #include "tests/train/policy_test_files.h"
+#include "tests/util/loaded_torch_runtime.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
 namespace roboloop::train {
 namespace {
 
+using ::roboloop::testing::LoadedTorchRuntime;
+using ::roboloop::testing::RandomRows;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-const TorchRuntime& Runtime() {
-  auto runtime = TorchRuntime::Load();
-  EXPECT_TRUE(runtime.ok()) << runtime.status();
-  return **runtime;
-}
-
-std::vector<float> RandomRows(int rows, int cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(static_cast<size_t>(rows * cols));
-  for (float& v : values) v = normal(rng);
-  return values;
-}
 
 // TorchScript files exported once per test binary by the project environment's torch.
 class TorchScriptPolicyTest : public ::testing::Test {
@@ -57,7 +45,7 @@ TEST_F(TorchScriptPolicyTest, ScriptedAndTracedTransformerPoliciesMatchPython) {
   const std::pair<const char*, const std::vector<float>*> files[] = {
       {"scripted.pt", &expected.scripted}, {"traced.pt", &expected.traced}};
   for (const auto& [name, reference] : files) {
-    auto policy = Runtime().LoadPolicy(File(name), "torchscript", "{}");
+    auto policy = LoadedTorchRuntime().LoadPolicy(File(name), "torchscript", "{}");
     ASSERT_TRUE(policy.ok()) << policy.status();
     for (bool invariant : {false, true}) {
       std::vector<float> actions(reference->size());
@@ -72,7 +60,7 @@ TEST_F(TorchScriptPolicyTest, ScriptedAndTracedTransformerPoliciesMatchPython) {
 }
 
 TEST_F(TorchScriptPolicyTest, BatchInvariantTorchScriptRowIsBitwiseEqualAloneAndInABatch) {
-  auto policy = Runtime().LoadPolicy(File("traced.pt"), "torchscript", "{}");
+  auto policy = LoadedTorchRuntime().LoadPolicy(File("traced.pt"), "torchscript", "{}");
   ASSERT_TRUE(policy.ok()) << policy.status();
   const std::vector<float> obs = RandomRows(64, 6, 9);
   std::vector<float> batched(64 * 2), alone(2);
@@ -84,7 +72,7 @@ TEST_F(TorchScriptPolicyTest, BatchInvariantTorchScriptRowIsBitwiseEqualAloneAnd
 }
 
 TEST_F(TorchScriptPolicyTest, AFileUsingAnOpThisLibTorchLacksIsRefusedNamingTheOp) {
-  auto policy = Runtime().LoadPolicy(File("missing_op.pt"), "torchscript", "{}");
+  auto policy = LoadedTorchRuntime().LoadPolicy(File("missing_op.pt"), "torchscript", "{}");
   EXPECT_THAT(policy.status().ToString(),
               AllOf(HasSubstr(File("missing_op.pt")),
                     HasSubstr("uses op aten::fused_policy_head_from_the_future"), HasSubstr("lacks")));
@@ -94,14 +82,14 @@ TEST_F(TorchScriptPolicyTest, ATruncatedZipIsRefusedNamingTheFile) {
   const std::string bytes = roboloop::testing::ReadWholeFile(File("scripted.pt"));
   const std::string truncated = File("truncated.pt");
   std::ofstream(truncated) << bytes.substr(0, bytes.size() / 2);
-  auto policy = Runtime().LoadPolicy(truncated, "torchscript", "{}");
+  auto policy = LoadedTorchRuntime().LoadPolicy(truncated, "torchscript", "{}");
   EXPECT_THAT(
       policy.status().ToString(),
       AllOf(HasSubstr(truncated), HasSubstr("not a loadable TorchScript file"), HasSubstr("zip")));
 }
 
 TEST_F(TorchScriptPolicyTest, WrongObsDimsAreAnErrorNamingTheFile) {
-  auto policy = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
+  auto policy = LoadedTorchRuntime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> obs(2 * 5), actions(2 * 2);
   EXPECT_THAT((*policy)->Act(obs.data(), 2, 5, actions.data(), 2, false).ToString(),
@@ -116,8 +104,8 @@ TEST_F(TorchScriptPolicyTest, TheCheckpointsNormalizationIsAppliedAroundTheModul
   const std::vector<float> action_mean = {0.5f, -1}, action_std = {3, 10};
   const nlohmann::json normalization = {{"obs", {{"mean", obs_mean}, {"std", obs_std}}},
                                         {"action", {{"mean", action_mean}, {"std", action_std}}}};
-  auto plain = Runtime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
-  auto normalized = Runtime().LoadPolicy(File("scripted.pt"), "torchscript",
+  auto plain = LoadedTorchRuntime().LoadPolicy(File("scripted.pt"), "torchscript", "{}");
+  auto normalized = LoadedTorchRuntime().LoadPolicy(File("scripted.pt"), "torchscript",
                                          nlohmann::json{{"normalization", normalization}}.dump());
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(normalized.ok()) << normalized.status();
@@ -129,7 +117,7 @@ TEST_F(TorchScriptPolicyTest, TheCheckpointsNormalizationIsAppliedAroundTheModul
   ASSERT_TRUE((*normalized)->Act(obs.data(), 4, 6, actions.data(), 2, true).ok());
   EXPECT_LE(testing::MaxRelativeError(actions, expected), 1e-5);
   const nlohmann::json zero_std = {{"obs", {{"mean", {0}}, {"std", {0}}}}, {"action", normalization["action"]}};
-  auto bad = Runtime().LoadPolicy(File("scripted.pt"), "torchscript",
+  auto bad = LoadedTorchRuntime().LoadPolicy(File("scripted.pt"), "torchscript",
                                   nlohmann::json{{"normalization", zero_std}}.dump());
   EXPECT_THAT(bad.status().ToString(), AllOf(HasSubstr(File("scripted.pt")), HasSubstr("normalization.obs.std")));
 }

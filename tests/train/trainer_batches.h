@@ -9,25 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/status.h"
 #include "train/torch_runtime.h"
 
 namespace roboloop::train::trainer_testing {
 
 inline constexpr int kObs = 5, kAct = 2, kHistory = 4, kChunk = 3;
-
-// The loaded torch library; aborts the test binary when it cannot be loaded.
-inline const TorchRuntime& Runtime() {
-  static const TorchRuntime* const runtime = [] {
-    absl::StatusOr<const TorchRuntime*> loaded = TorchRuntime::Load();
-    ROBOLOOP_CHECK_MSG(loaded.ok(), loaded.status().ToString());
-    return *loaded;
-  }();
-  return *runtime;
-}
-
-// The CUDA devices LibTorch sees.
-inline int CudaDevices() { return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0); }
 
 // A batch with mixed history lengths and padded action steps; the first `full_histories`
 // samples have every history slot real.

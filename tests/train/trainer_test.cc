@@ -10,8 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "tests/util/subprocess.h"
 #include "tests/train/trainer_batches.h"
+#include "tests/util/loaded_torch_runtime.h"
+#include "tests/util/subprocess.h"
 #include "train/safetensors.h"
 #include "train/torch_runtime.h"
 
@@ -21,14 +22,14 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-using trainer_testing::CudaDevices;
+using ::roboloop::testing::CudaDevicesLibTorchSees;
+using ::roboloop::testing::LoadedTorchRuntime;
 using trainer_testing::kAct;
 using trainer_testing::kChunk;
 using trainer_testing::kHistory;
 using trainer_testing::kObs;
 using trainer_testing::OwnedBatch;
 using trainer_testing::Policy;
-using trainer_testing::Runtime;
 
 std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool packed = true,
                                           int token_budget = 8192,
@@ -39,7 +40,7 @@ std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, bool pac
   const nlohmann::json config = {{"policy", policy}, {"optimizer", optimizer},
                                  {"packed", packed}, {"token_budget", token_budget},
                                  {"seed", 7}, {"threads", 1}, {"device", device}};
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
 }
@@ -133,7 +134,7 @@ TEST(TrainerTest, SavedTransformerActsBatchInvariantlyWithNormalization) {
   nlohmann::json options = Policy("transformer", true);
   options["normalization"] = {{"obs", {{"mean", std::vector<float>(kObs, 0.5f)}, {"std", std::vector<float>(kObs, 2.0f)}}},
                               {"action", {{"mean", {1.0, -1.0}}, {"std", {0.5, 3.0}}}}};
-  auto policy = Runtime().LoadPolicy(dir + "/p.safetensors", "transformer", options.dump());
+  auto policy = LoadedTorchRuntime().LoadPolicy(dir + "/p.safetensors", "transformer", options.dump());
   ASSERT_TRUE(policy.ok()) << policy.status();
   std::vector<float> all(batch.batch * kChunk * kAct);
   ASSERT_TRUE((*policy)->ActChunk(batch.obs.data(), batch.history_length.data(), batch.batch, kHistory,
@@ -245,7 +246,7 @@ std::unique_ptr<TorchTrainer> MakePrecisionTrainer(const std::string& precision,
                            {"optimizer", {{"lr", 1e-3}, {"total_steps", 20}, {"warmup_steps", 2}}},
                            {"precision", precision}, {"seed", 7}, {"threads", 1}, {"device", device}};
   if (!scaling.empty()) config["fp8_scaling"] = scaling;
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
 }
@@ -279,7 +280,7 @@ TEST(TrainerTest, Fp8TrainingFollowsTheBf16RunWithin5PercentOnTheCpu) {
 TEST(TrainerTest, PrecisionSettingsAreClearErrors) {
   const auto error = [](nlohmann::json config) {
     config["optimizer"] = config.value("optimizer", nlohmann::json::object());
-    return std::string(Runtime().CreateTrainer(config.dump()).status().message());
+    return std::string(LoadedTorchRuntime().CreateTrainer(config.dump()).status().message());
   };
   EXPECT_THAT(error({{"policy", Policy("transformer")}, {"precision", "fp16"}}),
               AllOf(HasSubstr("trainer option precision 'fp16'"), HasSubstr("fp32, bf16, fp8")));
@@ -308,30 +309,30 @@ TEST(TrainerTest, OptimizerBf16IsPrecisionBf16) {
 
 TEST(TrainerTest, BadConfigsAreClearErrors) {
   nlohmann::json unknown = {{"policy", {{"kind", "diffusion"}, {"obs_dim", 3}, {"action_dim", 1}}}};
-  EXPECT_THAT(Runtime().CreateTrainer(unknown.dump()).status().message(),
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(unknown.dump()).status().message(),
               AllOf(HasSubstr("diffusion"), HasSubstr("known: mlp, transformer")));
   nlohmann::json heads = {{"policy", Policy("transformer")}};
   heads["policy"]["heads"] = 3;
-  EXPECT_THAT(Runtime().CreateTrainer(heads.dump()).status().message(), HasSubstr("multiple of heads"));
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(heads.dump()).status().message(), HasSubstr("multiple of heads"));
   nlohmann::json extra = {{"policy", Policy("mlp")}};
   extra["policy"]["layers"] = 2;
-  EXPECT_THAT(Runtime().CreateTrainer(extra.dump()).status().message(),
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(extra.dump()).status().message(),
               HasSubstr("layers is not an option of policy mlp"));
 }
 
 // CUDA devices LibTorch sees (0 with Debian's CPU-only LibTorch).
 TEST(TrainerTest, DeviceOptionIsCheckedWhenTheTrainerIsCreated) {
   nlohmann::json config = {{"policy", Policy("mlp")}, {"device", "tpu"}};
-  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(config.dump()).status().message(),
               AllOf(HasSubstr("trainer option device 'tpu'"), HasSubstr("cpu, cuda, cuda:N, auto")));
-  config["device"] = "cuda:" + std::to_string(CudaDevices());
-  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
-              AllOf(HasSubstr("needs CUDA device " + std::to_string(CudaDevices())),
-                    HasSubstr("LibTorch sees " + std::to_string(CudaDevices()))));
+  config["device"] = "cuda:" + std::to_string(CudaDevicesLibTorchSees());
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(config.dump()).status().message(),
+              AllOf(HasSubstr("needs CUDA device " + std::to_string(CudaDevicesLibTorchSees())),
+                    HasSubstr("LibTorch sees " + std::to_string(CudaDevicesLibTorchSees()))));
 }
 
 TEST(TrainerTest, AutoDeviceTrainsOnTheCpuWhenNoGpuIsVisible) {
-  if (CudaDevices() > 0) GTEST_SKIP() << "a GPU is visible: auto picks it";
+  if (CudaDevicesLibTorchSees() > 0) GTEST_SKIP() << "a GPU is visible: auto picks it";
   const OwnedBatch batch(8, 10);
   auto cpu = MakeTrainer(Policy("transformer", true));
   auto automatic = MakeTrainer(Policy("transformer", true), true, 8192, nlohmann::json::object(), "auto");
@@ -343,7 +344,7 @@ TEST(TrainerTest, AutoDeviceTrainsOnTheCpuWhenNoGpuIsVisible) {
 // A GPU run against the CPU run of the same seed and batches: the same noise (drawn on the
 // CPU), the same initial weights, other kernels; each step's loss within 1e-4 relative.
 TEST(TrainerTest, CudaTrainingFollowsTheCpuRunWithin1e4) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const OwnedBatch batch(16, 11);
   const std::vector<std::pair<nlohmann::json, bool>> cases = {
       {Policy("mlp"), true}, {Policy("transformer"), true}, {Policy("transformer"), false},
@@ -363,7 +364,7 @@ TEST(TrainerTest, CudaTrainingFollowsTheCpuRunWithin1e4) {
 // A state saved on the GPU resumes on the GPU (losses within 1e-6: CUDA's index_add backward
 // is not bitwise deterministic) and on the CPU (within 1e-4), and its policy file serves.
 TEST(TrainerTest, CudaStateResumesOnTheGpuAndOnTheCpu) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const OwnedBatch batch(8, 12);
   const std::string dir = testing::MakeTempDir("cuda_resume");
   auto straight = MakeTrainer(Policy("transformer", true), true, 8192, {{"ema_decay", 0.5}}, "cuda");
@@ -383,12 +384,12 @@ TEST(TrainerTest, CudaStateResumesOnTheGpuAndOnTheCpu) {
           << device << " step " << step;
     }
   }
-  auto policy = Runtime().LoadPolicy(dir + "/p.safetensors", "transformer", Policy("transformer", true).dump());
+  auto policy = LoadedTorchRuntime().LoadPolicy(dir + "/p.safetensors", "transformer", Policy("transformer", true).dump());
   EXPECT_TRUE(policy.ok()) << policy.status();
 }
 
 TEST(TrainerTest, Bf16AutocastOnCudaTrainsCloseToFp32) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const OwnedBatch batch(16, 13);
   auto fp32 = MakeTrainer(Policy("transformer"), true, 8192, nlohmann::json::object(), "cuda");
   auto bf16 = MakeTrainer(Policy("transformer"), true, 8192, {{"bf16", true}}, "cuda");
@@ -402,9 +403,9 @@ TEST(TrainerTest, Bf16AutocastOnCudaTrainsCloseToFp32) {
 // FP8 on CUDA, tensorwise and rowwise, against the bf16 run; on a GPU without FP8 the trainer
 // refuses precision: fp8 naming the GPU and its compute capability.
 TEST(TrainerTest, CudaFp8TrainingFollowsTheBf16RunWithin5Percent) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   const nlohmann::json config = {{"policy", Policy("transformer")}, {"precision", "fp8"}, {"device", "cuda"}};
-  auto probe = Runtime().CreateTrainer(config.dump());
+  auto probe = LoadedTorchRuntime().CreateTrainer(config.dump());
   if (!probe.ok()) {
     EXPECT_THAT(probe.status().message(), AllOf(HasSubstr("precision: fp8"), HasSubstr("compute capability")));
     GTEST_SKIP() << "this GPU has no FP8: " << probe.status().message();
@@ -414,10 +415,10 @@ TEST(TrainerTest, CudaFp8TrainingFollowsTheBf16RunWithin5Percent) {
 }
 
 TEST(TrainerTest, CudaHeadDimTheKernelsDoNotTakeIsAnErrorBeforeTraining) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "no CUDA device";
   nlohmann::json config = {{"policy", Policy("transformer")}, {"device", "cuda"}};
   config["policy"]["d_model"] = 20;  // head dim 10
-  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(config.dump()).status().message(),
               AllOf(HasSubstr("d_model 20 / heads 2"), HasSubstr("head dim 10")));
 }
 
@@ -426,7 +427,7 @@ TEST(TrainerTest, RendezvousTimeoutIsAnErrorWithinTheTimeout) {
                            {"distributed", {{"rank", 1}, {"world_size", 2}, {"master_port", 1},
                                             {"timeout_seconds", 2.0}}}};
   const auto start = std::chrono::steady_clock::now();
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnavailable) << trainer.status();
   EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("rendezvous at 127.0.0.1:1"), HasSubstr("rank 1 of 2")));

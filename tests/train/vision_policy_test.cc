@@ -11,24 +11,21 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "tests/util/loaded_torch_runtime.h"
 #include "tests/util/subprocess.h"
 #include "train/torch_runtime.h"
 
 namespace roboloop::train {
 namespace {
 
+using ::roboloop::testing::CudaDevicesLibTorchSees;
+using ::roboloop::testing::LoadedTorchRuntime;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr int kSide = 16;                        // camera width and height
 constexpr int kImageBytes = kSide * kSide * 3;   // one frame
 constexpr int kObs = 2, kAct = 2;
-
-const TorchRuntime& Runtime() {
-  absl::StatusOr<const TorchRuntime*> runtime = TorchRuntime::Load();
-  ROBOLOOP_CHECK_MSG(runtime.ok(), runtime.status().ToString());
-  return **runtime;
-}
 
 nlohmann::json Cameras() { return nlohmann::json::array({{{"name", "agentview"}, {"width", kSide}, {"height", kSide}}}); }
 
@@ -52,7 +49,7 @@ std::unique_ptr<TorchTrainer> MakeTrainer(const nlohmann::json& policy, const st
                                  {"seed", 3},
                                  {"threads", 1},
                                  {"device", device}};
-  auto trainer = Runtime().CreateTrainer(config.dump());
+  auto trainer = LoadedTorchRuntime().CreateTrainer(config.dump());
   ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
   return std::move(*trainer);
 }
@@ -135,8 +132,8 @@ TEST(VisionPolicyTest, PackedAndPaddedTransformerWithACameraAgree) {
                                     {"threads", 1}};
     nlohmann::json padded_config = packed_config;
     padded_config["packed"] = false;
-    auto packed = Runtime().CreateTrainer(packed_config.dump());
-    auto padded = Runtime().CreateTrainer(padded_config.dump());
+    auto packed = LoadedTorchRuntime().CreateTrainer(packed_config.dump());
+    auto padded = LoadedTorchRuntime().CreateTrainer(padded_config.dump());
     ASSERT_TRUE(packed.ok() && padded.ok()) << packed.status() << padded.status();
     for (int step = 0; step < 3; ++step) {
       auto a = (*packed)->Step(batch.View(), step);
@@ -164,7 +161,7 @@ TEST(VisionPolicyTest, BadCamerasOptionIsRefusedNamingIt) {
   nlohmann::json policy = Policy("transformer", true);
   policy["cameras"][0]["width"] = 0;
   const nlohmann::json config = {{"policy", policy}};
-  EXPECT_THAT(Runtime().CreateTrainer(config.dump()).status().message(),
+  EXPECT_THAT(LoadedTorchRuntime().CreateTrainer(config.dump()).status().message(),
               AllOf(HasSubstr("cameras"), HasSubstr("1..2048")));
 }
 
@@ -178,7 +175,7 @@ TEST(VisionPolicyTest, ValidationLossSeesUnshiftedFramesAndIsRepeatable) {
 }
 
 std::unique_ptr<TorchPolicy> LoadPolicy(const std::string& path, const nlohmann::json& options) {
-  auto policy = Runtime().LoadPolicy(path, options["kind"].get<std::string>(), options.dump());
+  auto policy = LoadedTorchRuntime().LoadPolicy(path, options["kind"].get<std::string>(), options.dump());
   ROBOLOOP_CHECK_MSG(policy.ok(), policy.status().ToString());
   return std::move(*policy);
 }
@@ -256,10 +253,8 @@ TEST(VisionPolicyTest, StateOnlyPoliciesAnswerBothChunkEntriesAlike) {
               HasSubstr("reads 0 bytes of camera frames"));
 }
 
-int CudaDevices() { return nlohmann::json::parse(Runtime().DescribeRuntime()).value("cuda_devices", 0); }
-
 TEST(VisionPolicyTest, CudaTrainingStepWithFramesMatchesTheCpu) {
-  if (CudaDevices() == 0) GTEST_SKIP() << "LibTorch sees no GPU";
+  if (CudaDevicesLibTorchSees() == 0) GTEST_SKIP() << "LibTorch sees no GPU";
   const SquareBatch batch(16, 8);
   for (const std::string kind : {"mlp", "transformer"}) {
     auto cpu = MakeTrainer(Policy(kind, true), "cpu");
