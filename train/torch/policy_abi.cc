@@ -12,6 +12,7 @@
 #include <string>
 
 #include "registry/policy_kind.h"
+#include "train/torch/abi_error.h"
 #include "train/torch/inference_policy.h"
 
 struct RoboloopTorchPolicy {
@@ -21,13 +22,6 @@ struct RoboloopTorchPolicy {
 
 namespace roboloop::train {
 namespace {
-
-void WriteError(const std::string& message, char* error_buf, size_t error_cap) {
-  if (error_buf == nullptr || error_cap == 0) return;
-  const size_t n = std::min(message.size(), error_cap - 1);
-  std::memcpy(error_buf, message.data(), n);
-  error_buf[n] = '\0';
-}
 
 std::string WithPath(const std::string& path, const std::string& message) {
   if (message.compare(0, path.size(), path) == 0) return message;
@@ -118,11 +112,11 @@ RoboloopTorchPolicy* LoadPolicyEntry(const char* path, const char* kind, const c
     policy->model = LoadModel(file, kind == nullptr ? "" : kind, options_json);
     return policy.release();
   } catch (const c10::Error& e) {
-    WriteError(WithPath(file, e.what_without_backtrace()), error_buf, error_cap);
+    WriteAbiError(WithPath(file, e.what_without_backtrace()), error_buf, error_cap);
   } catch (const std::exception& e) {
-    WriteError(WithPath(file, e.what()), error_buf, error_cap);
+    WriteAbiError(WithPath(file, e.what()), error_buf, error_cap);
   } catch (...) {
-    WriteError(WithPath(file, "load_policy: unknown exception"), error_buf, error_cap);
+    WriteAbiError(WithPath(file, "load_policy: unknown exception"), error_buf, error_cap);
   }
   return nullptr;
 }
@@ -131,18 +125,18 @@ int PolicyActEntry(RoboloopTorchPolicy* policy, const float* obs, int batch, int
                    float* actions, int action_dim, int batch_invariant, char* error_buf,
                    size_t error_cap) {
   if (policy == nullptr) {
-    WriteError("policy_act: null policy handle", error_buf, error_cap);
+    WriteAbiError("policy_act: null policy handle", error_buf, error_cap);
     return -1;
   }
   try {
     Act(*policy, obs, batch, obs_dim, actions, action_dim, batch_invariant != 0);
     return 0;
   } catch (const c10::Error& e) {
-    WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
+    WriteAbiError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
   } catch (const std::exception& e) {
-    WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
+    WriteAbiError(WithPath(policy->path, e.what()), error_buf, error_cap);
   } catch (...) {
-    WriteError(WithPath(policy->path, "policy_act: unknown exception"), error_buf, error_cap);
+    WriteAbiError(WithPath(policy->path, "policy_act: unknown exception"), error_buf, error_cap);
   }
   return -1;
 }
@@ -152,7 +146,7 @@ int PolicyActChunkEntry(RoboloopTorchPolicy* policy, const float* obs,
                         float* actions, int chunk, int action_dim, int batch_invariant,
                         char* error_buf, size_t error_cap) {
   if (policy == nullptr) {
-    WriteError("policy_act_chunk: null policy handle", error_buf, error_cap);
+    WriteAbiError("policy_act_chunk: null policy handle", error_buf, error_cap);
     return -1;
   }
   return PolicyActChunkImagesEntry(policy, obs, history_length, nullptr, 0, batch, history, obs_dim, actions,
@@ -164,7 +158,7 @@ int PolicyActChunkImagesEntry(RoboloopTorchPolicy* policy, const float* obs,
                               int batch, int history, int obs_dim, float* actions, int chunk,
                               int action_dim, int batch_invariant, char* error_buf, size_t error_cap) {
   if (policy == nullptr) {
-    WriteError("policy_act_chunk_images: null policy handle", error_buf, error_cap);
+    WriteAbiError("policy_act_chunk_images: null policy handle", error_buf, error_cap);
     return -1;
   }
   try {
@@ -172,9 +166,9 @@ int PolicyActChunkImagesEntry(RoboloopTorchPolicy* policy, const float* obs,
              action_dim, batch_invariant != 0);
     return 0;
   } catch (const c10::Error& e) {
-    WriteError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
+    WriteAbiError(WithPath(policy->path, e.what_without_backtrace()), error_buf, error_cap);
   } catch (const std::exception& e) {
-    WriteError(WithPath(policy->path, e.what()), error_buf, error_cap);
+    WriteAbiError(WithPath(policy->path, e.what()), error_buf, error_cap);
   }
   return -1;
 }

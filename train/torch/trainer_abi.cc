@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "train/torch/abi_error.h"
 #include "train/torch/trainer.h"
 
 struct RoboloopTorchTrainer {
@@ -15,13 +16,6 @@ struct RoboloopTorchTrainer {
 namespace roboloop::train {
 namespace {
 
-void WriteError(const std::string& message, char* error_buf, size_t error_cap) {
-  if (error_buf == nullptr || error_cap == 0) return;
-  const size_t n = std::min(message.size(), error_cap - 1);
-  std::memcpy(error_buf, message.data(), n);
-  error_buf[n] = '\0';
-}
-
 // Runs `body`, turning exceptions into -1 and a message (1 for a non-finite loss).
 template <typename Body>
 int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
@@ -29,14 +23,14 @@ int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
     body();
     return 0;
   } catch (const NonFiniteLoss& e) {
-    WriteError(e.what(), error_buf, error_cap);
+    WriteAbiError(e.what(), error_buf, error_cap);
     return 1;
   } catch (const c10::Error& e) {
-    WriteError(std::string(what) + ": " + e.what_without_backtrace(), error_buf, error_cap);
+    WriteAbiError(std::string(what) + ": " + e.what_without_backtrace(), error_buf, error_cap);
   } catch (const std::exception& e) {
-    WriteError(std::string(what) + ": " + e.what(), error_buf, error_cap);
+    WriteAbiError(std::string(what) + ": " + e.what(), error_buf, error_cap);
   } catch (...) {
-    WriteError(std::string(what) + ": unknown exception", error_buf, error_cap);
+    WriteAbiError(std::string(what) + ": unknown exception", error_buf, error_cap);
   }
   return -1;
 }
