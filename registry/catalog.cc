@@ -109,46 +109,49 @@ absl::Status FillCheckpointDetails(SqliteDb& db, v1::Checkpoint* checkpoint) {
   return absl::OkStatus();
 }
 
-// Runs a query selecting kCheckpointColumns and returns the complete checkpoints, all read
-// from one snapshot.
-absl::StatusOr<std::vector<v1::Checkpoint>> QueryCheckpoints(SqliteDb& db, const std::string& sql,
-                                                             const std::vector<SqlValue>& params) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteReadSnapshot> snapshot, SqliteReadSnapshot::Begin(&db));
-  std::vector<v1::Checkpoint> checkpoints;
-  {
-    ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
-    while (true) {
-      ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
-      if (!row) break;
-      checkpoints.push_back(CheckpointFromRow(*statement));
-    }
-  }
-  for (v1::Checkpoint& checkpoint : checkpoints) {
-    ROBOLOOP_RETURN_IF_ERROR(FillCheckpointDetails(db, &checkpoint));
-  }
-  return checkpoints;
+// Adds a dataset's parents, read from dataset_parents, to `dataset`.
+absl::Status FillDatasetParents(SqliteDb& db, v1::Dataset* dataset) {
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      std::vector<std::string> parents,
+      Strings(db, "SELECT parent_id FROM dataset_parents WHERE dataset_id = ?1 ORDER BY parent_id",
+              {dataset->id()}));
+  for (std::string& parent : parents) dataset->add_parent_ids(std::move(parent));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<v1::Dataset>> QueryDatasets(SqliteDb& db, const std::string& sql,
-                                                       const std::vector<SqlValue>& params) {
+// Runs a query whose rows `from_row` reads into records, then completes each record with
+// `fill_details` (its rows of other tables), all from one snapshot.
+template <typename Record>
+absl::StatusOr<std::vector<Record>> QueryRecords(SqliteDb& db, const std::string& sql,
+                                                 const std::vector<SqlValue>& params,
+                                                 Record (*from_row)(const SqliteStatement&),
+                                                 absl::Status (*fill_details)(SqliteDb&, Record*)) {
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteReadSnapshot> snapshot, SqliteReadSnapshot::Begin(&db));
-  std::vector<v1::Dataset> datasets;
+  std::vector<Record> records;
   {
     ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStatement> statement, db.Prepare(sql, params));
     while (true) {
       ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
       if (!row) break;
-      datasets.push_back(DatasetFromRow(*statement));
+      records.push_back(from_row(*statement));
     }
   }
-  for (v1::Dataset& dataset : datasets) {
-    ROBOLOOP_ASSIGN_OR_RETURN(
-        std::vector<std::string> parents,
-        Strings(db, "SELECT parent_id FROM dataset_parents WHERE dataset_id = ?1 ORDER BY parent_id",
-                {dataset.id()}));
-    for (std::string& parent : parents) dataset.add_parent_ids(std::move(parent));
+  for (Record& record : records) {
+    ROBOLOOP_RETURN_IF_ERROR(fill_details(db, &record));
   }
-  return datasets;
+  return records;
+}
+
+// Runs a query selecting kCheckpointColumns and returns the complete checkpoints.
+absl::StatusOr<std::vector<v1::Checkpoint>> QueryCheckpoints(SqliteDb& db, const std::string& sql,
+                                                             const std::vector<SqlValue>& params) {
+  return QueryRecords<v1::Checkpoint>(db, sql, params, CheckpointFromRow, FillCheckpointDetails);
+}
+
+// Runs a query selecting kDatasetColumns and returns the complete datasets.
+absl::StatusOr<std::vector<v1::Dataset>> QueryDatasets(SqliteDb& db, const std::string& sql,
+                                                       const std::vector<SqlValue>& params) {
+  return QueryRecords<v1::Dataset>(db, sql, params, DatasetFromRow, FillDatasetParents);
 }
 
 absl::StatusOr<std::optional<v1::Checkpoint>> FindCheckpoint(SqliteDb& db, const std::string& id) {
