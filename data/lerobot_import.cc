@@ -299,10 +299,11 @@ nlohmann::json EnvArgs(const std::string& dir, const nlohmann::json& info, const
   for (const NumericFeature& feature : plan.numeric) {
     if (absl::StartsWith(feature.key, "observation.")) obs_keys.push_back(feature.feature.substr(4));
   }
-  for (const auto& [key, spec] : info["features"].items()) {
+  for (const auto& item : info["features"].items()) {
+    const std::string& key = item.key();
     const auto numeric = std::find_if(plan.numeric.begin(), plan.numeric.end(), [&](const NumericFeature& f) { return f.key == key; });
     const auto camera = std::find_if(plan.cameras.begin(), plan.cameras.end(), [&](const CameraFeature& c) { return c.key == key; });
-    nlohmann::json entry = spec;
+    nlohmann::json entry = item.value();
     if (numeric != plan.numeric.end()) entry["roboloop_feature"] = numeric->feature;
     if (camera != plan.cameras.end()) entry["roboloop_feature"] = camera->feature;
     features[key] = entry;

@@ -11,11 +11,14 @@ namespace roboloop::kernels::testing {
 
 uint64_t RunSeed() {
   static const uint64_t seed = [] {
-    const char* fixed = std::getenv("ROBOLOOP_TEST_SEED");
-    uint64_t s = fixed ? std::stoull(fixed) : (static_cast<uint64_t>(std::random_device{}()) << 32 |
-                                               std::random_device{}());
-    std::printf("attention test seed: %llu (replay with ROBOLOOP_TEST_SEED)\n",
-                static_cast<unsigned long long>(s));
+    const char* chosen = std::getenv("ROBOLOOP_TEST_SEED");
+    if (chosen == nullptr) return kDefaultTestSeed;
+    const std::string text = chosen;
+    const uint64_t s = text == "random"
+                           ? static_cast<uint64_t>(std::random_device{}()) << 32 | std::random_device{}()
+                           : std::stoull(text);
+    std::printf("attention test seed: %llu (replay with ROBOLOOP_TEST_SEED=%llu)\n",
+                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
     return s;
   }();
   return seed;

@@ -406,7 +406,7 @@ int Usage(const char* program) {
 
 int Main(int argc, char** argv) {
   bool emulate = false;
-  uint64_t seed = std::random_device{}();
+  uint64_t seed = 20261202;  // deterministic runs; --seed explores others
   int random_cases = 6;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
