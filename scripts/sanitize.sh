@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds roboloop with sanitizers and runs tests under them (issue 25, req 2; docs/RELIABILITY.md).
-#   bash scripts/sanitize.sh address [TEST...]        ASan+UBSan build in build-asan/: the whole suite,
-#                                                      then ctest (every test but the gpu label); or
-#                                                      only the named test targets, run directly
+#   bash scripts/sanitize.sh address [TEST...]        ASan+UBSan Clang build in build-asan/ (or
+#                                                      $ROBOLOOP_ASAN_BUILD_DIR): the whole suite, then
+#                                                      ctest (every test but the gpu label); or only the
+#                                                      named test targets, run directly
 #   bash scripts/sanitize.sh thread [TEST...]         TSan build of the concurrent parts (env pool,
-#                                                      scheduler, registry group commit, eval fan-out)
+#                                                      scheduler, registry group commit, eval fan-out,
+#                                                      the training loaders' workers, the episode cache)
 #                                                      in build-tsan/, runs their test binaries (or the
 #                                                      named test targets)
 # Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
@@ -48,23 +50,30 @@ run_test_binaries() {
 jobs="${ROBOLOOP_BUILD_JOBS:-$(nproc)}"
 case "$kind" in
   address)
-    configure build-asan "address,undefined"
-    # detect_stack_use_after_return stays off: with it, GCC 12's ASan places stack objects of 64-byte alignment
-    # (the AVX-512 kernels' vector temporaries) on its fake stack misaligned, and their aligned loads fault (GCC bug
-    # 110027, fixed in later GCC releases; docs/RELIABILITY.md, "Sanitizers").
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0"
+    # Clang, so that stack use after return is detected too: GCC 12's ASan places stack objects of 64-byte
+    # alignment (the AVX-512 kernels' vector temporaries) on its fake stack misaligned, and their aligned loads
+    # fault (GCC bug 110027; docs/RELIABILITY.md, "Sanitizers"). A folder configured with another compiler is
+    # configured again.
+    dir="${ROBOLOOP_ASAN_BUILD_DIR:-build-asan}"
+    if [ -f "$dir/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' "$dir/CMakeCache.txt"; then
+      echo "sanitize.sh: $dir was configured with another compiler; configuring it again with Clang"
+      rm -rf "$dir"
+    fi
+    configure "$dir" "address,undefined" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
     if [ "$#" -eq 0 ]; then
-      ninja -C build-asan -j "$jobs"
-      (cd build-asan && ctest --output-on-failure --timeout 1200 -LE gpu -j "${ROBOLOOP_TEST_JOBS:-2}")
+      ninja -C "$dir" -j "$jobs"
+      (cd "$dir" && ctest --output-on-failure --timeout 1200 -LE gpu -j "${ROBOLOOP_TEST_JOBS:-2}")
       exit
     fi
-    ninja -C build-asan -j "$jobs" "$@"
-    run_test_binaries build-asan "$@"
+    ninja -C "$dir" -j "$jobs" "$@"
+    run_test_binaries "$dir" "$@"
     ;;
   thread)
-    tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test)
+    tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test
+      train_loader_test train_stream_loader_test data_episode_cache_test)
     if [ "$#" -gt 0 ]; then tests=("$@"); fi
     deps="$(bash scripts/sanitizers/tsan-deps.sh | tail -n 1)"
     configure build-tsan thread -DCMAKE_PREFIX_PATH="$deps"

@@ -1,11 +1,21 @@
 // What a test must know about the sanitizer it runs under (scripts/sanitize.sh).
 #pragma once
 
+#include "common/sanitizer_build.h"
+
 namespace roboloop::testing {
 
-// True in a build with AddressSanitizer (GCC and Clang define __SANITIZE_ADDRESS__ with -fsanitize=address).
+// True in a build with AddressSanitizer.
 inline constexpr bool kAddressSanitizer =
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ROBOLOOP_ADDRESS_SANITIZER)
+    true;
+#else
+    false;
+#endif
+
+// True in a build with ThreadSanitizer.
+inline constexpr bool kThreadSanitizer =
+#if defined(ROBOLOOP_THREAD_SANITIZER)
     true;
 #else
     false;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/runtime_library.h"
+#include "common/sanitizer_build.h"
 #include "train/gloo/cpu_collectives.h"
 
 namespace roboloop::train {
@@ -29,7 +30,7 @@ std::string OwnFolder() {
 // RTLD_DEEPBIND, so an ASan build (scripts/sanitize.sh) loads without it: that is right where
 // LibTorch is not in the global scope, as in roboloop's programs, which load it RTLD_LOCAL
 // (train/torch_runtime.cc); test programs linked with LibTorch skip their Gloo tests there.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ROBOLOOP_ADDRESS_SANITIZER)
 constexpr int kOwnScope = RTLD_LOCAL;
 #else
 constexpr int kOwnScope = RTLD_LOCAL | RTLD_DEEPBIND;
