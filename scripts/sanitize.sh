@@ -6,7 +6,9 @@
 #                                                      named test targets, run directly
 #   bash scripts/sanitize.sh thread [TEST...]         TSan build of the concurrent parts (env pool,
 #                                                      scheduler, registry group commit, eval fan-out,
-#                                                      the training loaders' workers, the episode cache)
+#                                                      the training loaders' workers, the episode cache,
+#                                                      frame codec, cancellation, gRPC server, SQLite
+#                                                      checkpointer, run log, task registry)
 #                                                      in build-tsan/, runs their test binaries (or the
 #                                                      named test targets)
 # Findings abort the test that hit them; suppressions live in scripts/sanitizers/, each with its reason.
@@ -73,7 +75,9 @@ case "$kind" in
     ;;
   thread)
     tests=(sim_worker_pool_test pipeline_scheduler_test registry_concurrency_test eval_eval_service_test
-      train_loader_test train_stream_loader_test data_episode_cache_test)
+      train_loader_test train_stream_loader_test data_episode_cache_test data_frame_codec_test data_run_ahead_test
+      common_cancellation_test common_signal_cancellation_test common_grpc_server_test
+      common_grpc_server_cancellation_test common_sqlite_checkpointer_test train_run_log_test sim_task_registry_test)
     if [ "$#" -gt 0 ]; then tests=("$@"); fi
     deps="$(bash scripts/sanitizers/tsan-deps.sh | tail -n 1)"
     configure build-tsan thread -DCMAKE_PREFIX_PATH="$deps"
