@@ -49,13 +49,15 @@ struct MergeOptions {
 // The lineage lists each input with its sha256. Returns the merged file's layout.
 absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options);
 
-// Assigns `round(valid_fraction * n)` of `demos` to valid and the rest to train, chosen by a
-// Fisher-Yates shuffle driven by std::mt19937_64(seed) (the same on every platform). Both
-// lists keep the order of `demos`. valid_fraction must lie in [0, 1).
+// A split of a dataset's demos into training and held-out ones.
 struct SplitAssignment {
   std::vector<std::string> train;  // demos for training
   std::vector<std::string> valid;  // demos held out
 };
+
+// Assigns `round(valid_fraction * n)` of `demos` to valid and the rest to train, chosen by a
+// Fisher-Yates shuffle driven by std::mt19937_64(seed) (the same on every platform). Both
+// lists keep the order of `demos`. valid_fraction must lie in [0, 1).
 absl::StatusOr<SplitAssignment> AssignSplit(const std::vector<std::string>& demos,
                                             double valid_fraction, uint64_t seed);
 

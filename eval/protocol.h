@@ -82,6 +82,9 @@ SeedRange ProtocolSeeds(const v1::Protocol& protocol);
 // (e.g. the seeds that collected training or feedback data).
 absl::Status CheckSeedsDisjoint(const v1::Protocol& protocol, absl::Span<const SeedRange> used);
 
+// Sets `request`'s protocol from a command-line argument: a protocol file (IsProtocolPath) is
+// loaded and sent whole; anything else is sent as a protocol name for the service to resolve.
+// The file's load error when it cannot be read or parsed.
 template <typename Request>
 absl::Status SetRequestProtocol(const std::string& name_or_path, Request* request) {
   if (!IsProtocolPath(name_or_path)) {

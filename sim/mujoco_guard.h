@@ -53,6 +53,9 @@ struct MujocoError {
 absl::Status MujocoErrorStatus(const std::string& what, const MujocoError& error);
 }  // namespace internal
 
+// Runs `fn` with roboloop's MuJoCo error handlers installed: a MuJoCo error raised inside it
+// becomes an Internal status naming `what` (the model, task or call) instead of ending the
+// process; OK when `fn` returns normally.
 template <typename Fn>
 absl::Status GuardMujoco(const std::string& what, Fn&& fn) {
   InstallMujocoHandlers();

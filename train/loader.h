@@ -23,6 +23,8 @@
 
 namespace roboloop::train {
 
+// What a loader samples and how: the features of a sample, its window, the batch and this
+// rank's share of it, and the background work that builds batches.
 struct LoaderOptions {
   // Concatenated, in this order, into one obs row (each feature's per-step elements flattened).
   std::vector<std::string> obs_features;
