@@ -3,11 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <regex>
 #include <sstream>
 
-#include "tests/util/sanitizers.h"
 #include "tests/util/subprocess.h"
 
 namespace roboloop {
@@ -39,19 +37,10 @@ void ExpectSettingsAndGoal(const std::string& line) {
   EXPECT_TRUE(std::regex_search(line, std::regex("\\(goal [^)]*: (met|NOT MET)\\)"))) << line;
 }
 
-// The benchmark's environment. Under AddressSanitizer, LeakSanitizer's own tracer crashes (signal 11 while it stops
-// the threads) as this benchmark exits, every time; the run is still checked for ASan and UBSan findings, not leaks.
-std::vector<std::string> BenchEnvironment() {
-  if (!testing::kAddressSanitizer) return {};
-  const char* options = std::getenv("ASAN_OPTIONS");
-  return {std::string("ASAN_OPTIONS=") + (options == nullptr ? "" : options) + ":detect_leaks=0"};
-}
-
 TEST(TrainBenchTest, QuickRunPrintsEveryPartsFigures) {
   const testing::ProgramResult result = testing::RunProgram(
       {"/usr/bin/env", "-u", "OMP_WAIT_POLICY", "-u", "GOMP_SPINCOUNT", testing::RoboloopBinary(), "bench", "train",
-       "--quick"},
-      BenchEnvironment());
+       "--quick"});
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("GOMP_SPINCOUNT=5000")) << "our side runs with roboloop's OpenMP choice";
 

@@ -31,8 +31,8 @@ namespace {
 
 using ::roboloop::testing::CudaDevicesLibTorchSees;
 using ::roboloop::testing::LoadedTorchRuntime;
+
 constexpr int kObs = 3, kAct = 2, kHistory = 2, kChunk = 2, kSide = 24;
-constexpr int kFrameBytes = kSide * kSide * 3;
 
 // A small transformer policy that sees one kSide x kSide camera.
 std::unique_ptr<TorchTrainer> MakeTrainer(const std::string& device) {
