@@ -82,7 +82,9 @@ TrajectorySink RunLooking(const Task& task, int envs, int threads, LookingPolicy
   TrajectorySink sink;
   auto engine = RolloutEngine::Create(&task, options);
   EXPECT_TRUE(engine.ok()) << engine.status();
-  if (engine.ok()) EXPECT_TRUE((*engine)->Run(*policy, sink).ok());
+  if (engine.ok()) {
+    EXPECT_TRUE((*engine)->Run(*policy, sink).ok());
+  }
   return sink;
 }
 

@@ -115,7 +115,9 @@ TEST(YamlTaskTest, MujocoThreeModelLoadsHoversAndRollsOut) {
       (*env)->Step(action, 3, obs.data());
     }
     EXPECT_EQ((*env)->success(), drive);
-    if (!drive) EXPECT_EQ(obs[2], start_z);  // gravity compensated: no fall
+    if (!drive) {
+      EXPECT_EQ(obs[2], start_z);  // gravity compensated: no fall
+    }
   }
 }
 
