@@ -57,14 +57,14 @@ void RemoveScratchDir(const std::string& dir, const std::string& requested) {
   if (error) std::fprintf(stderr, "could not remove %s: %s\n", dir.c_str(), error.message().c_str());
 }
 
-std::vector<std::string> SettingVariables() {
+std::string SettingVariables() {
   std::vector<std::string> variables;
   for (char** e = environ; *e != nullptr; ++e) {
     for (const char* prefix : {"OMP_", "GOMP_", "OPENBLAS_", "MKL_", "GRPC_"}) {
       if (absl::StartsWith(*e, prefix)) variables.push_back(*e);
     }
   }
-  return variables;
+  return variables.empty() ? "(no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_ variables)" : absl::StrJoin(variables, " ");
 }
 
 std::string MachineSettings() {
@@ -77,8 +77,7 @@ std::string MachineSettings() {
     }
   }
   std::string text = absl::StrCat("cpu: ", cpu, "\nonline cores: ", sysconf(_SC_NPROCESSORS_ONLN), "\n");
-  const std::string env = absl::StrJoin(SettingVariables(), " ");
-  absl::StrAppend(&text, "environment: ", env.empty() ? "(no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_ variables)" : env, "\n");
+  absl::StrAppend(&text, "environment: ", SettingVariables(), "\n");
   return text;
 }
 

@@ -32,9 +32,10 @@ absl::StatusOr<std::string> MakeScratchDir(const std::string& requested, const s
 // Removes `dir` and everything in it when the benchmark created it (`requested` was empty).
 void RemoveScratchDir(const std::string& dir, const std::string& requested);
 
-// The environment's entries ("NAME=value") that move the numbers: OMP_*, GOMP_*, OPENBLAS_*,
-// MKL_* and GRPC_* variables, in the environment's order.
-std::vector<std::string> SettingVariables();
+// The environment's entries that move the numbers (OMP_*, GOMP_*, OPENBLAS_*, MKL_* and GRPC_*
+// variables) as "NAME=value" separated by spaces, in the environment's order, or a note saying
+// there are none.
+std::string SettingVariables();
 
 // Lines describing what moves the numbers: CPU model, cores, OMP_*/GOMP_*/OPENBLAS_*/MKL_*/GRPC_*
 // variables.

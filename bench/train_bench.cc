@@ -81,12 +81,11 @@ std::string SettingsLine(int threads, int blas_threads, const std::string& runti
   if (size_t at = config.find("BLAS_INFO="); at != std::string::npos) {
     blas = config.substr(at + 10, config.find_first_of(", \n", at + 10) - at - 10);
   }
-  const std::vector<std::string> env = SettingVariables();
   std::string settings = MachineSettings();
   const size_t cpu_end = settings.find('\n');
   return absl::StrCat("threads ", threads, " (OpenBLAS pool ",
-                      blas_threads > 0 ? absl::StrCat(blas_threads) : std::string("unknown"), "); env ", env.empty() ? "(no OMP_/GOMP_/OPENBLAS_/MKL_/GRPC_)" : absl::StrJoin(env, " "),
-                      "; BLAS_INFO=", blas, "; ", settings.substr(0, cpu_end));
+                      blas_threads > 0 ? absl::StrCat(blas_threads) : std::string("unknown"), "); env ",
+                      SettingVariables(), "; BLAS_INFO=", blas, "; ", settings.substr(0, cpu_end));
 }
 
 std::string Goal(bool met) { return met ? "met" : "NOT MET"; }
