@@ -14,6 +14,7 @@
 #include "data/lerobot_runtime.h"
 #include "data/stats.h"
 #include "data/tools.h"
+#include "data/validation_in_child.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
@@ -110,7 +111,10 @@ CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner) {
       ->required();
   reg->add_option("--name", flags->name, "Dataset name")->required();
   AddRegistryTargetFlags(reg, &flags->target);
-  runner.Bind(reg, [flags] { return RegisterDatasetFile(flags->target, flags->file, flags->name); });
+  runner.Bind(reg, [flags] {
+    if (!data::IsLeRobotFolder(flags->file)) ROBOLOOP_RETURN_IF_ERROR(data::ScreenFileInChildProcess(flags->file));
+    return RegisterDatasetFile(flags->target, flags->file, flags->name);
+  });
   return data_command;
 }
 

@@ -10,6 +10,7 @@
 #include "data/aloha_import.h"
 #include "data/lerobot_runtime.h"
 #include "data/tools.h"
+#include "data/validation_in_child.h"
 #include "nlohmann/json.hpp"
 
 namespace roboloop::cli {
@@ -22,6 +23,7 @@ struct CliOptions {
   std::string file;
   std::string format = "table";
   bool strict = false;
+  double time_limit_s = -1;  // validate: seconds the check may take (0 = no limit, < 0 = by file size)
   std::vector<std::string> inputs;
   std::string output;
   bool overwrite = false;
@@ -49,16 +51,25 @@ absl::Status Info(const CliOptions& options, std::ostream& out) {
     absl::StatusOr<std::string> resolved = options.resolve_input(file);
     if (resolved.ok()) file = *resolved;
   }
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(file));
   absl::StatusOr<DatasetInfo> info = GetInfo(file);
   if (!info.ok()) return info.status();
   out << (options.format == "json" ? InfoToJson(*info).dump(2) + "\n" : InfoToTable(*info));
   return absl::OkStatus();
 }
 
+// The time `data validate` gives the check: --time-limit-s, or by default one that grows with the file.
+absl::Duration ValidationTimeLimit(const CliOptions& options) {
+  if (options.time_limit_s == 0) return absl::InfiniteDuration();
+  if (options.time_limit_s > 0) return absl::Seconds(options.time_limit_s);
+  return DefaultValidationTimeLimit(options.file);
+}
+
 absl::Status Validate(const CliOptions& options, std::ostream& out) {
   ValidationOptions validation;
   validation.nan_policy = options.strict ? NanPolicy::kStrict : NanPolicy::kLenient;
-  absl::StatusOr<ValidationResult> result = ValidateFile(options.file, validation);
+  absl::StatusOr<ValidationSummary> result =
+      ValidateFileInChildProcess(options.file, validation, ValidationTimeLimit(options));
   if (!result.ok()) return result.status();
   if (options.format == "json") {
     nlohmann::json warnings = nlohmann::json::array();
@@ -67,8 +78,7 @@ absl::Status Validate(const CliOptions& options, std::ostream& out) {
         << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%s: valid (%d demos, %d steps)\n", options.file,
-                         result->layout.demos.size(), result->layout.total_steps);
+  out << absl::StrFormat("%s: valid (%d demos, %d steps)\n", options.file, result->demos, result->total_steps);
   for (const ValidationIssue& issue : result->warnings) out << "warning: " << issue.ToString() << "\n";
   return absl::OkStatus();
 }
@@ -81,6 +91,7 @@ std::string StatsNotice(const CliOptions& options) {
 }
 
 absl::Status Stats(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
   absl::StatusOr<DatasetStats> stats = options.write ? ComputeAndStoreStats(options.file, StatsOptions())
                                                      : ComputeFileStats(options.file, StatsOptions());
   if (!stats.ok()) return stats.status();
@@ -105,6 +116,7 @@ absl::Status Stats(const CliOptions& options, std::ostream& out) {
 
 absl::Status Merge(const CliOptions& options, std::ostream& out) {
   MergeOptions merge;
+  for (const std::string& input : options.inputs) ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(input));
   merge.inputs = options.inputs;
   merge.output = options.output;
   merge.overwrite = options.overwrite;
@@ -116,6 +128,7 @@ absl::Status Merge(const CliOptions& options, std::ostream& out) {
 }
 
 absl::Status Split(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
   absl::StatusOr<SplitAssignment> split =
       SplitDataset(options.file, options.valid_fraction, options.seed);
   if (!split.ok()) return split.status();
@@ -153,6 +166,7 @@ absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
 
 absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   LeRobotExportOptions export_options;
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
   export_options.input_path = options.file;
   export_options.output_dir = options.output;
   export_options.overwrite = options.overwrite;
@@ -254,6 +268,10 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
   CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
   validate->add_option("file", options->file, "dataset file")->required();
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
+  validate->add_option("--time-limit-s", options->time_limit_s,
+                       "seconds the check may take before it is stopped as a corrupt file "
+                       "(0 = no limit; default 60 plus 1 per 4 MiB of the file)")
+      ->check(CLI::NonNegativeNumber);
   AddFormat(validate, options.get());
   BindTool(runner, validate, "validate", Validate, options);
 

@@ -69,6 +69,18 @@ TEST(DataCliTest, ValidateIsLenientUnlessStrict) {
   EXPECT_EQ(nlohmann::json::parse(strict.out)["valid"], true);
 }
 
+// A file that makes libhdf5 loop forever (docs/RELIABILITY.md) is an error naming it once the
+// time limit has passed; the command does not hang.
+TEST(DataCliTest, ValidateStopsAFileThatHangsLibhdf5) {
+  const std::string path = std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_hang.hdf5";
+  const CliRun hung = RunCli({"data", "validate", path, "--time-limit-s", "1"});
+  EXPECT_EQ(hung.code, 1);
+  EXPECT_EQ(hung.err, "roboloop: data validate: " + path +
+                          ": validation did not finish within 1s and was stopped; the file is likely corrupt "
+                          "(libhdf5 can loop forever on one)\n");
+  EXPECT_EQ(RunCli({"data", "validate", path, "--time-limit-s", "-1"}).code, 2);
+}
+
 // `data stats` leaves the file alone unless --write, and says which it did, naming the file.
 TEST(DataCliTest, StatsSaysWhetherItWroteTheFile) {
   TempDir dir;

@@ -1,0 +1,67 @@
+// RunInChildProcess: the child's value and status come back; a crash, an early exit and an endless
+// loop in the child become the caller's errors, naming what ran.
+#include "common/child_process_call.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace roboloop {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ChildProcessCallTest, ReturnsTheChildsValue) {
+  const std::string big(1 << 20, 'x');  // larger than a pipe's buffer
+  auto result = RunInChildProcess({"echo", absl::Seconds(30)}, [&] { return big + "!"; });
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->ok()) << result->status();
+  EXPECT_EQ(**result, big + "!");
+}
+
+TEST(ChildProcessCallTest, ReturnsTheChildsStatusWithItsCodeAndMessage) {
+  auto result = RunInChildProcess({"check"}, []() -> absl::StatusOr<std::string> {
+    return absl::InvalidArgumentError("f.hdf5: data: no demos");
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->status(), absl::InvalidArgumentError("f.hdf5: data: no demos"));
+}
+
+TEST(ChildProcessCallTest, TheChildsMemoryIsItsOwn) {
+  int counter = 0;
+  auto result = RunInChildProcess({"count"}, [&] {
+    ++counter;
+    return std::to_string(counter);
+  });
+  ASSERT_TRUE(result.ok() && result->ok());
+  EXPECT_EQ(**result, "1");
+  EXPECT_EQ(counter, 0);
+}
+
+TEST(ChildProcessCallTest, AChildThatNeverAnswersIsStoppedAtTheTimeLimit) {
+  const absl::Time start = absl::Now();
+  auto result = RunInChildProcess({"f.hdf5: validation", absl::Milliseconds(300)}, []() -> absl::StatusOr<std::string> {
+    while (true) ::pause();
+  });
+  EXPECT_EQ(result.status(),
+            absl::DeadlineExceededError("f.hdf5: validation did not finish within 300ms and was stopped"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+}
+
+TEST(ChildProcessCallTest, ACrashNamesTheSignal) {
+  auto result = RunInChildProcess({"f.hdf5: validation"}, []() -> absl::StatusOr<std::string> { std::abort(); });
+  EXPECT_TRUE(absl::IsAborted(result.status())) << result.status();
+  EXPECT_EQ(result.status().message(), "f.hdf5: validation crashed: its process died of signal 6 (Aborted)");
+}
+
+TEST(ChildProcessCallTest, AnExitWithoutAnswerNamesTheExitCode) {
+  auto result = RunInChildProcess({"work"}, []() -> absl::StatusOr<std::string> { ::_exit(3); });
+  EXPECT_EQ(result.status(), absl::AbortedError("work ended without an answer: its process exited with code 3"));
+}
+
+}  // namespace
+}  // namespace roboloop
