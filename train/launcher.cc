@@ -67,31 +67,10 @@ void SignalAll(const std::vector<pid_t>& pids, const std::vector<bool>& done, in
   }
 }
 
-}  // namespace
 
-absl::StatusOr<int> FreeLocalPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return ErrnoStatus(errno, "socket");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const absl::Status status = ErrnoStatus(errno, "binding a free port");
-    close(fd);
-    return status;
-  }
-  close(fd);
-  return static_cast<int>(ntohs(address.sin_port));
-}
-
-absl::Status LaunchLocalRanks(const LaunchOptions& options) {
-  if (options.nproc < 1) return absl::InvalidArgumentError("--nproc-per-node must be at least 1");
-  int port = options.master_port;
-  if (port == 0) {
-    ROBOLOOP_ASSIGN_OR_RETURN(port, FreeLocalPort());
-  }
+// Starts `options.nproc` ranks of `options.argv` with their torchrun variables; on a failed start, those already
+// started are sent SIGTERM.
+absl::StatusOr<std::vector<pid_t>> StartRanks(const LaunchOptions& options, int port) {
   std::vector<std::string> argv = options.argv;
   std::vector<char*> argv_c = CStrings(argv);
   std::vector<pid_t> pids;
@@ -106,12 +85,33 @@ absl::Status LaunchLocalRanks(const LaunchOptions& options) {
     }
     pids.push_back(pid);
   }
-  struct sigaction action {};
-  action.sa_handler = RememberSignal;
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
+  return pids;
+}
 
+// While alive, SIGINT and SIGTERM are remembered (RememberSignal) instead of ending the launcher.
+class RememberedSignals {
+ public:
+  RememberedSignals() {
+    struct sigaction action {};
+    action.sa_handler = RememberSignal;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~RememberedSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  RememberedSignals(const RememberedSignals&) = delete;
+  RememberedSignals& operator=(const RememberedSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// Waits for every rank. A remembered signal is forwarded to the ranks still running, once; `grace_seconds` after
+// the first rank fails, the rest are killed. The first failure, naming its rank and how it ended, or OK.
+absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds) {
   std::vector<bool> done(pids.size(), false);
   size_t remaining = pids.size();
   std::string failure;
@@ -138,16 +138,44 @@ absl::Status LaunchLocalRanks(const LaunchOptions& options) {
       forwarded = true;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (!terminated && now - failed_at > std::chrono::duration<double>(options.grace_seconds)) {
+    if (!terminated && now - failed_at > std::chrono::duration<double>(grace_seconds)) {
       SignalAll(pids, done, SIGKILL);
       terminated = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (!failure.empty()) return absl::AbortedError(absl::StrCat("training failed: ", failure));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int> FreeLocalPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return ErrnoStatus(errno, "socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const absl::Status status = ErrnoStatus(errno, "binding a free port");
+    close(fd);
+    return status;
+  }
+  close(fd);
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
+absl::Status LaunchLocalRanks(const LaunchOptions& options) {
+  if (options.nproc < 1) return absl::InvalidArgumentError("--nproc-per-node must be at least 1");
+  int port = options.master_port;
+  if (port == 0) {
+    ROBOLOOP_ASSIGN_OR_RETURN(port, FreeLocalPort());
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::vector<pid_t> pids, StartRanks(options, port));
+  const RememberedSignals remembered;
+  return WaitForRanks(pids, options.grace_seconds);
 }
 
 }  // namespace roboloop::train
