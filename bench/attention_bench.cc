@@ -10,14 +10,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_stats.h"
 #include "kernels/batch_invariant.h"
 #include "kernels/varlen_attention.h"
 
@@ -57,48 +56,36 @@ void UseEveryCoreUnlessTold() {
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
-// Median, min and max of the samples.
-struct Stats {
-  double median, min, max;
-};
-
-Stats Summarise(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return {samples[samples.size() / 2], samples.front(), samples.back()};
+// The per-sample ratios numerator[i] / denominator[i], summarised: the pairs ran back to back, so their ratio
+// cancels the host's slower and faster spells.
+bench::Summary PairedRatio(const std::vector<double>& numerator, const std::vector<double>& denominator) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < numerator.size(); ++i) ratios.push_back(numerator[i] / denominator[i]);
+  return bench::Summarize(ratios);
 }
 
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "(unset)";
+// "<median>x (min-max <min>-<max>)".
+std::string RatioText(const bench::Summary& ratio) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.2fx (min-max %.2f-%.2f)", ratio.median, ratio.min, ratio.max);
+  return text;
 }
 
-std::string CpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
+// LibTorch's BLAS_INFO and LAPACK_INFO build settings, e.g. "BLAS_INFO=mkl LAPACK_INFO=mkl".
 std::string BlasLine() {
-  std::istringstream config(at::show_config());
-  std::string line, found;
-  while (std::getline(config, line)) {
-    if (line.find("BLAS") != std::string::npos) found += line + " ";
+  const std::string config = at::show_config();
+  std::string found;
+  for (const char* key : {"BLAS_INFO=", "LAPACK_INFO="}) {
+    const size_t at = config.find(key);
+    if (at == std::string::npos) continue;
+    found += (found.empty() ? "" : " ") + config.substr(at, config.find_first_of(", \n", at) - at);
   }
   return found.empty() ? "unknown" : found;
 }
 
 void PrintSettings() {
-  std::printf("settings: torch intra-op threads %d, kernel ISA %s, CPU %s\n",
-              at::get_num_threads(), VarlenAttentionIsa(), CpuModel().c_str());
-  std::printf("env: OMP_NUM_THREADS=%s OMP_WAIT_POLICY=%s OPENBLAS_NUM_THREADS=%s "
-              "OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s OPENBLAS_THREAD_TIMEOUT=%s\n",
-              Env("OMP_NUM_THREADS").c_str(), Env("OMP_WAIT_POLICY").c_str(),
-              Env("OPENBLAS_NUM_THREADS").c_str(), Env("OPENBLAS_CORETYPE").c_str(),
-              Env("OPENBLAS_L2_SIZE").c_str(), Env("OPENBLAS_THREAD_TIMEOUT").c_str());
-  std::printf("blas: %s\n", BlasLine().c_str());
+  std::printf("settings: torch intra-op threads %d, kernel ISA %s\n%sblas: %s\n", at::get_num_threads(),
+              VarlenAttentionIsa(), bench::MachineSettings().c_str(), BlasLine().c_str());
 }
 
 // The attention problem: lengths uniform in [64, 256] from seed 0, inputs N(0, 1).
@@ -169,9 +156,9 @@ void RunPerSequence(const Problem& p) {
   torch::cat(outs, 0).backward(p.dout);
 }
 
-int Main() {
-  UseEveryCoreUnlessTold();
-  PrintSettings();
+// Packed varlen attention forward and backward against its anchors: padded and per-sequence plain ops, and a
+// 1024^3 sgemm as the peak.
+void BenchAttention() {
   Problem p = MakeProblem();
   const int64_t max_length = *std::max_element(p.lengths.begin(), p.lengths.end());
   torch::Tensor padded_q = torch::randn({kSequences, kHeads, max_length, kHeadDim});
@@ -196,8 +183,8 @@ int Main() {
     loop.push_back(t_loop);
     gemm.push_back(t_gemm);
   }
-  Stats s_ours = Summarise(ours), s_padded = Summarise(padded), s_loop = Summarise(loop),
-        s_gemm = Summarise(gemm);
+  const bench::Summary s_ours = bench::Summarize(ours), s_padded = bench::Summarize(padded),
+                       s_loop = bench::Summarize(loop), s_gemm = bench::Summarize(gemm);
   const double gemm_gflops = 2.0 * 1024 * 1024 * 1024 / s_gemm.median / 1e9;
   const double ours_gflops = p.useful_flops / s_ours.median / 1e9;
   std::printf("\nattention fwd+bwd: %lld sequences, lengths U[64,256] seed 0 (%lld tokens), "
@@ -205,23 +192,23 @@ int Main() {
               static_cast<long long>(kSequences), static_cast<long long>(p.q.size(0)),
               static_cast<long long>(kHeads), static_cast<long long>(kHeadDim));
   std::printf("| case | median ms | min-max ms | ratio |\n|---|---|---|---|\n");
-  auto row = [](const char* name, Stats s, const std::string& ratio) {
+  auto row = [](const char* name, bench::Summary s, const std::string& ratio) {
     std::printf("| %s | %.2f | %.2f-%.2f | %s |\n", name, s.median * 1e3, s.min * 1e3,
                 s.max * 1e3, ratio.c_str());
   };
   char text[128];
   row("ours (packed varlen)", s_ours, "1");
-  std::snprintf(text, sizeof(text), "ours %.2fx faster (goal >= 1.8x)", s_padded.median / s_ours.median);
-  row("(a) padded plain ops", s_padded, text);
-  std::snprintf(text, sizeof(text), "ours %.2fx faster (goal >= 1.3x)", s_loop.median / s_ours.median);
-  row("(b) per-sequence plain ops", s_loop, text);
+  row("(a) padded plain ops", s_padded, "ours " + RatioText(PairedRatio(padded, ours)) + " faster (goal >= 1.8x)");
+  row("(b) per-sequence plain ops", s_loop, "ours " + RatioText(PairedRatio(loop, ours)) + " faster (goal >= 1.3x)");
   std::snprintf(text, sizeof(text), "%.1f GFLOP/s peak anchor", gemm_gflops);
   row("(c) sgemm 1024^3 (one)", s_gemm, text);
   std::printf("ours achieved %.1f GFLOP/s (12 L^2 d useful flops per head) = %.2f of sgemm "
               "(goal >= 0.35)\n",
               ours_gflops, ours_gflops / gemm_gflops);
+}
 
-  // Batch-invariant MLP forward: 64 -> 256 -> 256 -> 16, gelu, batch 256.
+// The batch-invariant MLP forward (64 -> 256 -> 256 -> 16, gelu, batch 256) against LibTorch's default ops.
+void BenchBatchInvariantMlp() {
   torch::NoGradGuard no_grad;
   torch::Tensor x = torch::randn({256, 64});
   torch::Tensor w1 = torch::randn({256, 64}) * 0.1, b1 = torch::randn({256}) * 0.1;
@@ -246,18 +233,25 @@ int Main() {
     default_ops.push_back(t_default);
     invariant_ops.push_back(t_invariant);
   }
-  Stats s_default = Summarise(default_ops), s_invariant = Summarise(invariant_ops);
+  const bench::Summary s_default = bench::Summarize(default_ops), s_invariant = bench::Summarize(invariant_ops);
   std::printf("\nMLP forward 64-256-256-16 (gelu), batch 256\n");
   std::printf("| case | median us | min-max us | ratio |\n|---|---|---|---|\n");
-  auto row_us = [](const char* name, Stats s, const std::string& ratio) {
+  auto row_us = [](const char* name, bench::Summary s, const std::string& ratio) {
     std::printf("| %s | %.1f | %.1f-%.1f | %s |\n", name, s.median * 1e6, s.min * 1e6,
                 s.max * 1e6, ratio.c_str());
   };
   row_us("default LibTorch ops", s_default, "1");
-  const double slowdown = s_invariant.median / s_default.median;
-  std::snprintf(text, sizeof(text), "%.2fx the default's time: %s (goal <= 2x slower)", slowdown,
-                slowdown > 1.0 ? "slower" : "faster");
-  row_us("batch-invariant ops", s_invariant, text);
+  const bench::Summary slowdown = PairedRatio(invariant_ops, default_ops);
+  row_us("batch-invariant ops", s_invariant,
+         RatioText(slowdown) + " the default's time: " + (slowdown.median > 1.0 ? "slower" : "faster") +
+             " (goal <= 2x slower)");
+}
+
+int Main() {
+  UseEveryCoreUnlessTold();
+  PrintSettings();
+  BenchAttention();
+  BenchBatchInvariantMlp();
   return 0;
 }
 
