@@ -611,76 +611,96 @@ std::string PeerShapeArgs(const BenchShape& s) {
                       s.layers, " --heads ", s.heads, " --ffn ", s.ffn);
 }
 
-absl::Status PartGpu(const TrainBenchOptions& o) {
-  const bool large = o.model == "151m";
-  const BenchShape shape = large ? k151mShape : kSmallShape;
-  ROBOLOOP_ASSIGN_OR_RETURN(GpuSides sides, MakeGpuSides(o, shape));
-  const std::vector<OwnedBatch> full = SyntheticPool(o.batch, shape.history, shape);
-  const std::vector<OwnedBatch> varied = SyntheticPool(o.batch, shape.history / 4, shape);
-  const double flops = TrainingFlopsPerSample(shape, shape.history);
-  const auto rate = [&o](double seconds) { return static_cast<double>(o.batch) * o.steps / seconds; };
+// Part (g)'s figures, one entry per run (fp8, compiled and the graphed pair only where they ran).
+struct GpuSamples {
   std::vector<double> bf16, fp8, eager, compiled, packed_gain, mfu, padded_eager, padded_graphed;
-  for (int run = 0; run < o.runs; ++run) {
-    ROBOLOOP_ASSIGN_OR_RETURN(const double bf16_seconds, TimeSteps(*sides.bf16, full, o.warmup, o.steps));
-    bf16.push_back(rate(bf16_seconds));
-    if (sides.fp8) {
-      ROBOLOOP_ASSIGN_OR_RETURN(const double fp8_seconds, TimeSteps(*sides.fp8, full, o.warmup, o.steps));
-      fp8.push_back(rate(fp8_seconds));
-    }
-    ROBOLOOP_ASSIGN_OR_RETURN(const double packed_seconds, TimeSteps(*sides.packed, varied, o.warmup, o.steps));
-    ROBOLOOP_ASSIGN_OR_RETURN(const double padded_seconds, TimeSteps(*sides.padded, varied, o.warmup, o.steps));
-    packed_gain.push_back(padded_seconds / packed_seconds);
-    if (sides.padded_graphed) {
-      // At least 4 untimed steps: a graphed trainer warms up for 3 and captures in the 4th.
-      const int warmup = std::max(o.warmup, 4);
-      ROBOLOOP_ASSIGN_OR_RETURN(const double eager_seconds, TimeSteps(*sides.padded_eager, full, warmup, o.steps));
-      ROBOLOOP_ASSIGN_OR_RETURN(const double graphed_seconds, TimeSteps(*sides.padded_graphed, full, warmup, o.steps));
-      padded_eager.push_back(rate(eager_seconds));
-      padded_graphed.push_back(rate(graphed_seconds));
-    }
-    ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer, RunPeerScript(o, o.peer_script, PeerShapeArgs(shape),
-                                                                       o.batch, {"bf16_gemm_tflops"}));
-    eager.push_back(peer["samples_per_s"].get<double>());
-    mfu.push_back(flops * bf16.back() / (peer["bf16_gemm_tflops"].get<double>() * 1e12));
-    if (large) {
-      ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer_compiled,
-                                RunPeerScript(o, o.peer_script, PeerShapeArgs(shape) + " --compile", o.batch, {}));
-      compiled.push_back(peer_compiled["samples_per_s"].get<double>());
-    }
-    std::printf("(g) run %d: ours bf16 %.1f, fp8 %.1f, peer eager %.1f, compiled %.1f samples/s; packed %.2fx "
-                "padded; MFU %.3f\n", run + 1, bf16.back(), fp8.empty() ? 0.0 : fp8.back(), eager.back(),
-                compiled.empty() ? 0.0 : compiled.back(), packed_gain.back(), mfu.back());
+};
+
+// One run of part (g): each of our sides, then the peers, appended to `samples`.
+absl::Status MeasureGpuRun(const TrainBenchOptions& o, const BenchShape& shape, GpuSides& sides,
+                           const std::vector<OwnedBatch>& full, const std::vector<OwnedBatch>& varied,
+                           GpuSamples& samples) {
+  const bool large = o.model == "151m";
+  const auto rate = [&o](double seconds) { return static_cast<double>(o.batch) * o.steps / seconds; };
+  ROBOLOOP_ASSIGN_OR_RETURN(const double bf16_seconds, TimeSteps(*sides.bf16, full, o.warmup, o.steps));
+  samples.bf16.push_back(rate(bf16_seconds));
+  if (sides.fp8) {
+    ROBOLOOP_ASSIGN_OR_RETURN(const double fp8_seconds, TimeSteps(*sides.fp8, full, o.warmup, o.steps));
+    samples.fp8.push_back(rate(fp8_seconds));
   }
-  const Summary ours = Summarize(bf16), vs_eager = Summarize(RatiosOf(bf16, eager));
+  ROBOLOOP_ASSIGN_OR_RETURN(const double packed_seconds, TimeSteps(*sides.packed, varied, o.warmup, o.steps));
+  ROBOLOOP_ASSIGN_OR_RETURN(const double padded_seconds, TimeSteps(*sides.padded, varied, o.warmup, o.steps));
+  samples.packed_gain.push_back(padded_seconds / packed_seconds);
+  if (sides.padded_graphed) {
+    // At least 4 untimed steps: a graphed trainer warms up for 3 and captures in the 4th.
+    const int warmup = std::max(o.warmup, 4);
+    ROBOLOOP_ASSIGN_OR_RETURN(const double eager_seconds, TimeSteps(*sides.padded_eager, full, warmup, o.steps));
+    ROBOLOOP_ASSIGN_OR_RETURN(const double graphed_seconds, TimeSteps(*sides.padded_graphed, full, warmup, o.steps));
+    samples.padded_eager.push_back(rate(eager_seconds));
+    samples.padded_graphed.push_back(rate(graphed_seconds));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer, RunPeerScript(o, o.peer_script, PeerShapeArgs(shape),
+                                                                     o.batch, {"bf16_gemm_tflops"}));
+  samples.eager.push_back(peer["samples_per_s"].get<double>());
+  const double flops = TrainingFlopsPerSample(shape, shape.history);
+  samples.mfu.push_back(flops * samples.bf16.back() / (peer["bf16_gemm_tflops"].get<double>() * 1e12));
+  if (large) {
+    ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json peer_compiled,
+                              RunPeerScript(o, o.peer_script, PeerShapeArgs(shape) + " --compile", o.batch, {}));
+    samples.compiled.push_back(peer_compiled["samples_per_s"].get<double>());
+  }
+  return absl::OkStatus();
+}
+
+// Part (g)'s result lines: each figure's median with min-max and its goal.
+void PrintGpuResults(const TrainBenchOptions& o, const BenchShape& shape, const GpuSamples& samples) {
+  const bool large = o.model == "151m";
+  const Summary ours = Summarize(samples.bf16), vs_eager = Summarize(RatiosOf(samples.bf16, samples.eager));
   std::printf("result (g) %s on CUDA: ours bf16 %s samples/s; vs the eager bf16 peer %s (goal >= %s: %s)\n",
               o.model.c_str(), Range(ours, "%.1f (%.1f-%.1f)").c_str(), Range(vs_eager, "%.2fx (%.2f-%.2f)").c_str(),
               large ? "1.45x" : "1.0x", Goal(vs_eager.median >= (large ? 1.45 : 1.0)).c_str());
   if (large) {
-    const Summary vs_compiled = Summarize(RatiosOf(bf16, compiled));
+    const Summary vs_compiled = Summarize(RatiosOf(samples.bf16, samples.compiled));
     std::printf("result (g) vs the torch.compile bf16 peer %s (goal >= 1.0x: %s)\n",
                 Range(vs_compiled, "%.2fx (%.2f-%.2f)").c_str(), Goal(vs_compiled.median >= 1.0).c_str());
   }
-  if (!fp8.empty()) {
-    const Summary gain = Summarize(RatiosOf(fp8, bf16));
+  if (!samples.fp8.empty()) {
+    const Summary gain = Summarize(RatiosOf(samples.fp8, samples.bf16));
     std::printf("result (g) fp8 vs our bf16 %s (goal >= 1.3x: %s)\n", Range(gain, "%.2fx (%.2f-%.2f)").c_str(),
                 Goal(gain.median >= 1.3).c_str());
   }
-  if (!padded_graphed.empty()) {
-    const Summary graph_gain = Summarize(RatiosOf(padded_graphed, padded_eager));
-    const Summary graphed_vs_peer = Summarize(RatiosOf(padded_graphed, eager));
+  if (!samples.padded_graphed.empty()) {
+    const Summary graph_gain = Summarize(RatiosOf(samples.padded_graphed, samples.padded_eager));
+    const Summary graphed_vs_peer = Summarize(RatiosOf(samples.padded_graphed, samples.eager));
     std::printf("result (g) %s padded bf16, full histories: CUDA graph %s samples/s vs eager %s samples/s: %s; "
                 "graphed vs the eager bf16 peer %s (goal >= 1.0x: %s)\n",
-                o.model.c_str(), Range(Summarize(padded_graphed), "%.1f (%.1f-%.1f)").c_str(),
-                Range(Summarize(padded_eager), "%.1f (%.1f-%.1f)").c_str(),
+                o.model.c_str(), Range(Summarize(samples.padded_graphed), "%.1f (%.1f-%.1f)").c_str(),
+                Range(Summarize(samples.padded_eager), "%.1f (%.1f-%.1f)").c_str(),
                 Range(graph_gain, "%.2fx (%.2f-%.2f)").c_str(), Range(graphed_vs_peer, "%.2fx (%.2f-%.2f)").c_str(),
                 Goal(graphed_vs_peer.median >= 1.0).c_str());
   }
-  const Summary packed = Summarize(packed_gain), utilisation = Summarize(mfu);
+  const Summary packed = Summarize(samples.packed_gain), utilisation = Summarize(samples.mfu);
   std::printf("result (g) packed vs padded, observation tokens from U[%d,%d]: %s (goal >= 1.5x: %s)\n",
               shape.history / 4, shape.history, Range(packed, "%.2fx (%.2f-%.2f)").c_str(),
               Goal(packed.median >= 1.5).c_str());
   std::printf("result (g) MFU of ours bf16 over the peer's bf16 GEMM rate: %s (goal >= 0.45: %s)\n",
               Range(utilisation, "%.3f (%.3f-%.3f)").c_str(), Goal(utilisation.median >= 0.45).c_str());
+}
+
+absl::Status PartGpu(const TrainBenchOptions& o) {
+  const BenchShape shape = o.model == "151m" ? k151mShape : kSmallShape;
+  ROBOLOOP_ASSIGN_OR_RETURN(GpuSides sides, MakeGpuSides(o, shape));
+  const std::vector<OwnedBatch> full = SyntheticPool(o.batch, shape.history, shape);
+  const std::vector<OwnedBatch> varied = SyntheticPool(o.batch, shape.history / 4, shape);
+  GpuSamples samples;
+  for (int run = 0; run < o.runs; ++run) {
+    ROBOLOOP_RETURN_IF_ERROR(MeasureGpuRun(o, shape, sides, full, varied, samples));
+    std::printf("(g) run %d: ours bf16 %.1f, fp8 %.1f, peer eager %.1f, compiled %.1f samples/s; packed %.2fx "
+                "padded; MFU %.3f\n", run + 1, samples.bf16.back(), samples.fp8.empty() ? 0.0 : samples.fp8.back(),
+                samples.eager.back(), samples.compiled.empty() ? 0.0 : samples.compiled.back(),
+                samples.packed_gain.back(), samples.mfu.back());
+  }
+  PrintGpuResults(o, shape, samples);
   return absl::OkStatus();
 }
 
