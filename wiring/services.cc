@@ -86,7 +86,66 @@ struct EmbeddedServices::Parts {
   std::unique_ptr<eval::EvalServiceHandler> eval;
   std::unique_ptr<eval::EvalGrpcService> eval_service;
   std::unique_ptr<common::GrpcServer> server;  // sim, train and eval
+
+  // The registry, serving on the store's embedded registry socket, and the client to it.
+  absl::Status StartRegistry(const StoreLayout& layout, const EmbeddedOptions& options);
+  // The sim handler (tasks built in and from `options.task_files`) and its gRPC service.
+  absl::Status MakeSim(const StoreLayout& layout, const EmbeddedOptions& options);
+  // The train handler, whose workers reach the registry at `registry_target`, and its gRPC service.
+  void MakeTrain(const EmbeddedOptions& options, const std::string& registry_target);
+  // The leaderboard, the eval handler rolling out on the sims at `services_target`, and its gRPC service.
+  absl::Status MakeEval(const StoreLayout& layout, const EmbeddedOptions& options,
+                        const std::string& services_target);
 };
+
+absl::Status EmbeddedServices::Parts::StartRegistry(const StoreLayout& layout, const EmbeddedOptions& options) {
+  registry::RegistryHost::Options host;
+  host.registry.root = options.root;
+  host.server.listen_address = layout.EmbeddedSocket("registry");
+  ROBOLOOP_ASSIGN_OR_RETURN(registry_host, Named(registry::RegistryHost::Create(host), "embedded registry"));
+  ROBOLOOP_ASSIGN_OR_RETURN(registry, registry::RegistryClient::Connect(LocalChannel(registry_host->target())));
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedServices::Parts::MakeSim(const StoreLayout& layout, const EmbeddedOptions& options) {
+  ROBOLOOP_ASSIGN_OR_RETURN(tasks, TaskRegistryWith({}, options.task_files));
+  sim::SimServiceHandler::Options sim_options;
+  sim_options.registry = tasks.get();
+  sim_options.checkpoints = registry.get();
+  sim_options.checkpoint_cache_dir = layout.PolicyCache();
+  sim_options.dataset_cache_dir = layout.DatasetCache();
+  sim_options.dataset_dir = layout.ServiceDatasets();
+  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim_options.dataset_dir));
+  ROBOLOOP_ASSIGN_OR_RETURN(sim, sim::SimServiceHandler::Create(sim_options));
+  sim_service = std::make_unique<sim::SimGrpcService>(sim.get(), sim::SimGrpcService::Options());
+  return absl::OkStatus();
+}
+
+void EmbeddedServices::Parts::MakeTrain(const EmbeddedOptions& options, const std::string& registry_target) {
+  train::TrainServiceOptions train_options;
+  train_options.root = options.root;
+  train_options.registry_address = registry_target;
+  train = std::make_unique<train::TrainServiceHandler>(train_options);
+  train_service = std::make_unique<train::TrainGrpcService>(train.get());
+}
+
+absl::Status EmbeddedServices::Parts::MakeEval(const StoreLayout& layout, const EmbeddedOptions& options,
+                                               const std::string& services_target) {
+  eval::LeaderboardStore::Options store;
+  store.root = options.root;
+  ROBOLOOP_ASSIGN_OR_RETURN(leaderboard, eval::LeaderboardStore::Create(store));
+  eval::EvalServiceHandler::Options eval_options;
+  eval_options.store = leaderboard.get();
+  eval_options.registry = registry.get();
+  eval_options.protocols_dir = options.protocols_dir;
+  eval_options.default_sim_endpoints = {services_target};
+  ROBOLOOP_ASSIGN_OR_RETURN(eval, eval::EvalServiceHandler::Create(eval_options));
+  eval::EvalGrpcService::Options eval_service_options;
+  eval_service_options.registry = registry.get();
+  eval_service_options.dataset_cache_dir = layout.DatasetCache();
+  eval_service = std::make_unique<eval::EvalGrpcService>(eval.get(), eval_service_options);
+  return absl::OkStatus();
+}
 
 EmbeddedServices::~EmbeddedServices() = default;
 
@@ -98,45 +157,12 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(layout.Sockets()));
   layout.RemoveStaleSockets();
 
-  registry::RegistryHost::Options host;
-  host.registry.root = options.root;
-  host.server.listen_address = layout.EmbeddedSocket("registry");
-  ROBOLOOP_ASSIGN_OR_RETURN(p.registry_host, Named(registry::RegistryHost::Create(host), "embedded registry"));
+  ROBOLOOP_RETURN_IF_ERROR(p.StartRegistry(layout, options));
   const std::string registry_target = p.registry_host->target();
-  ROBOLOOP_ASSIGN_OR_RETURN(p.registry, registry::RegistryClient::Connect(LocalChannel(registry_target)));
-
   const std::string services_target = layout.EmbeddedSocket("services");
-  ROBOLOOP_ASSIGN_OR_RETURN(p.tasks, TaskRegistryWith({}, options.task_files));
-  sim::SimServiceHandler::Options sim;
-  sim.registry = p.tasks.get();
-  sim.checkpoints = p.registry.get();
-  sim.checkpoint_cache_dir = layout.PolicyCache();
-  sim.dataset_cache_dir = layout.DatasetCache();
-  sim.dataset_dir = layout.ServiceDatasets();
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim.dataset_dir));
-  ROBOLOOP_ASSIGN_OR_RETURN(p.sim, sim::SimServiceHandler::Create(sim));
-  p.sim_service = std::make_unique<sim::SimGrpcService>(p.sim.get(), sim::SimGrpcService::Options());
-
-  train::TrainServiceOptions train;
-  train.root = options.root;
-  train.registry_address = registry_target;
-  p.train = std::make_unique<train::TrainServiceHandler>(train);
-  p.train_service = std::make_unique<train::TrainGrpcService>(p.train.get());
-
-  eval::LeaderboardStore::Options store;
-  store.root = options.root;
-  ROBOLOOP_ASSIGN_OR_RETURN(p.leaderboard, eval::LeaderboardStore::Create(store));
-  eval::EvalServiceHandler::Options eval;
-  eval.store = p.leaderboard.get();
-  eval.registry = p.registry.get();
-  eval.protocols_dir = options.protocols_dir;
-  eval.default_sim_endpoints = {services_target};
-  ROBOLOOP_ASSIGN_OR_RETURN(p.eval, eval::EvalServiceHandler::Create(eval));
-  eval::EvalGrpcService::Options eval_service;
-  eval_service.registry = p.registry.get();
-  eval_service.dataset_cache_dir = layout.DatasetCache();
-  p.eval_service = std::make_unique<eval::EvalGrpcService>(p.eval.get(), eval_service);
-
+  ROBOLOOP_RETURN_IF_ERROR(p.MakeSim(layout, options));
+  p.MakeTrain(options, registry_target);
+  ROBOLOOP_RETURN_IF_ERROR(p.MakeEval(layout, options, services_target));
   common::GrpcServerOptions server;
   server.listen_address = services_target;
   ROBOLOOP_ASSIGN_OR_RETURN(
