@@ -81,6 +81,26 @@ std::string EndState(const absl::Status& status, const common::CancellationToken
   return common::IsCancelled(cancel) || absl::IsCancelled(status) ? "cancelled" : "failed";
 }
 
+// The run's id: a new run in `store`, or the reopened run `options.resume`.
+absl::StatusOr<std::string> StartOrReopenRun(RunStore& store, const LoadedPipeline& loaded,
+                                             const PipelineRunOptions& options) {
+  if (options.resume.empty()) return store.CreateRun(loaded.pipeline.name(), options.file, options.overrides);
+  ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume));
+  return options.resume;
+}
+
+// Where the stages of run `run_id` keep their files under the store, and how many sim threads they use.
+ExecutorOptions ExecutorOptionsFor(const StoreLayout& layout, const LoadedPipeline& loaded, const std::string& run_id) {
+  ExecutorOptions executor_options;
+  executor_options.pipeline = loaded.pipeline.name();
+  executor_options.run_id = run_id;
+  executor_options.run_dir = layout.PipelineRunDir(run_id);
+  executor_options.cache_dir = layout.DatasetCache();
+  executor_options.policy_cache_dir = layout.PolicyCache();
+  executor_options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  return executor_options;
+}
+
 }  // namespace
 
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& options) {
@@ -104,19 +124,8 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& opti
 
   PipelineRunResult result;
   result.pipeline = loaded.pipeline.name();
-  result.run_id = options.resume;
-  if (result.run_id.empty()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(result.run_id, store->CreateRun(loaded.pipeline.name(), options.file, options.overrides));
-  } else {
-    ROBOLOOP_RETURN_IF_ERROR(store->ReopenRun(result.run_id));
-  }
-  ExecutorOptions executor_options;
-  executor_options.pipeline = loaded.pipeline.name();
-  executor_options.run_id = result.run_id;
-  executor_options.run_dir = layout.PipelineRunDir(result.run_id);
-  executor_options.cache_dir = layout.DatasetCache();
-  executor_options.policy_cache_dir = layout.PolicyCache();
-  executor_options.sim_threads = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  ROBOLOOP_ASSIGN_OR_RETURN(result.run_id, StartOrReopenRun(*store, loaded, options));
+  ExecutorOptions executor_options = ExecutorOptionsFor(layout, loaded, result.run_id);
   executor_options.tasks = tasks.get();
   if (targets.embedded) executor_options.train_root = options.root;
   const std::string log_dir = JoinPath(executor_options.run_dir, "logs");
