@@ -67,10 +67,11 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
 }  // namespace
 
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
-                                                   bool register_file) {
+                                                   bool register_file, const FileScreen& screen) {
   if (!PathExists(path)) return absl::NotFoundError(absl::StrCat("dataset file ", path, " does not exist"));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(path));
   absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
+  if (!registered.ok() && screen) ROBOLOOP_RETURN_IF_ERROR(screen(path));
   if (register_file && !registered.ok()) {
     ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, path));
   }

@@ -87,7 +87,7 @@ absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::st
 // The files the path `ref` names (a file, a folder's *.hdf5 files, a glob's matches), appended
 // to `members`.
 absl::Status ExpandPath(registry::RegistryClient& registry, const std::string& ref, bool register_files,
-                        std::vector<ResolvedDataset>& members) {
+                        const FileScreen& screen, std::vector<ResolvedDataset>& members) {
   std::vector<std::string> files = {ref};
   if (std::filesystem::is_directory(ref)) {
     ROBOLOOP_ASSIGN_OR_RETURN(files, FolderFiles(ref));
@@ -95,7 +95,7 @@ absl::Status ExpandPath(registry::RegistryClient& registry, const std::string& r
     ROBOLOOP_ASSIGN_OR_RETURN(files, GlobFiles(ref));
   }
   for (const std::string& file : files) {
-    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveDatasetFile(registry, file, register_files));
+    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveDatasetFile(registry, file, register_files, screen));
     members.push_back(std::move(resolved));
   }
   return absl::OkStatus();
@@ -145,11 +145,12 @@ bool IsDatasetSet(const v1::Dataset& dataset) {
 
 absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& registry,
                                                      const std::vector<std::string>& refs,
-                                                     const std::string& cache_dir, bool register_files) {
+                                                     const std::string& cache_dir, bool register_files,
+                                                     const FileScreen& screen) {
   if (refs.empty()) return absl::InvalidArgumentError("training needs a dataset (path or reference)");
   ResolvedDatasetSet set;
   for (const std::string& ref : refs) {
-    ROBOLOOP_RETURN_IF_ERROR(DatasetEntryIsPath(ref) ? ExpandPath(registry, ref, register_files, set.members)
+    ROBOLOOP_RETURN_IF_ERROR(DatasetEntryIsPath(ref) ? ExpandPath(registry, ref, register_files, screen, set.members)
                                                      : ExpandRegistryRef(registry, ref, cache_dir, set.members));
   }
   if (set.members.size() == 1) {

@@ -6,6 +6,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "data/validation_in_child.h"
 #include "train/cuda_graph_rule.h"
 #include "train/policy_spec_options.h"
 
@@ -62,8 +63,10 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   const std::string cache = JoinPath(options.root, "cache");
   std::vector<std::string> refs(config.datasets().begin(), config.datasets().end());
   if (!config.dataset().empty()) refs.insert(refs.begin(), config.dataset());
+  // No thread of this process reads HDF5 yet, so a file from elsewhere can be checked in a child process first.
   ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDatasetSet(*options.registry, refs, cache,
-                                                       /*register_files=*/options.rank.rank == 0));
+                                                       /*register_files=*/options.rank.rank == 0,
+                                                       data::ScreenFileInChildProcess));
   ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadSetFeatures(p.dataset.paths(), config));
   if (!config.resume().empty() && !config.init_from().empty()) {
     return absl::InvalidArgumentError("--resume and --init-from exclude each other");

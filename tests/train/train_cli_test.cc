@@ -354,6 +354,18 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
   EXPECT_EQ(corrupt.exit_code, 1);
   EXPECT_THAT(corrupt.err, HasSubstr("cp@latest"));
   EXPECT_THAT(corrupt.out, Not(HasSubstr("step 1 ")));
+
+  // A dataset file that crashes libhdf5 (docs/RELIABILITY.md) is checked in a child process before it is read or
+  // registered: a clear error naming it, and the registry keeps no record of it.
+  const std::string hostile = std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_memcpy_overlap.hdf5";
+  const ProgramResult crashing = RunProgram(
+      {RoboloopBinary(), "train", Config(), "--dataset", hostile, "--root", root, "--steps", "2"});
+  EXPECT_EQ(crashing.exit_code, 1);
+  EXPECT_THAT(crashing.err, HasSubstr(hostile + ": validation "));
+  EXPECT_THAT(crashing.err, HasSubstr("the file is likely corrupt"));
+  const ProgramResult datasets = RunProgram({RoboloopBinary(), "registry", "ls", "--datasets", "--root", root});
+  EXPECT_EQ(datasets.exit_code, 0) << datasets.err;
+  EXPECT_THAT(datasets.out, Not(HasSubstr("memcpy")));
 }
 
 }  // namespace
