@@ -16,6 +16,7 @@
 #include "common/grpc_signals.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "data/validation_in_child.h"
 #include "sim/replay.h"
 #include "sim/sim_client.h"
 #include "sim/sim_grpc_service.h"
@@ -142,6 +143,10 @@ absl::Status Collect(const SimFlags& flags) {
 }
 
 absl::Status Relabel(const SimFlags& flags) {
+  // A local input file is checked in a child process first (a remote service's file is its own).
+  if (flags.sim.empty() && !flags.relabel.input_path().empty()) {
+    ROBOLOOP_RETURN_IF_ERROR(data::ScreenFileInChildProcess(flags.relabel.input_path()));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
   PrintWritten("relabelled", written);

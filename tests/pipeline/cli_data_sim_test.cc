@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -203,6 +204,14 @@ TEST(CliSimTest, CollectRegistersAndRelabelRecordsTheRegisteredParent) {
   ProgramResult missing = Roboloop({"sim", "relabel", dir + "/none.hdf5", "-o", dir + "/x.hdf5"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("none.hdf5"));
+
+  // An input that crashes libhdf5 (docs/RELIABILITY.md) is an error naming it, checked before the relabel reads it.
+  const std::string hostile = std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_memcpy_overlap.hdf5";
+  ProgramResult crashing = Roboloop({"sim", "relabel", hostile, "-o", dir + "/y.hdf5"});
+  EXPECT_EQ(crashing.exit_code, 1);
+  EXPECT_THAT(crashing.err, HasSubstr(hostile + ": validation "));
+  EXPECT_THAT(crashing.err, HasSubstr("the file is likely corrupt"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/y.hdf5"));
 }
 
 TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
