@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,7 +47,9 @@ bool WriteAll(int fd, const std::string& bytes) {
   return true;
 }
 
-[[noreturn]] void RunChild(int write_fd, const std::function<absl::StatusOr<std::string>()>& work) {
+[[noreturn]] void RunChild(pid_t caller, int write_fd, const std::function<absl::StatusOr<std::string>()>& work) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a caller killed while waiting leaves no child behind
+  if (::getppid() != caller) ::_exit(1);  // it died before the line above
   std::signal(SIGPIPE, SIG_IGN);
   const bool sent = WriteAll(write_fd, EncodeAnswer(work()));
   ::_exit(sent ? 0 : 1);
@@ -103,6 +106,7 @@ absl::StatusOr<absl::StatusOr<std::string>> RunInChildProcess(
   if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(call.what, "pipe2");
   const absl::Time deadline = call.time_limit == absl::InfiniteDuration() ? absl::InfiniteFuture()
                                                                             : absl::Now() + call.time_limit;
+  const pid_t caller = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const absl::Status error = ErrnoError(call.what, "fork");
@@ -112,7 +116,7 @@ absl::StatusOr<absl::StatusOr<std::string>> RunInChildProcess(
   }
   if (pid == 0) {
     ::close(fds[0]);
-    RunChild(fds[1], work);
+    RunChild(caller, fds[1], work);
   }
   ::close(fds[1]);
   std::string answer;

@@ -26,7 +26,8 @@ struct ChildCall {
 //  - Aborted "<what> ended without an answer: its process exited with code N";
 //  - Internal naming the system call when the pipe or the fork cannot be made.
 // Only the calling thread exists in the child: `work` must not need a lock that another thread
-// of the caller may hold (call it before starting threads, as the CLI does).
+// of the caller may hold (call it before starting threads, as the CLI does). The child is killed
+// when the calling thread ends (the caller killed while it waits): it is never left behind.
 absl::StatusOr<absl::StatusOr<std::string>> RunInChildProcess(
     const ChildCall& call, const std::function<absl::StatusOr<std::string>()>& work);
 

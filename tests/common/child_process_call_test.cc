@@ -2,9 +2,13 @@
 // loop in the child become the caller's errors, naming what ran.
 #include "common/child_process_call.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -61,6 +65,40 @@ TEST(ChildProcessCallTest, ACrashNamesTheSignal) {
 TEST(ChildProcessCallTest, AnExitWithoutAnswerNamesTheExitCode) {
   auto result = RunInChildProcess({"work"}, []() -> absl::StatusOr<std::string> { ::_exit(3); });
   EXPECT_EQ(result.status(), absl::AbortedError("work ended without an answer: its process exited with code 3"));
+}
+
+// Whether process `pid` has ended (gone, or a zombie that its new parent has not reaped yet).
+bool ProcessEnded(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t name_end = text.rfind(')');
+  return name_end == std::string::npos || text.substr(name_end + 2, 1) == "Z";
+}
+
+TEST(ChildProcessCallTest, AChildEndsWhenItsCallerIsKilled) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t caller = ::fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    (void)RunInChildProcess({"spin"}, [&]() -> absl::StatusOr<std::string> {
+      const pid_t self = ::getpid();
+      (void)!::write(fds[1], &self, sizeof(self));
+      while (true) ::pause();
+    });
+    ::_exit(0);
+  }
+  pid_t child = 0;
+  ASSERT_EQ(::read(fds[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_FALSE(ProcessEnded(child));
+  ::kill(caller, SIGKILL);
+  ::waitpid(caller, nullptr, 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!ProcessEnded(child) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE(ProcessEnded(child)) << "child " << child << " outlived its killed caller";
+  if (!ProcessEnded(child)) ::kill(child, SIGKILL);
 }
 
 }  // namespace
