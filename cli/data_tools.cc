@@ -23,6 +23,7 @@ struct CliOptions {
   std::string file;
   std::string format = "table";
   bool strict = false;
+  bool structure_only = false;  // validate: no scan of the values
   double time_limit_s = -1;  // validate: seconds the check may take (0 = no limit, < 0 = by file size)
   std::vector<std::string> inputs;
   std::string output;
@@ -68,6 +69,7 @@ absl::Duration ValidationTimeLimit(const CliOptions& options) {
 absl::Status Validate(const CliOptions& options, std::ostream& out) {
   ValidationOptions validation;
   validation.nan_policy = options.strict ? NanPolicy::kStrict : NanPolicy::kLenient;
+  validation.scan_values = !options.structure_only;
   absl::StatusOr<ValidationSummary> result =
       ValidateFileInChildProcess(options.file, validation, ValidationTimeLimit(options));
   if (!result.ok()) return result.status();
@@ -268,6 +270,10 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
   CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
   validate->add_option("file", options->file, "dataset file")->required();
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
+  validate->add_flag("--structure-only", options->structure_only,
+                     "check groups, shapes, dtypes, lengths and attributes without reading the values (fast on "
+                     "large files; no NaN/Inf check)")
+      ->excludes("--strict");
   validate->add_option("--time-limit-s", options->time_limit_s,
                        "seconds the check may take before it is stopped as a corrupt file "
                        "(0 = no limit; default 60 plus 1 per 4 MiB of the file)")

@@ -1,4 +1,7 @@
 // The `roboloop data ...` tools through the real binary: output, exit codes 0 / 1 / 2.
+#include <limits>
+#include <vector>
+
 #include "data/dataset_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -67,6 +70,31 @@ TEST(DataCliTest, ValidateIsLenientUnlessStrict) {
   const CliRun strict = RunCli({"data", "validate", path, "--strict", "--format", "json"});
   EXPECT_EQ(strict.code, 0) << strict.err;
   EXPECT_EQ(nlohmann::json::parse(strict.out)["valid"], true);
+}
+
+// An episode whose obs/qpos holds one NaN (step 1).
+data::Episode EpisodeWithANaN(int steps, int seed) {
+  data::Episode episode = data::testing::MakeEpisode(steps, seed);
+  std::vector<float> qpos(static_cast<size_t>(steps) * 3, 0.5f);
+  qpos[4] = std::numeric_limits<float>::quiet_NaN();
+  episode["obs/qpos"] = data::Array::From<float>({steps, 3}, qpos);
+  return episode;
+}
+
+TEST(DataCliTest, ValidateStructureOnlyReadsNoValues) {
+  TempDir dir;
+  const std::string path = dir.File("nan.hdf5");
+  WriteDataset(path, {3}, R"({"env_name": "Lift"})", EpisodeWithANaN);
+  const CliRun strict = RunCli({"data", "validate", path, "--strict"});
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_THAT(strict.err, HasSubstr("data/demo_0/obs/qpos: 1 NaN/Inf values"));
+  const CliRun lenient = RunCli({"data", "validate", path});
+  EXPECT_EQ(lenient.code, 0) << lenient.err;
+  EXPECT_THAT(lenient.out, HasSubstr("warning: data/demo_0/obs/qpos: 1 NaN/Inf values"));
+  const CliRun structure = RunCli({"data", "validate", path, "--structure-only"});
+  EXPECT_EQ(structure.code, 0) << structure.err;
+  EXPECT_EQ(structure.out, path + ": valid (1 demos, 3 steps)\n");
+  EXPECT_EQ(RunCli({"data", "validate", path, "--structure-only", "--strict"}).code, 2);
 }
 
 // A file that makes libhdf5 loop forever (docs/RELIABILITY.md) is an error naming it once the
