@@ -20,6 +20,9 @@ enum ExitCode : int {
   kExitCancelled = 130,      // stopped by SIGINT/SIGTERM (the run can be resumed)
 };
 
+// This program, for the processes it starts of itself (a forked child execs its own binary through it).
+inline constexpr char kThisProgram[] = "/proc/self/exe";
+
 // `status` (not OK) marked to make the command exit with `code` instead of kExitError.
 absl::Status WithExitCode(absl::Status status, int code);
 

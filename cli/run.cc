@@ -87,6 +87,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   options.services_file = f.services;
   options.root = f.root;
   options.protocols_dir = f.protocols_dir;
+  options.dataset_checker = kThisProgram;
   options.use_cache = !f.no_cache;
   options.threads = f.threads;
   options.cancel = &cancel;

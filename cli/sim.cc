@@ -196,6 +196,7 @@ absl::Status ServeSim(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto registry, wiring::RegistryConnection::Open(flags.registry));
   options.checkpoints = &registry->client();
   options.checkpoint_cache_dir = StoreLayout(flags.registry.root).PolicyCache();
+  options.screen_dataset = data::ProgramFileScreen(kThisProgram);
   ROBOLOOP_ASSIGN_OR_RETURN(auto handler, sim::SimServiceHandler::Create(options));
   sim::SimGrpcService service(handler.get(), {});
   ROBOLOOP_ASSIGN_OR_RETURN(auto server, common::GrpcServer::Create(ServerOptionsFrom(flags.server), {&service}));

@@ -152,7 +152,7 @@ absl::Status Train(const TrainCommand& command) {
   if (job.nproc_per_node <= 1) return RunRank(job, train::RankInfo{});
   train::LaunchOptions launch;
   launch.argv = command.argv;
-  launch.argv[0] = "/proc/self/exe";
+  launch.argv[0] = kThisProgram;
   launch.nproc = job.nproc_per_node;
   if (job.run_id.empty()) launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
   return train::LaunchLocalRanks(launch);

@@ -47,9 +47,14 @@ bool WriteAll(int fd, const std::string& bytes) {
   return true;
 }
 
-[[noreturn]] void RunChild(pid_t caller, int write_fd, const std::function<absl::StatusOr<std::string>()>& work) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a caller killed while waiting leaves no child behind
+// Ties the child's life to the calling thread's: a caller killed while waiting leaves no child behind.
+void DieWithCaller(pid_t caller) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != caller) ::_exit(1);  // it died before the line above
+}
+
+[[noreturn]] void RunChild(pid_t caller, int write_fd, const std::function<absl::StatusOr<std::string>()>& work) {
+  DieWithCaller(caller);
   std::signal(SIGPIPE, SIG_IGN);
   const bool sent = WriteAll(write_fd, EncodeAnswer(work()));
   ::_exit(sent ? 0 : 1);
@@ -84,13 +89,49 @@ absl::Status ErrnoError(const std::string& what, const char* call) {
   return absl::InternalError(absl::StrCat(what, ": ", call, " failed: ", std::strerror(errno)));
 }
 
+// The child's end of the pipe is dup2'ed onto stderr, /dev/null onto stdin and stdout; then the program.
+[[noreturn]] void ExecProgram(pid_t caller, int null_fd, int err_fd, char* const* argv) {
+  DieWithCaller(caller);
+  ::dup2(null_fd, STDIN_FILENO);
+  ::dup2(null_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  ::execv(argv[0], argv);
+  ::_exit(127);
+}
+
+absl::Time DeadlineOf(const ChildCall& call) {
+  return call.time_limit == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + call.time_limit;
+}
+
+absl::Status ForkError(const ChildCall& call, const int fds[2]) {
+  const absl::Status error = ErrnoError(call.what, "fork");
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return error;
+}
+
+// Reads the child's pipe `read_fd` (closing it) to its end or `deadline`, killing the child at the deadline; then
+// its wait status. DeadlineExceeded naming the limit when the child was killed.
+absl::StatusOr<int> AwaitChild(const ChildCall& call, pid_t pid, int read_fd, absl::Time deadline, std::string* bytes) {
+  const bool finished = ReadUntilEnd(read_fd, deadline, bytes);
+  ::close(read_fd);
+  if (!finished) ::kill(pid, SIGKILL);
+  const int status = WaitForExit(pid);
+  if (!finished) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(call.what, " did not finish within ", absl::FormatDuration(call.time_limit), " and was stopped"));
+  }
+  return status;
+}
+
+absl::Status CrashError(const ChildCall& call, int signal) {
+  return absl::AbortedError(
+      absl::StrCat(call.what, " crashed: its process died of signal ", signal, " (", ::strsignal(signal), ")"));
+}
+
 // The failure of a child that closed its pipe: a signal, or an exit without a whole answer.
 absl::Status FailureOfAnsweredChild(const ChildCall& call, int wait_status, const std::string& answer) {
-  if (WIFSIGNALED(wait_status)) {
-    const int signal = WTERMSIG(wait_status);
-    return absl::AbortedError(absl::StrCat(call.what, " crashed: its process died of signal ", signal, " (",
-                                           ::strsignal(signal), ")"));
-  }
+  if (WIFSIGNALED(wait_status)) return CrashError(call, WTERMSIG(wait_status));
   if (WEXITSTATUS(wait_status) != 0 || answer.empty()) {
     return absl::AbortedError(absl::StrCat(call.what, " ended without an answer: its process exited with code ",
                                            WEXITSTATUS(wait_status)));
@@ -104,32 +145,47 @@ absl::StatusOr<absl::StatusOr<std::string>> RunInChildProcess(
     const ChildCall& call, const std::function<absl::StatusOr<std::string>()>& work) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(call.what, "pipe2");
-  const absl::Time deadline = call.time_limit == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                                            : absl::Now() + call.time_limit;
+  const absl::Time deadline = DeadlineOf(call);
   const pid_t caller = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const absl::Status error = ErrnoError(call.what, "fork");
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return error;
-  }
+  if (pid < 0) return ForkError(call, fds);
   if (pid == 0) {
     ::close(fds[0]);
     RunChild(caller, fds[1], work);
   }
   ::close(fds[1]);
   std::string answer;
-  const bool finished = ReadUntilEnd(fds[0], deadline, &answer);
-  ::close(fds[0]);
-  if (!finished) ::kill(pid, SIGKILL);
-  const int status = WaitForExit(pid);
-  if (!finished) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(call.what, " did not finish within ", absl::FormatDuration(call.time_limit), " and was stopped"));
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const int status, AwaitChild(call, pid, fds[0], deadline, &answer));
   ROBOLOOP_RETURN_IF_ERROR(FailureOfAnsweredChild(call, status, answer));
   return absl::StatusOr<absl::StatusOr<std::string>>(absl::in_place, DecodeAnswer(answer));
+}
+
+absl::StatusOr<ProgramEnd> RunProgramInChildProcess(const ChildCall& call, const std::vector<std::string>& argv) {
+  std::vector<char*> argv_c;  // made before the fork: the child only calls async-signal-safe functions
+  for (const std::string& arg : argv) argv_c.push_back(const_cast<char*>(arg.c_str()));
+  argv_c.push_back(nullptr);
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) return ErrnoError(call.what, "open /dev/null");
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    ::close(null_fd);
+    return ErrnoError(call.what, "pipe2");
+  }
+  const absl::Time deadline = DeadlineOf(call);
+  const pid_t caller = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(null_fd);
+    return ForkError(call, fds);
+  }
+  if (pid == 0) ExecProgram(caller, null_fd, fds[1], argv_c.data());
+  ::close(null_fd);
+  ::close(fds[1]);
+  ProgramEnd end;
+  ROBOLOOP_ASSIGN_OR_RETURN(const int status, AwaitChild(call, pid, fds[0], deadline, &end.err));
+  if (WIFSIGNALED(status)) return CrashError(call, WTERMSIG(status));
+  end.exit_code = WEXITSTATUS(status);
+  return end;
 }
 
 }  // namespace roboloop

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,5 +31,18 @@ struct ChildCall {
 // when the calling thread ends (the caller killed while it waits): it is never left behind.
 absl::StatusOr<absl::StatusOr<std::string>> RunInChildProcess(
     const ChildCall& call, const std::function<absl::StatusOr<std::string>()>& work);
+
+// How a program run by RunProgramInChildProcess ended on its own.
+struct ProgramEnd {
+  int exit_code = 0;  // its exit status
+  std::string err;    // what it wrote to stderr
+};
+
+// Runs the program `argv` (argv[0] a path) in a child process (fork and exec: safe in a caller with other threads,
+// whatever they hold), stdin and stdout on /dev/null, and returns how it exited with its stderr. The outer errors
+// of RunInChildProcess, naming `call.what`: DeadlineExceeded past the time limit (the program is killed), Aborted
+// for a signal (exec failing is exit code 127), Internal when the pipe or the fork cannot be made. The program is
+// killed when the calling thread ends.
+absl::StatusOr<ProgramEnd> RunProgramInChildProcess(const ChildCall& call, const std::vector<std::string>& argv);
 
 }  // namespace roboloop

@@ -1,9 +1,12 @@
 #include "data/validation_in_child.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/child_process_call.h"
 #include "nlohmann/json.hpp"
 
@@ -41,6 +44,14 @@ absl::Status ChildFailure(const absl::Status& failure) {
       absl::IsDeadlineExceeded(failure) ? " (libhdf5 can loop forever on one)" : ""));
 }
 
+// The message of `roboloop data validate` on stderr, without its "roboloop: data validate: " prefix and newline.
+std::string CheckerMessage(const std::string& err) {
+  constexpr absl::string_view kPrefix = "roboloop: data validate: ";
+  std::string message = absl::StartsWith(err, kPrefix) ? err.substr(kPrefix.size()) : err;
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  return message;
+}
+
 }  // namespace
 
 absl::Duration DefaultValidationTimeLimit(const std::string& path) {
@@ -68,6 +79,19 @@ absl::Status ScreenFileInChildProcess(const std::string& path) {
   ValidationOptions structure_only;
   structure_only.scan_values = false;
   return ValidateFileInChildProcess(path, structure_only, DefaultValidationTimeLimit(path)).status();
+}
+
+FileScreen ProgramFileScreen(std::string roboloop_binary) {
+  return [binary = std::move(roboloop_binary)](const std::string& path) -> absl::Status {
+    const ChildCall call{absl::StrCat(path, ": structure check"), DefaultValidationTimeLimit(path) + absl::Seconds(30)};
+    const absl::StatusOr<ProgramEnd> end =
+        RunProgramInChildProcess(call, {binary, "data", "validate", "--structure-only", path});
+    if (!end.ok()) return ChildFailure(end.status());
+    if (end->exit_code == 0) return absl::OkStatus();
+    if (end->exit_code == 1) return absl::InvalidArgumentError(CheckerMessage(end->err));
+    return absl::DataLossError(absl::StrCat(call.what, " by ", binary, " ended with exit code ", end->exit_code, ": ",
+                                            CheckerMessage(end->err)));
+  };
 }
 
 }  // namespace roboloop::data

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,15 @@ absl::StatusOr<ValidationSummary> ValidateFileInChildProcess(const std::string& 
 // time limit for the file's size: the tools screen a file with it before they read it in their
 // own process. OK, or the errors of ValidateFileInChildProcess.
 absl::Status ScreenFileInChildProcess(const std::string& path);
+
+// A check of a file from elsewhere before this process reads it: OK or an error naming the file.
+using FileScreen = std::function<absl::Status(const std::string& path)>;
+
+// A FileScreen for processes where other threads may be inside libhdf5 (servers), in which a forked child could
+// wait forever on libhdf5's global lock: it runs `<roboloop_binary> data validate --structure-only FILE` as a
+// program of its own (RunProgramInChildProcess), with the default time limit (which that program enforces) plus
+// 30 s. Errors: InvalidArgument with that program's message (a structure error, a crash or the time limit inside
+// libhdf5), or DataLoss naming the file when the program itself crashed, hung or did not start.
+FileScreen ProgramFileScreen(std::string roboloop_binary);
 
 }  // namespace roboloop::data

@@ -117,6 +117,7 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& opti
   embedded_options.root = options.root;
   embedded_options.protocols_dir = options.protocols_dir;
   embedded_options.task_files = TaskFiles(loaded);
+  embedded_options.dataset_checker = options.dataset_checker;
   ROBOLOOP_ASSIGN_OR_RETURN(wiring::ServiceTargets targets,
                             wiring::StartOrLoadServices(options.services_file, embedded_options, &embedded));
   ROBOLOOP_ASSIGN_OR_RETURN(auto clients, wiring::ServiceClients::Connect(targets));

@@ -31,6 +31,7 @@ struct PipelineRunOptions {
   std::string services_file;                          // "" = every service embedded under `root`
   std::string root = ".roboloop";                     // store: registry, runs, leaderboard, datasets
   std::string protocols_dir = "configs/protocols";    // named evaluation protocols
+  std::string dataset_checker;                        // embedded services: EmbeddedOptions::dataset_checker
   bool use_cache = true;                              // reuse finished stages of other runs
   int threads = 4;                                    // stages running at once
   const StageKindRegistry* kinds = nullptr;           // null = BuiltinStageKinds()

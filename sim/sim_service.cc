@@ -254,6 +254,7 @@ absl::StatusOr<v1::DatasetWritten> SimServiceHandler::Relabel(const v1::RelabelR
   } else {
     ROBOLOOP_ASSIGN_OR_RETURN(options.input_path, FetchDataset(request.input_ref()));
   }
+  if (options_.screen_dataset) ROBOLOOP_RETURN_IF_ERROR(options_.screen_dataset(options.input_path));
   ROBOLOOP_ASSIGN_OR_RETURN(options.output_path, ResolveDatasetPath(request.output_path()));
   options.overwrite = request.overwrite();
   std::string task_name = request.task();

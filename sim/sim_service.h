@@ -12,6 +12,7 @@
 #include "common/cancellation.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "data/validation_in_child.h"
 #include "registry/registry_client.h"
 #include "roboloop/v1/sim.pb.h"
 #include "sim/robustness.h"
@@ -38,6 +39,9 @@ class SimServiceHandler {
     registry::RegistryClient* checkpoints = nullptr;
     std::string checkpoint_cache_dir = "";   // local copies of policy blobs; required with checkpoints
     std::string dataset_cache_dir = "";      // local copies of registry datasets; "" = <checkpoint_cache_dir>/datasets
+    // Checks Relabel's input file before the handler reads it (data::ProgramFileScreen: a file that crashes or
+    // hangs libhdf5 is then an error for that request, not a crashed server); null = not checked.
+    data::FileScreen screen_dataset = nullptr;
   };
 
   // InvalidArgument when the registry is missing or a limit is below 1.

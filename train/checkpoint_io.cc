@@ -67,7 +67,7 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
 }  // namespace
 
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
-                                                   bool register_file, const FileScreen& screen) {
+                                                   bool register_file, const data::FileScreen& screen) {
   if (!PathExists(path)) return absl::NotFoundError(absl::StrCat("dataset file ", path, " does not exist"));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(path));
   absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);

@@ -4,13 +4,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "data/validation_in_child.h"
 #include "registry/checkpoint_manifest.h"
 #include "registry/registry_client.h"
 
@@ -23,16 +23,12 @@ struct ResolvedDataset {
   std::string name;  // its registry name (a file not registered: its file name's stem)
 };
 
-// A check of a file from elsewhere before this process reads it (data::ScreenFileInChildProcess);
-// OK or the error naming the file.
-using FileScreen = std::function<absl::Status(const std::string& path)>;
-
 // The HDF5 file at `path` (which must exist) with its content's id; its registry name when it
 // is registered. A file not yet in the registry is first passed to `screen` (when set). With
 // `register_file` such a file is then registered under its file name's stem, so that
 // checkpoints can name it as their dataset. Errors name the path.
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
-                                                   bool register_file, const FileScreen& screen = nullptr);
+                                                   bool register_file, const data::FileScreen& screen = nullptr);
 
 // The registry dataset `ref` (name, name:vN or id), downloaded once into `cache_dir` (verified).
 // Never looks for a file named `ref`. Errors name the reference.

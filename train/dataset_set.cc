@@ -87,7 +87,7 @@ absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::st
 // The files the path `ref` names (a file, a folder's *.hdf5 files, a glob's matches), appended
 // to `members`.
 absl::Status ExpandPath(registry::RegistryClient& registry, const std::string& ref, bool register_files,
-                        const FileScreen& screen, std::vector<ResolvedDataset>& members) {
+                        const data::FileScreen& screen, std::vector<ResolvedDataset>& members) {
   std::vector<std::string> files = {ref};
   if (std::filesystem::is_directory(ref)) {
     ROBOLOOP_ASSIGN_OR_RETURN(files, FolderFiles(ref));
@@ -146,7 +146,7 @@ bool IsDatasetSet(const v1::Dataset& dataset) {
 absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& registry,
                                                      const std::vector<std::string>& refs,
                                                      const std::string& cache_dir, bool register_files,
-                                                     const FileScreen& screen) {
+                                                     const data::FileScreen& screen) {
   if (refs.empty()) return absl::InvalidArgumentError("training needs a dataset (path or reference)");
   ResolvedDatasetSet set;
   for (const std::string& ref : refs) {

@@ -67,6 +67,6 @@ bool IsDatasetSet(const v1::Dataset& dataset);
 absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& registry,
                                                      const std::vector<std::string>& refs,
                                                      const std::string& cache_dir, bool register_files,
-                                                     const FileScreen& screen = nullptr);
+                                                     const data::FileScreen& screen = nullptr);
 
 }  // namespace roboloop::train

@@ -115,6 +115,7 @@ absl::Status EmbeddedServices::Parts::MakeSim(const StoreLayout& layout, const E
   sim_options.checkpoint_cache_dir = layout.PolicyCache();
   sim_options.dataset_cache_dir = layout.DatasetCache();
   sim_options.dataset_dir = layout.ServiceDatasets();
+  if (!options.dataset_checker.empty()) sim_options.screen_dataset = data::ProgramFileScreen(options.dataset_checker);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(sim_options.dataset_dir));
   ROBOLOOP_ASSIGN_OR_RETURN(sim, sim::SimServiceHandler::Create(sim_options));
   sim_service = std::make_unique<sim::SimGrpcService>(sim.get(), sim::SimGrpcService::Options());

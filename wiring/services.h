@@ -36,6 +36,9 @@ struct EmbeddedOptions {
   std::string root = ".roboloop";                    // registry store, runs, leaderboard, datasets
   std::string protocols_dir = "configs/protocols";   // the evaluation service's named protocols
   std::vector<std::string> task_files;               // YAML-declared tasks the sim service adds
+  // The roboloop program whose `data validate` checks a Relabel input before the sim service reads it
+  // (data::ProgramFileScreen); "" = not checked. The command line passes itself.
+  std::string dataset_checker;
 };
 
 // The registry, train, sim and eval services of one process, on unix sockets under

@@ -67,6 +67,23 @@ TEST(ChildProcessCallTest, AnExitWithoutAnswerNamesTheExitCode) {
   EXPECT_EQ(result.status(), absl::AbortedError("work ended without an answer: its process exited with code 3"));
 }
 
+TEST(ChildProcessCallTest, AProgramsExitCodeAndStderrComeBack) {
+  auto end = RunProgramInChildProcess({"sh"}, {"/bin/sh", "-c", "echo out; echo oops >&2; exit 3"});
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->exit_code, 3);
+  EXPECT_EQ(end->err, "oops\n");
+  auto missing = RunProgramInChildProcess({"missing"}, {"/nonexistent/program"});
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_EQ(missing->exit_code, 127);
+}
+
+TEST(ChildProcessCallTest, AProgramsCrashAndTimeLimitAreErrors) {
+  auto crashed = RunProgramInChildProcess({"check"}, {"/bin/sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(crashed.status(), absl::AbortedError("check crashed: its process died of signal 11 (Segmentation fault)"));
+  auto stuck = RunProgramInChildProcess({"check", absl::Milliseconds(300)}, {"/bin/sleep", "30"});
+  EXPECT_EQ(stuck.status(), absl::DeadlineExceededError("check did not finish within 300ms and was stopped"));
+}
+
 // Whether process `pid` has ended (gone, or a zombie that its new parent has not reaped yet).
 bool ProcessEnded(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

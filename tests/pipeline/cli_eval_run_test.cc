@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -234,6 +235,35 @@ TEST_F(CliEvalRunTest, RemoteSimAndServeEvalGiveTheEmbeddedResult) {
   ASSERT_TRUE(evaluation.ok()) << evaluation.status();
   EXPECT_EQ(evaluation->episodes_size(), 6);
   EXPECT_EQ(evaluation->checkpoint_id(), *checkpoint_);
+}
+
+// A served sim checks a Relabel input with a program of its own before reading it: a file that crashes libhdf5
+// (docs/RELIABILITY.md) fails that request with an error naming it, and the server goes on serving.
+TEST_F(CliEvalRunTest, ServedSimRefusesADatasetThatCrashesLibhdf5AndGoesOnServing) {
+  const std::string sim_socket = *dir_ + "/hostile-sim.sock";
+  const std::string store = *dir_ + "/hostile-store";
+  ServerProcess sim({"serve", "sim", "--listen", "unix:" + sim_socket, "--root", store}, sim_socket);
+  const auto sim_command = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {roboloop::testing::RoboloopBinary(), "sim"});
+    args.insert(args.end(), {"--sim", "unix:" + sim_socket});
+    return roboloop::testing::RunProgram(args);
+  };
+  std::filesystem::create_directories(store + "/datasets");
+  std::filesystem::copy_file(std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_memcpy_overlap.hdf5",
+                             store + "/datasets/hostile.hdf5");
+  ProgramResult refused =
+      sim_command({"relabel", "hostile.hdf5", "-o", "relabelled.hdf5", "--task", "cartpole-swingup"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("hostile.hdf5: validation crashed"));
+  EXPECT_THAT(refused.err, HasSubstr("the file is likely corrupt"));
+  EXPECT_FALSE(std::filesystem::exists(store + "/datasets/relabelled.hdf5"));
+
+  ProgramResult collected = sim_command({"collect", "--task", "cartpole-swingup", "--policy", "expert", "--episodes",
+                                         "1", "--max-steps", "5", "-o", "demos.hdf5"});
+  ASSERT_EQ(collected.exit_code, 0) << collected.err;
+  ProgramResult relabelled = sim_command({"relabel", "demos.hdf5", "-o", "relabelled.hdf5"});
+  EXPECT_EQ(relabelled.exit_code, 0) << relabelled.err;
+  EXPECT_TRUE(std::filesystem::exists(store + "/datasets/relabelled.hdf5"));
 }
 
 }  // namespace
