@@ -1,6 +1,7 @@
-// Validation of a file that may be hostile: ValidateFile in a child process, so that a crash or
-// an endless loop inside libhdf5 on a corrupt file (docs/RELIABILITY.md, "Findings not fixed
-// here") becomes an error naming the file instead of taking the caller down or holding it.
+// Validation of a file that may be hostile: ValidateFile in a forked child process, or, in servers,
+// `roboloop data validate` as a program of its own, so that a crash or an endless loop inside
+// libhdf5 on a corrupt file (docs/RELIABILITY.md, "Findings not fixed here") becomes an error
+// naming the file instead of taking the caller down or holding it.
 #pragma once
 
 #include <cstdint>
