@@ -69,9 +69,9 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
                                                    bool register_file, const data::FileScreen& screen) {
   if (!PathExists(path)) return absl::NotFoundError(absl::StrCat("dataset file ", path, " does not exist"));
+  if (screen) ROBOLOOP_RETURN_IF_ERROR(screen(path));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(path));
   absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
-  if (!registered.ok() && screen) ROBOLOOP_RETURN_IF_ERROR(screen(path));
   if (register_file && !registered.ok()) {
     ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, path));
   }
@@ -79,11 +79,14 @@ absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& reg
 }
 
 absl::StatusOr<ResolvedDataset> ResolveRegistryDataset(registry::RegistryClient& registry, const std::string& ref,
-                                                       const std::string& cache_dir) {
+                                                       const std::string& cache_dir, const data::FileScreen& screen) {
   absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
   if (!dataset.ok()) return Annotate(dataset.status(), absl::StrCat("dataset ", ref));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string path,
                             registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5"));
+  if (screen) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(screen(path), absl::StrCat("dataset ", ref)));
+  }
   return ResolvedDataset{path, dataset->id(), dataset->name()};
 }
 

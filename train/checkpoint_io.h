@@ -24,16 +24,18 @@ struct ResolvedDataset {
 };
 
 // The HDF5 file at `path` (which must exist) with its content's id; its registry name when it
-// is registered. A file not yet in the registry is first passed to `screen` (when set). With
-// `register_file` such a file is then registered under its file name's stem, so that
+// is registered. The file is first passed to `screen` (when set). With `register_file` a file
+// not yet in the registry is then registered under its file name's stem, so that
 // checkpoints can name it as their dataset. Errors name the path.
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
                                                    bool register_file, const data::FileScreen& screen = nullptr);
 
-// The registry dataset `ref` (name, name:vN or id), downloaded once into `cache_dir` (verified).
+// The registry dataset `ref` (name, name:vN or id), downloaded once into `cache_dir` (verified)
+// and then passed to `screen` (when set: a client may have uploaded any file as a dataset).
 // Never looks for a file named `ref`. Errors name the reference.
 absl::StatusOr<ResolvedDataset> ResolveRegistryDataset(registry::RegistryClient& registry, const std::string& ref,
-                                                       const std::string& cache_dir);
+                                                       const std::string& cache_dir,
+                                                       const data::FileScreen& screen = nullptr);
 
 // A checkpoint fetched for resuming or fine-tuning.
 struct FetchedCheckpoint {

@@ -67,7 +67,8 @@ absl::StatusOr<std::vector<std::string>> SetMembers(registry::RegistryClient& re
 
 // The registry dataset `ref`, or the members of the registered set it names, appended to `members`.
 absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::string& ref,
-                               const std::string& cache_dir, std::vector<ResolvedDataset>& members) {
+                               const std::string& cache_dir, const data::FileScreen& screen,
+                               std::vector<ResolvedDataset>& members) {
   std::vector<std::string> refs = {ref};
   absl::StatusOr<v1::Dataset> dataset = registry.GetDataset(ref);
   if (!dataset.ok()) {
@@ -78,7 +79,7 @@ absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::st
     ROBOLOOP_ASSIGN_OR_RETURN(refs, SetMembers(registry, *dataset, cache_dir));
   }
   for (const std::string& member : refs) {
-    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveRegistryDataset(registry, member, cache_dir));
+    ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveRegistryDataset(registry, member, cache_dir, screen));
     members.push_back(std::move(resolved));
   }
   return absl::OkStatus();
@@ -151,7 +152,7 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
   ResolvedDatasetSet set;
   for (const std::string& ref : refs) {
     ROBOLOOP_RETURN_IF_ERROR(DatasetEntryIsPath(ref) ? ExpandPath(registry, ref, register_files, screen, set.members)
-                                                     : ExpandRegistryRef(registry, ref, cache_dir, set.members));
+                                                     : ExpandRegistryRef(registry, ref, cache_dir, screen, set.members));
   }
   if (set.members.size() == 1) {
     set.id = set.members.front().id;

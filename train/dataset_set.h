@@ -62,8 +62,8 @@ bool IsDatasetSet(const v1::Dataset& dataset);
 // each file and, for several members, the set itself are registered when missing: the set as
 // dataset "<first member's name>-set" whose parents are the members. Errors name the ref: none
 // given, a folder without *.hdf5 files, a glob that matches nothing, an unknown reference, a
-// set blob that does not parse. A file not yet in the registry is first passed to `screen`
-// (when set; ResolveDatasetFile).
+// set blob that does not parse. Each member file is passed to `screen` (when set) before it is
+// registered or read.
 absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& registry,
                                                      const std::vector<std::string>& refs,
                                                      const std::string& cache_dir, bool register_files,

@@ -366,6 +366,16 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
   const ProgramResult datasets = RunProgram({RoboloopBinary(), "registry", "ls", "--datasets", "--root", root});
   EXPECT_EQ(datasets.exit_code, 0) << datasets.err;
   EXPECT_THAT(datasets.out, Not(HasSubstr("memcpy")));
+
+  // The same file uploaded as a registry dataset by a client (`registry put` stores any file) is checked too.
+  const ProgramResult put =
+      RunProgram({RoboloopBinary(), "registry", "put", hostile, "--dataset", "uploaded", "--root", root});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  const ProgramResult registered = RunProgram(
+      {RoboloopBinary(), "train", Config(), "--dataset", "uploaded:v1", "--root", root, "--steps", "2"});
+  EXPECT_EQ(registered.exit_code, 1);
+  EXPECT_THAT(registered.err, HasSubstr("dataset uploaded:v1: "));
+  EXPECT_THAT(registered.err, HasSubstr("the file is likely corrupt"));
 }
 
 }  // namespace
