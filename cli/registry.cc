@@ -1,6 +1,7 @@
 #include "cli/registry.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -46,6 +47,7 @@ struct RegistryFlags {
   std::vector<std::string> parents;
   std::string ref;
   std::string output;
+  bool overwrite = false;                     // --overwrite of get
   std::string range;
   bool datasets = false;
   std::string dataset_ref;
@@ -204,13 +206,53 @@ absl::Status DownloadWithProgress(registry::RegistryClient& client, const std::s
   return status;
 }
 
-absl::Status GetCheckpointInto(registry::RegistryClient& client, const v1::Checkpoint& checkpoint,
-                               const std::string& dir) {
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(dir));
-  ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/manifest.json", checkpoint.manifest_json()));
-  for (const v1::BlobRef& blob : checkpoint.blobs()) {
-    ROBOLOOP_RETURN_IF_ERROR(DownloadWithProgress(client, blob.sha256(), dir + "/" + blob.role(), 0, 0));
+// Refuses an existing `-o` that `registry get` must not replace: any but an empty folder without --overwrite; with
+// it, a folder for a dataset, and for a checkpoint anything but an earlier checkpoint folder (its manifest.json) or
+// a folder holding the working directory.
+absl::Status CheckGetOutput(const std::string& out, bool overwrite, bool checkpoint) {
+  std::error_code error;
+  const bool folder = std::filesystem::is_directory(out, error);
+  if (!PathExists(out) || (checkpoint && folder && std::filesystem::is_empty(out, error))) {
+    return absl::OkStatus();
   }
+  if (!overwrite) return absl::AlreadyExistsError(absl::StrCat(out, ": already exists (pass --overwrite)"));
+  if (!checkpoint) {
+    return folder ? absl::FailedPreconditionError(absl::StrCat(out, ": is a folder; a dataset is fetched into a file"))
+                  : absl::OkStatus();
+  }
+  if (!PathExists(JoinPath(out, "manifest.json"))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, ": exists and is not a checkpoint folder (no manifest.json); --overwrite replaces only an earlier one"));
+  }
+  if (PathIsWithin(std::filesystem::current_path(error).string(), out)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(out, ": holds the working directory; --overwrite would delete it"));
+  }
+  return absl::OkStatus();
+}
+
+// Writes the checkpoint's manifest and blobs into a fresh folder, then puts it in place of `dir`.
+absl::Status FetchCheckpointFolder(registry::RegistryClient& client, const v1::Checkpoint& checkpoint,
+                                   const std::string& dir) {
+  const std::string partial = PartialPathFor(dir);
+  absl::Status status = MakeDirs(partial);
+  if (status.ok()) status = WriteFileAtomic(JoinPath(partial, "manifest.json"), checkpoint.manifest_json());
+  for (const v1::BlobRef& blob : checkpoint.blobs()) {
+    if (status.ok()) status = DownloadWithProgress(client, blob.sha256(), JoinPath(partial, blob.role()), 0, 0);
+  }
+  if (status.ok()) status = ReplaceFolder(partial, dir);
+  if (!status.ok()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(partial, ignored);
+  }
+  return status;
+}
+
+absl::Status GetCheckpointInto(registry::RegistryClient& client, const v1::Checkpoint& checkpoint,
+                               const RegistryFlags& f) {
+  const std::string& dir = f.output;
+  ROBOLOOP_RETURN_IF_ERROR(CheckGetOutput(dir, f.overwrite, /*checkpoint=*/true));
+  ROBOLOOP_RETURN_IF_ERROR(FetchCheckpointFolder(client, checkpoint, dir));
   std::printf("fetched checkpoint %s:v%d into %s (%d blobs)\n", checkpoint.model().c_str(),
               checkpoint.version(), dir.c_str(), checkpoint.blobs_size());
   return absl::OkStatus();
@@ -221,6 +263,7 @@ absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
   ROBOLOOP_RETURN_IF_ERROR(ParseRange(f.range, &offset, &length));
   absl::StatusOr<v1::Dataset> dataset = client.GetDataset(f.ref);
   if (dataset.ok()) {
+    ROBOLOOP_RETURN_IF_ERROR(CheckGetOutput(f.output, f.overwrite, /*checkpoint=*/false));
     ROBOLOOP_RETURN_IF_ERROR(
         DownloadWithProgress(client, dataset->blob().sha256(), f.output, offset, length));
     std::printf("fetched dataset %s:v%d into %s\n", dataset->name().c_str(), dataset->version(),
@@ -233,7 +276,7 @@ absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
     return checkpoint.status();
   }
   if (!f.range.empty()) return UsageError("--range applies to datasets only");
-  return GetCheckpointInto(client, *checkpoint, f.output);
+  return GetCheckpointInto(client, *checkpoint, f);
 }
 
 absl::StatusOr<int64_t> ParseSince(const std::string& since) {
@@ -484,6 +527,8 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   get->add_option("REF", f->ref, "Reference: id, id prefix, name:vN or name@alias")->required();
   get->add_option("-o,--output", f->output, "Destination file (dataset) or folder (checkpoint)")->required();
   get->add_option("--range", f->range, "OFFSET:LENGTH byte range of a dataset file");
+  get->add_flag("--overwrite", f->overwrite,
+                "Replace an existing file, or a folder an earlier `registry get` of a checkpoint wrote");
   BindAction(runner, get, flags, &Get);
 
   CLI::App* ls = AddSubcommand(registry, "ls", "List checkpoints (or datasets)", f);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
@@ -90,6 +91,36 @@ absl::Status RenameDurable(const std::string& from, const std::string& to) {
   ROBOLOOP_RETURN_IF_ERROR(FsyncDir(ParentDir(to)));
   if (ParentDir(from) != ParentDir(to)) ROBOLOOP_RETURN_IF_ERROR(FsyncDir(ParentDir(from)));
   return absl::OkStatus();
+}
+
+std::string PartialPathFor(const std::string& path) { return absl::StrCat(path, ".partial-", NewUuid()); }
+
+absl::Status ReplaceFolder(const std::string& partial, const std::string& folder) {
+  if (!PathExists(folder)) return RenameDurable(partial, folder);
+  const std::string aside = absl::StrCat(folder, ".replaced-", NewUuid());
+  ROBOLOOP_RETURN_IF_ERROR(RenameDurable(folder, aside));
+  const absl::Status placed = RenameDurable(partial, folder);
+  if (!placed.ok()) {
+    (void)RenameDurable(aside, folder);
+    return placed;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(aside, ignored);
+  return absl::OkStatus();
+}
+
+bool PathIsWithin(const std::string& path, const std::string& folder) {
+  std::error_code error;
+  const std::filesystem::path inner = std::filesystem::weakly_canonical(path, error);
+  const std::filesystem::path outer = std::filesystem::weakly_canonical(folder, error);
+  if (error) return false;
+  auto inner_part = inner.begin();
+  for (const std::filesystem::path& part : outer) {
+    if (part.empty()) continue;  // the empty last element of a path ending in '/'
+    if (inner_part == inner.end() || *inner_part != part) return false;
+    ++inner_part;
+  }
+  return true;
 }
 
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) {

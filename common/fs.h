@@ -55,6 +55,17 @@ absl::Status FsyncDir(const std::string& dir);
 // Renames `from` to `to` atomically (replacing `to`), then fsyncs the directory of `to`.
 absl::Status RenameDurable(const std::string& from, const std::string& to);
 
+// A fresh name beside `path` to write it under before an atomic rename: "<path>.partial-<uuid>".
+// Unique, so that concurrent writers and a user's own file named "<path>.partial" are never touched.
+std::string PartialPathFor(const std::string& path);
+
+// Puts the folder `partial` in place of `folder`: an existing `folder` is moved aside first, put back when the
+// second rename fails, and deleted once `partial` is in place. Errors name the paths.
+absl::Status ReplaceFolder(const std::string& partial, const std::string& folder);
+
+// True when `path` is `folder` or lies inside it, after resolving both (symbolic links, "." and "..").
+bool PathIsWithin(const std::string& path, const std::string& folder);
+
 // Replaces the file at `path` with `data` atomically and durably: a crash leaves either the
 // old content or the new one, never a mix. The temp file lives beside `path`.
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view data);

@@ -73,7 +73,7 @@ absl::Status CheckFeatureName(const std::string& name) {
 }
 
 DatasetWriter::DatasetWriter(const Options& options)
-    : options_(options), partial_path_(options.path + ".partial") {}
+    : options_(options), partial_path_(PartialPathFor(options.path)) {}
 
 DatasetWriter::~DatasetWriter() { Abandon(); }
 

@@ -481,13 +481,33 @@ absl::StatusOr<double> FramesPerSecond(const LeRobotExportOptions& options, cons
       absl::StrCat(options.input_path, ": no frame rate recorded (env_args lerobot.fps); pass --fps"));
 }
 
+// Refuses an existing output that the export must not replace: any without `overwrite`, and with it anything but an
+// earlier LeRobot export, or a folder that holds the input or the working directory.
+absl::Status CheckReplaceableOutput(const LeRobotExportOptions& options) {
+  const std::string& out = options.output_dir;
+  if (!PathExists(out)) return absl::OkStatus();
+  if (!options.overwrite) return absl::AlreadyExistsError(absl::StrCat(out, ": already exists (pass --overwrite)"));
+  if (!PathExists(JoinPath(out, lerobot::kInfoPath))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, ": exists and is not a LeRobot dataset folder (no meta/info.json); --overwrite replaces only an earlier "
+        "export"));
+  }
+  if (PathIsWithin(options.input_path, out)) {
+    return absl::FailedPreconditionError(absl::StrCat(out, ": holds the input ", options.input_path,
+                                                      "; --overwrite would delete it"));
+  }
+  std::error_code error;
+  if (PathIsWithin(std::filesystem::current_path(error).string(), out)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(out, ": holds the working directory; --overwrite would delete it"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options) {
-  std::error_code error;
-  if (std::filesystem::exists(options.output_dir, error) && !options.overwrite) {
-    return absl::AlreadyExistsError(absl::StrCat(options.output_dir, ": already exists (pass --overwrite)"));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckReplaceableOutput(options));
   ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckSizes(options), absl::StrCat("export of ", options.input_path)));
   DatasetReader::Options reader_options;
   reader_options.path = options.input_path;
@@ -496,17 +516,13 @@ absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& op
   const nlohmann::json env_object = env.is_object() ? env : nlohmann::json::object();
   ROBOLOOP_ASSIGN_OR_RETURN(double fps, FramesPerSecond(options, env_object));
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<Target> targets, PlanTargets(options.input_path, reader->layout(), env_object));
-  const std::string partial = options.output_dir + ".partial";
-  std::filesystem::remove_all(partial, error);
+  const std::string partial = PartialPathFor(options.output_dir);
   Exporter exporter(options, *reader, std::move(targets), env_object, partial);
   absl::Status status = exporter.Run(fps);
-  if (status.ok()) {
-    std::filesystem::remove_all(options.output_dir, error);
-    std::filesystem::rename(partial, options.output_dir, error);
-    if (error) status = ErrnoStatus(error.value(), options.output_dir);
-  }
+  if (status.ok()) status = ReplaceFolder(partial, options.output_dir);
   if (!status.ok()) {
-    std::filesystem::remove_all(partial, error);
+    std::error_code ignored;
+    std::filesystem::remove_all(partial, ignored);
     return status;
   }
   return exporter.result();

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/fs.h"
-#include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
 
@@ -102,7 +101,7 @@ absl::StatusOr<std::string> RegistryClient::CachedCopy(const std::string& sha256
 absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std::string& path,
                                             int64_t offset, int64_t length, ProgressFn progress) {
   // Its own name: processes on several machines (pids may repeat) may download into one folder.
-  std::string temp = absl::StrCat(path, ".partial-", NewUuid());
+  const std::string temp = PartialPathFor(path);
   UniqueFd out(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!out.valid()) return ErrnoStatus(errno, temp);
   v1::DownloadRequest request;
@@ -143,7 +142,8 @@ absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std
       return fail(absl::DataLossError(absl::StrCat("download of ", sha256, " has sha256 ", digest)));
     }
   }
-  return RenameDurable(temp, path);
+  const absl::Status renamed = RenameDurable(temp, path);
+  return renamed.ok() ? renamed : fail(renamed);
 }
 
 absl::StatusOr<std::string> RegistryClient::DownloadToString(const std::string& sha256) {

@@ -105,7 +105,7 @@ TEST(AlohaImportTest, ErrorsNameTheSourceAndLeaveNoOutput) {
   EXPECT_EQ(result.status().message(),
             input + "/episode_1.hdf5: /observations/qvel: missing dataset");
   EXPECT_FALSE(std::filesystem::exists(options.output_path));
-  EXPECT_FALSE(std::filesystem::exists(options.output_path + ".partial"));
+  EXPECT_TRUE(testing::NamesStartingWith(dir.path(), "out.hdf5").empty());
 
   AlohaEpisode ragged = MakeAlohaEpisode(5, 1);
   ragged.qpos = Array::From<double>({4, 14}, std::vector<double>(56, 0.0));

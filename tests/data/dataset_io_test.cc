@@ -1,6 +1,7 @@
 // Round trips through DatasetWriter / DatasetReader and the writer's own checks.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "data/dataset_reader.h"
@@ -158,7 +159,25 @@ TEST(DatasetIoTest, UnclosedWriterLeavesNoFile) {
     ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(4, 0)).ok());
   }
   EXPECT_FALSE(std::filesystem::exists(options.path));
-  EXPECT_FALSE(std::filesystem::exists(options.path + ".partial"));
+  EXPECT_TRUE(testing::NamesStartingWith(dir.path(), "gone.hdf5").empty());
+}
+
+TEST(DatasetIoTest, AWriterLeavesAUsersPartialFileAlone) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("out.hdf5");
+  {
+    std::ofstream mine(options.path + ".partial");
+    mine << "precious";
+  }
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(4, 0)).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(OpenOrDie(options.path)->layout().total_steps, 4);
+  std::ifstream mine(options.path + ".partial");
+  const std::string kept((std::istreambuf_iterator<char>(mine)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "precious");
 }
 
 TEST(DatasetIoTest, ExistingFileIsNotOverwrittenUnlessAsked) {

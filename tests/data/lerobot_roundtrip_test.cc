@@ -213,8 +213,56 @@ TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {
   absl::StatusOr<LeRobotExportResult> result = ExportLeRobot(options);
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("next_obs/qpos"), std::string::npos) << result.status();
-  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot")));
-  EXPECT_FALSE(std::filesystem::exists(dir.File("lerobot.partial")));
+  EXPECT_TRUE(testing::NamesStartingWith(dir.path(), "lerobot").empty());
+}
+
+// --overwrite replaces an earlier export only: another folder, a folder holding the input or the working directory
+// are refused and kept; a user's own "<out>.partial" is never touched.
+TEST(LeRobotRoundTripTest, OverwriteReplacesOnlyAnEarlierExport) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});
+  LeRobotExportOptions options = InToLeRobot(dir);
+  options.fps = 10;
+  options.overwrite = true;
+  std::filesystem::create_directory(dir.File("lerobot.partial"));
+  std::ofstream(dir.File("lerobot.partial/notes.txt")) << "mine";
+  ASSERT_TRUE(ExportLeRobot(options).ok());
+  options.task = "again";
+  ASSERT_TRUE(ExportLeRobot(options).ok()) << "an earlier export is replaced";
+  LeRobotImportOptions import_options;
+  import_options.input_dir = dir.File("lerobot");
+  import_options.output_path = dir.File("back.hdf5");
+  ASSERT_TRUE(ImportLeRobot(import_options).ok());
+  const nlohmann::json env = nlohmann::json::parse(testing::OpenOrDie(dir.File("back.hdf5"))->layout().env_args_json);
+  EXPECT_EQ(env["lerobot"]["tasks"], nlohmann::json({"again"}));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("lerobot.partial/notes.txt")));
+
+  std::filesystem::create_directory(dir.File("results"));
+  std::ofstream(dir.File("results/a.txt")) << "keep";
+  options.output_dir = dir.File("results");
+  absl::StatusOr<LeRobotExportResult> other = ExportLeRobot(options);
+  EXPECT_EQ(other.status().message(), dir.File("results") + ": exists and is not a LeRobot dataset folder (no "
+                                      "meta/info.json); --overwrite replaces only an earlier export");
+  EXPECT_TRUE(std::filesystem::exists(dir.File("results/a.txt")));
+
+  options.output_dir = options.input_path;
+  EXPECT_FALSE(ExportLeRobot(options).ok());
+  EXPECT_TRUE(std::filesystem::is_regular_file(options.input_path));
+
+  std::filesystem::copy_file(options.input_path, dir.File("lerobot/in.hdf5"));
+  options.input_path = dir.File("lerobot/in.hdf5");
+  options.output_dir = dir.File("lerobot");
+  absl::StatusOr<LeRobotExportResult> holding = ExportLeRobot(options);
+  EXPECT_EQ(holding.status().message(), dir.File("lerobot") + ": holds the input " + options.input_path +
+                                            "; --overwrite would delete it");
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::filesystem::current_path(dir.File("lerobot/meta"));
+  options.input_path = dir.File("in.hdf5");
+  options.output_dir = "..";
+  absl::StatusOr<LeRobotExportResult> cwd = ExportLeRobot(options);
+  std::filesystem::current_path(was);
+  EXPECT_EQ(cwd.status().message(), "..: holds the working directory; --overwrite would delete it");
+  EXPECT_TRUE(std::filesystem::exists(dir.File("lerobot/meta/info.json")));
 }
 
 TEST(LeRobotRoundTripTest, AFileWithoutAFrameRateNeedsTheFlag) {

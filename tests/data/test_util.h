@@ -34,6 +34,16 @@ class TempDir {
   std::string path_;
 };
 
+// The names in folder `dir` that begin with `prefix`, e.g. a writer's temporary "<out>.partial-<uuid>".
+inline std::vector<std::string> NamesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
 // A deterministic, non-trivial value for (seed, step, element).
 inline double Wave(int seed, int step, int element) {
   return std::sin(0.37 * step + 1.3 * element + 0.11 * seed) * (1 + element) + 0.01 * seed;

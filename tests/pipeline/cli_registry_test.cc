@@ -82,9 +82,17 @@ TEST_F(CliRegistryTest, DatasetPutListGetShowVerify) {
   ProgramResult get = Roboloop({"registry", "get", "demos:v1", "-o", back});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_EQ(testing::ReadWholeFile(back), "pretend dataset bytes");
-  ProgramResult range = Roboloop({"registry", "get", "demos@latest", "-o", back, "--range", "8:7"});
+  ProgramResult kept = Roboloop({"registry", "get", "demos@latest", "-o", back, "--range", "8:7"});
+  EXPECT_EQ(kept.exit_code, 1);
+  EXPECT_THAT(kept.err, HasSubstr(back + ": already exists (pass --overwrite)"));
+  EXPECT_EQ(testing::ReadWholeFile(back), "pretend dataset bytes");
+  ProgramResult range =
+      Roboloop({"registry", "get", "demos@latest", "-o", back, "--range", "8:7", "--overwrite"});
   ASSERT_EQ(range.exit_code, 0) << range.err;
   EXPECT_EQ(testing::ReadWholeFile(back), "dataset");
+  ProgramResult into_folder = Roboloop({"registry", "get", "demos:v1", "-o", dir_, "--overwrite"});
+  EXPECT_EQ(into_folder.exit_code, 1);
+  EXPECT_THAT(into_folder.err, HasSubstr(dir_ + ": is a folder; a dataset is fetched into a file"));
 
   ProgramResult show = Roboloop({"registry", "show", "demos:v1"});
   EXPECT_EQ(show.exit_code, 0) << show.err;
@@ -129,6 +137,20 @@ TEST_F(CliRegistryTest, CheckpointAliasPromoteHistoryLineage) {
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_EQ(testing::ReadWholeFile(out + "/policy"), "weights-1");
   EXPECT_THAT(testing::ReadWholeFile(out + "/manifest.json"), HasSubstr("cartpole-mlp"));
+  ProgramResult again = Roboloop({"registry", "get", "cartpole-mlp:v2", "-o", out});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already exists (pass --overwrite)"));
+  ProgramResult replaced = Roboloop({"registry", "get", "cartpole-mlp:v2", "-o", out, "--overwrite"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(testing::ReadWholeFile(out + "/policy"), "weights-2");
+  // A folder that is not an earlier checkpoint fetch keeps its files, --overwrite or not.
+  std::filesystem::create_directory(dir_ + "/notes");
+  WriteFile("notes/a.txt", "mine");
+  ProgramResult mixed = Roboloop({"registry", "get", "cartpole-mlp:v2", "-o", dir_ + "/notes", "--overwrite"});
+  EXPECT_EQ(mixed.exit_code, 1);
+  EXPECT_THAT(mixed.err, HasSubstr("is not a checkpoint folder (no manifest.json)"));
+  EXPECT_EQ(testing::ReadWholeFile(dir_ + "/notes/a.txt"), "mine");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/notes/policy"));
 
   ProgramResult ls = Roboloop({"registry", "ls", "--model", "cartpole-mlp", "--alias", "champion"});
   EXPECT_THAT(ls.out, HasSubstr("champion"));
