@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "pipeline/runner.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_kinds/builtin.h"
 
@@ -27,6 +28,7 @@ absl::Status Validate(const PipelineFlags& flags) {
   pipeline::ValidationOptions options;
   options.protocols_dir = flags.protocols_dir;
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::Plan plan, pipeline::ValidatePipeline(loaded, pipeline::BuiltinStageKinds(), options));
+  ROBOLOOP_RETURN_IF_ERROR(pipeline::CheckTaskFiles(loaded));
   std::printf("%s: pipeline %s is valid; %zu stages in %zu levels\n", flags.file.c_str(),
               loaded.pipeline.name().c_str(), plan.depends_on.size(), plan.levels.size());
   for (size_t i = 0; i < plan.levels.size(); ++i) {

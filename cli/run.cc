@@ -14,6 +14,7 @@
 #include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "eval/protocol.h"
 #include "pipeline/run_progress.h"
 #include "pipeline/run_store.h"
 #include "pipeline/runner.h"
@@ -28,7 +29,7 @@ struct RunFlags {
   std::vector<std::string> sets;
   std::string services;
   std::string root = ".roboloop";
-  std::string protocols_dir = "configs/protocols";
+  std::string protocols_dir;  // "" = the runner's default (a resumed run: its own)
   std::string resume;
   bool no_cache = false;
   int threads = 4;
@@ -38,6 +39,15 @@ struct RunFlags {
 };
 
 std::string StorePath(const RunFlags& f) { return StoreLayout(f.root).PipelineRuns(); }
+
+// The run store under --root for commands that only read it: NotFound naming the folder when
+// it holds none (nothing is created).
+absl::StatusOr<std::unique_ptr<pipeline::RunStore>> OpenExistingStore(const RunFlags& f) {
+  if (!PathExists(StorePath(f))) {
+    return absl::NotFoundError(absl::StrCat("--root ", f.root, " holds no pipeline runs (no ", StorePath(f), ")"));
+  }
+  return pipeline::RunStore::Open(StorePath(f));
+}
 
 // What `roboloop run` prints and exits with for a recorded run that ended: the summary (0), a
 // resumable cancellation (130; also when a signal came and a stage then failed), an unmet loop
@@ -72,7 +82,6 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
       return UsageError(absl::StrCat("--resume ", f.resume, " runs ", previous.spec_path, ", not ", f.file));
     }
     f.file = previous.spec_path;
-    if (f.sets.empty()) f.sets = previous.overrides;
   }
   if (f.file.empty()) return UsageError("give a pipeline FILE (or --resume RUN)");
   common::CancellationToken cancel;
@@ -114,7 +123,7 @@ std::string Duration(int64_t from_us, int64_t to_us) {
 }
 
 absl::Status ListRuns(const RunFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<pipeline::RunRecord> runs, store->ListRuns(f.limit));
   Table table({"RUN", "PIPELINE", "STATUS", "STARTED", "DURATION", "SPEC"});
   for (const pipeline::RunRecord& r : runs) {
@@ -132,7 +141,7 @@ absl::StatusOr<std::string> RunOrNewest(const RunFlags& f, pipeline::RunStore& s
 }
 
 absl::Status ShowStatus(const RunFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, RunOrNewest(f, *store));
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(id));
   std::printf("run %s: %s %s, started %s, %s%s%s\n", run.id.c_str(), run.pipeline.c_str(), run.status.c_str(),
@@ -147,7 +156,7 @@ absl::Status ShowStatus(const RunFlags& f) {
 }
 
 absl::Status ShowLogs(const RunFlags& f) {
-  ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(f.run));
   std::vector<std::string> printed;
   for (const pipeline::StageExecutionRecord& s : run.stages) {
@@ -171,11 +180,17 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* run = app.add_subcommand("run", "Run a pipeline (configs/pipelines/*.yaml) on embedded or remote services");
   run->add_option("FILE", f->file, "Pipeline YAML");
-  run->add_option("--set", f->sets, "Override PATH=VALUE (e.g. train.steps=5000; repeatable)");
-  run->add_option("--services", f->services, "Services file (configs/services/*.yaml); default: embedded services");
+  run->add_option("--set", f->sets,
+                  "Override PATH=VALUE (e.g. train.steps=5000; repeatable; on --resume, on top of the run's own)");
+  run->add_option("--services", f->services,
+                  "Services file (configs/services/*.yaml); default: embedded services (on --resume: the run's own)");
   run->add_option("--root", f->root, "Store of runs, registry, leaderboard")->capture_default_str();
-  run->add_option("--protocols-dir", f->protocols_dir, "Where named protocols live")->capture_default_str();
-  run->add_option("--resume", f->resume, "Continue run RUN (finished stages are not redone)");
+  run->add_option("--protocols-dir", f->protocols_dir,
+                  absl::StrCat("Where named protocols live; default: ", eval::kDefaultProtocolsDir,
+                               " (on --resume: the run's own)"));
+  run->add_option("--resume", f->resume,
+                  "Continue run RUN (finished stages are not redone; its file, --set values, --services, "
+                  "--protocols-dir and --no-cache are kept)");
   run->add_flag("--no-cache", f->no_cache, "Run every stage, even when an earlier run did the same");
   run->add_option("--threads", f->threads, "Stages running at once")->capture_default_str();
   runner.Bind(run, [f] { return RunPipelineCommand(*f); });

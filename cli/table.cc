@@ -8,10 +8,29 @@ namespace roboloop::cli {
 
 Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
+namespace {
+
+// `cell` on one line: trailing whitespace dropped, line breaks inside it shown as " | ".
+std::string OneLine(const std::string& cell) {
+  std::string line;
+  const size_t end = cell.find_last_not_of(" \t\r\n");
+  for (size_t i = 0; end != std::string::npos && i <= end; ++i) {
+    if (cell[i] == '\n') {
+      line += " | ";
+    } else if (cell[i] != '\r') {
+      line += cell[i];
+    }
+  }
+  return line;
+}
+
+}  // namespace
+
 void Table::AddRow(std::vector<std::string> cells) {
   ROBOLOOP_CHECK_MSG(cells.size() <= headers_.size(), "row has ", cells.size(), " cells for ",
                      headers_.size(), " columns");
   cells.resize(headers_.size());
+  for (std::string& cell : cells) cell = OneLine(cell);
   rows_.push_back(std::move(cells));
 }
 

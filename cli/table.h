@@ -12,7 +12,8 @@ class Table {
   // A table with these column headers.
   explicit Table(std::vector<std::string> headers);
 
-  // Appends a row; missing cells are empty, extra cells are a bug.
+  // Appends a row; missing cells are empty, extra cells are a bug. A cell's line breaks are shown
+  // as " | " and its trailing whitespace dropped, so that each row stays one line.
   void AddRow(std::vector<std::string> cells);
 
   // Rows added so far.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -21,13 +22,25 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// True for a long id (a content hash or a uuid: hex digits and dashes), which reads fine cut short.
+bool IsLongId(const std::string& value) {
+  if (value.size() <= 16) return false;
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == '-'; });
+}
+
 std::string OutputsText(const StageOutputs& outputs) {
   std::string text;
   for (const auto& [name, value] : outputs) {
     if (value.empty()) continue;
-    absl::StrAppend(&text, text.empty() ? "" : ", ", name, "=", value.size() > 16 ? value.substr(0, 12) : value);
+    absl::StrAppend(&text, text.empty() ? "" : ", ", name, "=", IsLongId(value) ? value.substr(0, 12) : value);
   }
   return text;
+}
+
+// The status's code and message, without the payloads ToString would add.
+std::string StatusText(const absl::Status& status) {
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message());
 }
 
 }  // namespace
@@ -82,7 +95,7 @@ void RunProgressPrinter::OnEvent(const StageEvent& event) {
       Line(absl::StrCat("> ", event.stage, " started"));
       return;
     case StageEvent::Kind::kRetrying:
-      AppendLog(event.stage, absl::StrCat("attempt ", event.attempt, " after: ", event.status.ToString()));
+      AppendLog(event.stage, absl::StrCat("attempt ", event.attempt, " after: ", StatusText(event.status)));
       Line(absl::StrCat("~ ", event.stage, " retrying (attempt ", event.attempt, "): ", event.status.message()));
       return;
     case StageEvent::Kind::kFinished: {
@@ -92,7 +105,7 @@ void RunProgressPrinter::OnEvent(const StageEvent& event) {
       return;
     }
     case StageEvent::Kind::kFailed:
-      AppendLog(event.stage, absl::StrCat("failed: ", event.status.ToString()));
+      AppendLog(event.stage, absl::StrCat("failed: ", StatusText(event.status)));
       Line(absl::StrCat("! ", event.stage, " failed: ", event.status.message()));
       return;
     case StageEvent::Kind::kSkipped:

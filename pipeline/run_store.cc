@@ -19,7 +19,8 @@ CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, pipeline TEXT NOT NULL, spec_path TEXT NOT NULL, status TEXT NOT NULL,
   created_us INTEGER NOT NULL, finished_us INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
   overrides_json TEXT NOT NULL DEFAULT '[]', runner_pid INTEGER NOT NULL DEFAULT 0,
-  runner_start_ticks INTEGER NOT NULL DEFAULT 0, runner_host TEXT NOT NULL DEFAULT '');
+  runner_start_ticks INTEGER NOT NULL DEFAULT 0, runner_host TEXT NOT NULL DEFAULT '',
+  settings_json TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS stage_executions (
   id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(id), stage TEXT NOT NULL,
   cache_key TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
@@ -30,7 +31,7 @@ CREATE TABLE IF NOT EXISTS stage_executions (
 CREATE INDEX IF NOT EXISTS stage_executions_by_key ON stage_executions(cache_key, status);
 )";
 
-constexpr int64_t kSchemaVersion = 2;
+constexpr int64_t kSchemaVersion = 3;
 
 // Schema 1 -> 2: the runner of a run, the resume point of a stage execution.
 constexpr char kUpgradeFrom1[] = R"(
@@ -40,6 +41,28 @@ ALTER TABLE runs ADD COLUMN runner_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE stage_executions ADD COLUMN resume_point TEXT NOT NULL DEFAULT '';
 UPDATE schema_version SET version = 2;
 )";
+
+// Schema 2 -> 3: what a run was started with.
+constexpr char kUpgradeFrom2[] = R"(
+ALTER TABLE runs ADD COLUMN settings_json TEXT NOT NULL DEFAULT '';
+UPDATE schema_version SET version = 3;
+)";
+
+std::string SettingsJson(const RunSettings& settings) {
+  return nlohmann::json{{"spec_sha256", settings.spec_sha256},
+                        {"use_cache", settings.use_cache},
+                        {"services_file", settings.services_file},
+                        {"protocols_dir", settings.protocols_dir}}
+      .dump();
+}
+
+// The settings stored as `json`; none when it is not an object (a run recorded before them).
+std::optional<RunSettings> ParseSettings(const std::string& json) {
+  const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+  if (!parsed.is_object()) return std::nullopt;
+  return RunSettings{parsed.value("spec_sha256", ""), parsed.value("use_cache", true),
+                     parsed.value("services_file", ""), parsed.value("protocols_dir", "")};
+}
 
 std::string OutputsJson(const StageOutputs& outputs) { return nlohmann::json(outputs).dump(); }
 
@@ -89,8 +112,9 @@ absl::StatusOr<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path
   ROBOLOOP_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
   ROBOLOOP_RETURN_IF_ERROR(db->Exec(kSchema));
   ROBOLOOP_ASSIGN_OR_RETURN(int64_t version, db->QueryInt("SELECT MAX(version) FROM schema_version", {}, 0));
-  if (version == 0) ROBOLOOP_RETURN_IF_ERROR(db->Run("INSERT INTO schema_version VALUES (2)"));
+  if (version == 0) ROBOLOOP_RETURN_IF_ERROR(db->Run("INSERT INTO schema_version VALUES (3)"));
   if (version == 1) ROBOLOOP_RETURN_IF_ERROR(db->Exec(kUpgradeFrom1));
+  if (version == 1 || version == 2) ROBOLOOP_RETURN_IF_ERROR(db->Exec(kUpgradeFrom2));
   if (version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": run store schema ", version, " is newer than this roboloop (", kSchemaVersion, ")"));
@@ -99,19 +123,21 @@ absl::StatusOr<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path
 }
 
 absl::StatusOr<std::string> RunStore::CreateRun(const std::string& pipeline, const std::string& spec_path,
-                                                const std::vector<std::string>& overrides) {
+                                                const std::vector<std::string>& overrides,
+                                                const RunSettings& settings) {
   const std::string id = NewUuid();
   const ProcessIdentity runner = CurrentProcess();
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(db_->Run(
       "INSERT INTO runs (id, pipeline, spec_path, status, created_us, overrides_json, runner_pid, runner_start_ticks, "
-      "runner_host) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8)",
+      "runner_host, settings_json) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9)",
       {id, pipeline, spec_path, NowUnixMicros(), nlohmann::json(overrides).dump(), runner.pid, runner.start_ticks,
-       runner.host}));
+       runner.host, SettingsJson(settings)}));
   return id;
 }
 
-absl::Status RunStore::ReopenRun(const std::string& run_id) {
+absl::Status RunStore::ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
+                                 const RunSettings& settings) {
   const ProcessIdentity runner = CurrentProcess();
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(MarkRunsOfGoneRunnersInterrupted());
@@ -125,8 +151,9 @@ absl::Status RunStore::ReopenRun(const std::string& run_id) {
     }
   }
   return db_->Run("UPDATE runs SET status = 'running', message = '', runner_pid = ?2, runner_start_ticks = ?3, "
-                  "runner_host = ?4 WHERE id = ?1",
-                  {run_id, runner.pid, runner.start_ticks, runner.host});
+                  "runner_host = ?4, overrides_json = ?5, settings_json = ?6 WHERE id = ?1",
+                  {run_id, runner.pid, runner.start_ticks, runner.host, nlohmann::json(overrides).dump(),
+                   SettingsJson(settings)});
 }
 
 absl::Status RunStore::FinishRun(const std::string& run_id, const std::string& status, const std::string& message) {
@@ -140,8 +167,8 @@ absl::StatusOr<int64_t> RunStore::StartStage(const std::string& run_id, const st
                                              const std::string& log_path) {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(db_->Run(
-      "INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us, params_json, log_path) "
-      "VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6)",
+      "INSERT INTO stage_executions (run_id, stage, cache_key, status, attempts, started_us, params_json, log_path) "
+      "VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5, ?6)",
       {run_id, stage, cache_key, NowUnixMicros(), params_json, log_path}));
   return db_->QueryInt("SELECT last_insert_rowid()", {}, 0);
 }
@@ -209,12 +236,12 @@ absl::StatusOr<RunRecord> RunStore::GetRun(const std::string& run_id) {
   ROBOLOOP_RETURN_IF_ERROR(MarkRunsOfGoneRunnersInterrupted());
   ROBOLOOP_ASSIGN_OR_RETURN(auto run, db_->Prepare(
       "SELECT id, pipeline, spec_path, status, created_us, finished_us, message, overrides_json, runner_pid, "
-      "runner_start_ticks, runner_host FROM runs WHERE id = ?1",
+      "runner_start_ticks, runner_host, settings_json FROM runs WHERE id = ?1",
       {run_id}));
   ROBOLOOP_ASSIGN_OR_RETURN(bool found, run->Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no pipeline run ", run_id));
   RunRecord record{run->Text(0), run->Text(1), run->Text(2), run->Text(3), run->Int(4), run->Int(5), run->Text(6), {}, {},
-                   ProcessIdentity{run->Int(8), run->Int(9), run->Text(10)}};
+                   ProcessIdentity{run->Int(8), run->Int(9), run->Text(10)}, ParseSettings(run->Text(11))};
   const nlohmann::json overrides = nlohmann::json::parse(run->Text(7), nullptr, false);
   if (overrides.is_array()) record.overrides = overrides.get<std::vector<std::string>>();
   ROBOLOOP_ASSIGN_OR_RETURN(auto stages, db_->Prepare(
@@ -241,7 +268,7 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
   while (true) {
     ROBOLOOP_ASSIGN_OR_RETURN(bool row, runs->Step());
     if (!row) break;
-    records.push_back({runs->Text(0), runs->Text(1), runs->Text(2), runs->Text(3), runs->Int(4), runs->Int(5), runs->Text(6), {}, {}, {}});
+    records.push_back({runs->Text(0), runs->Text(1), runs->Text(2), runs->Text(3), runs->Int(4), runs->Int(5), runs->Text(6), {}, {}, {}, {}});
   }
   return records;
 }

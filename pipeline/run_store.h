@@ -37,6 +37,14 @@ struct StageExecutionRecord {
   std::string resume_point;   // where the stage could continue from ("" = from the start)
 };
 
+// What a run was started with besides its pipeline and overrides; `--resume` reuses it.
+struct RunSettings {
+  std::string spec_sha256;    // sha256 of the pipeline file's text when the run started
+  bool use_cache = true;      // false: started with --no-cache
+  std::string services_file;  // absolute; "" = embedded services
+  std::string protocols_dir;  // absolute
+};
+
 // One run as stored.
 struct RunRecord {
   std::string id;
@@ -48,6 +56,7 @@ struct RunRecord {
   std::vector<StageExecutionRecord> stages;  // in start order
   std::vector<std::string> overrides;        // the --set PATH=VALUE it ran with
   ProcessIdentity runner;                    // the process that runs (ran) it
+  std::optional<RunSettings> settings;       // none for runs recorded before settings were
 };
 
 // `label` as a file name: letters, digits, '-' and '_' kept, anything else '-'.
@@ -65,21 +74,24 @@ std::string StageCacheKey(const v1::Stage& resolved);
 
 class RunStore {
  public:
-  // Opens (creating, or upgrading from schema 1) the store at `path`, e.g.
+  // Opens (creating, or upgrading from schema 1 or 2) the store at `path`, e.g.
   // ".roboloop/pipeline/runs.db".
   static absl::StatusOr<std::unique_ptr<RunStore>> Open(const std::string& path);
 
-  // A new run (uuid) of `pipeline` from `spec_path` with `overrides` ("PATH=VALUE"), run by
-  // this process.
+  // A new run (uuid) of `pipeline` from `spec_path` with `overrides` ("PATH=VALUE") and
+  // `settings`, run by this process.
   absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path,
-                                        const std::vector<std::string>& overrides = {});
-  // Marks the run running again, by this process (resume). NotFound for an unknown run;
-  // FailedPrecondition while its runner still runs.
-  absl::Status ReopenRun(const std::string& run_id);
+                                        const std::vector<std::string>& overrides = {},
+                                        const RunSettings& settings = {});
+  // Marks the run running again, by this process (resume), now with `overrides` and `settings`.
+  // NotFound for an unknown run; FailedPrecondition while its runner still runs.
+  absl::Status ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
+                         const RunSettings& settings);
   // Ends the run with `status` and `message`.
   absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
 
-  // Records a stage execution's start (its resolved parameters and log file); returns its id.
+  // Records a stage execution's start (its resolved parameters and log file; its first attempt,
+  // so that a run cut short shows one); returns its id.
   absl::StatusOr<int64_t> StartStage(const std::string& run_id, const std::string& stage,
                                      const std::string& cache_key, const std::string& params_json = "{}",
                                      const std::string& log_path = "");

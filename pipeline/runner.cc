@@ -1,17 +1,24 @@
 #include "pipeline/runner.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/fs.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "eval/protocol.h"
 #include "pipeline/run_store.h"
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
 #include "pipeline/stage_kinds/builtin.h"
+#include "sim/yaml_task.h"
 #include "wiring/services.h"
 #include "wiring/tasks.h"
 
@@ -81,11 +88,56 @@ std::string EndState(const absl::Status& status, const common::CancellationToken
   return common::IsCancelled(cancel) || absl::IsCancelled(status) ? "cancelled" : "failed";
 }
 
-// The run's id: a new run in `store`, or the reopened run `options.resume`.
+// `path` made absolute ("" stays "").
+std::string Absolute(const std::string& path) {
+  return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// The options to run with, and the pipeline text's hash the resumed run started from ("" for a
+// new run or a run recorded before it was stored).
+struct ResolvedRun {
+  PipelineRunOptions options;
+  std::string started_spec_sha256;
+};
+
+// `options` with what the resumed run was started with filled in (see PipelineRunOptions).
+absl::StatusOr<ResolvedRun> Resolve(RunStore& store, const PipelineRunOptions& options) {
+  ResolvedRun resolved{options, ""};
+  PipelineRunOptions& o = resolved.options;
+  if (!options.resume.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(RunRecord previous, store.GetRun(options.resume));
+    if (o.file.empty()) o.file = previous.spec_path;
+    o.overrides = OverridesOnTop(previous.overrides, options.overrides);
+    if (previous.settings.has_value()) {
+      if (o.services_file.empty()) o.services_file = previous.settings->services_file;
+      if (o.protocols_dir.empty()) o.protocols_dir = previous.settings->protocols_dir;
+      o.use_cache = o.use_cache && previous.settings->use_cache;
+      resolved.started_spec_sha256 = previous.settings->spec_sha256;
+    }
+  }
+  if (o.protocols_dir.empty()) o.protocols_dir = eval::kDefaultProtocolsDir;
+  return resolved;
+}
+
+// FailedPrecondition when the pipeline file no longer holds the text the resumed run started
+// from (checked before the run's overrides, which may no longer fit it, are applied).
+absl::Status CheckSpecUnchanged(const ResolvedRun& run) {
+  if (run.started_spec_sha256.empty()) return absl::OkStatus();
+  const std::string& file = run.options.file;
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string text, ReadFile(file));
+  if (Sha256Hex(text) == run.started_spec_sha256) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(file, " changed since run ", run.options.resume,
+                                                    " started; start a new run with roboloop run ", file));
+}
+
+// The run's id: a new run in `store`, or the reopened run `options.resume`, recorded with
+// `options` and the pipeline's text.
 absl::StatusOr<std::string> StartOrReopenRun(RunStore& store, const LoadedPipeline& loaded,
                                              const PipelineRunOptions& options) {
-  if (options.resume.empty()) return store.CreateRun(loaded.pipeline.name(), options.file, options.overrides);
-  ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume));
+  const RunSettings settings{Sha256Hex(loaded.text), options.use_cache, Absolute(options.services_file),
+                             Absolute(options.protocols_dir)};
+  if (options.resume.empty()) return store.CreateRun(loaded.pipeline.name(), options.file, options.overrides, settings);
+  ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume, options.overrides, settings));
   return options.resume;
 }
 
@@ -101,16 +153,100 @@ ExecutorOptions ExecutorOptionsFor(const StoreLayout& layout, const LoadedPipeli
   return executor_options;
 }
 
+// The names of the loop stages among `stages`, at any depth.
+void CollectLoopNames(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const StageKindRegistry& kinds,
+                      std::set<std::string>* loops) {
+  for (const v1::Stage& stage : stages) {
+    const StageKind* kind = kinds.Find(stage.kind());
+    if (kind == nullptr || !kind->repeats_body) continue;
+    loops->insert(stage.name());
+    CollectLoopNames(stage.loop().stages(), kinds, loops);
+  }
+}
+
+// Records a run's loops in its run store as they start and end, with their log files, so that
+// `status` and `logs` show them as they show the stages the RecordingExecutor records; a loop's
+// attempts are its iterations.
+class LoopRecorder {
+ public:
+  LoopRecorder(RunStore* store, std::string run_id, std::string log_dir, const LoadedPipeline& loaded,
+               const StageKindRegistry& kinds)
+      : store_(store), run_id_(std::move(run_id)), log_dir_(std::move(log_dir)) {
+    CollectLoopNames(loaded.pipeline.stages(), kinds, &loops_);
+  }
+
+  // Records `event` when it is a loop's start or end (events come one at a time).
+  void OnEvent(const StageEvent& event) {
+    const size_t dot = event.stage.rfind('.');
+    if (loops_.count(dot == std::string::npos ? event.stage : event.stage.substr(dot + 1)) == 0) return;
+    if (event.kind == StageEvent::Kind::kStarted) {
+      absl::StatusOr<int64_t> id = store_->StartStage(run_id_, event.stage, "", "{}", StageLogPath(log_dir_, event.stage));
+      if (id.ok()) open_[event.stage] = *id;
+      return;
+    }
+    if (event.kind != StageEvent::Kind::kFinished && event.kind != StageEvent::Kind::kFailed) return;
+    auto it = open_.find(event.stage);
+    if (it == open_.end()) return;
+    const std::string status = event.status.ok() ? "finished" : absl::IsCancelled(event.status) ? "cancelled" : "failed";
+    // The loop's record is for reading only; a store that fails here fails the next stage's record too.
+    (void)store_->FinishStage(it->second, status, event.attempt, event.outputs, std::string(event.status.message()));
+    open_.erase(it);
+  }
+
+ private:
+  RunStore* store_;
+  std::string run_id_;
+  std::string log_dir_;
+  std::set<std::string> loops_;
+  std::map<std::string, int64_t> open_;  // loop label -> its execution record
+};
+
+// "<pipeline file>:<line>: task_files[<i>] <file>: " for messages on task file `i`.
+std::string TaskFilePrefix(const LoadedPipeline& loaded, size_t i, const std::string& file) {
+  const int line = i < loaded.task_file_lines.size() ? loaded.task_file_lines[i] : 0;
+  return absl::StrCat(loaded.source, ":", line, ": task_files[", i, "] ", file, ": ");
+}
+
 }  // namespace
 
-absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& options) {
-  const StoreLayout layout(options.root);
-  const StageKindRegistry& kinds = options.kinds != nullptr ? *options.kinds : BuiltinStageKinds();
+absl::Status CheckTaskFiles(const LoadedPipeline& loaded) {
+  const std::vector<std::string> files = TaskFiles(loaded);
+  std::vector<std::string> problems;
+  std::map<std::string, std::string> declared_by;  // task name -> the file declaring it
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string prefix = TaskFilePrefix(loaded, i, files[i]);
+    if (!PathExists(files[i])) {
+      problems.push_back(prefix + "no such file");
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<sim::Task>> task = sim::LoadYamlTask(files[i]);
+    if (!task.ok()) {
+      problems.push_back(prefix + std::string(task.status().message()));
+      continue;
+    }
+    auto [first, inserted] = declared_by.emplace((*task)->name(), files[i]);
+    if (!inserted) problems.push_back(absl::StrCat(prefix, "task '", first->first, "' is declared by ", first->second, " too"));
+  }
+  if (problems.empty()) {
+    absl::StatusOr<std::unique_ptr<sim::TaskRegistry>> tasks = wiring::TaskRegistryWith({}, files);
+    if (!tasks.ok()) problems.push_back(absl::StrCat(loaded.source, ": task_files: ", tasks.status().message()));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+}
+
+absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& given) {
+  const StoreLayout layout(given.root);
+  const StageKindRegistry& kinds = given.kinds != nullptr ? *given.kinds : BuiltinStageKinds();
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, RunStore::Open(layout.PipelineRuns()));
+  ROBOLOOP_ASSIGN_OR_RETURN(const ResolvedRun resolved, Resolve(*store, given));
+  const PipelineRunOptions& options = resolved.options;
+  ROBOLOOP_RETURN_IF_ERROR(CheckSpecUnchanged(resolved));
   ROBOLOOP_ASSIGN_OR_RETURN(LoadedPipeline loaded, LoadWithOverrides(options.file, options.overrides));
   ValidationOptions validation;
   validation.protocols_dir = options.protocols_dir;
   ROBOLOOP_ASSIGN_OR_RETURN(Plan plan, ValidatePipeline(loaded, kinds, validation));
+  ROBOLOOP_RETURN_IF_ERROR(CheckTaskFiles(loaded));
 
   std::unique_ptr<wiring::EmbeddedServices> embedded;
   wiring::EmbeddedOptions embedded_options;
@@ -136,9 +272,13 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& opti
   SchedulerOptions scheduler;
   scheduler.threads = options.threads;
   scheduler.cancel = options.cancel;
-  if (options.on_start) {
-    scheduler.observer = options.on_start(StartedRun{result.run_id, loaded.pipeline.name(), targets.embedded, log_dir});
-  }
+  std::function<void(const StageEvent&)> observer;
+  if (options.on_start) observer = options.on_start(StartedRun{result.run_id, loaded.pipeline.name(), targets.embedded, log_dir});
+  LoopRecorder loops(store.get(), result.run_id, log_dir, loaded, kinds);
+  scheduler.observer = [&loops, &observer](const StageEvent& event) {
+    loops.OnEvent(event);
+    if (observer) observer(event);
+  };
   absl::StatusOr<RunOutcome> outcome = RunPipeline(loaded, plan, executor, scheduler);
   result.status = outcome.status();
   ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(result.run_id, EndState(result.status, options.cancel),

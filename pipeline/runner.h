@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/cancellation.h"
 #include "pipeline/scheduler.h"
+#include "pipeline/spec.h"
 #include "pipeline/stage_kind.h"
 
 namespace roboloop::pipeline {
@@ -24,15 +25,18 @@ struct StartedRun {
 };
 
 // What to run.
+// A resumed run keeps what it was started with: its overrides (the new ones apply on top), its
+// services file, protocols folder and --no-cache, unless given again; its pipeline file must
+// hold the text it started from.
 struct PipelineRunOptions {
-  std::string file;                                   // pipeline YAML
+  std::string file;                                   // pipeline YAML ("" on resume: the run's own)
   std::vector<std::string> overrides;                 // "PATH=VALUE" (--set), recorded with the run
   std::string resume;                                 // id of an unfinished run of `file` to continue ("" = new)
-  std::string services_file;                          // "" = every service embedded under `root`
+  std::string services_file;                          // "" = every service embedded under `root` (resume: the run's own)
   std::string root = ".roboloop";                     // store: registry, runs, leaderboard, datasets
-  std::string protocols_dir = "configs/protocols";    // named evaluation protocols
+  std::string protocols_dir;                          // named evaluation protocols; "" = eval::kDefaultProtocolsDir (resume: the run's own)
   std::string dataset_checker;                        // embedded services: EmbeddedOptions::dataset_checker
-  bool use_cache = true;                              // reuse finished stages of other runs
+  bool use_cache = true;                              // reuse finished stages of other runs (off for good once off)
   int threads = 4;                                    // stages running at once
   const StageKindRegistry* kinds = nullptr;           // null = BuiltinStageKinds()
   const common::CancellationToken* cancel = nullptr;  // cancelling it stops the run (resumable)
@@ -51,8 +55,15 @@ struct PipelineRunResult {
   std::vector<std::string> summary;  // when OK: loop iterations and what each finished stage's kind says
 };
 
+// Loads every task file of `loaded` (TaskFiles) as `run` would. InvalidArgument with one line
+// per problem, each naming the pipeline file, the line of the task_files entry and the task
+// file: a missing file, the task file's own errors, a task two files declare (naming both),
+// a task a built-in or plug-in already has.
+absl::Status CheckTaskFiles(const LoadedPipeline& loaded);
+
 // Runs the pipeline. Errors before the run is recorded (unreadable or invalid pipeline,
-// unreachable services, an unknown run to resume) are the returned status; once recorded, the
+// unreachable services, an unknown run to resume, a resumed run's pipeline file whose text
+// changed: FailedPrecondition naming the file) are the returned status; once recorded, the
 // run's end is in the result and in the run store ("finished", "cancelled" or "failed").
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& options);
 

@@ -203,12 +203,28 @@ class Runner {
     return result;
   }
 
+  // Runs the loop `label` between its started and its finished or failed event (whose attempt
+  // is the number of iterations run).
   absl::StatusOr<StageOutputs> RunLoop(const v1::Stage& loop, const std::map<std::string, StageOutputs>& inputs,
                                        const std::string& label, RunOutcome* outcome) {
     Emit({StageEvent::Kind::kStarted, label, 1, absl::OkStatus(), {}, {}});
+    int iterations = 0;
+    absl::StatusOr<StageOutputs> result = Iterate(loop, inputs, label, outcome, &iterations);
+    if (result.ok()) {
+      Emit({StageEvent::Kind::kFinished, label, iterations, absl::OkStatus(), *result, {}});
+    } else {
+      Emit({StageEvent::Kind::kFailed, label, iterations, result.status(), {}, {}});
+    }
+    return result;
+  }
+
+  // The loop's iterations until its condition holds; `*iterations` counts those begun.
+  absl::StatusOr<StageOutputs> Iterate(const v1::Stage& loop, const std::map<std::string, StageOutputs>& inputs,
+                                       const std::string& label, RunOutcome* outcome, int* iterations) {
     StageOutputs outputs;
     std::map<std::string, StageOutputs> carried = inputs;
     for (int iteration = 1; iteration <= loop.loop().max_iterations(); ++iteration) {
+      *iterations = iteration;
       ROBOLOOP_ASSIGN_OR_RETURN(auto inner, RunScope(loop.loop().stages(), carried,
                                                      absl::StrCat(label, "[", iteration, "]."), outcome));
       for (const auto& [outer, from] : loop.loop().carry()) carried[outer] = inner[from];
@@ -224,15 +240,10 @@ class Runner {
       for (const auto& [name, out] : inner) all[name] = out;
       ROBOLOOP_ASSIGN_OR_RETURN(LoopCondition condition, ParseLoopCondition(loop.loop().until()));
       ROBOLOOP_ASSIGN_OR_RETURN(bool holds, ConditionHolds(condition, all, vars_));
-      if (holds) {
-        Emit({StageEvent::Kind::kFinished, label, iteration, absl::OkStatus(), outputs, {}});
-        return outputs;
-      }
+      if (holds) return outputs;
     }
     if (loop.loop().until().empty()) return outputs;
-    const absl::Status not_met = UnmetLoopError({label, loop.loop().until(), loop.loop().max_iterations()});
-    Emit({StageEvent::Kind::kFailed, label, loop.loop().max_iterations(), not_met, outputs, {}});
-    return not_met;
+    return UnmetLoopError({label, loop.loop().until(), loop.loop().max_iterations()});
   }
 
   const LoadedPipeline& loaded_;

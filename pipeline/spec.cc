@@ -1,6 +1,8 @@
 // Loading and validating pipeline specs.
 #include "pipeline/spec.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <google/protobuf/struct.pb.h>
 #include <regex>
@@ -21,6 +23,24 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
+
+// "<file>:<line>:<column>: duplicate key '<key>'" for every key a mapping of `node` (at any
+// depth) holds twice.
+void NoteDuplicateKeys(const YAML::Node& node, const std::string& file, std::vector<std::string>* problems) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) NoteDuplicateKeys(item, file, problems);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::set<std::string> keys;
+  for (const auto& entry : node) {
+    if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second) {
+      problems->push_back(absl::StrCat(file, ":", entry.first.Mark().line + 1, ":", entry.first.Mark().column + 1,
+                                       ": duplicate key '", entry.first.Scalar(), "'"));
+    }
+    NoteDuplicateKeys(entry.second, file, problems);
+  }
+}
 
 // Stage name -> line of its entry, for stages at any depth.
 void CollectStageLines(const YAML::Node& stages, std::map<std::string, int>* lines) {
@@ -110,14 +130,27 @@ absl::Status SetGenericParam(const std::vector<std::string>& parts, const std::s
   return absl::OkStatus();
 }
 
+// `--set vars.NAME=VALUE`: only a variable the pipeline declares.
+absl::Status SetVariable(const std::string& name, const std::string& value, const std::string& what,
+                         v1::Pipeline* pipeline) {
+  auto it = pipeline->mutable_vars()->find(name);
+  if (it != pipeline->mutable_vars()->end()) {
+    it->second = value;
+    return absl::OkStatus();
+  }
+  std::vector<std::string> known;
+  for (const auto& [declared, unused] : pipeline->vars()) known.push_back(declared);
+  std::sort(known.begin(), known.end());
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": no pipeline variable '", name, "' ",
+      known.empty() ? "(the pipeline declares no vars)" : absl::StrCat("(known: ", absl::StrJoin(known, ", "), ")")));
+}
+
 absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
   const std::string what = absl::StrCat("--set ", o.path, "=", o.value);
   const std::vector<std::string> parts = absl::StrSplit(o.path, '.');
   if (parts.size() < 2) return absl::InvalidArgumentError(absl::StrCat(what, ": expected STAGE.FIELD or vars.NAME"));
-  if (parts[0] == "vars") {
-    (*pipeline->mutable_vars())[absl::StrJoin(parts.begin() + 1, parts.end(), ".")] = o.value;
-    return absl::OkStatus();
-  }
+  if (parts[0] == "vars") return SetVariable(absl::StrJoin(parts.begin() + 1, parts.end(), "."), o.value, what, pipeline);
   v1::Stage* stage = FindStage(pipeline->mutable_stages(), parts[0]);
   if (stage == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, ": no stage named '", parts[0], "'"));
   Message* message = stage;
@@ -146,6 +179,27 @@ absl::Status ApplyOverride(const Override& o, v1::Pipeline* pipeline) {
   return absl::InvalidArgumentError(absl::StrCat(what, ": names a message, not a value"));
 }
 
+// The paths (from `prefix`) of the float and double fields of `message` that hold NaN or an
+// infinity; repeated fields (a loop's body stages: checked as stages of their own) left out.
+std::vector<std::string> NonFiniteFields(const Message& message, const std::string& prefix) {
+  std::vector<std::string> paths;
+  const Reflection* r = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const std::string path = prefix + field->name();
+    if (field->is_repeated()) continue;
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      for (std::string& inner : NonFiniteFields(r->GetMessage(message, field), path + ".")) paths.push_back(std::move(inner));
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE && !std::isfinite(r->GetDouble(message, field))) {
+      paths.push_back(path);
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT && !std::isfinite(r->GetFloat(message, field))) {
+      paths.push_back(path);
+    }
+  }
+  return paths;
+}
+
 // Validation of one pipeline.
 class Validator {
  public:
@@ -154,6 +208,9 @@ class Validator {
 
   // Checks everything, noting every problem; InvalidArgument with one line per problem.
   absl::StatusOr<Plan> Run() {
+    if (loaded_.pipeline.stages().empty()) {
+      Note(absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": the pipeline has no stages")));
+    }
     IndexStages(loaded_.pipeline.stages(), nullptr);
     Plan plan;
     plan.kinds = &kinds_;
@@ -232,6 +289,13 @@ class Validator {
     if (kind->repeats_body && stage.loop().max_iterations() < 1) Note(Error(stage.name(), "loop.max_iterations must be at least 1"));
     if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
       Note(Error(stage.name(), "retries, backoff_s and timeout_s must not be negative"));
+    }
+    if (stage.ranks() < 0) Note(Error(stage.name(), absl::StrCat("ranks must be at least 1, not ", stage.ranks())));
+    if (stage.ranks() != 0 && !kind->spawns_ranks) {
+      Note(Error(stage.name(), absl::StrCat("a stage of kind ", kind->name, " takes no 'ranks'")));
+    }
+    for (const std::string& field : NonFiniteFields(stage, "")) {
+      Note(Error(stage.name(), absl::StrCat(field, " must be a finite number")));
     }
     return kind;
   }
@@ -419,11 +483,13 @@ class Validator {
   }
 
   // Gates (evaluations tested by a loop's `until`, promotions) must use seeds disjoint from
-  // every collection and every other evaluation (feedback); notes each that does not, and each
-  // protocol that does not load.
+  // every collection and every other evaluation (feedback), whatever protocol a feedback
+  // evaluation that keeps its failures for training names; notes each gate that does not, and
+  // each protocol that does not load.
   void CheckSeeds() {
     std::vector<eval::SeedRange> used;
     std::set<std::string> gates;
+    std::set<std::string> feeding_training;
     std::map<std::string, v1::Protocol> protocols;
     for (const auto& [name, entry] : stages_) {
       const v1::Stage& s = *entry.stage;
@@ -444,14 +510,16 @@ class Validator {
       }
       protocols[name] = *loaded;
       if (claims.gate) gates.insert(name);
+      if (claims.feeds_training) feeding_training.insert(name);
     }
-    // An evaluation under a gate's own protocol is that gate's evaluation, not feedback.
+    // An evaluation under a gate's own protocol is that gate's evaluation, not feedback, unless
+    // its rollouts feed training.
     std::set<std::string> gate_protocols;
     for (const std::string& gate : gates) {
       if (protocols.count(gate)) gate_protocols.insert(protocols.at(gate).name());
     }
     for (const auto& [name, protocol] : protocols) {
-      if (gates.count(name) == 0 && gate_protocols.count(protocol.name()) == 0) {
+      if (gates.count(name) == 0 && (feeding_training.count(name) || gate_protocols.count(protocol.name()) == 0)) {
         const eval::SeedRange seeds = eval::ProtocolSeeds(protocol);
         used.push_back({seeds.base_seed, seeds.start, seeds.count, absl::StrCat("stage ", name, " (feedback evaluation)")});
       }
@@ -482,13 +550,33 @@ absl::StatusOr<Override> ParseOverride(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::vector<std::string> OverridesOnTop(const std::vector<std::string>& earlier, const std::vector<std::string>& later) {
+  const auto path_of = [](const std::string& set) { return set.substr(0, set.find('=')); };
+  std::set<std::string> set_again;
+  for (const std::string& set : later) set_again.insert(path_of(set));
+  std::vector<std::string> merged;
+  for (const std::string& set : earlier) {
+    if (set_again.count(path_of(set)) == 0) merged.push_back(set);
+  }
+  merged.insert(merged.end(), later.begin(), later.end());
+  return merged;
+}
+
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::vector<Override>& overrides) {
   LoadedPipeline loaded;
   loaded.source = path;
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  ROBOLOOP_ASSIGN_OR_RETURN(loaded.text, ReadFile(path));
+  const std::string& text = loaded.text;
   ROBOLOOP_RETURN_IF_ERROR(ParseYamlToProto(text, path, &loaded.pipeline));
   try {
-    CollectStageLines(YAML::Load(text)["stages"], &loaded.stage_lines);
+    const YAML::Node root = YAML::Load(text);
+    std::vector<std::string> duplicates;
+    NoteDuplicateKeys(root, path, &duplicates);
+    if (!duplicates.empty()) return absl::InvalidArgumentError(absl::StrJoin(duplicates, "\n"));
+    CollectStageLines(root["stages"], &loaded.stage_lines);
+    if (root.IsMap() && root["task_files"] && root["task_files"].IsSequence()) {
+      for (const YAML::Node& entry : root["task_files"]) loaded.task_file_lines.push_back(entry.Mark().line + 1);
+    }
   } catch (const YAML::Exception&) {
     // ParseYamlToProto accepted the text, so it is valid YAML; lines are best effort.
   }

@@ -27,15 +27,21 @@ struct Override {
 // Parses "PATH=VALUE"; InvalidArgument when there is no '=' or the path is empty.
 absl::StatusOr<Override> ParseOverride(const std::string& text);
 
+// `earlier` then `later` ("PATH=VALUE" each), without the entries of `earlier` whose path
+// `later` sets again: applied in order, a later value of a path wins.
+std::vector<std::string> OverridesOnTop(const std::vector<std::string>& earlier, const std::vector<std::string>& later);
+
 // A parsed pipeline and where its stages are in the file.
 struct LoadedPipeline {
   v1::Pipeline pipeline;                     // with overrides applied
   std::string source;                        // the file, for messages
+  std::string text;                          // the file's contents as read
   std::map<std::string, int> stage_lines;    // stage name -> line of its entry (1-based)
+  std::vector<int> task_file_lines;          // line of each task_files entry (1-based), when known
 };
 
 // Reads and parses `path` (every unknown key and type error is a line of the error, with
-// file:line:column), then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
+// file:line:column; then every key a mapping holds twice), then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
 // is an error naming the override).
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
                                             const std::vector<Override>& overrides);

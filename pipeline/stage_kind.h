@@ -61,6 +61,7 @@ struct SeedClaims {
   std::vector<eval::SeedRange> consumed;  // episodes it rolls out for data (label: what, e.g. "collect")
   std::string protocol;                   // the evaluation protocol it runs ("" = none)
   bool gate = false;                      // true: its protocol decides (a promotion), not feedback
+  bool feeds_training = false;            // true: its rollouts are kept for training (kept failures)
 };
 
 // One kind of stage.
@@ -70,6 +71,7 @@ struct StageKind {
   std::set<std::string> outputs;                     // names `${stage.OUTPUT}` may use
   bool reusable_across_runs = true;                  // false: results depend on state outside the params
   bool repeats_body = false;                         // the loop: the scheduler runs its body itself
+  bool spawns_ranks = false;                         // true: the stage's `ranks` applies (train)
   // The seeds a stage of this kind uses (empty function: none).
   std::function<SeedClaims(const v1::Stage&)> seeds;
   // Runs one attempt of `stage` (references already substituted); must return soon after

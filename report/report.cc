@@ -298,6 +298,16 @@ std::string ChampionAnimation(wiring::ServiceClients& clients, const ReportReque
   return AnimationSection(*animations, *full);
 }
 
+// NotFound unless the registry holds a checkpoint of `model`.
+absl::Status CheckModelIsRegistered(wiring::ServiceClients& clients, const std::string& model) {
+  v1::ListCheckpointsRequest checkpoints;
+  checkpoints.set_model(model);
+  checkpoints.set_limit(1);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::ListCheckpointsResponse found, clients.registry().ListCheckpoints(checkpoints));
+  if (!found.checkpoints().empty()) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("no model '", model, "' in the registry"));
+}
+
 }  // namespace
 
 std::string HtmlEscape(const std::string& text) {
@@ -317,6 +327,7 @@ std::string HtmlEscape(const std::string& text) {
 }
 
 absl::StatusOr<std::string> WriteModelReport(wiring::ServiceClients& clients, const ReportRequest& request) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckModelIsRegistered(clients, request.model));
   v1::LeaderboardRequest query;
   query.set_model(request.model);
   query.set_top(50);

@@ -25,7 +25,8 @@ struct ReportRequest {
 };
 
 // Writes the report and returns its path. A model without evaluations still gets a page that
-// says so; registry or service errors are returned.
+// says so; a model the registry has no checkpoint of is NotFound naming it, and nothing is
+// written; registry or service errors are returned.
 absl::StatusOr<std::string> WriteModelReport(wiring::ServiceClients& clients, const ReportRequest& request);
 
 // `text` with &, <, >, " and ' escaped for HTML.

@@ -55,7 +55,9 @@ StageKind EvaluateStageKind() {
   kind.params = v1::EvaluateStage::descriptor();
   kind.outputs = {"evaluation",  "success.rate", "success.lower", "success.upper",
                   "return.mean", "return.lower", "return.upper",  "failures"};
-  kind.seeds = [](const v1::Stage& stage) { return SeedClaims{{}, stage.evaluate().protocol(), false}; };
+  kind.seeds = [](const v1::Stage& stage) {
+    return SeedClaims{{}, stage.evaluate().protocol(), false, stage.evaluate().keep_failures()};
+  };
   kind.run = RunEvaluate;
   kind.summarize = SummarizeEvaluate;
   return kind;

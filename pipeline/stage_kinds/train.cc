@@ -106,6 +106,7 @@ StageKind TrainStageKind() {
   kind.name = "train";
   kind.params = v1::TrainConfig::descriptor();
   kind.outputs = {"checkpoint", "run", "placement"};
+  kind.spawns_ranks = true;
   kind.run = RunTrain;
   kind.summarize = SummarizeTrain;
   return kind;

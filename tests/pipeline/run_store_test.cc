@@ -86,7 +86,7 @@ TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
   EXPECT_THAT(RunOnce(*run, true).message(), HasSubstr("broken b"));
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "broken b").ok());
   inner_.fail.clear();
-  ASSERT_TRUE(store_->ReopenRun(*run).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
   ASSERT_TRUE(RunOnce(*run, true).ok());
   EXPECT_EQ(inner_.calls["a"], 1) << "a finished in the first attempt and is reused";
   EXPECT_EQ(inner_.calls["b"], 2);
@@ -106,7 +106,7 @@ TEST_F(RunStoreTest, AStoppedStageContinuesFromTheLastResumePointItRecorded) {
   RecordingExecutor recording(&inner, store_.get(), *run, true);
   EXPECT_TRUE(absl::IsCancelled(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status()));
   ASSERT_TRUE(store_->FinishRun(*run, "cancelled", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
   ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
   EXPECT_THAT(inner.given, ::testing::ElementsAre("", "b@2"));
   auto record = store_->GetRun(*run);
@@ -153,11 +153,12 @@ TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
   EXPECT_THAT(record->message, HasSubstr("pid " + std::to_string(runner)));
   ASSERT_EQ(record->stages.size(), 1u);
   EXPECT_EQ(record->stages[0].status, "interrupted");
+  EXPECT_EQ(record->stages[0].attempts, 1) << "it was in its first attempt";
 
-  EXPECT_TRUE(store_->ReopenRun(dead).ok());
+  EXPECT_TRUE(store_->ReopenRun(dead, {}, {}).ok());
   EXPECT_EQ(store_->GetRun(dead)->status, "running");
   EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
-  EXPECT_THAT(store_->ReopenRun(*live).message(), HasSubstr("is still running"));
+  EXPECT_THAT(store_->ReopenRun(*live, {}, {}).message(), HasSubstr("is still running"));
 }
 
 TEST_F(RunStoreTest, AStoreOfSchema1IsUpgradedAndKeepsItsRuns) {
@@ -188,6 +189,7 @@ INSERT INTO stage_executions (run_id, stage, cache_key, status, started_us) VALU
   auto old = (*store)->GetRun("old");
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(old->status, "running") << "a run without a recorded runner cannot be judged";
+  EXPECT_FALSE(old->settings.has_value()) << "it was recorded before settings were";
   ASSERT_EQ(old->stages.size(), 1u);
   EXPECT_TRUE((*store)->RecordResumePoint(old->stages[0].id, "a@1").ok());
   EXPECT_EQ(*(*store)->FindResumePoint("old", "a", "k"), "a@1");
@@ -222,6 +224,24 @@ TEST_F(RunStoreTest, ExecutionsRecordTheirInputsLogFileAndTheRunItsOverrides) {
   EXPECT_THAT(record->stages[1].params_json, HasSubstr("\"datasets\":[\"ds-a-x\"]")) << "inputs as substituted";
   EXPECT_EQ(record->stages[1].log_path, StageLogPath(dir_ + "/logs", "b"));
   EXPECT_EQ(FileStem("improve[2].gate"), "improve-2--gate");
+}
+
+TEST_F(RunStoreTest, ARunKeepsWhatItWasStartedWithAndAReopeningReplacesIt) {
+  const RunSettings started{"abc", false, "/s/services.yaml", "/s/protocols"};
+  auto run = store_->CreateRun("p", "p.yaml", {"a.dataset_name=x"}, started);
+  ASSERT_TRUE(run.ok());
+  auto record = store_->GetRun(*run);
+  ASSERT_TRUE(record.ok() && record->settings.has_value());
+  EXPECT_EQ(record->settings->spec_sha256, "abc");
+  EXPECT_FALSE(record->settings->use_cache);
+  EXPECT_EQ(record->settings->services_file, "/s/services.yaml");
+  EXPECT_EQ(record->settings->protocols_dir, "/s/protocols");
+  ASSERT_TRUE(store_->FinishRun(*run, "failed", "").ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"}).ok());
+  record = store_->GetRun(*run);
+  EXPECT_THAT(record->overrides, ::testing::ElementsAre("a.dataset_name=x", "b.dataset_name=y"));
+  EXPECT_EQ(record->settings->protocols_dir, "/p");
+  EXPECT_EQ(record->settings->services_file, "");
 }
 
 TEST_F(RunStoreTest, PromoteAndReportAreReusedOnlyWithinTheirOwnRun) {

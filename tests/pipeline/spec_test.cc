@@ -101,7 +101,8 @@ TEST_F(SpecTest, EveryShippedPipelineIsValid) {
 }
 
 TEST_F(SpecTest, OverridesSetFieldsAndNameTheirMistakes) {
-  auto loaded = LoadPipeline(Write(kLoop), {{"train.steps", "5000"}, {"improve.loop.max_iterations", "2"},
+  auto loaded = LoadPipeline(Write(std::string(kLoop) + "vars: {model: m, seed: s}\n"),
+                             {{"train.steps", "5000"}, {"improve.loop.max_iterations", "2"},
                                             {"vars.model", "x"}, {"feedback.evaluate.force", "true"}});
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->pipeline.stages(1).train().steps(), 5000);
@@ -114,6 +115,10 @@ TEST_F(SpecTest, OverridesSetFieldsAndNameTheirMistakes) {
   EXPECT_THAT(LoadPipeline(Write(kLoop), {{"train.steps", "many"}}).status().message(),
               HasSubstr("'many' is not a int64"));
   EXPECT_THAT(LoadPipeline(Write(kLoop), {{"nosuch.steps", "1"}}).status().message(), HasSubstr("no stage named 'nosuch'"));
+  EXPECT_THAT(LoadPipeline(Write(std::string(kLoop) + "vars: {model: m, seed: s}\n"), {{"vars.modle", "x"}}).status().message(),
+              HasSubstr("--set vars.modle=x: no pipeline variable 'modle' (known: model, seed)"));
+  EXPECT_THAT(LoadPipeline(Write(kLoop), {{"vars.model", "x"}}).status().message(),
+              HasSubstr("no pipeline variable 'model' (the pipeline declares no vars)"));
   EXPECT_THAT(ParseOverride("train.steps").status().message(), HasSubstr("expected PATH=VALUE"));
 }
 
@@ -203,6 +208,33 @@ TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
               AllOf(HasSubstr("stage 'g'"), HasSubstr("nosuch")));
 }
 
+// kLoop with `from` replaced by `to` (the text must be there).
+std::string LoopWith(const std::string& from, const std::string& to) {
+  std::string text = kLoop;
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST_F(SpecTest, AFeedbackEvaluationThatKeepsFailuresMustNotShareAGatesSeeds) {
+  const std::string feedback = "evaluate: {checkpoint: \"${train.checkpoint}\", protocol: feedback}";
+  const std::string gate = "evaluate: {checkpoint: \"${train.checkpoint}\", protocol: gate}";
+  EXPECT_TRUE(Validate(LoopWith(feedback, "evaluate: {checkpoint: c, protocol: feedback, keep_failures: true}")).ok());
+  EXPECT_THAT(Validate(LoopWith(feedback, "evaluate: {checkpoint: c, protocol: gate, keep_failures: true}")).status().message(),
+              AllOf(HasSubstr("stage 'gate'"), HasSubstr("stage feedback (feedback evaluation)")))
+      << "feedback under the gate's protocol";
+  const std::string kept = LoopWith(feedback, "evaluate: {checkpoint: c, protocol: feedback, keep_failures: true}");
+  std::string gate_on_feedback = kept;
+  gate_on_feedback.replace(gate_on_feedback.find(gate), gate.size(),
+                           "evaluate: {checkpoint: \"${train.checkpoint}\", protocol: feedback}");
+  EXPECT_THAT(Validate(gate_on_feedback).status().message(),
+              AllOf(HasSubstr("stage 'gate'"), HasSubstr("stage feedback (feedback evaluation)")))
+      << "the gate under the feedback protocol";
+  EXPECT_THAT(Validate(kept, {{"promote.protocol", "feedback"}}).status().message(),
+              AllOf(HasSubstr("stage 'promote'"), HasSubstr("stage feedback (feedback evaluation)")))
+      << "a promotion under the feedback protocol";
+}
+
 // The lines of an error message.
 std::vector<std::string> Lines(const absl::Status& status) {
   return absl::StrSplit(std::string(status.message()), '\n');
@@ -273,6 +305,34 @@ TEST_F(SpecTest, DuplicateAndMalformedNamesAreRefused) {
               HasSubstr("stage 'a': is defined twice"));
   EXPECT_THAT(Validate("stages:\n  - {name: 1a, kind: report, report: {}}\n").status().message(),
               HasSubstr("must start with a letter"));
+}
+
+TEST_F(SpecTest, NonFiniteNumbersAndBadRanksAreRefused) {
+  EXPECT_THAT(Validate(kLoop, {{"train.optimizer.lr", "nan"}}).status().message(),
+              HasSubstr("stage 'train': train.optimizer.lr must be a finite number"));
+  EXPECT_THAT(Validate(kLoop, {{"train.backoff_s", "nan"}}).status().message(),
+              HasSubstr("stage 'train': backoff_s must be a finite number"));
+  EXPECT_THAT(Validate(kLoop, {{"feedback.timeout_s", "inf"}}).status().message(),
+              HasSubstr("stage 'feedback': timeout_s must be a finite number"));
+  EXPECT_THAT(Validate(kLoop, {{"train.ranks", "-1"}}).status().message(),
+              HasSubstr("stage 'train': ranks must be at least 1, not -1"));
+  EXPECT_THAT(Validate(kLoop, {{"demos.ranks", "2"}}).status().message(),
+              HasSubstr("stage 'demos': a stage of kind collect takes no 'ranks'"));
+  EXPECT_TRUE(Validate(kLoop, {{"train.ranks", "2"}}).ok());
+}
+
+TEST_F(SpecTest, AKeyTwiceInOneMappingIsRefusedWithItsLine) {
+  const std::string path = Write("name: twice\nstages:\n  - name: a\n    kind: collect\n    kind: merge\n    merge: {}\n");
+  EXPECT_THAT(LoadPipeline(path, {}).status().message(), HasSubstr(path + ":5:5: duplicate key 'kind'"));
+}
+
+TEST_F(SpecTest, APipelineWithoutStagesIsAnErrorNamingTheFile) {
+  const std::string empty = Write("");
+  auto loaded = LoadPipeline(empty, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_THAT(ValidatePipeline(*loaded, BuiltinStageKinds(), ValidationOptions()).status().message(),
+              HasSubstr(empty + ": the pipeline has no stages"));
+  EXPECT_THAT(Validate("name: idle\nstages: []\n").status().message(), HasSubstr(": the pipeline has no stages"));
 }
 
 }  // namespace

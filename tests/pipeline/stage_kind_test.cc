@@ -6,12 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <google/protobuf/wrappers.pb.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/store_layout.h"
+#include "eval/protocol.h"
 #include "pipeline/run_store.h"
 #include "pipeline/runner.h"
 #include "pipeline/scheduler.h"
@@ -135,6 +137,127 @@ TEST_F(StageKindTest, TheRunnerRecordsARunOfAKindRegisteredHere) {
 
   options.file = dir + "/missing.yaml";
   EXPECT_FALSE(RunPipelineFile(options).ok());
+}
+
+// `picky`: fails unless its parameter's text is "ok".
+StageKind PickyStageKind() {
+  StageKind kind = ShoutStageKind();
+  kind.name = "picky";
+  kind.run = [](const v1::Stage& stage, const StageContext& context, StageServices&) -> absl::StatusOr<StageOutputs> {
+    absl::StatusOr<google::protobuf::StringValue> params =
+        StageParamsAs<google::protobuf::StringValue>(stage, *context.kind);
+    if (!params.ok()) return params.status();
+    if (params->value() != "ok") return absl::InvalidArgumentError("picky wants ok, got " + params->value());
+    return StageOutputs{{"text", params->value()}};
+  };
+  return kind;
+}
+
+// The stage:status pairs of a recorded run, in start order.
+std::vector<std::string> StageStatuses(const RunRecord& run) {
+  std::vector<std::string> statuses;
+  for (const StageExecutionRecord& s : run.stages) statuses.push_back(s.stage + ":" + s.status);
+  return statuses;
+}
+
+TEST_F(StageKindTest, AResumedRunKeepsItsOverridesUnderTheNewOnesAndItsFinishedStages) {
+  ASSERT_TRUE(kinds_.Register(PickyStageKind()).ok());
+  const std::string dir = testing::MakeTempDir("resume");
+  std::ofstream(dir + "/p.yaml") << kTwoShouts << "  - {name: check, kind: picky, needs: [again], params: {value: bad}}\n";
+  PipelineRunOptions options;
+  options.file = dir + "/p.yaml";
+  options.overrides = {"vars.who=runner", "check.value=nope"};
+  options.root = dir + "/store";
+  options.use_cache = false;
+  options.kinds = &kinds_;
+  auto first = RunPipelineFile(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(first->status.message(), HasSubstr("picky wants ok, got nope"));
+
+  PipelineRunOptions resume;
+  resume.resume = first->run_id;
+  resume.overrides = {"check.value=ok"};
+  resume.root = options.root;
+  resume.kinds = &kinds_;
+  auto second = RunPipelineFile(resume);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(second->status.ok()) << second->status;
+  EXPECT_EQ(second->outcome.outputs.at("again").at("text"), "HELLO RUNNER!") << "the stored vars.who is kept";
+  auto store = RunStore::Open(StoreLayout(options.root).PipelineRuns());
+  ASSERT_TRUE(store.ok());
+  auto record = (*store)->GetRun(first->run_id);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_THAT(StageStatuses(*record), ::testing::ElementsAre("hello:finished", "again:finished", "check:failed",
+                                                             "hello:cached", "again:cached", "check:finished"));
+  EXPECT_THAT(record->overrides, ::testing::ElementsAre("vars.who=runner", "check.value=ok"));
+  ASSERT_TRUE(record->settings.has_value());
+  EXPECT_FALSE(record->settings->use_cache) << "--no-cache stays with the run";
+  EXPECT_EQ(record->settings->protocols_dir, std::filesystem::absolute(eval::kDefaultProtocolsDir).string());
+}
+
+TEST_F(StageKindTest, AResumeRefusesAPipelineFileThatChangedSinceTheRunStarted) {
+  ASSERT_TRUE(kinds_.Register(PickyStageKind()).ok());
+  const std::string dir = testing::MakeTempDir("changed");
+  std::ofstream(dir + "/p.yaml") << kTwoShouts << "  - {name: check, kind: picky, params: {value: bad}}\n";
+  PipelineRunOptions options;
+  options.file = dir + "/p.yaml";
+  options.root = dir + "/store";
+  options.kinds = &kinds_;
+  auto first = RunPipelineFile(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_FALSE(first->status.ok());
+  std::ofstream(dir + "/p.yaml", std::ios::app) << "  - {name: more, kind: shout, params: {value: x}}\n";
+  PipelineRunOptions resume;
+  resume.resume = first->run_id;
+  resume.root = options.root;
+  resume.kinds = &kinds_;
+  const absl::Status refused = RunPipelineFile(resume).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_THAT(refused.message(), AllOf(HasSubstr(options.file + " changed since run " + first->run_id),
+                                       HasSubstr("start a new run with roboloop run " + options.file)));
+}
+
+TEST_F(StageKindTest, ALoopIsRecordedWithItsIterationsAndLogLikeAStage) {
+  const std::string dir = testing::MakeTempDir("loop");
+  std::ofstream(dir + "/p.yaml") << R"(name: p
+stages:
+  - name: twice
+    kind: loop
+    loop:
+      max_iterations: 2
+      stages:
+        - {name: hello, kind: shout, params: {value: hi}}
+)";
+  PipelineRunOptions options;
+  options.file = dir + "/p.yaml";
+  options.root = dir + "/store";
+  options.kinds = &kinds_;
+  auto result = RunPipelineFile(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.ok()) << result->status;
+  auto store = RunStore::Open(StoreLayout(options.root).PipelineRuns());
+  ASSERT_TRUE(store.ok());
+  auto record = (*store)->GetRun(result->run_id);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_THAT(StageStatuses(*record), ::testing::ElementsAre("twice:finished", "twice[1].hello:finished",
+                                                             "twice[2].hello:cached"));
+  EXPECT_EQ(record->stages[0].attempts, 2) << "a loop's attempts are its iterations";
+  EXPECT_EQ(record->stages[0].log_path, StageLogPath(StoreLayout(options.root).PipelineRunDir(result->run_id) + "/logs", "twice"));
+}
+
+TEST_F(StageKindTest, TaskFilesAreLoadedWithTheirPipelineLineAndDuplicatesNameBothFiles) {
+  const std::string task = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/tasks/point_reach.yaml";
+  auto fine = Load("name: t\ntask_files: [\"" + task + "\"]\nstages:\n  - {name: a, kind: shout, params: {value: x}}\n");
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_TRUE(CheckTaskFiles(*fine).ok()) << CheckTaskFiles(*fine);
+  auto missing = Load("name: t\ntask_files:\n  - nothere.yaml\nstages:\n  - {name: a, kind: shout, params: {value: x}}\n");
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_THAT(CheckTaskFiles(*missing).message(),
+              HasSubstr(missing->source + ":3: task_files[0] " + TaskFiles(*missing)[0] + ": no such file"));
+  auto twice = Load("name: t\ntask_files: [\"" + task + "\", \"" + task + "\"]\nstages:\n  - {name: a, kind: shout, params: {value: x}}\n");
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_THAT(CheckTaskFiles(*twice).message(),
+              AllOf(HasSubstr(twice->source + ":2: task_files[1] " + task + ": task 'yaml-point-reach' is declared by " + task + " too")));
 }
 
 TEST_F(StageKindTest, RegistryRefusesIncompleteOrDuplicateRecords) {
