@@ -160,26 +160,38 @@ std::vector<std::string> StageStatuses(const RunRecord& run) {
   return statuses;
 }
 
-TEST_F(StageKindTest, AResumedRunKeepsItsOverridesUnderTheNewOnesAndItsFinishedStages) {
-  ASSERT_TRUE(kinds_.Register(PickyStageKind()).ok());
-  const std::string dir = testing::MakeTempDir("resume");
+// kTwoShouts and a picky stage `check` that fails on its text "bad", in `<dir>/p.yaml`, run
+// under `<dir>/store` with the kinds of `kinds`.
+PipelineRunOptions TwoShoutsAndACheck(const std::string& dir, const StageKindRegistry& kinds) {
   std::ofstream(dir + "/p.yaml") << kTwoShouts << "  - {name: check, kind: picky, needs: [again], params: {value: bad}}\n";
   PipelineRunOptions options;
   options.file = dir + "/p.yaml";
-  options.overrides = {"vars.who=runner", "check.value=nope"};
   options.root = dir + "/store";
+  options.kinds = &kinds;
+  return options;
+}
+
+// The options that resume run `run_id` of `started` with `overrides`.
+PipelineRunOptions ResumeOf(const PipelineRunOptions& started, const std::string& run_id,
+                            std::vector<std::string> overrides) {
+  PipelineRunOptions resume;
+  resume.resume = run_id;
+  resume.overrides = std::move(overrides);
+  resume.root = started.root;
+  resume.kinds = started.kinds;
+  return resume;
+}
+
+TEST_F(StageKindTest, AResumedRunKeepsItsOverridesUnderTheNewOnesAndItsFinishedStages) {
+  ASSERT_TRUE(kinds_.Register(PickyStageKind()).ok());
+  PipelineRunOptions options = TwoShoutsAndACheck(testing::MakeTempDir("resume"), kinds_);
+  options.overrides = {"vars.who=runner", "check.value=nope"};
   options.use_cache = false;
-  options.kinds = &kinds_;
   auto first = RunPipelineFile(options);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_THAT(first->status.message(), HasSubstr("picky wants ok, got nope"));
 
-  PipelineRunOptions resume;
-  resume.resume = first->run_id;
-  resume.overrides = {"check.value=ok"};
-  resume.root = options.root;
-  resume.kinds = &kinds_;
-  auto second = RunPipelineFile(resume);
+  auto second = RunPipelineFile(ResumeOf(options, first->run_id, {"check.value=ok"}));
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_TRUE(second->status.ok()) << second->status;
   EXPECT_EQ(second->outcome.outputs.at("again").at("text"), "HELLO RUNNER!") << "the stored vars.who is kept";
@@ -197,21 +209,12 @@ TEST_F(StageKindTest, AResumedRunKeepsItsOverridesUnderTheNewOnesAndItsFinishedS
 
 TEST_F(StageKindTest, AResumeRefusesAPipelineFileThatChangedSinceTheRunStarted) {
   ASSERT_TRUE(kinds_.Register(PickyStageKind()).ok());
-  const std::string dir = testing::MakeTempDir("changed");
-  std::ofstream(dir + "/p.yaml") << kTwoShouts << "  - {name: check, kind: picky, params: {value: bad}}\n";
-  PipelineRunOptions options;
-  options.file = dir + "/p.yaml";
-  options.root = dir + "/store";
-  options.kinds = &kinds_;
+  const PipelineRunOptions options = TwoShoutsAndACheck(testing::MakeTempDir("changed"), kinds_);
   auto first = RunPipelineFile(options);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_FALSE(first->status.ok());
-  std::ofstream(dir + "/p.yaml", std::ios::app) << "  - {name: more, kind: shout, params: {value: x}}\n";
-  PipelineRunOptions resume;
-  resume.resume = first->run_id;
-  resume.root = options.root;
-  resume.kinds = &kinds_;
-  const absl::Status refused = RunPipelineFile(resume).status();
+  std::ofstream(options.file, std::ios::app) << "  - {name: more, kind: shout, params: {value: x}}\n";
+  const absl::Status refused = RunPipelineFile(ResumeOf(options, first->run_id, {})).status();
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
   EXPECT_THAT(refused.message(), AllOf(HasSubstr(options.file + " changed since run " + first->run_id),
                                        HasSubstr("start a new run with roboloop run " + options.file)));
