@@ -1,5 +1,5 @@
-// Inspecting runs and models as a user would (`runs`, `status`, `logs`, `report`): the real
-// binary, exit codes and messages for a mistyped --root or model; the status table's rows.
+// Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
+// message for a mistyped --root; the status table's rows.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,16 +29,6 @@ TEST(CliRunInspectTest, ARootWithoutARunStoreIsAnErrorAndStaysAbsent) {
     EXPECT_THAT(result.err, HasSubstr("--root " + typo + " holds no pipeline runs")) << command[0];
     EXPECT_FALSE(PathExists(typo)) << command[0] << " created the folder";
   }
-}
-
-TEST(CliRunInspectTest, AReportOnAModelTheRegistryDoesNotHoldWritesNothing) {
-  const std::string dir = testing::MakeTempDir("report");
-  const ProgramResult result =
-      Roboloop({"report", "--model", "nosuch", "--root", dir + "/store", "-o", dir + "/x.html", "--no-animation",
-                "--protocols-dir", std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols"});
-  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_THAT(result.err, HasSubstr("no model 'nosuch' in the registry"));
-  EXPECT_FALSE(PathExists(dir + "/x.html"));
 }
 
 TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {

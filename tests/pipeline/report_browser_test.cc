@@ -89,10 +89,11 @@ TEST(ReportBrowserTest, BadRequestsAreNamed) {
       {roboloop::testing::RoboloopBinary(), "report", "--run", "nosuch", "--root", root});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("no pipeline run nosuch"));
-  ProgramResult empty = roboloop::testing::RunProgram(
+  ProgramResult unknown = roboloop::testing::RunProgram(
       {roboloop::testing::RoboloopBinary(), "report", "--model", "nobody", "-o", root + "/r.html", "--root", root});
-  EXPECT_EQ(empty.exit_code, 0) << empty.err;
-  EXPECT_THAT(roboloop::testing::ReadWholeFile(root + "/r.html"), HasSubstr("no evaluations of nobody yet"));
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.err;
+  EXPECT_THAT(unknown.err, HasSubstr("no model 'nobody' in the registry"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/r.html")) << "nothing is written for a model the registry lacks";
 }
 
 }  // namespace
