@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -141,9 +142,9 @@ absl::Status CheckRegisterTarget(const SimFlags& flags) {
   const absl::Status name = registry::ValidateName("dataset", flags.register_name);
   if (!name.ok()) return UsageError(absl::StrCat("--register: ", name.message()));
   ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags.registry));
-  const absl::Status reached = connection->client().GetDataset(flags.register_name).status();
+  const absl::Status reached = connection->client().GetDataset(absl::StrCat(flags.register_name, "@latest")).status();
   if (reached.ok() || reached.code() == absl::StatusCode::kNotFound) return absl::OkStatus();
-  return Annotate(reached, "--register: the registry did not answer");
+  return Annotate(reached, "--register: checking the registry before any work");
 }
 
 absl::Status Collect(const SimFlags& flags) {
@@ -241,6 +242,19 @@ CLI::Validator ChunkExecutionText() {
       "EXECUTION");
 }
 
+// Accepts a whole number of type T (absl::SimpleAtoi) that is at least `min`.
+template <typename T>
+CLI::Validator WholeNumberAtLeast(T min) {
+  return CLI::Validator(
+      [min](std::string& text) {
+        T value{};
+        if (absl::SimpleAtoi(text, &value) && value >= min) return std::string();
+        return absl::StrCat("'", text, "' is not a whole number >= ", min,
+                            std::is_unsigned_v<T> ? " that fits 64 bits" : "");
+      },
+      absl::StrCat("INT>=", min));
+}
+
 // --task, --policy, --seed, --max-steps of a rollout request.
 void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<std::string>("--task", [r](const std::string& v) { r->set_task(v); },
@@ -254,10 +268,10 @@ void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
       ->check(ChunkExecutionText());
   command->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
                                          "Base seed, 0..2^64-1 (episode i uses EpisodeSeed(seed, i))")
-      ->check(CLI::NonNegativeNumber);
+      ->check(WholeNumberAtLeast<uint64_t>(0));
   command->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
                                     "Horizon override in env steps, >= 1 (default: the task's max steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumberAtLeast<int>(1));
 }
 
 // --episodes, --first-episode, --envs, --threads of a rollout request.
@@ -265,10 +279,10 @@ void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
                                         "Number of episodes, >= 1")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumberAtLeast<int64_t>(1));
   command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
                                         "First episode index of the seed range, >= 0")
-      ->check(CLI::NonNegativeNumber);
+      ->check(WholeNumberAtLeast<int64_t>(0));
   command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
   command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
   command->add_flag_function(
