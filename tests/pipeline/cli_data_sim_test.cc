@@ -145,8 +145,8 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
   EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
 }
 
-// Bad flag values of the sim commands exit 2 naming the flag, before any episode runs or any
-// file is written.
+// Bad flag values of the sim commands exit 2 naming the flag, and an unreachable --register
+// registry exits 1, before any episode runs or any file is written.
 TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
   const std::string dir = testing::MakeTempDir("clisimflags");
   const std::vector<std::string> rollout = {"sim", "rollout", "--task", "reacher", "--policy", "random"};
@@ -171,6 +171,12 @@ TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
     EXPECT_THAT(result.err, HasSubstr(c.expected));
     EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << c.expected;
   }
+  std::vector<std::string> unreachable = collect;
+  unreachable.insert(unreachable.end(), {"--episodes", "1", "--register", "ok", "--registry", "127.0.0.1:1"});
+  ProgramResult result = Roboloop(unreachable);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("--register: checking the registry before any work"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << "nothing is collected for an unreachable registry";
 }
 
 // `sim tasks` shows one line per task: a YAML task's folded description is cut to its first
