@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,8 @@
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "data/validation_in_child.h"
+#include "registry/names.h"
+#include "sim/checkpoint_policy.h"
 #include "sim/replay.h"
 #include "sim/sim_client.h"
 #include "sim/sim_grpc_service.h"
@@ -132,7 +135,20 @@ void PrintWritten(const char* what, const v1::DatasetWritten& written) {
               static_cast<long long>(written.total_steps()), written.sha256().c_str());
 }
 
+// Before any work: --register's NAME must be a valid dataset name (a usage error otherwise) and
+// the registry must answer; OK without --register.
+absl::Status CheckRegisterTarget(const SimFlags& flags) {
+  if (flags.register_name.empty()) return absl::OkStatus();
+  const absl::Status name = registry::ValidateName("dataset", flags.register_name);
+  if (!name.ok()) return UsageError(absl::StrCat("--register: ", name.message()));
+  ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags.registry));
+  const absl::Status reached = connection->client().GetDataset(absl::StrCat(flags.register_name, "@latest")).status();
+  if (reached.ok() || reached.code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+  return Annotate(reached, "--register: checking the registry before any work");
+}
+
 absl::Status Collect(const SimFlags& flags) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.collect.rollout().policy()));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
   PrintWritten("collected", written);
@@ -147,6 +163,7 @@ absl::Status Relabel(const SimFlags& flags) {
   if (flags.sim.empty() && !flags.relabel.input_path().empty()) {
     ROBOLOOP_RETURN_IF_ERROR(data::ScreenFileInChildProcess(flags.relabel.input_path()));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
   PrintWritten("relabelled", written);
@@ -205,13 +222,37 @@ absl::Status ServeSim(const SimFlags& flags) {
 }
 
 void AddTaskSourceOptions(CLI::App* command, SimFlags* flags) {
-  command->add_option("--task-plugin", flags->task_plugins, "Shared library adding tasks (repeatable)");
+  command->add_option("--task-plugin", flags->task_plugins,
+                      "Shared library adding tasks, a path (a bare name is a file here; repeatable)");
   command->add_option("--task-yaml", flags->yaml_tasks, "Declarative task YAML (repeatable)");
 }
 
 void AddRemoteOptions(CLI::App* command, SimFlags* flags) {
   command->add_option("--sim", flags->sim, "Remote SimService HOST:PORT or unix:PATH");
   command->add_option("--sim-token-file", flags->sim_token_file, "Bearer token file for --sim");
+}
+
+// Accepts what sim::ParseChunkExecution reads, whatever the policy.
+CLI::Validator ChunkExecutionText() {
+  return CLI::Validator(
+      [](std::string& text) {
+        const absl::StatusOr<sim::ChunkExecution> parsed = sim::ParseChunkExecution(text);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      },
+      "EXECUTION");
+}
+
+// Accepts a whole number of type T (absl::SimpleAtoi) that is at least `min`.
+template <typename T>
+CLI::Validator WholeNumberAtLeast(T min) {
+  return CLI::Validator(
+      [min](std::string& text) {
+        T value{};
+        if (absl::SimpleAtoi(text, &value) && value >= min) return std::string();
+        return absl::StrCat("'", text, "' is not a whole number >= ", min,
+                            std::is_unsigned_v<T> ? " that fits 64 bits" : "");
+      },
+      absl::StrCat("INT>=", min));
 }
 
 // --task, --policy, --seed, --max-steps of a rollout request.
@@ -223,19 +264,25 @@ void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
       ->required();
   command->add_option_function<std::string>(
       "--chunk-execution", [r](const std::string& v) { r->set_chunk_execution(v); },
-      "Checkpoints: full_chunk (default), receding_horizon:N or temporal_ensembling:m");
+      "Checkpoints: full_chunk (default), receding_horizon:N or temporal_ensembling:m")
+      ->check(ChunkExecutionText());
   command->add_option_function<uint64_t>("--seed", [r](uint64_t v) { r->set_base_seed(v); },
-                                         "Base seed (episode i uses EpisodeSeed(seed, i))");
+                                         "Base seed, 0..2^64-1 (episode i uses EpisodeSeed(seed, i))")
+      ->check(WholeNumberAtLeast<uint64_t>(0));
   command->add_option_function<int>("--max-steps", [r](int v) { r->set_max_steps(v); },
-                                    "Horizon override");
+                                    "Horizon override in env steps, >= 1 (default: the task's max steps)")
+      ->check(WholeNumberAtLeast<int>(1));
 }
 
 // --episodes, --first-episode, --envs, --threads of a rollout request.
 void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
-                                        "Number of episodes")->required();
+                                        "Number of episodes, >= 1")
+      ->required()
+      ->check(WholeNumberAtLeast<int64_t>(1));
   command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
-                                        "First episode index of the seed range");
+                                        "First episode index of the seed range, >= 0")
+      ->check(WholeNumberAtLeast<int64_t>(0));
   command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
   command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
   command->add_flag_function(

@@ -4,6 +4,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/fs.h"
@@ -137,6 +139,18 @@ absl::Status CheckCompleted(const v1::Evaluation& evaluation, const std::string&
   return absl::OkStatus();
 }
 
+// SQLite stores NaN as NULL: a non-finite return is refused before it reaches the table.
+absl::Status CheckEpisodeReturnsFinite(const v1::Evaluation& evaluation, const std::string& label) {
+  for (const v1::EpisodeResult& episode : evaluation.episodes()) {
+    if (!std::isfinite(episode.episode_return())) {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": episode ", episode.episode_index(), " has return ",
+                                                     episode.episode_return(),
+                                                     "; a return must be finite (the task's reward was not)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckStorable(const v1::Evaluation& evaluation) {
   const std::string label = absl::StrCat("evaluation '", evaluation.id(), "'");
   if (evaluation.id().empty()) return absl::InvalidArgumentError("evaluation id is empty");
@@ -148,6 +162,7 @@ absl::Status CheckStorable(const v1::Evaluation& evaluation) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": protocol_hash '", evaluation.protocol_hash(),
                                                    "' is not the protocol's hash ", hash));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckEpisodeReturnsFinite(evaluation, label));
   switch (evaluation.status()) {
     case v1::EVALUATION_COMPLETED:
       return CheckCompleted(evaluation, label);

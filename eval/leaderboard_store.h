@@ -69,7 +69,8 @@ class LeaderboardStore {
   // Stores `evaluation` and its episodes in one transaction. Checked first (InvalidArgument):
   // id, checkpoint id and protocol task set; protocol_hash == ProtocolHash(protocol);
   // COMPLETED carries aggregates whose success counts match its episodes and the
-  // protocol's episode count; FAILED carries no aggregates; no other status. A duplicate id
+  // protocol's episode count; FAILED carries no aggregates; no other status; every episode's
+  // return is finite. A duplicate id
   // is AlreadyExists.
   absl::Status Store(const v1::Evaluation& evaluation);
 

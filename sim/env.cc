@@ -32,6 +32,7 @@ const char* EndReasonName(EndReason reason) {
     case EndReason::kTerminated: return "terminated";
     case EndReason::kInvalidAction: return "invalid_action";
     case EndReason::kUnstable: return "unstable";
+    case EndReason::kInvalidReward: return "invalid_reward";
   }
   return "unknown";
 }
@@ -206,6 +207,11 @@ EndReason Env::Step(const float* action, int action_size, float* obs, const uint
   }
   hash_chain_ = ChainHash(hash_chain_, HashPhysicsState(model_, d));
   const double reward = task_->Reward(model_, d);
+  if (!std::isfinite(reward)) {
+    end_detail_ = absl::StrCat("the reward of step ", length_ - 1, " is ", reward);
+    Finish(EndReason::kInvalidReward, nullptr);
+    return end_;
+  }
   return_ += reward;
   if (options_.record_trajectory) trajectory_.rewards.push_back(static_cast<float>(reward));
   if (task_->SuccessCondition(model_, d)) {
@@ -271,7 +277,7 @@ bool Env::PhysicsDiverged() {
 
 bool Env::success() const {
   if (end_ == EndReason::kNone || end_ == EndReason::kInvalidAction ||
-      end_ == EndReason::kUnstable) {
+      end_ == EndReason::kUnstable || end_ == EndReason::kInvalidReward) {
     return false;
   }
   const SuccessRule& rule = task_->success_rule();

@@ -24,9 +24,10 @@ enum class EndReason {
   kTerminated,     // the task's termination condition held
   kInvalidAction,  // a NaN/Inf action or one of the wrong size
   kUnstable,       // physics diverged (MuJoCo warning counters, NaN state, MuJoCo error)
+  kInvalidReward,  // the task's reward was NaN or infinite (a task bug; the rollout stops)
 };
 
-// "running", "truncated", "terminated", "invalid_action", "unstable".
+// "running", "truncated", "terminated", "invalid_action", "unstable", "invalid_reward".
 const char* EndReasonName(EndReason reason);
 
 // Per-step arrays of one episode in robomimic order: entry t is what was seen and done at
@@ -73,7 +74,8 @@ class Env {
 
   bool done() const { return end_ != EndReason::kNone; }
   EndReason end_reason() const { return end_; }
-  // Human-readable detail of an abnormal end (the invalid value, the MuJoCo warning).
+  // Human-readable detail of an abnormal end (the invalid value and its step, the MuJoCo
+  // warning).
   const std::string& end_detail() const { return end_detail_; }
   int64_t episode_index() const { return episode_index_; }
   uint64_t seed() const { return seed_; }

@@ -185,6 +185,13 @@ EpisodeRecord RolloutEngine::MakeRecord(const Env& env) const {
   return record;
 }
 
+absl::Status RolloutEngine::RefuseInvalidReward(const Env& env) const {
+  if (env.end_reason() != EndReason::kInvalidReward) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("task ", task_->name(), " returned a non-finite reward in episode ", env.episode_index(),
+                   " (seed ", env.seed(), "): ", env.end_detail(), "; the rollout stops"));
+}
+
 absl::Status RolloutEngine::CollectFinished(EnvGroup& group, Policy& policy, EpisodeSink& sink) {
   const int64_t end = options_.first_episode + options_.num_episodes;
   size_t kept = 0;
@@ -192,6 +199,7 @@ absl::Status RolloutEngine::CollectFinished(EnvGroup& group, Policy& policy, Epi
     const int slot = group.active[row];
     Env& env = *envs_[slot];
     if (env.done()) {
+      ROBOLOOP_RETURN_IF_ERROR(RefuseInvalidReward(env));
       policy.EndEpisode(env.episode_index());
       ROBOLOOP_RETURN_IF_ERROR(sink.OnEpisode(
           MakeRecord(env), options_.record_trajectories ? &env.trajectory() : nullptr));

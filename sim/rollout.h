@@ -83,7 +83,9 @@ class RolloutEngine {
   ~RolloutEngine();
 
   // Runs all episodes of the options' seed range with `policy` and passes each to `sink`.
-  // A policy whose specs do not match the task is refused before any stepping.
+  // A policy whose specs do not match the task is refused before any stepping; a task reward
+  // that is NaN or infinite stops the rollout with FailedPrecondition naming the task, the
+  // episode and the step (that episode never reaches the sink).
   absl::Status Run(Policy& policy, EpisodeSink& sink);
 
  private:
@@ -118,7 +120,11 @@ class RolloutEngine {
   absl::Status Act(Policy& policy, EnvGroup& group, const std::string& who);
   // Starts stepping the group's envs on the pool; pool_->Finish() completes it.
   void StartStep(EnvGroup& group);
-  // Passes the group's finished episodes to the policy and the sink and restarts their slots.
+  // FailedPrecondition naming the task, the episode and the step when `env`'s episode ended on
+  // a non-finite reward (nothing downstream may store it); OK otherwise.
+  absl::Status RefuseInvalidReward(const Env& env) const;
+  // Passes the group's finished episodes to the policy and the sink and restarts their slots;
+  // stops at an episode that ended on a non-finite reward (RefuseInvalidReward).
   absl::Status CollectFinished(EnvGroup& group, Policy& policy, EpisodeSink& sink);
   absl::Status RunSerial(Policy& policy, EpisodeSink& sink, const std::string& who);
   absl::Status RunOverlapped(Policy& policy, EpisodeSink& sink, const std::string& who);

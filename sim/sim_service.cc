@@ -62,6 +62,8 @@ absl::Status ValidateRange(const v1::RolloutRequest& r, const SimServiceHandler:
   if (r.max_steps() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("max_steps must be >= 0, got ", r.max_steps()));
   }
+  // Checked whatever the policy, though only checkpoints use it.
+  if (!r.chunk_execution().empty()) return ParseChunkExecution(r.chunk_execution()).status();
   return absl::OkStatus();
 }
 
@@ -351,7 +353,7 @@ absl::StatusOr<EpisodeRecord> EpisodeRecordFromProto(const v1::EpisodeRecord& p)
   r.success = p.success();
   bool known = false;
   for (EndReason reason : {EndReason::kNone, EndReason::kTruncated, EndReason::kTerminated,
-                           EndReason::kInvalidAction, EndReason::kUnstable}) {
+                           EndReason::kInvalidAction, EndReason::kUnstable, EndReason::kInvalidReward}) {
     if (p.end_reason() == EndReasonName(reason)) {
       r.end_reason = reason;
       known = true;

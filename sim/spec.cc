@@ -1,7 +1,11 @@
 #include "sim/spec.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
 
 namespace roboloop::sim {
 
@@ -50,6 +54,25 @@ int ObsSpec::image_offset(const std::string& name) const {
 }
 
 std::string CameraImageKey(const CameraSpec& camera) { return absl::StrCat(camera.name, "_image"); }
+
+absl::Status CheckDatasetName(const std::string& name, const std::string& what) {
+  const bool allowed = !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+  if (allowed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " '", name, "' cannot be a dataset key: use ASCII letters, digits, '_', '-' and '.' (not first)"));
+}
+
+absl::Status ValidateObsSpecNames(const ObsSpec& spec, const std::string& who) {
+  for (const ArraySpec& key : spec.keys) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckDatasetName(key.name, "observation"), who));
+  }
+  for (const CameraSpec& camera : spec.cameras) {
+    ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckDatasetName(camera.name, "camera"), who));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateCameraSize(const CameraSpec& camera, const std::string& who) {
   if (camera.name.empty()) {

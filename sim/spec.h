@@ -54,6 +54,15 @@ struct ObsSpec {
 // The dataset key of a camera's frames, relative to `obs/`: "<name>_image".
 std::string CameraImageKey(const CameraSpec& camera);
 
+// OK when `name` (a task's, an observation key's or a camera's) can name a dataset key and a
+// file (obs/<name>, obs/<name>_image, env_name): not empty, only ASCII letters, digits, '_', '-'
+// and '.', not starting with '.'. Otherwise InvalidArgument "<what> '<name>' cannot be a
+// dataset key: ...".
+absl::Status CheckDatasetName(const std::string& name, const std::string& what);
+
+// CheckDatasetName for every float key and camera of `spec`; the error starts with `who`.
+absl::Status ValidateObsSpecNames(const ObsSpec& spec, const std::string& who);
+
 // OK when `camera` has a non-empty name and a size within 1..kMaxCameraSide; otherwise
 // InvalidArgument naming `who`, the camera and what is wrong.
 absl::Status ValidateCameraSize(const CameraSpec& camera, const std::string& who);

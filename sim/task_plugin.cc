@@ -53,6 +53,25 @@ const char* AbiVersionHint(uint32_t version) {
   return "";
 }
 
+// CheckDatasetName for `name` (null counts as empty); errors name the task's `field`.
+absl::Status CheckPluginName(const char* name, const std::string& what, const RoboloopTaskV1& t,
+                             const std::string& field) {
+  return Annotate(CheckDatasetName(name != nullptr ? name : "", what), absl::StrCat("task ", t.name, ": ", field));
+}
+
+// The task's name, obs key names and camera names must be able to name dataset keys.
+absl::Status CheckPluginTaskNames(const RoboloopTaskV1& t) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckPluginName(t.name, "task name", t, "name"));
+  for (int i = 0; i < t.num_obs_keys; ++i) {
+    ROBOLOOP_RETURN_IF_ERROR(
+        CheckPluginName(t.obs_keys[i].name, "observation", t, absl::StrCat("obs_keys[", i, "].name")));
+  }
+  for (int i = 0; i < t.num_cameras; ++i) {
+    ROBOLOOP_RETURN_IF_ERROR(CheckPluginName(t.cameras[i].name, "camera", t, absl::StrCat("cameras[", i, "].name")));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
   if (t.abi_version != ROBOLOOP_TASK_PLUGIN_ABI_VERSION) {
     return absl::FailedPreconditionError(
@@ -74,14 +93,18 @@ absl::Status ValidatePluginTask(const RoboloopTaskV1& t) {
     return absl::InvalidArgumentError(absl::StrCat("task ", t.name, ": num_cameras ", t.num_cameras,
                                                    " does not match its cameras array"));
   }
-  return absl::OkStatus();
+  return CheckPluginTaskNames(t);
 }
 
-absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t) {
+// Builds task `t` of the library labelled `library` ("task plugin <path>"); errors start with
+// that label.
+absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t, const std::string& library) {
   TaskDefinition def;
   def.name = t->name;
   def.description = t->description != nullptr ? t->description : "";
-  ROBOLOOP_ASSIGN_OR_RETURN(def.model, LoadModelFromString(def.name, t->mjcf_xml));
+  absl::StatusOr<ModelPtr> model = LoadModelFromString(def.name, t->mjcf_xml);
+  if (!model.ok()) return Annotate(model.status(), library);
+  def.model = std::move(*model);
   for (int i = 0; i < t->num_obs_keys; ++i) {
     def.obs_spec.keys.push_back({t->obs_keys[i].name, {t->obs_keys[i].size}});
   }
@@ -90,7 +113,7 @@ absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t) {
     def.obs_spec.cameras.push_back({camera.name != nullptr ? camera.name : "",
                                     camera.camera != nullptr ? camera.camera : "", camera.width, camera.height});
   }
-  ROBOLOOP_RETURN_IF_ERROR(PrepareTaskCameras(&def, absl::StrCat("plug-in task ", def.name)));
+  ROBOLOOP_RETURN_IF_ERROR(PrepareTaskCameras(&def, absl::StrCat(library, ": plug-in task ", def.name)));
   def.action_spec = ActionSpecFromCtrlRange(def.model.get());
   def.control_substeps = t->control_substeps;
   def.max_steps = t->max_steps;
@@ -98,38 +121,48 @@ absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t) {
   return std::unique_ptr<Task>(new PluginTask(std::move(def), t));
 }
 
-absl::Status RegisterPluginTasks(void* library, TaskRegistry* registry) {
+absl::Status RegisterPluginTasks(void* library, const std::string& label, TaskRegistry* registry) {
   auto entry = reinterpret_cast<RoboloopTaskPluginEntry>(dlsym(library, ROBOLOOP_TASK_PLUGIN_ENTRY));
   if (entry == nullptr) {
     return absl::NotFoundError(absl::StrCat("no entry point '", ROBOLOOP_TASK_PLUGIN_ENTRY, "'"));
   }
   const RoboloopTaskV1* tasks = nullptr;
   const int32_t count = entry(ROBOLOOP_TASK_PLUGIN_ABI_VERSION, &tasks);
-  if (count < 0 || (count > 0 && tasks == nullptr)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the entry point refused ABI version ", ROBOLOOP_TASK_PLUGIN_ABI_VERSION,
-                     " (rebuild the plugin against this roboloop's sim/task_plugin_abi.h)"));
+  if (count < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("the entry point failed: it returned ", count,
+                                                      " when given this roboloop's plugin ABI version ",
+                                                      ROBOLOOP_TASK_PLUGIN_ABI_VERSION));
+  }
+  if (count > 0 && tasks == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("the entry point returned ", count, " tasks but no task array"));
   }
   for (int32_t i = 0; i < count; ++i) ROBOLOOP_RETURN_IF_ERROR(ValidatePluginTask(tasks[i]));
   for (int32_t i = 0; i < count; ++i) {
     const RoboloopTaskV1* task = &tasks[i];
     ROBOLOOP_RETURN_IF_ERROR(registry->Register(
         task->name, task->description != nullptr ? task->description : "",
-        [task] { return BuildPluginTask(task); }));
+        [task, label] { return BuildPluginTask(task, label); }));
   }
   return absl::OkStatus();
+}
+
+// dlopen would search the library path for a name without a '/'; a plug-in named that way is
+// a file in the working directory, as a path is.
+std::string DlopenPath(const std::string& path) {
+  return path.find('/') == std::string::npos ? "./" + path : path;
 }
 
 }  // namespace
 
 absl::Status LoadTaskPlugin(const std::string& path, TaskRegistry* registry) {
   // Plugins stay loaded: registered factories point into them.
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* library = dlopen(DlopenPath(path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("task plugin ", path, " failed to load: ", dlerror()));
   }
-  return Annotate(RegisterPluginTasks(library, registry), absl::StrCat("task plugin ", path));
+  const std::string label = absl::StrCat("task plugin ", path);
+  return Annotate(RegisterPluginTasks(library, label, registry), label);
 }
 
 absl::Status LoadTaskPluginsFromEnvironment(TaskRegistry* registry) {

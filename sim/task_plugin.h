@@ -9,13 +9,17 @@
 
 namespace roboloop::sim {
 
-// dlopens `path`, checks the ABI version of the library and of each task, validates each
+// dlopens `path` (a file path; a name without a '/' is a file in the working directory, never
+// a search of the library path), checks the ABI version of the library and of each task, validates each
 // task's description and registers it. Errors name the path: a library that fails to load,
-// a missing entry point, a wrong ABI version, a task that fails validation or a name that
-// is already registered. The library stays loaded for the life of the process.
+// a missing entry point, an entry point that fails, a wrong ABI version, a task that fails
+// validation (a task, obs key or camera name that cannot be a dataset key: CheckDatasetName)
+// or a name that is already registered; so do the errors of building a task later (its MJCF,
+// its cameras). The library stays loaded for the life of the process.
 absl::Status LoadTaskPlugin(const std::string& path, TaskRegistry* registry);
 
-// Loads every plugin listed in $ROBOLOOP_TASK_PLUGINS (colon-separated); OK when unset.
+// Loads every plugin listed in $ROBOLOOP_TASK_PLUGINS (colon-separated paths, each as
+// LoadTaskPlugin takes it); OK when unset.
 absl::Status LoadTaskPluginsFromEnvironment(TaskRegistry* registry);
 
 }  // namespace roboloop::sim

@@ -9,7 +9,7 @@ namespace roboloop::sim {
 
 absl::Status TaskRegistry::Register(const std::string& name, const std::string& summary,
                                     TaskFactory factory) {
-  if (name.empty()) return absl::InvalidArgumentError("task name must not be empty");
+  ROBOLOOP_RETURN_IF_ERROR(CheckDatasetName(name, "task name"));
   absl::MutexLock lock(&mu_);
   if (entries_.count(name) != 0) {
     return absl::AlreadyExistsError(absl::StrCat("task '", name, "' is already registered"));
@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<Task>> TaskRegistry::Create(const std::string& na
     factory = it->second.factory;
   }
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, factory());
+  ROBOLOOP_RETURN_IF_ERROR(ValidateObsSpecNames(task->obs_spec(), absl::StrCat("task ", name)));
   ROBOLOOP_RETURN_IF_ERROR(ValidateTaskCameras(task->model(), task->obs_spec(), absl::StrCat("task ", name)));
   return task;
 }

@@ -22,12 +22,13 @@ using TaskFactory = std::function<absl::StatusOr<std::unique_ptr<Task>>()>;
 // Name → factory. Thread-safe: all methods may be called concurrently.
 class TaskRegistry {
  public:
-  // Adds `name` with a one-line `summary`; AlreadyExists if the name is taken.
+  // Adds `name` with a one-line `summary`; AlreadyExists if the name is taken,
+  // InvalidArgument if it cannot be a dataset name (CheckDatasetName).
   absl::Status Register(const std::string& name, const std::string& summary,
                         TaskFactory factory);
   // Builds the task `name`; NotFound listing the known names when it is unknown; the
-  // factory's error, or InvalidArgument when the task's cameras do not fit its model
-  // (ValidateTaskCameras).
+  // factory's error, or InvalidArgument when an observation or camera name cannot be a dataset
+  // key (ValidateObsSpecNames) or the task's cameras do not fit its model (ValidateTaskCameras).
   absl::StatusOr<std::unique_ptr<Task>> Create(const std::string& name) const;
   // True when `name` is registered.
   bool Contains(const std::string& name) const;

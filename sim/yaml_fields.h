@@ -3,6 +3,7 @@
 // reports them all at once.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,17 @@ inline const char* YamlTypeName(const double*) { return "a number"; }
 inline const char* YamlTypeName(const int*) { return "an integer"; }
 inline const char* YamlTypeName(const std::vector<double>*) { return "a list of numbers"; }
 
+// False for a NaN or infinite number (or list holding one); true for every other value.
+inline bool YamlValueIsFinite(double value) { return std::isfinite(value); }
+inline bool YamlValueIsFinite(const std::vector<double>& values) {
+  for (double value : values) {
+    if (!std::isfinite(value)) return false;
+  }
+  return true;
+}
+template <typename T>
+bool YamlValueIsFinite(const T&) { return true; }
+
 // The problems found in the YAML file at `path`, and checked reads that record them.
 class YamlFields {
  public:
@@ -36,8 +48,8 @@ class YamlFields {
   // problem per key not in `allowed` and returns true.
   bool CheckKeys(const YAML::Node& node, const std::string& at, const std::set<std::string>& allowed);
 
-  // The value under `key` of the mapping `node`; nullopt and a problem when it is missing or
-  // has another type.
+  // The value under `key` of the mapping `node`; nullopt and a problem when it is missing, has
+  // another type or is a number that is not finite (.nan, .inf).
   template <typename T>
   std::optional<T> Get(const YAML::Node& node, const std::string& at, const std::string& key) {
     const YAML::Node value = node[key];
@@ -45,13 +57,19 @@ class YamlFields {
       Problem(node, at, absl::StrCat("missing key '", key, "'"));
       return std::nullopt;
     }
+    std::optional<T> result;
     try {
-      return value.as<T>();
+      result = value.as<T>();
     } catch (const YAML::Exception&) {
       Problem(value, KeyPath(at, key),
               absl::StrCat("has the wrong type; expected ", YamlTypeName(static_cast<T*>(nullptr))));
       return std::nullopt;
     }
+    if (!YamlValueIsFinite(*result)) {
+      Problem(value, KeyPath(at, key), "is not finite (NaN or infinity); numbers in a task file must be finite");
+      return std::nullopt;
+    }
+    return result;
   }
 
   // Get<int> that also records a problem for a value below 1.

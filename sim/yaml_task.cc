@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Task>> LoadYamlTask(const std::string& path) {
 
 absl::Status RegisterYamlTask(const std::string& path, TaskRegistry* registry) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto task, LoadYamlTask(path));
-  return registry->Register(task->name(), task->description(), [path] { return LoadYamlTask(path); });
+  return Annotate(registry->Register(task->name(), task->description(), [path] { return LoadYamlTask(path); }),
+                  absl::StrCat("YAML task ", path));
 }
 
 }  // namespace roboloop::sim

@@ -37,6 +37,22 @@ std::string TermTypes() {
   return absl::StrJoin(types, ", ");
 }
 
+// OK when neither `camera`'s name nor its dataset image key (CameraImageKey) is already an
+// observation's, a camera's or a camera's image key in `spec`; otherwise InvalidArgument.
+absl::Status CheckCameraNamesFree(const ObsSpec& spec, const CameraSpec& camera) {
+  std::set<std::string> taken;
+  for (const ArraySpec& key : spec.keys) taken.insert(key.name);
+  for (const CameraSpec& other : spec.cameras) taken.insert({other.name, CameraImageKey(other)});
+  if (taken.count(camera.name) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("duplicate observation '", camera.name, "'"));
+  }
+  if (taken.count(CameraImageKey(camera)) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("camera '", camera.name, "': its image key '",
+                                                   CameraImageKey(camera), "' is taken by another observation"));
+  }
+  return absl::OkStatus();
+}
+
 std::optional<YamlPoint> MakePoint(YamlPoint::Kind kind, std::optional<int> index) {
   if (!index) return std::nullopt;
   return YamlPoint{kind, *index};
@@ -103,8 +119,18 @@ class Parser {
     return found->second;
   }
 
+  // False (and a problem at node[name]) when `name` cannot be a dataset key (CheckDatasetName).
+  bool DatasetName(const YAML::Node& node, const std::string& at, const std::string& name, const std::string& what) {
+    const absl::Status checked = CheckDatasetName(name, what);
+    if (!checked.ok()) fields_.Problem(node["name"], KeyPath(at, "name"), std::string(checked.message()));
+    return checked.ok();
+  }
+
   void ParseHeader(const YAML::Node& root, TaskDefinition* def) {
-    if (auto name = fields_.Get<std::string>(root, "", "name")) def->name = *name;
+    if (auto name = fields_.Get<std::string>(root, "", "name")) {
+      DatasetName(root, "", *name, "task name");
+      def->name = *name;
+    }
     if (root["description"]) {
       if (auto description = fields_.Get<std::string>(root, "", "description")) def->description = *description;
     }
@@ -217,7 +243,7 @@ class Parser {
       }
       std::optional<std::string> name = fields_.Get<std::string>(node, at, "name");
       std::optional<YamlObsSource> source = ParseObsSource(node, at);
-      if (!name || !source) continue;
+      if (!name || !source || !DatasetName(node, at, *name, "observation")) continue;
       if (def->obs_spec.offset(*name) >= 0) {
         fields_.Problem(node["name"], KeyPath(at, "name"), absl::StrCat("duplicate observation '", *name, "'"));
         continue;
@@ -238,12 +264,10 @@ class Parser {
                                               : std::optional<std::string>("");
       std::optional<int> width = fields_.Get<int>(node, at, "width");
       std::optional<int> height = fields_.Get<int>(node, at, "height");
-      if (!name || !camera || !width || !height) continue;
+      if (!name || !camera || !width || !height || !DatasetName(node, at, *name, "camera")) continue;
       const CameraSpec spec{*name, *camera, *width, *height};
       absl::Status checked = model_ == nullptr ? ValidateCameraSize(spec, who) : CheckCamera(model_, spec, who);
-      if (checked.ok() && (def->obs_spec.offset(*name) >= 0 || def->obs_spec.image_offset(*name) >= 0)) {
-        checked = absl::InvalidArgumentError(absl::StrCat("duplicate observation '", *name, "'"));
-      }
+      if (checked.ok()) checked = CheckCameraNamesFree(def->obs_spec, spec);
       if (!checked.ok()) {
         fields_.Problem(node, at, std::string(checked.message()));
         continue;

@@ -5,6 +5,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -139,6 +140,13 @@ TEST_F(LeaderboardStoreTest, RejectsInconsistentEvaluations) {
   EXPECT_THAT(rejected([](v1::Evaluation* e) { e->set_status(v1::EVALUATION_RUNNING); }).message(),
               HasSubstr("only completed or failed"));
   EXPECT_FALSE(rejected([](v1::Evaluation* e) { e->set_checkpoint_id(""); }).ok());
+  const absl::Status nan_return = rejected([](v1::Evaluation* e) {
+    e->set_status(v1::EVALUATION_FAILED);
+    e->clear_aggregates();
+    e->mutable_episodes(3)->set_episode_return(std::nan(""));
+  });
+  EXPECT_EQ(nan_return.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nan_return.message(), HasSubstr("episode 1003 has return nan; a return must be finite"));
   ASSERT_TRUE(store_->Store(good).ok());
   EXPECT_EQ(store_->Store(good).code(), absl::StatusCode::kAlreadyExists);
   // The failed duplicate left nothing behind: still one evaluation, twenty episodes.

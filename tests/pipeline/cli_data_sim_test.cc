@@ -145,6 +145,40 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
   EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
 }
 
+// Bad flag values of the sim commands exit 2 naming the flag, and an unreachable --register
+// registry exits 1, before any episode runs or any file is written.
+TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
+  const std::string dir = testing::MakeTempDir("clisimflags");
+  const std::vector<std::string> rollout = {"sim", "rollout", "--task", "reacher", "--policy", "random"};
+  const std::vector<std::string> collect = {"sim", "collect", "--task", "reacher", "--policy", "random",
+                                            "-o", dir + "/c.hdf5", "--root", dir + "/store"};
+  struct Case {
+    std::vector<std::string> command, flags;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {rollout, {"--episodes", "1", "--seed", "-1"}, "--seed"},
+      {rollout, {"--episodes", "0"}, "--episodes"},
+      {rollout, {"--episodes", "1", "--chunk-execution", "bogus"}, "chunk execution 'bogus' must be"},
+      {collect, {"--episodes", "1", "--max-steps", "0"}, "--max-steps"},
+      {collect, {"--episodes", "1", "--register", "Bad Name"}, "--register: invalid dataset name"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.command;
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << c.expected << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr(c.expected));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << c.expected;
+  }
+  std::vector<std::string> unreachable = collect;
+  unreachable.insert(unreachable.end(), {"--episodes", "1", "--register", "ok", "--registry", "127.0.0.1:1"});
+  ProgramResult result = Roboloop(unreachable);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("--register: checking the registry before any work"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << "nothing is collected for an unreachable registry";
+}
+
 // `sim tasks` shows one line per task: a YAML task's folded description is cut to its first
 // clause, with no trailing newline leaving a blank line in the table.
 TEST(CliSimTest, TasksTableHasOneLinePerTask) {

@@ -123,6 +123,12 @@ TEST(CameraTaskTest, BadCamerasNameTheFileTaskAndCamera) {
        "camera 'top' height 100000 is outside 1..2048"},
       {"duplicate", "cameras: [{name: puck, camera: top, width: 8, height: 8}]\n", "duplicate observation 'puck'"},
       {"typo", "cameras: [{name: top, cam: top, width: 8, height: 8}]\n", "cam"},
+      {"image_key_second", "cameras: [{name: a, width: 8, height: 8}, {name: a_image, width: 8, height: 8}]\n",
+       ":19: cameras[1]: duplicate observation 'a_image'"},
+      {"image_key_first", "cameras: [{name: a_image, width: 8, height: 8}, {name: a, width: 8, height: 8}]\n",
+       ":19: cameras[1]: camera 'a': its image key 'a_image' is taken by another observation"},
+      {"slash", "cameras: [{name: \"a b/c\", width: 8, height: 8}]\n",
+       ":19: cameras[0].name: camera 'a b/c' cannot be a dataset key"},
   };
   for (const Case& c : cases) {
     const std::string path = WriteCameraTask(c.name, c.cameras);

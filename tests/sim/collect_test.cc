@@ -15,6 +15,8 @@
 #include "nlohmann/json.hpp"
 #include "sim/physics_state.h"
 #include "sim/random_policy.h"
+#include "sim/task_plugin.h"
+#include "tests/sim/plugin_build.h"
 #include "tests/sim/test_tasks.h"
 #include "tests/util/subprocess.h"
 
@@ -173,6 +175,24 @@ TEST(CollectTest, SuccessOnlyKeepsTheSuccessfulEpisodesInOrder) {
   auto none = CollectDataset(*task, random, options);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition) << none.status();
   EXPECT_FALSE(PathExists(options.output_path));
+}
+
+TEST(CollectTest, ATaskWithANanRewardWritesNoDataset) {
+  const std::string plugin = testing::BuildTestPlugin("collect_nan_reward", "-DNAN_REWARD_AFTER=0.045");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  auto task = registry.Create("test-plugin");
+  ASSERT_TRUE(task.ok()) << task.status();
+  RandomPolicy random(**task, 3);
+  const std::string dir = roboloop::testing::MakeTempDir("collectnan");
+  CollectOptions options = Options(dir + "/nan.hdf5", 3, 0);
+  options.policy_reference = "random";
+  auto summary = CollectDataset(**task, random, options);
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kFailedPrecondition) << summary.status();
+  EXPECT_THAT(summary.status().message(), HasSubstr("task test-plugin returned a non-finite reward in episode 2"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("the reward of step 4 is nan"));
+  EXPECT_FALSE(PathExists(options.output_path));
+  EXPECT_TRUE(ListDir(dir).value().empty()) << "no partial file is left behind";
 }
 
 // Relabelling an expert's own dataset gives back its actions bit for bit: every expert is a

@@ -168,6 +168,9 @@ TEST_F(SimServiceTest, BadRequestsAreRefusedBeforeAnyEpisode) {
   Case noise{Request("reacher", "random", 2), absl::StatusCode::kInvalidArgument, "no-such-key"};
   (*noise.request.mutable_robustness()->mutable_obs_noise_std())["no-such-key"] = 0.1;
   cases.push_back(noise);
+  Case chunk{Request("reacher", "random", 2), absl::StatusCode::kInvalidArgument, "chunk execution 'bogus'"};
+  chunk.request.set_chunk_execution("bogus");
+  cases.push_back(chunk);
   for (const Case& c : cases) {
     absl::Status status;
     auto records = Roll(c.request, &status);

@@ -1,8 +1,8 @@
 // Out-of-tree task plugins (issue 4, req 2b): the reference example is compiled here as its
 // own shared library, against the public headers only, then loaded, rolled out and checked;
 // its camera is rendered; a plugin for another ABI version, a missing file and a duplicate name
-// are refused.
-#include <cstdlib>
+// are refused; a reward that is NaN stops the rollout.
+#include <filesystem>
 #include <map>
 #include <vector>
 #include <string>
@@ -11,21 +11,13 @@
 #include "sim/random_policy.h"
 #include "sim/rollout.h"
 #include "sim/task_plugin.h"
+#include "tests/sim/plugin_build.h"
 
 namespace roboloop::sim {
 namespace {
 
-// Compiles `source` (with `flags`) into a shared library in the test's temp dir against the
-// public headers (ours and MuJoCo's) and returns its path.
-std::string BuildPlugin(const std::string& source, const std::string& name,
-                        const std::string& flags = "") {
-  const std::string output = ::testing::TempDir() + "/lib" + name + ".so";
-  const std::string command = "cc -shared -fPIC -O1 -I" ROBOLOOP_SOURCE_DIR
-                              " -I" ROBOLOOP_MUJOCO_INCLUDE_DIR " " + flags + " " + source +
-                              " -o " + output + " -lm";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
-  return output;
-}
+using testing::BuildPlugin;
+using testing::BuildTestPlugin;
 
 // Keeps each episode's record and recorded frames, by episode index.
 class FrameSink : public EpisodeSink {
@@ -67,6 +59,27 @@ TEST(TaskPluginTest, LoadsTheExamplePluginAndRollsItOut) {
   EXPECT_EQ(LoadTaskPlugin(plugin, &registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
+TEST(TaskPluginTest, ANanRewardStopsTheRolloutNamingTheTaskEpisodeAndStep) {
+  const std::string plugin = BuildTestPlugin("nan_reward", "-DNAN_REWARD_AFTER=0.045");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  auto task = registry.Create("test-plugin");
+  ASSERT_TRUE(task.ok()) << task.status();
+  RandomPolicy policy(**task, 2);
+  RolloutOptions options;
+  options.num_episodes = 3;
+  options.num_envs = 2;
+  FrameSink sink;
+  auto engine = RolloutEngine::Create(task->get(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const absl::Status status = (*engine)->Run(policy, sink);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task test-plugin returned a non-finite reward in episode 0 (seed "),
+            std::string::npos) << status;
+  EXPECT_NE(status.message().find("the reward of step 4 is nan"), std::string::npos) << status;
+  EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN reward reaches the sink";
+}
+
 TEST(TaskPluginTest, RefusesAPluginBuiltForAnotherAbiVersion) {
   const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/tests/sim/wrong_abi_plugin.c", "wrong");
   TaskRegistry registry;
@@ -101,16 +114,58 @@ TEST(TaskPluginTest, RefusesAVersionTwoPluginWithoutCameras) {
   EXPECT_TRUE(registry.Names().empty());
 }
 
-TEST(TaskPluginTest, APluginCameraTheModelLacksNamesTheTaskAndCamera) {
+TEST(TaskPluginTest, APluginCameraTheModelLacksNamesTheLibraryTaskAndCamera) {
   const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/sim/examples/task_plugin/slider_reach_plugin.c",
                                          "badcamera", "-DSLIDER_REACH_CAMERA='\"wrist\"'");
   TaskRegistry registry;
   ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
   const absl::Status status = registry.Create("plugin-slider-reach").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("plug-in task plugin-slider-reach: camera 'side' names MJCF camera 'wrist', "
+  EXPECT_NE(status.message().find("task plugin " + plugin +
+                                  ": plug-in task plugin-slider-reach: camera 'side' names MJCF camera 'wrist', "
                                   "which the model lacks; its cameras: side"),
             std::string::npos) << status;
+}
+
+TEST(TaskPluginTest, NamesThatCannotBeDatasetKeysAreRefusedNamingTheLibraryAndField) {
+  struct Case {
+    std::string name, flags, expected;
+  };
+  const std::vector<Case> cases = {
+      {"slash_task", "-DTASK_NAME='\"my/task\"'", "task my/task: name: task name 'my/task' cannot be a dataset key"},
+      {"slash_key", "-DOBS_KEY_NAME='\"a/b\"'",
+       "task test-plugin: obs_keys[0].name: observation 'a/b' cannot be a dataset key"},
+      {"space_camera", "-DCAMERA_NAME='\"a b\"'",
+       "task test-plugin: cameras[0].name: camera 'a b' cannot be a dataset key"},
+  };
+  for (const Case& c : cases) {
+    const std::string plugin = BuildTestPlugin(c.name, c.flags);
+    TaskRegistry registry;
+    const absl::Status status = LoadTaskPlugin(plugin, &registry);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.name << ": " << status;
+    EXPECT_NE(status.message().find("task plugin " + plugin + ": " + c.expected), std::string::npos)
+        << c.name << ": " << status;
+    EXPECT_TRUE(registry.Names().empty()) << c.name;
+  }
+}
+
+TEST(TaskPluginTest, BadInlineMjcfNamesTheLibrary) {
+  const std::string plugin = BuildTestPlugin("bad_mjcf", "-DMJCF='\"<mujoco><worldbody>\"'");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  const absl::Status status = registry.Create("test-plugin").status();
+  EXPECT_NE(status.message().find("task plugin " + plugin + ": MJCF test-plugin failed to compile"),
+            std::string::npos) << status;
+}
+
+TEST(TaskPluginTest, AFailingEntryPointIsNotCalledAnAbiRefusal) {
+  const std::string plugin = BuildTestPlugin("negative", "-DENTRY_RESULT=-2");
+  TaskRegistry registry;
+  const absl::Status status = LoadTaskPlugin(plugin, &registry);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task plugin " + plugin + ": the entry point failed: it returned -2"),
+            std::string::npos) << status;
+  EXPECT_EQ(status.message().find("refused"), std::string::npos) << status;
 }
 
 TEST(TaskPluginTest, MissingLibraryIsAClearError) {
@@ -118,6 +173,30 @@ TEST(TaskPluginTest, MissingLibraryIsAClearError) {
   const absl::Status status = LoadTaskPlugin("/nonexistent/libtask.so", &registry);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("/nonexistent/libtask.so"), std::string::npos);
+}
+
+// Restores the working directory on destruction.
+class WorkingDirectory {
+ public:
+  explicit WorkingDirectory(const std::string& dir) : saved_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~WorkingDirectory() { std::filesystem::current_path(saved_); }
+
+ private:
+  std::filesystem::path saved_;
+};
+
+TEST(TaskPluginTest, ANameWithoutASlashIsAFileInTheWorkingDirectory) {
+  const std::string plugin = BuildTestPlugin("in_cwd");
+  WorkingDirectory cwd(std::filesystem::path(plugin).parent_path().string());
+  TaskRegistry registry;
+  const absl::Status loaded = LoadTaskPlugin("libin_cwd.so", &registry);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  EXPECT_TRUE(registry.Contains("test-plugin"));
+  const absl::Status missing = LoadTaskPlugin("libm.so.6", &registry);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument) << "the library path is not searched";
+  EXPECT_NE(missing.message().find("task plugin libm.so.6 failed to load"), std::string::npos) << missing;
 }
 
 TEST(TaskPluginTest, EnvironmentVariableListsPlugins) {
@@ -128,6 +207,17 @@ TEST(TaskPluginTest, EnvironmentVariableListsPlugins) {
   ASSERT_TRUE(LoadTaskPluginsFromEnvironment(&registry).ok());
   unsetenv("ROBOLOOP_TASK_PLUGINS");
   EXPECT_TRUE(registry.Contains("plugin-slider-reach"));
+}
+
+TEST(TaskPluginTest, EnvironmentVariableNamesAreFilesInTheWorkingDirectory) {
+  const std::string plugin = BuildTestPlugin("env_in_cwd");
+  WorkingDirectory cwd(std::filesystem::path(plugin).parent_path().string());
+  setenv("ROBOLOOP_TASK_PLUGINS", "libenv_in_cwd.so", 1);
+  TaskRegistry registry;
+  const absl::Status loaded = LoadTaskPluginsFromEnvironment(&registry);
+  unsetenv("ROBOLOOP_TASK_PLUGINS");
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  EXPECT_TRUE(registry.Contains("test-plugin"));
 }
 
 }  // namespace

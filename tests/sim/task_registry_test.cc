@@ -1,5 +1,8 @@
 // The task registry (issue 4, req 1): builtins register, duplicates are rejected, an
-// unknown name lists the known ones, and every built-in builds with consistent specs.
+// unknown name lists the known ones, names that cannot be dataset keys are refused, and every
+// built-in builds with consistent specs.
+#include <memory>
+
 #include "gtest/gtest.h"
 #include "sim/builtin_tasks.h"
 #include "tests/sim/test_tasks.h"
@@ -34,6 +37,45 @@ TEST(TaskRegistryTest, MissingModelFileIsAClearError) {
   ASSERT_FALSE(task.ok());
   EXPECT_NE(task.status().message().find("/nonexistent/models/reacher.xml"), std::string::npos)
       << task.status();
+}
+
+// A do-nothing task whose observation key is `key`, for the registry's name checks.
+class KeyedTask : public Task {
+ public:
+  explicit KeyedTask(const std::string& key) : Task(Definition(key)) {}
+  void Reset(const mjModel*, mjData*, Rng&) const override {}
+  void Observe(const mjModel*, const mjData*, float* obs) const override { obs[0] = 0; }
+  double Reward(const mjModel*, const mjData*) const override { return 0; }
+  bool SuccessCondition(const mjModel*, const mjData*) const override { return false; }
+
+ private:
+  static TaskDefinition Definition(const std::string& key) {
+    TaskDefinition def;
+    def.name = "keyed";
+    def.model = LoadModelFromString("keyed", "<mujoco/>").value();
+    def.obs_spec.keys.push_back({key, {1}});
+    return def;
+  }
+};
+
+TEST(TaskRegistryTest, NamesThatCannotBeDatasetKeysAreRefused) {
+  TaskRegistry registry;
+  auto keyed = [](const std::string& key) {
+    return [key]() -> absl::StatusOr<std::unique_ptr<Task>> { return std::make_unique<KeyedTask>(key); };
+  };
+  const absl::Status slash = registry.Register("my/task", "", keyed("x"));
+  EXPECT_EQ(slash.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(slash.message().find("task name 'my/task' cannot be a dataset key"), std::string::npos) << slash;
+  ASSERT_TRUE(registry.Register("keyed", "", keyed("a b")).ok());
+  const absl::Status key = registry.Create("keyed").status();
+  EXPECT_EQ(key.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(key.message().find("task keyed: observation 'a b' cannot be a dataset key"), std::string::npos) << key;
+  for (const std::string good : {"cartpole-swingup", "v1.2_final", "0a"}) {
+    EXPECT_TRUE(CheckDatasetName(good, "task name").ok()) << good;
+  }
+  for (const std::string bad : {"", ".hidden", "a/b", "a b", "caf\xc3\xa9", "a:b"}) {
+    EXPECT_FALSE(CheckDatasetName(bad, "task name").ok()) << bad;
+  }
 }
 
 class BuiltinSpecTest : public ::testing::TestWithParam<std::string> {};

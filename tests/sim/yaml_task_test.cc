@@ -85,11 +85,53 @@ TEST(YamlTaskTest, UnknownSensorBodyAndKeyAreRefused) {
   EXPECT_NE(key.status().message().find("unknown key 'rewards'"), std::string::npos) << key.status();
 }
 
+TEST(YamlTaskTest, NonFiniteNumbersAreRefusedWithFileAndLine) {
+  const std::string path = WriteTask("non_finite", R"(goals:
+  - {name: target, mocap_body: target, low: [-0.2, .nan, 0], high: [0.2, 0.2, 0]}
+observations:
+  - {name: x, joint_qpos: x}
+reward:
+  - {type: site_goal_distance, site: tip, goal: target, weight: .nan}
+  - {type: alive_bonus, weight: -.inf}
+success:
+  condition: {type: alive_bonus, above: .inf}
+  rule: final_steps
+  steps: 1
+)");
+  const absl::Status status = LoadYamlTask(path).status();
+  ASSERT_FALSE(status.ok());
+  const std::string finite = ": is not finite (NaN or infinity)";
+  for (const std::string& line : {path + ":6: goals[0].low" + finite, path + ":10: reward[0].weight" + finite,
+                                  path + ":11: reward[1].weight" + finite,
+                                  path + ":13: success.condition.above" + finite}) {
+    EXPECT_NE(status.message().find(line), std::string::npos) << line << "\n" << status;
+  }
+  EXPECT_EQ(status.message().find("low must not exceed high"), std::string::npos) << status;
+}
+
 TEST(YamlTaskTest, RegistersUnderItsName) {
   TaskRegistry registry;
   ASSERT_TRUE(RegisterYamlTask(kExample, &registry).ok());
   EXPECT_TRUE(registry.Create("yaml-point-reach").ok());
-  EXPECT_EQ(RegisterYamlTask(kExample, &registry).code(), absl::StatusCode::kAlreadyExists);
+  const absl::Status again = RegisterYamlTask(kExample, &registry);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(again.message().find("YAML task " + kExample + ": task 'yaml-point-reach' is already registered"),
+            std::string::npos) << again;
+}
+
+TEST(YamlTaskTest, NamesThatCannotBeDatasetKeysAreRefusedWithFileAndLine) {
+  const std::string path = ::testing::TempDir() + "/bad_names.yaml";
+  std::ofstream(path) << "name: my/task\nmjcf: " ROBOLOOP_SOURCE_DIR "/configs/tasks/models/point_reach.xml\n"
+                         "control_substeps: 1\nmax_steps: 10\nobservations:\n"
+                         "  - {name: \"a/b\", joint_qpos: x}\n  - {name: c d, joint_qpos: y}\n"
+                         "success: {condition: {type: alive_bonus, above: 0}, rule: every_step}\n";
+  const absl::Status status = LoadYamlTask(path).status();
+  ASSERT_FALSE(status.ok());
+  for (const std::string& line : {path + ":1: name: task name 'my/task' cannot be a dataset key",
+                                  path + ":6: observations[0].name: observation 'a/b' cannot be a dataset key",
+                                  path + ":7: observations[1].name: observation 'c d' cannot be a dataset key"}) {
+    EXPECT_NE(status.message().find(line), std::string::npos) << line << "\n" << status;
+  }
 }
 
 // A task over MJCF that MuJoCo 2 refuses (gravcomp, actdim, actearly; issue 21, req 4): it loads,

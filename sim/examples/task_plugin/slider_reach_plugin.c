@@ -1,7 +1,9 @@
 /* Reference out-of-tree task plugin (docs/adding-a-task.md): "plugin-slider-reach", a mass
- * on a rail driven by a force to a sampled target. Build it on its own:
- *   cc -shared -fPIC -I<roboloop include dir> slider_reach_plugin.c -o libslider_reach.so
- * and load it with --task-plugin libslider_reach.so or ROBOLOOP_TASK_PLUGINS. */
+ * on a rail driven by a force to a sampled target. Build it on its own (docs/adding-a-task.md
+ * says where MuJoCo's headers are):
+ *   cc -shared -fPIC -I<roboloop source dir> -I<mujoco include dir> slider_reach_plugin.c -o libslider_reach.so
+ * and load it with --task-plugin libslider_reach.so (a file in the working directory) or
+ * ROBOLOOP_TASK_PLUGINS. */
 #include <math.h>
 
 #include "sim/task_plugin_abi.h"

@@ -1,0 +1,65 @@
+/* A small task plug-in for task_plugin_test, built with -D flags that break one thing each:
+ * TASK_NAME, OBS_KEY_NAME, CAMERA_NAME (declares one free camera), MJCF, ENTRY_RESULT (what the
+ * entry point returns) and NAN_REWARD_AFTER (a simulated time after which the reward is NaN). */
+#include <math.h>
+
+#include "sim/task_plugin_abi.h"
+
+#ifndef TASK_NAME
+#define TASK_NAME "test-plugin"
+#endif
+#ifndef OBS_KEY_NAME
+#define OBS_KEY_NAME "x"
+#endif
+#ifndef MJCF
+#define MJCF                                                                                   \
+  "<mujoco><option timestep='0.01'/><worldbody><body><joint name='x' type='slide' axis='1 0 0'/>" \
+  "<geom size='0.1' mass='1'/></body></worldbody><actuator><motor joint='x' ctrlrange='-1 1'/>"   \
+  "</actuator></mujoco>"
+#endif
+#ifndef ENTRY_RESULT
+#define ENTRY_RESULT 1
+#endif
+
+static const RoboloopObsKey kObsKeys[] = {{OBS_KEY_NAME, 1}};
+#ifdef CAMERA_NAME
+static const RoboloopCamera kCameras[] = {{CAMERA_NAME, "", 8, 8}};
+#define NUM_CAMERAS 1
+#define CAMERAS kCameras
+#else
+#define NUM_CAMERAS 0
+#define CAMERAS NULL
+#endif
+
+static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
+  (void)m;
+  d->qpos[0] = rng->uniform(rng->state, -0.1, 0.1);
+}
+
+static void Observe(const mjModel* m, const mjData* d, float* obs) {
+  (void)m;
+  obs[0] = (float)d->qpos[0];
+}
+
+static double Reward(const mjModel* m, const mjData* d) {
+  (void)m;
+#ifdef NAN_REWARD_AFTER
+  if (d->time > NAN_REWARD_AFTER) return NAN;
+#endif
+  return -fabs(d->qpos[0]);
+}
+
+static int SuccessCondition(const mjModel* m, const mjData* d) {
+  (void)m;
+  return fabs(d->qpos[0]) < 0.01;
+}
+
+static const RoboloopTaskV1 kTasks[] = {{ROBOLOOP_TASK_PLUGIN_ABI_VERSION, TASK_NAME, "A test task.", MJCF, 1,
+                                         kObsKeys, 1, 20, ROBOLOOP_SUCCESS_FINAL_STEPS, 1, &Reset, &Observe,
+                                         &Reward, &SuccessCondition, NULL, NUM_CAMERAS, CAMERAS}};
+
+int32_t roboloop_task_plugin(uint32_t host_abi_version, const RoboloopTaskV1** tasks) {
+  (void)host_abi_version;
+  *tasks = kTasks;
+  return ENTRY_RESULT;
+}
