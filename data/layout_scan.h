@@ -23,6 +23,13 @@ absl::StatusOr<DatasetLayout> ScanLayout(hid_t file, const std::string& file_nam
 absl::Status ScanValues(hid_t file, const std::string& file_name, const DatasetLayout& layout,
                         NanPolicy policy, std::vector<ValidationIssue>* warnings);
 
+// Checks the `stats` group of `file`, if any: a group whose `stats/<feature>/` groups each name a
+// vector, scalar or image feature of `layout` and hold mean, std, min, max, q01 and q99 as float
+// datasets of one value per element (per RGB channel of an image key), every value finite,
+// std >= 0 and min <= max. InvalidArgument "<file_name>: stats/<feature>/<field>: <what>" with a
+// hint to recompute them otherwise.
+absl::Status CheckStoredStats(hid_t file, const std::string& file_name, const DatasetLayout& layout);
+
 // The NaN/Inf finding among `elements` float32 or float64 values (dtype `dtype`, `per_step`
 // values per step) of the dataset `path`, e.g. "2 NaN/Inf values (first at step 5)"; nullopt
 // when every value is finite.
