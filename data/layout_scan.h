@@ -32,9 +32,9 @@ absl::Status CheckStoredStats(hid_t file, const std::string& file_name, const Da
 
 // The NaN/Inf finding among `elements` float32 or float64 values (dtype `dtype`, `per_step`
 // values per step) of the dataset `path`, e.g. "2 NaN/Inf values (first at step 5)"; nullopt
-// when every value is finite.
+// when every value is finite. `values` start at step `first_step` of the dataset.
 std::optional<ValidationIssue> FindNonFinite(DType dtype, const void* values, int64_t elements,
-                                             int64_t per_step, const std::string& path);
+                                             int64_t per_step, const std::string& path, int64_t first_step = 0);
 
 // Applies `policy` to a finding of `file_name`: under kStrict it is returned as an error
 // "<file_name>: <path>: <message>", under kLenient it is appended to `warnings`.

@@ -308,16 +308,16 @@ absl::Status ScanValues(hid_t file, const std::string& file_name, const DatasetL
 }
 
 std::optional<ValidationIssue> FindNonFinite(DType dtype, const void* values, int64_t elements,
-                                             int64_t per_step, const std::string& path) {
+                                             int64_t per_step, const std::string& path, int64_t first_step) {
   per_step = std::max<int64_t>(per_step, 1);
-  int64_t first_step = 0;
+  int64_t first_bad = 0;
   const int64_t count =
       dtype == DType::kFloat32
-          ? CountNonFinite(static_cast<const float*>(values), elements, per_step, &first_step)
-          : CountNonFinite(static_cast<const double*>(values), elements, per_step, &first_step);
+          ? CountNonFinite(static_cast<const float*>(values), elements, per_step, &first_bad)
+          : CountNonFinite(static_cast<const double*>(values), elements, per_step, &first_bad);
   if (count == 0) return std::nullopt;
   return ValidationIssue{
-      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step, ")")};
+      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step + first_bad, ")")};
 }
 
 absl::Status ApplyNanPolicy(const std::string& file_name, NanPolicy policy,
