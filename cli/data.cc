@@ -51,7 +51,7 @@ bool LooksLikePath(const std::string& text) {
 }
 
 // Turns a registry reference into a local copy of the dataset under ROOT/cache/datasets/
-// (downloaded once, verified); an existing file is returned unchanged.
+// (downloaded once, its sha256 checked on every use); an existing file is returned unchanged.
 absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
                                                const wiring::RegistryTarget& target) {
   if (PathExists(file_or_ref)) return file_or_ref;
@@ -61,13 +61,8 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
     return absl::NotFoundError(absl::StrCat("'", file_or_ref, "' is neither a file nor a dataset in the registry (",
                                             dataset.status().message(), ")"));
   }
-  const std::string cache = StoreLayout(target.root).DatasetCache();
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache));
-  const std::string path = JoinPath(cache, dataset->id() + ".hdf5");
-  if (!PathExists(path)) {
-    ROBOLOOP_RETURN_IF_ERROR(connection->client().DownloadToFile(dataset->blob().sha256(), path));
-  }
-  return path;
+  // CachedCopy checks an existing copy's sha256: a cached file edited in place is fetched again.
+  return connection->client().CachedCopy(dataset->blob().sha256(), StoreLayout(target.root).DatasetCache(), ".hdf5");
 }
 
 }  // namespace

@@ -428,6 +428,13 @@ absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.format == Format::kJson) {
     return PrintProtoJson(response);
   }
+  // Of a dataset, the lineage lists the dataset itself and the datasets it was made from; of a checkpoint, the
+  // datasets it and its ancestors trained on (with theirs).
+  absl::StatusOr<v1::Dataset> self = client.GetDataset(f.ref);
+  auto dataset_relation = [&self](const v1::Dataset& d) -> std::string {
+    if (!self.ok()) return "dataset";
+    return d.id() == self->id() ? "self" : "made-from";
+  };
   Table table({"RELATION", "KIND", "ID", "NAME"});
   auto add_checkpoints = [&](const char* relation, const auto& list) {
     for (const v1::Checkpoint& c : list) {
@@ -438,7 +445,7 @@ absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   add_checkpoints("descendant", response.descendants());
   add_checkpoints("trained-on", response.trained_on_dataset());
   for (const v1::Dataset& d : response.datasets()) {
-    table.AddRow({"dataset", train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
+    table.AddRow({dataset_relation(d), train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
                   absl::StrCat(d.name(), ":v", d.version())});
   }
   std::printf("%s", table.Render().c_str());

@@ -81,7 +81,14 @@ TEST(DataCliTest, InfoFindsAReferenceInTheStoreItsFlagsName) {
   ASSERT_EQ(RunCli({"registry", "put", path, "--dataset", "cp", "--root", store}).code, 0);
   const CliRun info = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
   ASSERT_EQ(info.code, 0) << info.err;
-  EXPECT_EQ(nlohmann::json::parse(info.out)["total_steps"], 7);
+  const nlohmann::json json = nlohmann::json::parse(info.out);
+  EXPECT_EQ(json["total_steps"], 7);
+  // A cached copy edited in place is noticed (its sha256 no longer matches) and fetched again.
+  const std::string cached = json["path"];
+  ASSERT_EQ(RunCli({"data", "split", cached, "--valid", "0.5"}).code, 0);
+  const CliRun again = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(nlohmann::json::parse(again.out)["splits"].empty()) << again.out;
 }
 
 TEST(DataCliTest, RegisterLeavesTheFileAsItWasWhenRegistrationFails) {
