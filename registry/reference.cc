@@ -22,7 +22,7 @@ constexpr char kShapes[] =
 
 absl::Status BadReference(absl::string_view ref, absl::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("invalid reference \"", absl::CEscape(ref), "\": ", why));
+      absl::StrCat("invalid reference \"", absl::Utf8SafeCEscape(ref), "\": ", why));
 }
 
 absl::StatusOr<ParsedReference> ParseVersion(absl::string_view ref, size_t colon) {

@@ -175,6 +175,10 @@ TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
   EXPECT_THAT(bad_name.err, HasSubstr("../etc"));
   ProgramResult bad_format = Roboloop({"registry", "ls", "--format", "xml"});
   EXPECT_EQ(bad_format.exit_code, 2);
+  EXPECT_THAT(bad_format.err, HasSubstr("--format: xml not in {table,json}"));
+  ProgramResult upper_case = Roboloop({"registry", "ls", "--format", "JSON"});
+  EXPECT_EQ(upper_case.exit_code, 0) << upper_case.err;
+  EXPECT_EQ(nlohmann::json::parse(upper_case.out), nlohmann::json::object());
   ProgramResult help = Roboloop({"registry", "put", "--help"}, /*with_root=*/false);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, HasSubstr("--dataset"));
