@@ -86,6 +86,9 @@ absl::StatusOr<v1::BlobInfo> UploadWithProgress(registry::RegistryClient& client
 
 absl::Status PutDataset(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.file.empty()) return UsageError("registry put --dataset needs a FILE");
+  if (!nlohmann::json::parse(f.metadata, nullptr, false).is_object()) {
+    return UsageError(absl::StrCat("--metadata '", f.metadata, "': not a JSON object"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, UploadWithProgress(client, f.file));
   v1::RegisterDatasetRequest request;
   request.set_name(f.dataset_name);

@@ -631,6 +631,15 @@ absl::StatusOr<std::optional<int64_t>> ReadInt64Attr(hid_t object, const std::st
     return absl::InvalidArgumentError(absl::StrCat(where, " is not an integer"));
   }
   ROBOLOOP_RETURN_IF_ERROR(CheckSingleValue(attr.get(), where));
+  if (H5Tget_sign(file_type.get()) == H5T_SGN_NONE) {
+    // Read unsigned as unsigned: HDF5 would clamp a value above the int64 range to its maximum.
+    uint64_t value = 0;
+    if (H5Aread(attr.get(), H5T_NATIVE_UINT64, &value) < 0) return ErrorFromStack(where, "cannot read");
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " is ", value, ", beyond the int64 range"));
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(value));
+  }
   int64_t value = 0;
   if (H5Aread(attr.get(), H5T_NATIVE_INT64, &value) < 0) {
     return ErrorFromStack(where, "cannot read");

@@ -94,6 +94,18 @@ TEST_F(ValidationTest, NumSamplesDisagreesWithActions) {
   EXPECT_EQ(ErrorOf(), path_ + ": data/demo_2: attribute num_samples 7, expected 4 (actions)");
 }
 
+TEST_F(ValidationTest, UnsignedNumSamplesBeyondInt64IsShownAsStored) {
+  Mutate([](hid_t file) {
+    auto demo = h5::OpenGroup(file, "data/demo_2", "data/demo_2");
+    ASSERT_GE(H5Adelete(demo->get(), "num_samples"), 0);
+    h5::Handle space(H5Screate(H5S_SCALAR));
+    h5::Handle attr(H5Acreate2(demo->get(), "num_samples", H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const uint64_t huge = std::numeric_limits<uint64_t>::max();
+    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_UINT64, &huge), 0);
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": data/demo_2: attribute num_samples is 18446744073709551615, beyond the int64 range");
+}
+
 TEST_F(ValidationTest, MissingNumSamples) {
   Mutate([](hid_t file) { H5Adelete_by_name(file, "data/demo_0", "num_samples", H5P_DEFAULT); });
   EXPECT_EQ(ErrorOf(), path_ + ": data/demo_0: missing attribute num_samples");

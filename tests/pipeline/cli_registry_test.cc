@@ -217,6 +217,9 @@ TEST_F(CliRegistryTest, ListFlagsThatDoNotApplyAreUsageErrors) {
     EXPECT_THAT(bad_address.err, Not(HasSubstr("listen address"))) << address;
   }
   EXPECT_EQ(Roboloop({"registry", "put", WriteFile("f.bin", "x"), "--dataset", ""}).exit_code, 2);
+  ProgramResult bad_metadata = Roboloop({"registry", "put", WriteFile("g.bin", "x"), "--dataset", "g", "--metadata", "{bad"});
+  EXPECT_EQ(bad_metadata.exit_code, 2);
+  EXPECT_THAT(bad_metadata.err, HasSubstr("--metadata '{bad': not a JSON object"));
 }
 
 TEST_F(CliRegistryTest, RegistryLsDoesNotMapLibTorch) {
