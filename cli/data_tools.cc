@@ -58,11 +58,14 @@ void AddFormat(CLI::App* command, CliOptions* options) {
       ->check(CLI::IsMember({"table", "json"}));
 }
 
+// The file the command reads: its argument, or the cached copy of the registry reference it names.
+absl::StatusOr<std::string> InputFile(const CliOptions& options) {
+  if (!options.resolve_input) return options.file;
+  return options.resolve_input(options.file, options.registry);
+}
+
 absl::Status Info(const CliOptions& options, std::ostream& out) {
-  std::string file = options.file;
-  if (options.resolve_input) {
-    ROBOLOOP_ASSIGN_OR_RETURN(file, options.resolve_input(file, options.registry));
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
   ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
   ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(file));
   absl::StatusOr<DatasetInfo> info = GetInfo(file);
@@ -71,20 +74,21 @@ absl::Status Info(const CliOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
-// The time `data validate` gives the check: --time-limit-s, or by default one that grows with the file.
-absl::Duration ValidationTimeLimit(const CliOptions& options) {
+// The time `data validate` gives the check of `file`: --time-limit-s, or by default one that grows with the file.
+absl::Duration ValidationTimeLimit(const CliOptions& options, const std::string& file) {
   if (options.time_limit_s == 0) return absl::InfiniteDuration();
   if (options.time_limit_s > 0) return absl::Seconds(options.time_limit_s);
-  return DefaultValidationTimeLimit(options.file);
+  return DefaultValidationTimeLimit(file);
 }
 
 absl::Status Validate(const CliOptions& options, std::ostream& out) {
-  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(options.file));
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
   ValidationOptions validation;
   validation.nan_policy = options.strict ? NanPolicy::kStrict : NanPolicy::kLenient;
   validation.scan_values = !options.structure_only;
   absl::StatusOr<ValidationSummary> result =
-      ValidateFileInChildProcess(options.file, validation, ValidationTimeLimit(options));
+      ValidateFileInChildProcess(file, validation, ValidationTimeLimit(options, file));
   if (!result.ok()) return result.status();
   if (options.format == "json") {
     nlohmann::json warnings = nlohmann::json::array();
@@ -106,10 +110,15 @@ std::string StatsNotice(const CliOptions& options) {
 }
 
 absl::Status Stats(const CliOptions& options, std::ostream& out) {
-  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(options.file));
-  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
-  absl::StatusOr<DatasetStats> stats = options.write ? ComputeAndStoreStats(options.file, StatsOptions())
-                                                     : ComputeFileStats(options.file, StatsOptions());
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
+  if (options.write && file != options.file) {
+    return absl::InvalidArgumentError(absl::StrCat(options.file, ": --write needs a file; a registered dataset is "
+                                                   "never modified (fetch it with `roboloop registry get`)"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(file));
+  absl::StatusOr<DatasetStats> stats =
+      options.write ? ComputeAndStoreStats(file, StatsOptions()) : ComputeFileStats(file, StatsOptions());
   if (!stats.ok()) return stats.status();
   if (options.format == "json") {
     out << StatsToJson(*stats).dump(2) << "\n";
@@ -293,7 +302,8 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   BindTool(runner, info, "info", Info, options);
 
   CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
-  validate->add_option("file", options->file, "dataset file")->required();
+  validate->add_option("file", options->file, "dataset file, or a registry reference")->required();
+  AddRegistryTargetFlags(validate, &options->registry);
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
   validate->add_flag("--structure-only", options->structure_only,
                      "check groups, shapes, dtypes, lengths and attributes without reading the values (fast on "
@@ -310,7 +320,8 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
 
   CLI::App* stats = data->add_subcommand(
       "stats", "print normalization statistics; with --write also store them in the file's `stats` group");
-  stats->add_option("file", options->file, "dataset file")->required();
+  stats->add_option("file", options->file, "dataset file, or a registry reference (without --write)")->required();
+  AddRegistryTargetFlags(stats, &options->registry);
   stats->add_flag("--write", options->write, "store the statistics in the file (it is modified)");
   AddFormat(stats, options.get());
   BindTool(runner, stats, "stats", Stats, options);

@@ -73,7 +73,7 @@ TEST(DataCliTest, FoldersAndUnknownReferencesAreNamedAsSuch) {
   EXPECT_THAT(unknown.err, HasSubstr("'nosuch:v1' is neither a file nor a dataset in the registry"));
 }
 
-TEST(DataCliTest, InfoFindsAReferenceInTheStoreItsFlagsName) {
+TEST(DataCliTest, InfoValidateAndStatsFindAReferenceInTheStoreTheirFlagsName) {
   TempDir dir;
   const std::string path = dir.File("d.hdf5");
   WriteDataset(path, {3, 4});
@@ -83,6 +83,15 @@ TEST(DataCliTest, InfoFindsAReferenceInTheStoreItsFlagsName) {
   ASSERT_EQ(info.code, 0) << info.err;
   const nlohmann::json json = nlohmann::json::parse(info.out);
   EXPECT_EQ(json["total_steps"], 7);
+  const CliRun validate = RunCli({"data", "validate", "cp:v1", "--root", store});
+  EXPECT_EQ(validate.code, 0) << validate.err;
+  EXPECT_THAT(validate.out, HasSubstr("cp:v1: valid (2 demos, 7 steps)"));
+  const CliRun stats = RunCli({"data", "stats", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(stats.code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["actions"]["count"], 7);
+  const CliRun write = RunCli({"data", "stats", "cp:v1", "--root", store, "--write"});
+  EXPECT_EQ(write.code, 1);
+  EXPECT_THAT(write.err, HasSubstr("cp:v1: --write needs a file; a registered dataset is never modified"));
   // A cached copy edited in place is noticed (its sha256 no longer matches) and fetched again.
   const std::string cached = json["path"];
   ASSERT_EQ(RunCli({"data", "split", cached, "--valid", "0.5"}).code, 0);
