@@ -233,14 +233,7 @@ void AddTaskPolicyOptions(CLI::App* command, v1::RolloutRequest* r) {
 // --episodes, --first-episode, --envs, --threads of a rollout request.
 void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<int64_t>("--episodes", [r](int64_t v) { r->set_num_episodes(v); },
-                                        "Number of episodes (at least 1)")
-      ->required()
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            int64_t episodes = 0;
-            return absl::SimpleAtoi(value, &episodes) && episodes < 1 ? "expected at least 1 episode" : "";
-          },
-          "N >= 1"));
+                                        "Number of episodes")->required();
   command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
                                         "First episode index of the seed range");
   command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
