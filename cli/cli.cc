@@ -1,7 +1,6 @@
 #include "cli/cli.h"
 
 #include <cstdio>
-#include <map>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -15,10 +14,12 @@ constexpr char kExitCodePayload[] = "roboloop/exit-code";
 }  // namespace
 
 void AddFormatOption(CLI::App* command, Format* format) {
-  static const std::map<std::string, Format> kFormats = {{"table", Format::kTable},
-                                                         {"json", Format::kJson}};
-  command->add_option("--format", *format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
+  // Parsed as text so that help and errors read like the data commands' ("TEXT:{table,json}").
+  command
+      ->add_option_function<std::string>(
+          "--format", [format](const std::string& value) { *format = value == "json" ? Format::kJson : Format::kTable; },
+          "Output format: table or json")
+      ->transform(CLI::IsMember({"table", "json"}, CLI::ignore_case))  // "JSON" becomes "json"
       ->default_str("table");
 }
 

@@ -1,9 +1,11 @@
 #include "cli/data.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <spdlog/spdlog.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/data_tools.h"
@@ -49,7 +51,7 @@ bool LooksLikePath(const std::string& text) {
 }
 
 // Turns a registry reference into a local copy of the dataset under ROOT/cache/datasets/
-// (downloaded once, verified); an existing file is returned unchanged.
+// (downloaded once, its sha256 checked on every use); an existing file is returned unchanged.
 absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
                                                const wiring::RegistryTarget& target) {
   if (PathExists(file_or_ref)) return file_or_ref;
@@ -59,13 +61,8 @@ absl::StatusOr<std::string> ResolveDatasetFile(const std::string& file_or_ref,
     return absl::NotFoundError(absl::StrCat("'", file_or_ref, "' is neither a file nor a dataset in the registry (",
                                             dataset.status().message(), ")"));
   }
-  const std::string cache = StoreLayout(target.root).DatasetCache();
-  ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache));
-  const std::string path = JoinPath(cache, dataset->id() + ".hdf5");
-  if (!PathExists(path)) {
-    ROBOLOOP_RETURN_IF_ERROR(connection->client().DownloadToFile(dataset->blob().sha256(), path));
-  }
-  return path;
+  // CachedCopy checks an existing copy's sha256: a cached file edited in place is fetched again.
+  return connection->client().CachedCopy(dataset->blob().sha256(), StoreLayout(target.root).DatasetCache(), ".hdf5");
 }
 
 }  // namespace
@@ -78,11 +75,19 @@ absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std
     ROBOLOOP_ASSIGN_OR_RETURN(path, lerobot->import_lerobot_cached(file_or_folder, StoreLayout(target.root).DatasetCache()));
     std::printf("imported LeRobot dataset %s as %s\n", file_or_folder.c_str(), path.c_str());
   }
+  // A file without statistics gets them in a copy beside it, which is uploaded and, once the registry has accepted
+  // it, put in the file's place: a failed registration leaves the file as it was, a successful one leaves it
+  // identical to the registered blob (so lineage that records its sha256 finds it in the registry).
+  const std::string scratch = PartialPathFor(path);
+  absl::Cleanup remove_scratch = [&scratch] {
+    std::error_code ignored;
+    std::filesystem::remove(scratch, ignored);
+  };
   ROBOLOOP_ASSIGN_OR_RETURN(data::RegistrationMetadata metadata,
-                            data::PrepareRegistration(path, data::StatsOptions()));
+                            data::PrepareRegistration(path, scratch, data::StatsOptions()));
   ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(target));
   registry::RegistryClient& client = connection->client();
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(path));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, client.UploadFile(metadata.upload_path));
   v1::RegisterDatasetRequest request;
   request.set_name(name);
   request.set_blob_sha256(blob.sha256());
@@ -91,6 +96,10 @@ absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std
     request.add_parent_refs(parent);
   }
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Dataset dataset, client.RegisterDataset(request));
+  if (metadata.upload_path == scratch) {
+    ROBOLOOP_RETURN_IF_ERROR(RenameDurable(scratch, path));
+    std::printf("%s: statistics stored in the file's `stats` group\n", path.c_str());
+  }
   std::printf("registered dataset %s:v%d %s (%d parents)\n", dataset.name().c_str(), dataset.version(),
               dataset.id().c_str(), dataset.parent_ids_size());
   return absl::OkStatus();
@@ -99,13 +108,17 @@ absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std
 CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner) {
   CLI::App* data_command = app.add_subcommand("data", "episode datasets (robomimic-layout HDF5)");
   data_command->require_subcommand(1);
-  AddDataToolCommands(data_command, runner, [](const std::string& file_or_ref) -> absl::StatusOr<std::string> {
-    if (LooksLikePath(file_or_ref)) return file_or_ref;
-    return ResolveDatasetFile(file_or_ref, wiring::RegistryTarget());
-  });
+  AddDataToolCommands(data_command, runner,
+                      [](const std::string& file_or_ref,
+                         const wiring::RegistryTarget& target) -> absl::StatusOr<std::string> {
+                        if (LooksLikePath(file_or_ref)) return file_or_ref;
+                        return ResolveDatasetFile(file_or_ref, target);
+                      });
   auto flags = std::make_shared<RegisterFlags>();
   CLI::App* reg = data_command->add_subcommand(
-      "register", "Validate FILE, store its statistics and register it in the registry");
+      "register",
+      "Validate FILE and register it in the registry (a file without statistics gets them once the registry has "
+      "accepted it; a failed registration leaves FILE as it was)");
   reg->add_option("FILE", flags->file,
                   "robomimic-layout HDF5 file, or a LeRobot v3 dataset folder (imported first, cached by content)")
       ->required();

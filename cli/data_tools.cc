@@ -1,11 +1,14 @@
 #include "cli/data_tools.h"
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/flags.h"
 #include "common/status.h"
 #include "data/aloha_import.h"
 #include "data/lerobot_runtime.h"
@@ -29,7 +32,7 @@ struct CliOptions {
   std::string output;
   bool overwrite = false;
   bool write = false;  // stats: store the statistics in the file
-  double valid_fraction = 0.1;
+  double valid_fraction = 0;  // split: --valid (required)
   uint64_t seed = 0;
   std::string env_args = R"({"env_name": "aloha", "env_kwargs": {}})";
   double fps = 0;                        // export lerobot: frames per second (0 = the file's)
@@ -38,20 +41,32 @@ struct CliOptions {
   double data_file_mb = 100;             // export lerobot: size at which a data file rolls over
   double video_file_mb = 200;            // export lerobot: size at which a video file rolls over
   int64_t files_per_chunk = 1000;        // export lerobot: files per chunk folder
-  std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input;  // info: reference -> file
+  DatasetResolver resolve_input;     // info: reference -> file
+  wiring::RegistryTarget registry;   // info: where a reference is looked up
 };
+
+// A LeRobot folder given where an HDF5 file is expected: an error that says which commands take it.
+absl::Status CheckNotLeRobotFolder(const std::string& file) {
+  if (!IsLeRobotFolder(file)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      file, ": is a LeRobot dataset folder, expected an HDF5 file (`roboloop data import lerobot ", file,
+      " -o FILE.hdf5` converts it; `data register` and `train` also take the folder as is)"));
+}
 
 void AddFormat(CLI::App* command, CliOptions* options) {
   command->add_option("--format", options->format, "output format")
       ->check(CLI::IsMember({"table", "json"}));
 }
 
+// The file the command reads: its argument, or the cached copy of the registry reference it names.
+absl::StatusOr<std::string> InputFile(const CliOptions& options) {
+  if (!options.resolve_input) return options.file;
+  return options.resolve_input(options.file, options.registry);
+}
+
 absl::Status Info(const CliOptions& options, std::ostream& out) {
-  std::string file = options.file;
-  if (options.resolve_input) {
-    absl::StatusOr<std::string> resolved = options.resolve_input(file);
-    if (resolved.ok()) file = *resolved;
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
   ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(file));
   absl::StatusOr<DatasetInfo> info = GetInfo(file);
   if (!info.ok()) return info.status();
@@ -59,19 +74,21 @@ absl::Status Info(const CliOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
-// The time `data validate` gives the check: --time-limit-s, or by default one that grows with the file.
-absl::Duration ValidationTimeLimit(const CliOptions& options) {
+// The time `data validate` gives the check of `file`: --time-limit-s, or by default one that grows with the file.
+absl::Duration ValidationTimeLimit(const CliOptions& options, const std::string& file) {
   if (options.time_limit_s == 0) return absl::InfiniteDuration();
   if (options.time_limit_s > 0) return absl::Seconds(options.time_limit_s);
-  return DefaultValidationTimeLimit(options.file);
+  return DefaultValidationTimeLimit(file);
 }
 
 absl::Status Validate(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
   ValidationOptions validation;
   validation.nan_policy = options.strict ? NanPolicy::kStrict : NanPolicy::kLenient;
   validation.scan_values = !options.structure_only;
   absl::StatusOr<ValidationSummary> result =
-      ValidateFileInChildProcess(options.file, validation, ValidationTimeLimit(options));
+      ValidateFileInChildProcess(file, validation, ValidationTimeLimit(options, file));
   if (!result.ok()) return result.status();
   if (options.format == "json") {
     nlohmann::json warnings = nlohmann::json::array();
@@ -93,9 +110,15 @@ std::string StatsNotice(const CliOptions& options) {
 }
 
 absl::Status Stats(const CliOptions& options, std::ostream& out) {
-  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
-  absl::StatusOr<DatasetStats> stats = options.write ? ComputeAndStoreStats(options.file, StatsOptions())
-                                                     : ComputeFileStats(options.file, StatsOptions());
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string file, InputFile(options));
+  if (options.write && file != options.file) {
+    return absl::InvalidArgumentError(absl::StrCat(options.file, ": --write needs a file; a registered dataset is "
+                                                   "never modified (fetch it with `roboloop registry get`)"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(file));
+  ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(file));
+  absl::StatusOr<DatasetStats> stats =
+      options.write ? ComputeAndStoreStats(file, StatsOptions()) : ComputeFileStats(file, StatsOptions());
   if (!stats.ok()) return stats.status();
   if (options.format == "json") {
     out << StatsToJson(*stats).dump(2) << "\n";
@@ -130,6 +153,7 @@ absl::Status Merge(const CliOptions& options, std::ostream& out) {
 }
 
 absl::Status Split(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(options.file));
   ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
   absl::StatusOr<SplitAssignment> split =
       SplitDataset(options.file, options.valid_fraction, options.seed);
@@ -168,6 +192,7 @@ absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
 
 absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   LeRobotExportOptions export_options;
+  ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(options.file));
   ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
   export_options.input_path = options.file;
   export_options.output_dir = options.output;
@@ -188,12 +213,15 @@ absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
 }
 
 using Tool = absl::Status (*)(const CliOptions&, std::ostream&);
+// Checks flag values CLI11 cannot (NaN, a value given only with another): OK or a UsageError.
+using FlagCheck = std::function<absl::Status()>;
 
-// Binds `command` to run `tool` after parsing; its output goes to stdout, and a failure is
-// reported as "data <name>: <what>" (exit 1).
+// Binds `command` to run `tool` after parsing and `check_flags` (may be empty); its output goes to
+// stdout, and a failure is reported as "data <name>: <what>" (exit 1; a failed flag check exits 2).
 void BindTool(CommandRunner& runner, CLI::App* command, const std::string& name, Tool tool,
-              const std::shared_ptr<CliOptions>& options) {
-  runner.Bind(command, [name, tool, options]() -> absl::Status {
+              const std::shared_ptr<CliOptions>& options, FlagCheck check_flags = nullptr) {
+  runner.Bind(command, [name, tool, options, check_flags]() -> absl::Status {
+    if (check_flags) ROBOLOOP_RETURN_IF_ERROR(check_flags());
     std::ostringstream out;
     const absl::Status status = tool(*options, out);
     std::fputs(out.str().c_str(), stdout);
@@ -223,7 +251,10 @@ void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   aloha->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
   aloha->add_option("--env-args", options->env_args, "env_args JSON of the output");
   aloha->add_flag("--overwrite", options->overwrite, "replace an existing output");
-  BindTool(runner, aloha, "import aloha", Import, options);
+  BindTool(runner, aloha, "import aloha", Import, options, [options] {
+    if (nlohmann::json::parse(options->env_args, nullptr, false).is_object()) return absl::OkStatus();
+    return UsageError(absl::StrCat("--env-args '", options->env_args, "': not a JSON object"));
+  });
   CLI::App* lerobot = import->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
   lerobot->add_option("dir", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
   lerobot->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
@@ -237,8 +268,8 @@ void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   CLI::App* lerobot = export_command->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
   lerobot->add_option("file", options->file, "robomimic-layout HDF5 file")->required();
   lerobot->add_option("-o,--output", options->output, "LeRobot dataset folder to write")->required();
-  lerobot->add_option("--fps", options->fps, "frames per second (default: the file's, recorded by a LeRobot import)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* fps =
+      lerobot->add_option("--fps", options->fps, "frames per second (default: the file's, recorded by a LeRobot import)");
   lerobot->add_option("--task", options->task, "task string of demos that have none");
   lerobot->add_option("--codec", options->codec, "video codec")->check(CLI::IsMember({"h264", "av1"}));
   lerobot->add_option("--data-file-mb", options->data_file_mb, "start a new data file once one holds this many MB")
@@ -251,13 +282,15 @@ void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output folder");
-  BindTool(runner, lerobot, "export lerobot", ExportToLeRobot, options);
+  BindTool(runner, lerobot, "export lerobot", ExportToLeRobot, options, [options, fps] {
+    if (fps->count() == 0 || (std::isfinite(options->fps) && options->fps > 0)) return absl::OkStatus();
+    return UsageError(absl::StrFormat("--fps %g: expected a positive, finite number of frames per second", options->fps));
+  });
 }
 
 }  // namespace
 
-void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
-                         std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input) {
+void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver resolve_input) {
   auto options = std::make_shared<CliOptions>();
   options->resolve_input = std::move(resolve_input);
 
@@ -265,25 +298,30 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
   info->add_option("file", options->file, "dataset file, or a registry reference (name:vN, name@latest, id)")
       ->required();
   AddFormat(info, options.get());
+  AddRegistryTargetFlags(info, &options->registry);
   BindTool(runner, info, "info", Info, options);
 
   CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
-  validate->add_option("file", options->file, "dataset file")->required();
+  validate->add_option("file", options->file, "dataset file, or a registry reference")->required();
+  AddRegistryTargetFlags(validate, &options->registry);
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
   validate->add_flag("--structure-only", options->structure_only,
                      "check groups, shapes, dtypes, lengths and attributes without reading the values (fast on "
                      "large files; no NaN/Inf check)")
       ->excludes("--strict");
-  validate->add_option("--time-limit-s", options->time_limit_s,
-                       "seconds the check may take before it is stopped as a corrupt file "
-                       "(0 = no limit; default 60 plus 1 per 4 MiB of the file)")
-      ->check(CLI::NonNegativeNumber);
+  CLI::Option* time_limit = validate->add_option("--time-limit-s", options->time_limit_s,
+                                                 "seconds the check may take before it is stopped as a corrupt file "
+                                                 "(0 = no limit; default 60 plus 1 per 4 MiB of the file)");
   AddFormat(validate, options.get());
-  BindTool(runner, validate, "validate", Validate, options);
+  BindTool(runner, validate, "validate", Validate, options, [options, time_limit] {
+    if (time_limit->count() == 0 || options->time_limit_s >= 0) return absl::OkStatus();
+    return UsageError(absl::StrFormat("--time-limit-s %g: expected seconds >= 0", options->time_limit_s));
+  });
 
   CLI::App* stats = data->add_subcommand(
       "stats", "print normalization statistics; with --write also store them in the file's `stats` group");
-  stats->add_option("file", options->file, "dataset file")->required();
+  stats->add_option("file", options->file, "dataset file, or a registry reference (without --write)")->required();
+  AddRegistryTargetFlags(stats, &options->registry);
   stats->add_flag("--write", options->write, "store the statistics in the file (it is modified)");
   AddFormat(stats, options.get());
   BindTool(runner, stats, "stats", Stats, options);
@@ -292,10 +330,14 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
 
   CLI::App* split = data->add_subcommand("split", "write mask/train and mask/valid");
   split->add_option("file", options->file, "dataset file")->required();
-  split->add_option("--valid", options->valid_fraction, "fraction of demos held out")
-      ->check(CLI::Range(0.0, 1.0));
-  split->add_option("--seed", options->seed, "shuffle seed");
-  BindTool(runner, split, "split", Split, options);
+  split->add_option("--valid", options->valid_fraction,
+                    "fraction of demos held out, in [0, 1) (required: an existing split is replaced)")
+      ->required();
+  split->add_option("--seed", options->seed, "shuffle seed")->capture_default_str();
+  BindTool(runner, split, "split", Split, options, [options] {
+    if (options->valid_fraction >= 0 && options->valid_fraction < 1) return absl::OkStatus();
+    return UsageError(absl::StrFormat("--valid %g: expected a fraction in [0, 1)", options->valid_fraction));
+  });
 
   AddImport(data, runner, options);
   AddExport(data, runner, options);

@@ -9,14 +9,19 @@
 
 #include "absl/status/statusor.h"
 #include "cli/cli.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 
-// Adds info FILE, validate FILE [--strict], stats FILE, merge A B ... -o OUT, split FILE --valid F
-// --seed S and import aloha DIR -o OUT under `data`; listing tools take --format table|json.
-// `resolve_input` (may be empty) turns `data info`'s argument into a local file, e.g. a registry
-// reference into a cached copy; when it fails, the argument is used as given.
-void AddDataToolCommands(CLI::App* data, CommandRunner& runner,
-                         std::function<absl::StatusOr<std::string>(const std::string&)> resolve_input);
+// Turns the argument of `data info|validate|stats` into a local file, e.g. a registry reference
+// (looked up in the registry the command's --registry/--root flags name) into a cached copy; an
+// error says why not.
+using DatasetResolver =
+    std::function<absl::StatusOr<std::string>(const std::string& file_or_ref, const wiring::RegistryTarget& target)>;
+
+// Adds info|validate|stats FILE|REF [registry flags] (validate --strict, stats --write), merge A B ... -o OUT,
+// split FILE --valid F --seed S and import aloha DIR -o OUT under `data`; listing tools take
+// --format table|json. `resolve_input` (may be empty: the argument is a file) resolves the FILE|REF arguments.
+void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver resolve_input);
 
 }  // namespace roboloop::cli

@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_address.h"
 #include "common/status.h"
 #include "wiring/method_classes.h"
 #include "wiring/method_roles.h"
@@ -59,8 +62,16 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags) {
 }
 
 void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
-  command->add_option("--registry", target->address,
-                      "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)");
+  command
+      ->add_option("--registry", target->address, "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)")
+      ->check(CLI::Validator(
+          [](std::string& address) -> std::string {
+            if (absl::StrContains(address, "://")) return "";  // a gRPC URI (dns:///host:port), checked by gRPC
+            const absl::Status status = common::ParseListenAddress(address).status();
+            // The parser is the servers' too and says "listen address"; this one is the registry's.
+            return status.ok() ? "" : std::string(absl::StripPrefix(status.message(), "listen "));
+          },
+          "ADDRESS"));
   command->add_option("--root", target->root, "Local store: embedded registry, leaderboard, runs")->capture_default_str();
   command->add_option("--registry-token-file", target->token_file, "Bearer token file for --registry");
   command->add_option("--registry-tls-ca", target->tls_ca_file, "PEM roots to trust for --registry; turns on TLS");

@@ -21,6 +21,8 @@
 #include "common/ids.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "registry/reference.h"
+#include "registry/registry.h"
 #include "sim/checkpoint_policy.h"
 #include "train/dataset_set.h"
 #include "wiring/registry_connection.h"
@@ -84,6 +86,9 @@ absl::StatusOr<v1::BlobInfo> UploadWithProgress(registry::RegistryClient& client
 
 absl::Status PutDataset(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.file.empty()) return UsageError("registry put --dataset needs a FILE");
+  if (!nlohmann::json::parse(f.metadata, nullptr, false).is_object()) {
+    return UsageError(absl::StrCat("--metadata '", f.metadata, "': not a JSON object"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, UploadWithProgress(client, f.file));
   v1::RegisterDatasetRequest request;
   request.set_name(f.dataset_name);
@@ -258,6 +263,23 @@ absl::Status GetCheckpointInto(registry::RegistryClient& client, const v1::Check
   return absl::OkStatus();
 }
 
+// The error for `ref` once both lookups failed: any error but NotFound as it is; otherwise that of
+// the kind that knows the name (a dataset's "has no version 9" rather than "unknown model"), or one
+// error saying that neither kind has it.
+absl::Status NeitherFound(registry::RegistryClient& client, const std::string& ref, const absl::Status& checkpoint,
+                          const absl::Status& dataset) {
+  if (!absl::IsNotFound(checkpoint)) return checkpoint;
+  if (!absl::IsNotFound(dataset)) return dataset;
+  absl::StatusOr<registry::ParsedReference> parsed = registry::ParseReference(ref);
+  if (!parsed.ok()) return dataset;
+  if (parsed->name.empty()) {
+    return absl::NotFoundError(absl::StrCat("no checkpoint or dataset id starts with ", parsed->id_prefix));
+  }
+  if (client.GetDataset(parsed->name + "@latest").ok()) return dataset;
+  if (client.GetCheckpoint(parsed->name + "@latest").ok()) return checkpoint;
+  return absl::NotFoundError(absl::StrCat("unknown model or dataset '", parsed->name, "'"));
+}
+
 absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
   int64_t offset, length;
   ROBOLOOP_RETURN_IF_ERROR(ParseRange(f.range, &offset, &length));
@@ -271,10 +293,7 @@ absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
     return absl::OkStatus();
   }
   absl::StatusOr<v1::Checkpoint> checkpoint = client.GetCheckpoint(f.ref);
-  if (!checkpoint.ok()) {
-    if (!absl::IsNotFound(dataset.status())) return dataset.status();
-    return checkpoint.status();
-  }
+  if (!checkpoint.ok()) return NeitherFound(client, f.ref, checkpoint.status(), dataset.status());
   if (!f.range.empty()) return UsageError("--range applies to datasets only");
   return GetCheckpointInto(client, *checkpoint, f);
 }
@@ -325,7 +344,14 @@ absl::Status List(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.order != "newest" && f.order != "oldest") {
     return UsageError(absl::StrCat("--order '", f.order, "' is not newest or oldest"));
   }
+  if (f.limit < 1 || f.limit > registry::kMaxListLimit) {
+    return UsageError(absl::StrCat("--limit ", f.limit, " is not in 1..", registry::kMaxListLimit));
+  }
   v1::Order order = f.order == "newest" ? v1::ORDER_NEWEST_FIRST : v1::ORDER_OLDEST_FIRST;
+  if (f.datasets && (!f.model.empty() || !f.dataset_ref.empty() || !f.alias.empty())) {
+    return UsageError("--model, --dataset and --alias filter checkpoints; ls --datasets takes --since, --limit and "
+                      "--order");
+  }
   if (f.datasets) {
     v1::ListDatasetsRequest request;
     request.set_created_after_unix_us(since);
@@ -354,7 +380,7 @@ absl::Status Show(registry::RegistryClient& client, const RegistryFlags& f) {
   if (dataset.ok()) {
     return PrintProtoJson(*dataset);
   }
-  return absl::IsNotFound(checkpoint.status()) ? dataset.status() : checkpoint.status();
+  return NeitherFound(client, f.ref, checkpoint.status(), dataset.status());
 }
 
 absl::Status PrintAliasEvents(const std::vector<v1::AliasEvent>& events, Format format) {
@@ -405,6 +431,13 @@ absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.format == Format::kJson) {
     return PrintProtoJson(response);
   }
+  // Of a dataset, the lineage lists the dataset itself and the datasets it was made from; of a checkpoint, the
+  // datasets it and its ancestors trained on (with theirs).
+  absl::StatusOr<v1::Dataset> self = client.GetDataset(f.ref);
+  auto dataset_relation = [&self](const v1::Dataset& d) -> std::string {
+    if (!self.ok()) return "dataset";
+    return d.id() == self->id() ? "self" : "made-from";
+  };
   Table table({"RELATION", "KIND", "ID", "NAME"});
   auto add_checkpoints = [&](const char* relation, const auto& list) {
     for (const v1::Checkpoint& c : list) {
@@ -415,7 +448,7 @@ absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   add_checkpoints("descendant", response.descendants());
   add_checkpoints("trained-on", response.trained_on_dataset());
   for (const v1::Dataset& d : response.datasets()) {
-    table.AddRow({"dataset", train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
+    table.AddRow({dataset_relation(d), train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
                   absl::StrCat(d.name(), ":v", d.version())});
   }
   std::printf("%s", table.Render().c_str());
@@ -505,8 +538,10 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
 
   CLI::App* put = AddSubcommand(registry, "put", "Upload and register a dataset file or a checkpoint", f);
   put->add_option("FILE", f->file, "Dataset file (with --dataset)");
-  put->add_option("--dataset", f->dataset_name, "Register FILE as a dataset of this name");
-  put->add_option("--model", f->model, "Register a checkpoint of this model");
+  // An empty name given on purpose is a bad value, not a missing flag.
+  auto not_empty = [](const std::string& name) { return name.empty() ? std::string("empty name") : std::string(); };
+  put->add_option("--dataset", f->dataset_name, "Register FILE as a dataset of this name")->check(not_empty);
+  put->add_option("--model", f->model, "Register a checkpoint of this model")->check(not_empty);
   put->add_option("--policy-file", f->policy.policy_file,
                   "Policy file to register as a checkpoint (with --model and --task; the manifest is made for you)");
   put->add_option("--task", f->task, "Task the --policy-file runs on: its observation and action specs");
@@ -537,7 +572,7 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   ls->add_option("--dataset", f->dataset_ref, "Only checkpoints trained on this dataset");
   ls->add_option("--alias", f->alias, "Only checkpoints holding this alias");
   ls->add_option("--since", f->since, "Only artifacts created after (YYYY-MM-DD or RFC 3339)");
-  ls->add_option("--limit", f->limit, "At most this many rows")->capture_default_str();
+  ls->add_option("--limit", f->limit, "At most this many rows (1..100000)")->capture_default_str();
   ls->add_option("--order", f->order, "newest or oldest first")->capture_default_str();
   AddFormatOption(ls, &f->format);
   BindAction(runner, ls, flags, &List);

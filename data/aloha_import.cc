@@ -11,6 +11,7 @@
 #include "data/dataset_writer.h"
 #include "common/sha256.h"
 #include "data/hdf5_io.h"
+#include "data/layout_scan.h"
 
 namespace roboloop::data {
 namespace {
@@ -98,6 +99,12 @@ absl::StatusOr<Episode> ReadBlock(const std::map<std::string, SourceFeature>& so
     Array array = Array::Zeros(source.shape.dtype, shape);
     ROBOLOOP_RETURN_IF_ERROR(h5::ReadRows(source.dataset.get(), source.shape.dtype, first, rows,
                                           array.bytes.data(), source.source_path));
+    // Non-finite values are refused here as by merge and training: an import never writes them.
+    if (IsFloating(array.dtype)) {
+      const std::optional<ValidationIssue> issue = internal::FindNonFinite(
+          array.dtype, array.bytes.data(), array.NumElements(), array.ElementsPerStep(), source.source_path, first);
+      if (issue.has_value()) return absl::InvalidArgumentError(issue->ToString());
+    }
     block[feature] = std::move(array);
   }
   return block;
@@ -113,10 +120,9 @@ int64_t BlockRows(const std::map<std::string, SourceFeature>& sources, int64_t m
   return std::max<int64_t>(1, max_bytes / std::max<int64_t>(row_bytes, 1));
 }
 
-absl::StatusOr<int64_t> CopyEpisode(const std::string& path, int64_t max_block_bytes,
-                                    DatasetWriter* writer) {
-  ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle file, h5::OpenFile(path, /*writable=*/false));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto sources, OpenSources(file.get()));
+// Copies the episode of the open `file` as one demo; errors name paths inside the file.
+absl::StatusOr<int64_t> CopyEpisode(hid_t file, int64_t max_block_bytes, DatasetWriter* writer) {
+  ROBOLOOP_ASSIGN_OR_RETURN(auto sources, OpenSources(file));
   const int64_t steps = sources.at(kActions).shape.dims[0];
   const int64_t block_rows = BlockRows(sources, max_block_bytes);
   ROBOLOOP_RETURN_IF_ERROR(writer->BeginEpisode());
@@ -148,7 +154,8 @@ absl::StatusOr<AlohaImportResult> ImportAloha(const AlohaImportOptions& options)
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                             DatasetWriter::Create(writer_options));
   for (const auto& [index, path] : episodes) {
-    absl::StatusOr<int64_t> steps = CopyEpisode(path, options.max_block_bytes, writer.get());
+    ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle file, h5::OpenFile(path, /*writable=*/false));  // its errors name `path`
+    absl::StatusOr<int64_t> steps = CopyEpisode(file.get(), options.max_block_bytes, writer.get());
     if (!steps.ok()) return Annotate(steps.status(), path);
     result.total_steps += *steps;
     ++result.num_episodes;

@@ -157,6 +157,9 @@ absl::Status CloseFile(Handle file, const std::string& path) {
 absl::StatusOr<Handle> OpenFile(const std::string& path, bool writable) {
   Quiet();
   std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, expected an HDF5 file"));
+  }
   if (!std::filesystem::is_regular_file(path, error)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
@@ -213,6 +216,45 @@ absl::StatusOr<Handle> OpenGroup(hid_t loc, const std::string& path,
   return group;
 }
 
+namespace {
+
+// H5Lvisit callback: stops at the first link that leads out of the file (external or user-defined),
+// describing it in *(std::string*)`found`: "data/demo_1/actions: external link to d.hdf5:/data/...".
+herr_t FindLinkOutOfFile(hid_t group, const char* name, const H5L_info_t* info, void* found) {
+  if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT) return 0;
+  std::string* description = static_cast<std::string*>(found);
+  *description = absl::StrCat(name, ": a user-defined link");
+  if (info->type != H5L_TYPE_EXTERNAL) return 1;
+  std::vector<char> value(info->u.val_size);
+  const char* target_file = nullptr;
+  const char* target_object = nullptr;
+  if (H5Lget_val(group, name, value.data(), value.size(), H5P_DEFAULT) >= 0 &&
+      H5Lunpack_elink_val(value.data(), value.size(), nullptr, &target_file, &target_object) >= 0) {
+    *description = absl::StrCat(name, ": external link to ", target_file, ":", target_object);
+  } else {
+    *description = absl::StrCat(name, ": external link");
+  }
+  return 1;
+}
+
+// OK when the values of `dataset` are stored in its own file: neither a virtual dataset nor one
+// stored in external raw files. Errors name `display`.
+absl::Status CheckStoredInFile(hid_t dataset, const std::string& display) {
+  Handle plist(H5Dget_create_plist(dataset));
+  if (plist.get() < 0) return ErrorFromStack(display, "cannot read the dataset's creation properties");
+  if (H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        display, ": a virtual dataset, whose values live in other files (a dataset file must be self-contained)"));
+  }
+  if (H5Pget_external_count(plist.get()) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        display, ": values stored in external raw files (a dataset file must be self-contained)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Handle> OpenDataset(hid_t loc, const std::string& path,
                                    const std::string& display) {
   Quiet();
@@ -224,7 +266,21 @@ absl::StatusOr<Handle> OpenDataset(hid_t loc, const std::string& path,
   if (H5Iget_type(dataset.get()) != H5I_DATASET) {
     return absl::InvalidArgumentError(absl::StrCat(display, ": expected a dataset, found a group"));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckStoredInFile(dataset.get(), display));
   return dataset;
+}
+
+absl::Status CheckNoExternalLinks(hid_t file) {
+  Quiet();
+  std::string found;
+  const herr_t result = H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, FindLinkOutOfFile, &found);
+  if (result < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return absl::InvalidArgumentError("/: cannot list the links of the file");
+  }
+  if (found.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(found, " (a dataset file must be self-contained: copy the data into the file)"));
 }
 
 absl::StatusOr<Handle> EnsureGroup(hid_t loc, const std::string& path) {
@@ -575,6 +631,15 @@ absl::StatusOr<std::optional<int64_t>> ReadInt64Attr(hid_t object, const std::st
     return absl::InvalidArgumentError(absl::StrCat(where, " is not an integer"));
   }
   ROBOLOOP_RETURN_IF_ERROR(CheckSingleValue(attr.get(), where));
+  if (H5Tget_sign(file_type.get()) == H5T_SGN_NONE) {
+    // Read unsigned as unsigned: HDF5 would clamp a value above the int64 range to its maximum.
+    uint64_t value = 0;
+    if (H5Aread(attr.get(), H5T_NATIVE_UINT64, &value) < 0) return ErrorFromStack(where, "cannot read");
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " is ", value, ", beyond the int64 range"));
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(value));
+  }
   int64_t value = 0;
   if (H5Aread(attr.get(), H5T_NATIVE_INT64, &value) < 0) {
     return ErrorFromStack(where, "cannot read");

@@ -57,8 +57,8 @@ absl::Status ErrorFromStack(const std::string& what, const std::string& fallback
 // open until the process ends; the caller discards the file).
 absl::Status CloseFile(Handle file, const std::string& path);
 
-// Opens an existing HDF5 file read-only or read-write; a missing or non-HDF5 file is an error
-// naming `path`.
+// Opens an existing HDF5 file read-only or read-write; a missing or non-HDF5 file or a folder is
+// an error naming `path` ("is a folder, expected an HDF5 file").
 absl::StatusOr<Handle> OpenFile(const std::string& path, bool writable);
 
 // Creates (truncating) an HDF5 file at `path`.
@@ -70,9 +70,15 @@ ObjectKind KindOf(hid_t loc, const std::string& path);
 // Opens the group at `path`; `display` names it in errors.
 absl::StatusOr<Handle> OpenGroup(hid_t loc, const std::string& path, const std::string& display);
 
-// Opens the dataset at `path`; `display` names it in errors.
+// Opens the dataset at `path`; `display` names it in errors. A virtual dataset or one stored in
+// external raw files is refused (InvalidArgument): a dataset file must hold its own values.
 absl::StatusOr<Handle> OpenDataset(hid_t loc, const std::string& path,
                                    const std::string& display);
+
+// OK when every link in `file` stays inside it (hard and soft links); otherwise InvalidArgument
+// naming the first external or user-defined link and its target, e.g. "data/demo_1/actions:
+// external link to d.hdf5:/data/demo_1/actions (a dataset file must be self-contained: ...)".
+absl::Status CheckNoExternalLinks(hid_t file);
 
 // Opens the group at `path`, creating it and any missing parents.
 absl::StatusOr<Handle> EnsureGroup(hid_t loc, const std::string& path);

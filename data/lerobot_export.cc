@@ -78,6 +78,10 @@ absl::StatusOr<std::vector<Target>> PlanTargets(const std::string& input, const 
     }
     const bool image_shape = spec.dtype == DType::kUint8 && spec.step_shape.size() == 3 && spec.step_shape[2] == 3;
     if (target.video && !image_shape) return Refuse(input, spec.name, "a camera feature that is not uint8 [H, W, 3]");
+    if (target.video && (spec.step_shape[0] % 2 != 0 || spec.step_shape[1] % 2 != 0)) {
+      return Refuse(input, spec.name, absl::StrCat("frames of ", spec.step_shape[1], "x", spec.step_shape[0],
+                                                   " (width x height); yuv420p video needs an even width and height"));
+    }
     if (!target.video && spec.step_shape.size() > 1) {
       return Refuse(input, spec.name, absl::StrCat("shape ", ShapeToString(spec.step_shape),
                                                    "; LeRobot tables hold numeric features of shape [n]"));
@@ -474,7 +478,10 @@ class Exporter {
 };
 
 absl::StatusOr<double> FramesPerSecond(const LeRobotExportOptions& options, const nlohmann::json& env) {
-  if (options.fps > 0) return options.fps;
+  if (options.fps != 0) {
+    if (std::isfinite(options.fps) && options.fps > 0) return options.fps;
+    return absl::InvalidArgumentError(absl::StrCat("fps ", options.fps, ": expected a positive, finite number"));
+  }
   const nlohmann::json fps = env.value("/lerobot/fps"_json_pointer, nlohmann::json());
   if (fps.is_number() && fps.get<double>() > 0) return fps.get<double>();
   return absl::InvalidArgumentError(

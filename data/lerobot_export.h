@@ -13,7 +13,9 @@ struct LeRobotExportOptions {
   std::string input_path;   // robomimic-layout HDF5 file
   std::string output_dir;   // the LeRobot dataset folder to write
   bool overwrite = false;   // replace an existing output folder
-  double fps = 0;           // frames per second; 0 = the file's (env_args lerobot.fps), else an error
+  // Frames per second; 0 = the file's (env_args lerobot.fps, an error where it has none); NaN,
+  // infinite or negative: InvalidArgument.
+  double fps = 0;
   std::string task = "roboloop demonstration";  // task string of demos without one
   std::string encoder = "libx264";  // FFmpeg video encoder: libx264 (H.264) or libaom-av1 (AV1)
   int crf = 18;             // the encoder's constant rate factor

@@ -97,6 +97,17 @@ absl::Status Refuse(const std::string& info_path, const std::string& key, const 
                                                "; roboloop imports numeric features of shape [n] and video cameras"));
 }
 
+// The file `relative` (from the template `field` of info.json, data_path or video_path) names in
+// the dataset folder `dir`; InvalidArgument naming info.json, the field and the path when it leaves
+// the folder (an absolute path, a ".." component, or a symbolic link out of it).
+absl::StatusOr<std::string> FileInDataset(const std::string& dir, const std::string& field,
+                                          const std::string& relative) {
+  const std::string path = JoinPath(dir, relative);
+  if (CheckSafeRelativePath(relative).ok() && PathIsWithin(path, dir)) return path;
+  return absl::InvalidArgumentError(absl::StrCat(JoinPath(dir, lerobot::kInfoPath), ": ", field, " gives '", relative,
+                                                 "', which leaves the dataset folder ", dir));
+}
+
 absl::StatusOr<Plan> PlanFeatures(const std::string& dir, const nlohmann::json& info) {
   const std::string info_path = JoinPath(dir, lerobot::kInfoPath);
   Plan plan;
@@ -125,6 +136,11 @@ absl::StatusOr<Plan> PlanFeatures(const std::string& dir, const nlohmann::json& 
   }
   if (std::none_of(plan.numeric.begin(), plan.numeric.end(), [](const NumericFeature& f) { return f.key == "action"; })) {
     return absl::InvalidArgumentError(absl::StrCat(info_path, ": no 'action' feature"));
+  }
+  ROBOLOOP_RETURN_IF_ERROR(FileInDataset(dir, "data_path", lerobot::FormatPath(plan.data_path, 0, 0)).status());
+  for (const CameraFeature& camera : plan.cameras) {
+    ROBOLOOP_RETURN_IF_ERROR(
+        FileInDataset(dir, "video_path", lerobot::FormatPath(plan.video_path, 0, 0, camera.key)).status());
   }
   return plan;
 }
@@ -159,9 +175,10 @@ absl::StatusOr<std::vector<EpisodeRef>> ReadEpisodes(const std::string& dir, con
       ROBOLOOP_ASSIGN_OR_RETURN(auto video_file, lerobot::Int64Column(table, prefix + "file_index"));
       ROBOLOOP_ASSIGN_OR_RETURN(auto video_from, lerobot::DoubleColumn(table, prefix + "from_timestamp"));
       for (size_t i = 0; i < index.size(); ++i) {
-        episodes[first + i].videos[camera.key] = {
-            JoinPath(dir, lerobot::FormatPath(plan.video_path, video_chunk[i], video_file[i], camera.key)),
-            video_from[i]};
+        ROBOLOOP_ASSIGN_OR_RETURN(
+            std::string video,
+            FileInDataset(dir, "video_path", lerobot::FormatPath(plan.video_path, video_chunk[i], video_file[i], camera.key)));
+        episodes[first + i].videos[camera.key] = {std::move(video), video_from[i]};
       }
     }
   }
@@ -176,7 +193,9 @@ class Source {
 
   // The first row of `episode` in its data table, checked against the table's index column.
   absl::StatusOr<int64_t> LocateRows(const EpisodeRef& episode) {
-    const std::string path = JoinPath(dir_, lerobot::FormatPath(plan_.data_path, episode.data_chunk, episode.data_file));
+    ROBOLOOP_ASSIGN_OR_RETURN(
+        const std::string path,
+        FileInDataset(dir_, "data_path", lerobot::FormatPath(plan_.data_path, episode.data_chunk, episode.data_file)));
     if (table_.path != path) {
       ROBOLOOP_ASSIGN_OR_RETURN(table_, lerobot::ReadParquet(path));
       ROBOLOOP_ASSIGN_OR_RETURN(index_, lerobot::Int64Column(table_, "index"));

@@ -11,7 +11,6 @@
 namespace roboloop::data {
 namespace {
 
-constexpr const char* kStatNames[] = {"mean", "std", "min", "max", "q01", "q99"};
 // The `description` attribute of an image key's stats group, for readers of the file.
 constexpr char kPerChannelDescription[] =
     "per RGB channel over every pixel of every frame, pixel values scaled to [0, 1] (value / 255)";
@@ -157,7 +156,7 @@ absl::Status WriteFeatureStats(hid_t file, const FeatureStats& stats) {
   for (int i = 0; i < 6; ++i) {
     const std::vector<double>& values = StatField(stats, i);
     const Array array = Array::From<double>({static_cast<int64_t>(values.size())}, values);
-    ROBOLOOP_RETURN_IF_ERROR(h5::WriteArray(group.get(), kStatNames[i], array, storage));
+    ROBOLOOP_RETURN_IF_ERROR(h5::WriteArray(group.get(), kStatFieldNames[i], array, storage));
   }
   if (stats.per_channel) {
     ROBOLOOP_RETURN_IF_ERROR(h5::WriteStringAttr(group.get(), "description", kPerChannelDescription));
@@ -173,9 +172,9 @@ absl::StatusOr<FeatureStats> ReadFeatureStats(hid_t file, const std::string& nam
   stats.name = name;
   stats.per_channel = IsImageKey(name);
   for (int i = 0; i < 6; ++i) {
-    const std::string display = absl::StrCat(path, ": ", group_path, "/", kStatNames[i]);
+    const std::string display = absl::StrCat(path, ": ", group_path, "/", kStatFieldNames[i]);
     ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset,
-                              h5::OpenDataset(group.get(), kStatNames[i], display));
+                              h5::OpenDataset(group.get(), kStatFieldNames[i], display));
     ROBOLOOP_ASSIGN_OR_RETURN(Array array, h5::ReadArray(dataset.get(), display));
     std::vector<double>* field = StatField(&stats, i);
     field->resize(array.NumElements());
@@ -277,7 +276,7 @@ nlohmann::json StatsToJson(const DatasetStats& stats) {
   for (const FeatureStats& feature : stats) {
     nlohmann::json entry = {{"count", feature.count}};
     if (feature.per_channel) entry["per_channel"] = true;
-    for (int i = 0; i < 6; ++i) entry[kStatNames[i]] = StatField(feature, i);
+    for (int i = 0; i < 6; ++i) entry[kStatFieldNames[i]] = StatField(feature, i);
     json[feature.name] = std::move(entry);
   }
   return json;

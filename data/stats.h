@@ -14,6 +14,9 @@
 
 namespace roboloop::data {
 
+// The statistics a `stats/<feature>/` group holds, one dataset each, in FeatureStats' order.
+inline constexpr const char* kStatFieldNames[] = {"mean", "std", "min", "max", "q01", "q99"};
+
 // Statistics of one feature, one value per element of a step (a scalar feature has one); of an
 // image key, one value per RGB channel (per_channel).
 struct FeatureStats {

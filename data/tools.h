@@ -44,7 +44,8 @@ struct MergeOptions {
 };
 
 // Writes every demo of every input, in order, to `output` as demo_0, demo_1, ...; all inputs
-// must have the same spec (env_args are taken from the first). Masks are carried over (demo
+// must have the same spec and the same task (env_args env_name; InvalidArgument naming both files
+// and tasks otherwise); env_args are taken from the first. Masks are carried over (demo
 // names renamed) when every input has the same split names, otherwise none are written.
 // The lineage lists each input with its sha256. Returns the merged file's layout.
 absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options);
@@ -57,7 +58,9 @@ struct SplitAssignment {
 
 // Assigns `round(valid_fraction * n)` of `demos` to valid and the rest to train, chosen by a
 // Fisher-Yates shuffle driven by std::mt19937_64(seed) (the same on every platform). Both
-// lists keep the order of `demos`. valid_fraction must lie in [0, 1).
+// lists keep the order of `demos`. valid_fraction must lie in [0, 1), and the split it gives must
+// leave at least one training demo and, when valid_fraction > 0, at least one valid demo
+// (InvalidArgument naming both counts otherwise).
 absl::StatusOr<SplitAssignment> AssignSplit(const std::vector<std::string>& demos,
                                             double valid_fraction, uint64_t seed);
 
@@ -69,11 +72,14 @@ absl::StatusOr<SplitAssignment> SplitDataset(const std::string& path, double val
 struct RegistrationMetadata {
   nlohmann::json metadata;              // format, counts, env_args, features, stats, splits, lineage
   std::vector<std::string> parent_ids;  // sha256 of parent datasets (registry ids)
+  std::string upload_path;              // the file to upload: the input, or the scratch copy with statistics
 };
 
-// Validates `path` strictly, computes and stores its statistics if it has none (so the file
-// uploaded carries them), and returns the registry metadata.
-absl::StatusOr<RegistrationMetadata> PrepareRegistration(const std::string& path,
+// Validates `path` strictly (its stored statistics included) and returns the registry metadata.
+// `path` is never modified: a file without statistics is copied to `scratch_path` (replaced if it
+// exists), which gets them and becomes upload_path, so that the registered blob carries them. The
+// caller removes `scratch_path` afterwards. Errors: validation's, and a failed copy naming both paths.
+absl::StatusOr<RegistrationMetadata> PrepareRegistration(const std::string& path, const std::string& scratch_path,
                                                          const StatsOptions& options);
 
 }  // namespace roboloop::data

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -73,6 +74,27 @@ absl::Status WriteSplitMasks(const std::string& path, const SplitAssignment& ass
   return absl::OkStatus();
 }
 
+// The task a file's env_args name (its env_name), or "" when they name none.
+std::string TaskOf(const DatasetLayout& layout) {
+  const nlohmann::json env_args = nlohmann::json::parse(layout.env_args_json, nullptr, false);
+  if (!env_args.is_object() || !env_args.contains("env_name") || !env_args["env_name"].is_string()) return "";
+  return env_args["env_name"].get<std::string>();
+}
+
+std::string DescribeTask(const std::string& task) {
+  return task.empty() ? "no task (env_args without env_name)" : "task '" + task + "'";
+}
+
+// Demos of different tasks would all be labelled with the first file's task: refused.
+absl::Status CheckSameTask(const DatasetReader& first, const DatasetReader& other) {
+  const std::string expected = TaskOf(first.layout());
+  const std::string found = TaskOf(other.layout());
+  if (found == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(other.path(), ": ", DescribeTask(found), ", but ", first.path(),
+                                                 " has ", DescribeTask(expected),
+                                                 " (merge only datasets of one task)"));
+}
+
 }  // namespace
 
 absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
@@ -85,6 +107,7 @@ absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
     readers.push_back(std::move(reader));
     ROBOLOOP_RETURN_IF_ERROR(CheckSameFeatures(readers.front()->path(), readers.front()->layout().spec,
                                                readers.back()->path(), readers.back()->layout().spec));
+    ROBOLOOP_RETURN_IF_ERROR(CheckSameTask(*readers.front(), *readers.back()));
     ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(input));
     writer_options.lineage.parents.push_back({"dataset", input, sha256});
   }
@@ -114,6 +137,11 @@ absl::StatusOr<SplitAssignment> AssignSplit(const std::vector<std::string>& demo
   std::mt19937_64 random(seed);
   for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
   const size_t num_valid = static_cast<size_t>(std::llround(valid_fraction * demos.size()));
+  if (num_valid == demos.size() || (valid_fraction > 0 && num_valid == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("a valid fraction of ", valid_fraction, " of ", demos.size(),
+                                                   " demos leaves ", demos.size() - num_valid, " training and ",
+                                                   num_valid, " valid demos; each split needs at least one"));
+  }
   std::vector<bool> is_valid(demos.size(), false);
   for (size_t i = 0; i < num_valid; ++i) is_valid[order[i]] = true;
   SplitAssignment assignment;
@@ -136,17 +164,22 @@ absl::StatusOr<SplitAssignment> SplitDataset(const std::string& path, double val
   return assignment;
 }
 
-absl::StatusOr<RegistrationMetadata> PrepareRegistration(const std::string& path,
+absl::StatusOr<RegistrationMetadata> PrepareRegistration(const std::string& path, const std::string& scratch_path,
                                                          const StatsOptions& options) {
   ROBOLOOP_ASSIGN_OR_RETURN(ValidationResult validation, ValidateFile(path, ValidationOptions()));
+  RegistrationMetadata result;
+  result.upload_path = path;
   if (!validation.layout.has_stats) {
-    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(path, options).status());
+    std::error_code error;
+    std::filesystem::copy_file(path, scratch_path, std::filesystem::copy_options::overwrite_existing, error);
+    if (error) return ErrnoStatus(error.value(), absl::StrCat("copying ", path, " to ", scratch_path));
+    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(scratch_path, options).status());
+    result.upload_path = scratch_path;
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(DatasetInfo info, GetInfo(path));
+  ROBOLOOP_ASSIGN_OR_RETURN(DatasetInfo info, GetInfo(result.upload_path));
   nlohmann::json splits = nlohmann::json::object();
   for (const auto& [split, demos] : info.layout.masks) splits[split] = demos.size();
   const nlohmann::json full = InfoToJson(info);
-  RegistrationMetadata result;
   result.metadata = {{"format", "robomimic_hdf5"},
                      {"format_version", 1},
                      {"num_demos", info.layout.demos.size()},

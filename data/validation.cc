@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "data/hdf5_io.h"
@@ -115,8 +116,10 @@ absl::Status CompareSpecs(const DemoScan& reference, const DemoScan& scan) {
     const std::string path = FeaturePath(scan.demo.name, expected.name);
     if (found == nullptr) return Invalid(path, "missing" + as_in);
     if (*found != expected) {
-      return Invalid(path, absl::StrCat(DescribeFeature(*found), ", expected ",
-                                        DescribeFeature(expected), as_in));
+      // Neither demo is judged right: with two demos nothing tells which one is the odd one out.
+      return Invalid(path, absl::StrCat(DescribeFeature(*found), ", but ",
+                                        FeaturePath(reference.demo.name, expected.name), " is ",
+                                        DescribeFeature(expected), " (every demo must have the same dtype and shape)"));
     }
   }
   for (const FeatureSpec& feature : scan.spec) {
@@ -167,6 +170,26 @@ absl::Status ScanDataAttributes(hid_t data_group, DatasetLayout* layout,
   return absl::OkStatus();
 }
 
+// A held-out split ("valid", "20_percent_valid") shares no demo with its training split ("train",
+// "20_percent_train"): a demo in both would leak into the validation numbers.
+absl::Status CheckHeldOutSplits(const std::map<std::string, std::vector<std::string>>& masks) {
+  constexpr absl::string_view kValid = "valid";
+  for (const auto& [split, demos] : masks) {
+    if (!absl::EndsWith(split, kValid)) continue;
+    const std::string train_split = split.substr(0, split.size() - kValid.size()) + "train";
+    auto train = masks.find(train_split);
+    if (train == masks.end()) continue;
+    const std::set<std::string> training(train->second.begin(), train->second.end());
+    for (const std::string& demo : demos) {
+      if (training.count(demo) > 0) {
+        return Invalid(absl::StrCat(kMaskGroup, "/", split),
+                       absl::StrCat(demo, " is also in ", kMaskGroup, "/", train_split));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ScanMasks(hid_t file, DatasetLayout* layout) {
   if (h5::KindOf(file, kMaskGroup) == h5::ObjectKind::kMissing) return absl::OkStatus();
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle group, h5::OpenGroup(file, kMaskGroup, kMaskGroup));
@@ -184,7 +207,7 @@ absl::Status ScanMasks(hid_t file, DatasetLayout* layout) {
     }
     layout->masks[split] = std::move(names);
   }
-  return absl::OkStatus();
+  return CheckHeldOutSplits(layout->masks);
 }
 
 absl::Status ScanLineage(hid_t file, DatasetLayout* layout) {
@@ -200,6 +223,7 @@ absl::Status ScanLineage(hid_t file, DatasetLayout* layout) {
 }
 
 absl::StatusOr<DatasetLayout> ScanStructure(hid_t file, std::vector<ValidationIssue>* warnings) {
+  ROBOLOOP_RETURN_IF_ERROR(h5::CheckNoExternalLinks(file));
   ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle data_group, h5::OpenGroup(file, kDataGroup, kDataGroup));
   ROBOLOOP_ASSIGN_OR_RETURN(auto demos, ListDemos(data_group.get()));
   DatasetLayout layout;
@@ -284,16 +308,16 @@ absl::Status ScanValues(hid_t file, const std::string& file_name, const DatasetL
 }
 
 std::optional<ValidationIssue> FindNonFinite(DType dtype, const void* values, int64_t elements,
-                                             int64_t per_step, const std::string& path) {
+                                             int64_t per_step, const std::string& path, int64_t first_step) {
   per_step = std::max<int64_t>(per_step, 1);
-  int64_t first_step = 0;
+  int64_t first_bad = 0;
   const int64_t count =
       dtype == DType::kFloat32
-          ? CountNonFinite(static_cast<const float*>(values), elements, per_step, &first_step)
-          : CountNonFinite(static_cast<const double*>(values), elements, per_step, &first_step);
+          ? CountNonFinite(static_cast<const float*>(values), elements, per_step, &first_bad)
+          : CountNonFinite(static_cast<const double*>(values), elements, per_step, &first_bad);
   if (count == 0) return std::nullopt;
   return ValidationIssue{
-      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step, ")")};
+      path, absl::StrCat(count, " NaN/Inf values (first at step ", first_step + first_bad, ")")};
 }
 
 absl::Status ApplyNanPolicy(const std::string& file_name, NanPolicy policy,
@@ -316,6 +340,7 @@ absl::StatusOr<ValidationResult> ValidateFile(const std::string& path,
   if (options.scan_values) {
     ROBOLOOP_RETURN_IF_ERROR(internal::ScanValues(file.get(), path, result.layout,
                                                   options.nan_policy, &result.warnings));
+    ROBOLOOP_RETURN_IF_ERROR(internal::CheckStoredStats(file.get(), path, result.layout));
   }
   return result;
 }

@@ -26,7 +26,9 @@ enum class NanPolicy {
 // How a file is checked.
 struct ValidationOptions {
   NanPolicy nan_policy = NanPolicy::kStrict;  // handling of NaN/Inf values
-  bool scan_values = true;  // read every float feature to look for NaN/Inf (reads the data once)
+  // Read every float feature to look for NaN/Inf (reads the data once), and check the stored
+  // `stats` group: values finite, one per element of its feature, std >= 0, min <= max.
+  bool scan_values = true;
 };
 
 // A finding: a path inside the file and what is wrong there.

@@ -22,7 +22,7 @@ bool IsNameChar(char c) { return IsNameStart(c) || c == '.' || c == '_' || c == 
 absl::Status ValidateName(absl::string_view kind, absl::string_view name) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid ", kind, " name \"", absl::CEscape(name), "\": ", why,
+        "invalid ", kind, " name \"", absl::Utf8SafeCEscape(name), "\": ", why,
         " (names are 1-100 characters of a-z, 0-9, '.', '_', '-', starting with a letter or "
         "digit)"));
   };
@@ -30,6 +30,7 @@ absl::Status ValidateName(absl::string_view kind, absl::string_view name) {
   if (name.size() > kMaxNameLength) return bad("too long");
   if (!IsNameStart(name.front())) return bad("must start with a lowercase letter or digit");
   for (char c : name) {
+    if (static_cast<unsigned char>(c) >= 0x80) return bad("non-ASCII characters are not allowed");
     if (!IsNameChar(c)) return bad(absl::StrCat("character '", absl::CEscape(std::string(1, c)),
                                                 "' is not allowed"));
   }

@@ -22,7 +22,7 @@ constexpr char kShapes[] =
 
 absl::Status BadReference(absl::string_view ref, absl::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("invalid reference \"", absl::CEscape(ref), "\": ", why));
+      absl::StrCat("invalid reference \"", absl::Utf8SafeCEscape(ref), "\": ", why));
 }
 
 absl::StatusOr<ParsedReference> ParseVersion(absl::string_view ref, size_t colon) {
@@ -49,15 +49,17 @@ absl::StatusOr<ParsedReference> ParseAlias(absl::string_view ref, size_t at) {
   return parsed;
 }
 
+// "; did you mean <ref>@latest?" when `ref` could be a model or dataset name, else "".
+std::string NameHint(absl::string_view ref) {
+  return ValidateName("model", ref).ok() ? absl::StrCat("; did you mean ", ref, "@latest?") : "";
+}
+
 absl::StatusOr<ParsedReference> ParseIdPrefix(absl::string_view ref) {
   std::string lowered = absl::AsciiStrToLower(ref);
-  if (!IsLowerHex(lowered)) {
-    std::string hint;
-    if (ValidateName("model", ref).ok()) hint = absl::StrCat("; did you mean ", ref, "@latest?");
-    return BadReference(ref, absl::StrCat(kShapes, hint));
-  }
+  if (!IsLowerHex(lowered)) return BadReference(ref, absl::StrCat(kShapes, NameHint(ref)));
   if (lowered.size() < kMinIdPrefix) {
-    return BadReference(ref, "id prefix too short: give at least 6 hex characters");
+    // A short name of hex letters ("ed", "cafe") reads as an id prefix: the hint covers a name too.
+    return BadReference(ref, absl::StrCat("id prefix too short: give at least 6 hex characters", NameHint(ref)));
   }
   if (lowered.size() > 64) return BadReference(ref, "longer than a 64-character id");
   ParsedReference parsed;

@@ -1,4 +1,5 @@
 // ALOHA/ACT folder import: values, camera images, lineage and errors naming the source.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -116,6 +117,24 @@ TEST(AlohaImportTest, ErrorsNameTheSourceAndLeaveNoOutput) {
   options.input_dir = dir.File("empty");
   std::filesystem::create_directory(options.input_dir);
   EXPECT_THAT(ImportAloha(options).status().message(), HasSubstr("no episode_<i>.hdf5 files"));
+}
+
+TEST(AlohaImportTest, NonFiniteValuesAreRefusedAsByMerge) {
+  TempDir dir;
+  const std::string input = dir.File("aloha");
+  std::filesystem::create_directory(input);
+  AlohaEpisode episode = MakeAlohaEpisode(6, 0);
+  episode.action.MutableValues<double>()[4 * 14 + 2] = std::nan("");
+  WriteAlohaFile(input + "/episode_0.hdf5", episode);
+  AlohaImportOptions options;
+  options.input_dir = input;
+  options.output_path = dir.File("out.hdf5");
+  // Blocks of 3 rows (3 float64 features of 14 values and 4x5 RGB frames a row): the NaN is in the second block,
+  // and its step is counted from the episode's start.
+  options.max_block_bytes = 3 * (3 * 14 * 8 + 4 * 5 * 3);
+  EXPECT_EQ(ImportAloha(options).status().message(),
+            input + "/episode_0.hdf5: /action: 1 NaN/Inf values (first at step 4)");
+  EXPECT_TRUE(testing::NamesStartingWith(dir.path(), "out.hdf5").empty());
 }
 
 // Frames of a camera: uint8 [steps, 6, 8, 3] (ALOHA's 480x640 scaled down), or float32 when `as_float`.

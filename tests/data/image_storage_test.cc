@@ -203,8 +203,10 @@ TEST(ImageValidationTest, WrongDtypeOrShapeNamesFileDemoAndKey) {
   EXPECT_EQ(ValidationError(path),
             path + ": " + key + ": uint8 [T, 8, 8], expected uint8 [T, H, W, 3] (RGB frames)");
   ReplaceDataset(path, key, Array::Zeros(DType::kUint8, {6, 4, 4, 3}));
+  // demo_0 is the odd one out here: the message names both demos without calling either right.
   EXPECT_EQ(ValidationError(path), path + ": data/demo_1/obs/agentview_image: uint8 [T, 8, 8, 3], "
-                                          "expected uint8 [T, 4, 4, 3] (as in data/demo_0)");
+                                          "but data/demo_0/obs/agentview_image is uint8 [T, 4, 4, 3] "
+                                          "(every demo must have the same dtype and shape)");
 }
 
 }  // namespace

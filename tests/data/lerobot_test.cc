@@ -222,5 +222,33 @@ TEST_F(LeRobotTest, AnImageFeatureIsRefusedByName) {
   EXPECT_NE(result.status().message().find("observation.images.wrist"), std::string::npos) << result.status();
 }
 
+TEST_F(LeRobotTest, PathsLeavingTheDatasetFolderAreRefused) {
+  TempDir scratch;
+  const std::string copy = CopyOfDataset(scratch);
+  const std::string info_path = copy + "/meta/info.json";
+  const nlohmann::json original = ReadJson(info_path);
+  for (const auto& [field, path] : std::vector<std::pair<std::string, std::string>>{
+           {"data_path", "../outside/file-{file_index:03d}.parquet"},
+           {"data_path", "/etc/passwd"},
+           {"video_path", "videos/../../{video_key}.mp4"}}) {
+    nlohmann::json info = original;
+    info[field] = path;
+    std::ofstream(info_path, std::ios::trunc) << info.dump();
+    absl::StatusOr<LeRobotImportResult> result = Import(copy, scratch.File("out.hdf5"));
+    ASSERT_FALSE(result.ok()) << path;
+    const std::string message(result.status().message());
+    EXPECT_NE(message.find(info_path + ": " + field + " gives '"), std::string::npos) << message;
+    EXPECT_NE(message.find("which leaves the dataset folder"), std::string::npos) << message;
+  }
+  // A symbolic link out of the folder is refused the same way.
+  std::ofstream(info_path, std::ios::trunc) << original.dump();
+  std::filesystem::rename(copy + "/data", scratch.File("moved-data"));
+  std::filesystem::create_directory_symlink(scratch.File("moved-data"), copy + "/data");
+  absl::StatusOr<LeRobotImportResult> linked = Import(copy, scratch.File("out.hdf5"));
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.status().message().find("which leaves the dataset folder"), std::string::npos) << linked.status();
+  EXPECT_FALSE(std::filesystem::exists(scratch.File("out.hdf5")));
+}
+
 }  // namespace
 }  // namespace roboloop::data

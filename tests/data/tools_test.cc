@@ -93,6 +93,24 @@ TEST(MergeTest, RequiresTheSameSpec) {
   EXPECT_FALSE(std::filesystem::exists(merge.output));
 }
 
+TEST(MergeTest, RequiresTheSameTask) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {4});
+  WriteDataset(dir.File("b.hdf5"), {4}, R"({"env_name": "Can"})");
+  WriteDataset(dir.File("c.hdf5"), {4}, R"({"type": 1})");
+  MergeOptions merge;
+  merge.inputs = {dir.File("a.hdf5"), dir.File("b.hdf5")};
+  merge.output = dir.File("m.hdf5");
+  EXPECT_EQ(MergeDatasets(merge).status().message(),
+            dir.File("b.hdf5") + ": task 'Can', but " + dir.File("a.hdf5") +
+                " has task 'Lift' (merge only datasets of one task)");
+  merge.inputs = {dir.File("a.hdf5"), dir.File("c.hdf5")};
+  EXPECT_EQ(MergeDatasets(merge).status().message(),
+            dir.File("c.hdf5") + ": no task (env_args without env_name), but " + dir.File("a.hdf5") +
+                " has task 'Lift' (merge only datasets of one task)");
+  EXPECT_FALSE(std::filesystem::exists(merge.output));
+}
+
 TEST(SplitTest, AssignmentIsADeterministicPartition) {
   const std::vector<std::string> demos = DemoNames(50);
   auto first = AssignSplit(demos, 0.1, 42);
@@ -108,6 +126,16 @@ TEST(SplitTest, AssignmentIsADeterministicPartition) {
   EXPECT_EQ(all.size(), 50u);
   EXPECT_EQ(AssignSplit(demos, 0.0, 1)->valid.size(), 0u);
   EXPECT_THAT(AssignSplit(demos, 1.0, 1).status().message(), HasSubstr("not in [0, 1)"));
+}
+
+TEST(SplitTest, EverySplitKeepsADemo) {
+  const std::vector<std::string> demos = DemoNames(4);
+  EXPECT_EQ(AssignSplit(demos, 0.99, 1).status().message(),
+            "a valid fraction of 0.99 of 4 demos leaves 0 training and 4 valid demos; each split needs at least one");
+  EXPECT_EQ(AssignSplit(demos, 0.1, 1).status().message(),
+            "a valid fraction of 0.1 of 4 demos leaves 4 training and 0 valid demos; each split needs at least one");
+  EXPECT_EQ(AssignSplit(demos, 0.0, 1)->train.size(), 4u);
+  EXPECT_EQ(AssignSplit(demos, 0.25, 1)->valid.size(), 1u);
 }
 
 TEST(SplitTest, WritesMasksIntoTheFile) {
@@ -161,9 +189,13 @@ TEST(RegistrationTest, MetadataCarriesStatsSpecsAndParents) {
   merge.compute_stats = false;
   ASSERT_TRUE(MergeDatasets(merge).ok());
   EXPECT_FALSE(OpenOrDie(merge.output)->layout().has_stats);
-  auto registration = PrepareRegistration(merge.output, StatsOptions());
+  const std::string before = *Sha256File(merge.output);
+  auto registration = PrepareRegistration(merge.output, dir.File("scratch.hdf5"), StatsOptions());
   ASSERT_TRUE(registration.ok()) << registration.status();
-  EXPECT_TRUE(OpenOrDie(merge.output)->layout().has_stats);
+  // The statistics go into the scratch copy that is uploaded; the user's file is not modified.
+  EXPECT_EQ(*Sha256File(merge.output), before);
+  EXPECT_EQ(registration->upload_path, dir.File("scratch.hdf5"));
+  EXPECT_TRUE(OpenOrDie(registration->upload_path)->layout().has_stats);
   EXPECT_THAT(registration->parent_ids,
               ElementsAre(*Sha256File(dir.File("a.hdf5")), *Sha256File(dir.File("b.hdf5"))));
   const nlohmann::json& metadata = registration->metadata;

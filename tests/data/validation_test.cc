@@ -1,9 +1,11 @@
 // Every validation error on small broken files made at test time.
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
 
 #include "data/hdf5_io.h"
+#include "data/stats.h"
 #include "data/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,6 +94,18 @@ TEST_F(ValidationTest, NumSamplesDisagreesWithActions) {
   EXPECT_EQ(ErrorOf(), path_ + ": data/demo_2: attribute num_samples 7, expected 4 (actions)");
 }
 
+TEST_F(ValidationTest, UnsignedNumSamplesBeyondInt64IsShownAsStored) {
+  Mutate([](hid_t file) {
+    auto demo = h5::OpenGroup(file, "data/demo_2", "data/demo_2");
+    ASSERT_GE(H5Adelete(demo->get(), "num_samples"), 0);
+    h5::Handle space(H5Screate(H5S_SCALAR));
+    h5::Handle attr(H5Acreate2(demo->get(), "num_samples", H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const uint64_t huge = std::numeric_limits<uint64_t>::max();
+    ASSERT_GE(H5Awrite(attr.get(), H5T_NATIVE_UINT64, &huge), 0);
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": data/demo_2: attribute num_samples is 18446744073709551615, beyond the int64 range");
+}
+
 TEST_F(ValidationTest, MissingNumSamples) {
   Mutate([](hid_t file) { H5Adelete_by_name(file, "data/demo_0", "num_samples", H5P_DEFAULT); });
   EXPECT_EQ(ErrorOf(), path_ + ": data/demo_0: missing attribute num_samples");
@@ -108,13 +122,13 @@ TEST_F(ValidationTest, TotalDisagreesWithDemos) {
 TEST_F(ValidationTest, DtypeMismatchAcrossDemos) {
   Replace("data/demo_2/obs/qpos", Array::From<double>({4, 3}, std::vector<double>(12, 0.0)));
   EXPECT_EQ(ErrorOf(), path_ +
-                           ": data/demo_2/obs/qpos: float64 [T, 3], expected float32 [T, 3] (as "
-                           "in data/demo_0)");
+                           ": data/demo_2/obs/qpos: float64 [T, 3], but data/demo_0/obs/qpos is float32 [T, 3] "
+                           "(every demo must have the same dtype and shape)");
 }
 
 TEST_F(ValidationTest, ShapeMismatchAcrossDemos) {
   Replace("data/demo_1/actions", Array::From<float>({5, 2}, std::vector<float>(10, 0.f)));
-  EXPECT_THAT(ErrorOf(), HasSubstr("data/demo_1/actions: float32 [T, 2], expected float32 [T, 4]"));
+  EXPECT_THAT(ErrorOf(), HasSubstr("data/demo_1/actions: float32 [T, 2], but data/demo_0/actions is float32 [T, 4]"));
 }
 
 TEST_F(ValidationTest, FeatureMissingInOneDemo) {
@@ -171,6 +185,113 @@ TEST_F(ValidationTest, MaskListingDemoTwice) {
     ASSERT_TRUE(h5::WriteStringArray(mask->get(), "valid", {"demo_1", "demo_1"}).ok());
   });
   EXPECT_EQ(ErrorOf(), path_ + ": mask/valid: demo_1 listed twice");
+}
+
+TEST_F(ValidationTest, DemoInBothTrainAndValidMasks) {
+  Mutate([](hid_t file) {
+    auto mask = h5::EnsureGroup(file, "mask");
+    ASSERT_TRUE(h5::WriteStringArray(mask->get(), "train", {"demo_0", "demo_1"}).ok());
+    ASSERT_TRUE(h5::WriteStringArray(mask->get(), "valid", {"demo_1"}).ok());
+    // robomimic's subset masks may overlap other splits; only a split and its held-out part may not.
+    ASSERT_TRUE(h5::WriteStringArray(mask->get(), "20_percent", {"demo_1"}).ok());
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": mask/valid: demo_1 is also in mask/train");
+}
+
+TEST_F(ValidationTest, DemoInBothSubsetTrainAndValidMasks) {
+  Mutate([](hid_t file) {
+    auto mask = h5::EnsureGroup(file, "mask");
+    ASSERT_TRUE(h5::WriteStringArray(mask->get(), "20_percent_train", {"demo_2"}).ok());
+    ASSERT_TRUE(h5::WriteStringArray(mask->get(), "20_percent_valid", {"demo_0", "demo_2"}).ok());
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": mask/20_percent_valid: demo_2 is also in mask/20_percent_train");
+}
+
+TEST_F(ValidationTest, ExternalLinkIsRefused) {
+  const std::string other = dir_.File("other.hdf5");
+  WriteDataset(other, {5});
+  Mutate([&](hid_t file) {
+    ASSERT_TRUE(h5::DeleteIfExists(file, "data/demo_1/actions").ok());
+    ASSERT_GE(H5Lcreate_external(other.c_str(), "/data/demo_0/actions", file, "data/demo_1/actions", H5P_DEFAULT,
+                                 H5P_DEFAULT),
+              0);
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": data/demo_1/actions: external link to " + other +
+                           ":/data/demo_0/actions (a dataset file must be self-contained: copy the data into the file)");
+  ValidationOptions structure_only;
+  structure_only.scan_values = false;
+  EXPECT_FALSE(ValidateFile(path_, structure_only).ok());
+}
+
+TEST_F(ValidationTest, ExternalStorageIsRefused) {
+  const std::string raw = dir_.File("actions.raw");
+  std::ofstream(raw) << std::string(5 * 4 * sizeof(float), '\0');
+  Mutate([&](hid_t file) {
+    ASSERT_TRUE(h5::DeleteIfExists(file, "data/demo_1/actions").ok());
+    h5::Handle plist(H5Pcreate(H5P_DATASET_CREATE));
+    ASSERT_GE(H5Pset_external(plist.get(), raw.c_str(), 0, 5 * 4 * sizeof(float)), 0);
+    const hsize_t dims[] = {5, 4};
+    h5::Handle space(H5Screate_simple(2, dims, nullptr));
+    h5::Handle dataset(H5Dcreate2(file, "data/demo_1/actions", H5T_NATIVE_FLOAT, space.get(), H5P_DEFAULT,
+                                  plist.get(), H5P_DEFAULT));
+    ASSERT_GE(dataset.get(), 0);
+  });
+  EXPECT_EQ(ErrorOf(), path_ + ": data/demo_1/actions: values stored in external raw files (a dataset file must be "
+                               "self-contained)");
+}
+
+// The file's statistics, computed and stored, then changed by `change`; validation's error.
+class StoredStatsTest : public ValidationTest {
+ protected:
+  void SetUp() override {
+    ValidationTest::SetUp();
+    ASSERT_TRUE(ComputeAndStoreStats(path_, StatsOptions()).ok());
+  }
+};
+
+TEST_F(StoredStatsTest, ComputedStatisticsAreValid) { EXPECT_EQ(ErrorOf(), "OK"); }
+
+TEST_F(StoredStatsTest, NanStatistic) {
+  Replace("stats/actions/std", Array::From<double>({4}, {0.5, NAN, 1, 1}));
+  EXPECT_EQ(ErrorOf(NanPolicy::kLenient),
+            path_ + ": stats/actions/std: value nan at element 1 (recompute the statistics with `roboloop data stats " +
+                path_ + " --write`)");
+}
+
+TEST_F(StoredStatsTest, StatisticOfTheWrongShape) {
+  Replace("stats/obs/qpos/mean", Array::From<double>({7}, std::vector<double>(7, 0.0)));
+  EXPECT_THAT(ErrorOf(), HasSubstr(": stats/obs/qpos/mean: float64 [7], expected float [3] (one value per element "
+                                   "of obs/qpos, float32 [T, 3])"));
+}
+
+TEST_F(StoredStatsTest, NegativeStd) {
+  Replace("stats/obs/qpos/std", Array::From<double>({3}, {1, -2, 1}));
+  EXPECT_THAT(ErrorOf(), HasSubstr(": stats/obs/qpos/std: negative value -2 at element 1"));
+}
+
+TEST_F(StoredStatsTest, MinAboveMax) {
+  Replace("stats/actions/min", Array::From<double>({4}, {9, 9, 9, 9}));
+  EXPECT_THAT(ErrorOf(), HasSubstr(": stats/actions: min 9 > max "));
+}
+
+TEST_F(StoredStatsTest, StatisticsOfAFeatureTheDemosLack) {
+  Mutate([](hid_t file) { ASSERT_TRUE(h5::EnsureGroup(file, "stats/obs/ghost").ok()); });
+  Replace("stats/obs/ghost/mean", Array::From<double>({1}, {0.0}));
+  EXPECT_THAT(ErrorOf(), HasSubstr(": stats/obs/ghost: statistics of obs/ghost, which is not a vector, scalar or "
+                                   "image feature of this file's demos"));
+}
+
+TEST_F(StoredStatsTest, StatsIsADataset) {
+  Replace("stats", Array::From<double>({1}, {0.0}));
+  EXPECT_THAT(ErrorOf(), HasSubstr(path_ + ": stats: not a group"));
+}
+
+TEST_F(StoredStatsTest, StructureOnlyLeavesStatisticsToTheFullCheck) {
+  // `data stats --write` screens a file structure-only, and must still be able to repair its statistics.
+  Replace("stats/actions/std", Array::From<double>({4}, {-1, -1, -1, -1}));
+  ValidationOptions structure_only;
+  structure_only.scan_values = false;
+  EXPECT_TRUE(ValidateFile(path_, structure_only).ok());
 }
 
 TEST_F(ValidationTest, EnvArgsNotJson) {

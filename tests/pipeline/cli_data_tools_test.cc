@@ -1,7 +1,10 @@
 // The `roboloop data ...` tools through the real binary: output, exit codes 0 / 1 / 2.
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <vector>
 
+#include "common/sha256.h"
 #include "data/dataset_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -50,6 +53,72 @@ TEST(DataCliTest, ErrorsAreOneLineNamingTheInput) {
   EXPECT_TRUE(missing.out.empty());
 }
 
+TEST(DataCliTest, FoldersAndUnknownReferencesAreNamedAsSuch) {
+  TempDir dir;
+  const std::string folder = dir.File("adir");
+  std::filesystem::create_directory(folder);
+  for (const char* tool : {"info", "validate", "stats"}) {
+    const CliRun run = RunCli({"data", tool, folder});
+    EXPECT_EQ(run.code, 1) << tool;
+    EXPECT_EQ(run.err, std::string("roboloop: data ") + tool + ": " + folder + ": is a folder, expected an HDF5 file\n");
+  }
+  std::filesystem::create_directories(folder + "/meta");
+  std::ofstream(folder + "/meta/info.json") << "{}";
+  const CliRun lerobot = RunCli({"data", "info", folder});
+  EXPECT_EQ(lerobot.code, 1);
+  EXPECT_THAT(lerobot.err, HasSubstr(folder + ": is a LeRobot dataset folder, expected an HDF5 file"));
+  EXPECT_THAT(lerobot.err, HasSubstr("data import lerobot"));
+  const CliRun unknown = RunCli({"data", "info", "nosuch:v1", "--root", dir.File("store")});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("'nosuch:v1' is neither a file nor a dataset in the registry"));
+}
+
+TEST(DataCliTest, InfoValidateAndStatsFindAReferenceInTheStoreTheirFlagsName) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {3, 4});
+  const std::string store = dir.File("other-store");
+  ASSERT_EQ(RunCli({"registry", "put", path, "--dataset", "cp", "--root", store}).code, 0);
+  const CliRun info = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(info.code, 0) << info.err;
+  const nlohmann::json json = nlohmann::json::parse(info.out);
+  EXPECT_EQ(json["total_steps"], 7);
+  const CliRun validate = RunCli({"data", "validate", "cp:v1", "--root", store});
+  EXPECT_EQ(validate.code, 0) << validate.err;
+  EXPECT_THAT(validate.out, HasSubstr("cp:v1: valid (2 demos, 7 steps)"));
+  const CliRun stats = RunCli({"data", "stats", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(stats.code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["actions"]["count"], 7);
+  const CliRun write = RunCli({"data", "stats", "cp:v1", "--root", store, "--write"});
+  EXPECT_EQ(write.code, 1);
+  EXPECT_THAT(write.err, HasSubstr("cp:v1: --write needs a file; a registered dataset is never modified"));
+  // A cached copy edited in place is noticed (its sha256 no longer matches) and fetched again.
+  const std::string cached = json["path"];
+  ASSERT_EQ(RunCli({"data", "split", cached, "--valid", "0.5"}).code, 0);
+  const CliRun again = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(nlohmann::json::parse(again.out)["splits"].empty()) << again.out;
+}
+
+TEST(DataCliTest, RegisterLeavesTheFileAsItWasWhenRegistrationFails) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {3, 4});
+  const std::string before = roboloop::testing::ReadWholeFile(path);
+  const CliRun failed =
+      RunCli({"data", "register", path, "--name", "d", "--registry", "127.0.0.1:1", "--root", dir.File("store")});
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_EQ(roboloop::testing::ReadWholeFile(path), before);
+  EXPECT_TRUE(data::testing::NamesStartingWith(dir.path(), "d.hdf5.partial").empty());
+  // Once registered, the file holds the statistics and is the registered blob.
+  const CliRun registered = RunCli({"data", "register", path, "--name", "d", "--root", dir.File("store")});
+  ASSERT_EQ(registered.code, 0) << registered.err;
+  const CliRun show = RunCli({"registry", "show", "d:v1", "--root", dir.File("store")});
+  EXPECT_THAT(show.out, HasSubstr("q99"));
+  EXPECT_THAT(show.out, HasSubstr(*Sha256File(path)));
+  EXPECT_TRUE(data::testing::NamesStartingWith(dir.path(), "d.hdf5.partial").empty());
+}
+
 TEST(DataCliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli({"data"}).code, 2);
   EXPECT_EQ(RunCli({"data", "info"}).code, 2);
@@ -57,6 +126,21 @@ TEST(DataCliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli({"data", "merge", "only_one.hdf5", "-o", "x.hdf5"}).code, 2);
   EXPECT_EQ(RunCli({"data", "frobnicate"}).code, 2);
   EXPECT_EQ(RunCli({"data", "split", "f", "--valid", "abc"}).code, 2);
+  // --valid is required: a split replaces the file's masks and is never made with a default.
+  EXPECT_EQ(RunCli({"data", "split", "f"}).code, 2);
+  for (const char* fraction : {"1", "nan", "-0.5"}) {
+    const CliRun split = RunCli({"data", "split", "f", "--valid", fraction});
+    EXPECT_EQ(split.code, 2) << fraction;
+    EXPECT_THAT(split.err, HasSubstr("expected a fraction in [0, 1)")) << fraction;
+  }
+  for (const char* fps : {"nan", "0", "inf", "-3"}) {
+    const CliRun exported = RunCli({"data", "export", "lerobot", "f.hdf5", "-o", "out", "--fps", fps});
+    EXPECT_EQ(exported.code, 2) << fps;
+    EXPECT_THAT(exported.err, HasSubstr("--fps")) << fps;
+    EXPECT_THAT(exported.err, HasSubstr("expected a positive, finite number")) << fps;
+  }
+  EXPECT_EQ(RunCli({"data", "validate", "f", "--time-limit-s", "nan"}).code, 2);
+  EXPECT_EQ(RunCli({"data", "import", "aloha", "d", "-o", "o.hdf5", "--env-args", "{bad"}).code, 2);
   EXPECT_EQ(RunCli({"data", "--help"}).code, 0);
 }
 

@@ -175,9 +175,51 @@ TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
   EXPECT_THAT(bad_name.err, HasSubstr("../etc"));
   ProgramResult bad_format = Roboloop({"registry", "ls", "--format", "xml"});
   EXPECT_EQ(bad_format.exit_code, 2);
+  EXPECT_THAT(bad_format.err, HasSubstr("--format: xml not in {table,json}"));
+  ProgramResult upper_case = Roboloop({"registry", "ls", "--format", "JSON"});
+  EXPECT_EQ(upper_case.exit_code, 0) << upper_case.err;
+  EXPECT_EQ(nlohmann::json::parse(upper_case.out), nlohmann::json::object());
   ProgramResult help = Roboloop({"registry", "put", "--help"}, /*with_root=*/false);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, HasSubstr("--dataset"));
+}
+
+TEST_F(CliRegistryTest, MissingVersionsAndNamesGetTheErrorOfTheKindThatKnowsTheName) {
+  ASSERT_EQ(Roboloop({"registry", "put", WriteFile("e.bin", "bytes"), "--dataset", "ed"}).exit_code, 0);
+  for (const char* command : {"get", "show"}) {
+    std::vector<std::string> args = {"registry", command, "ed:v9"};
+    if (std::string(command) == "get") args.insert(args.end(), {"-o", dir_ + "/x.bin"});
+    ProgramResult missing_version = Roboloop(args);
+    EXPECT_EQ(missing_version.exit_code, 1);
+    EXPECT_THAT(missing_version.err, HasSubstr("dataset 'ed' has no version 9 (it has versions 1..1)")) << command;
+    args[2] = "nosuch:v1";
+    ProgramResult unknown = Roboloop(args);
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_THAT(unknown.err, HasSubstr("unknown model or dataset 'nosuch'")) << command;
+  }
+  ProgramResult hex_name = Roboloop({"registry", "show", "ed"});
+  EXPECT_THAT(hex_name.err, HasSubstr("did you mean ed@latest?"));
+}
+
+TEST_F(CliRegistryTest, ListFlagsThatDoNotApplyAreUsageErrors) {
+  ProgramResult model_filter = Roboloop({"registry", "ls", "--datasets", "--model", "m1"});
+  EXPECT_EQ(model_filter.exit_code, 2);
+  EXPECT_THAT(model_filter.err, HasSubstr("--model, --dataset and --alias filter checkpoints"));
+  EXPECT_EQ(Roboloop({"registry", "ls", "--datasets", "--alias", "champion"}).exit_code, 2);
+  for (const char* limit : {"0", "-1", "100001"}) {
+    ProgramResult bad_limit = Roboloop({"registry", "ls", "--limit", limit});
+    EXPECT_EQ(bad_limit.exit_code, 2) << limit;
+    EXPECT_THAT(bad_limit.err, HasSubstr("is not in 1..100000")) << limit;
+  }
+  for (const char* address : {"garbage", "host:99999"}) {
+    ProgramResult bad_address = Roboloop({"registry", "ls", "--registry", address});
+    EXPECT_EQ(bad_address.exit_code, 2) << address;
+    EXPECT_THAT(bad_address.err, Not(HasSubstr("listen address"))) << address;
+  }
+  EXPECT_EQ(Roboloop({"registry", "put", WriteFile("f.bin", "x"), "--dataset", ""}).exit_code, 2);
+  ProgramResult bad_metadata = Roboloop({"registry", "put", WriteFile("g.bin", "x"), "--dataset", "g", "--metadata", "{bad"});
+  EXPECT_EQ(bad_metadata.exit_code, 2);
+  EXPECT_THAT(bad_metadata.err, HasSubstr("--metadata '{bad': not a JSON object"));
 }
 
 TEST_F(CliRegistryTest, RegistryLsDoesNotMapLibTorch) {

@@ -23,6 +23,15 @@ TEST(Names, RejectsBadNamesWithTheKindAndName) {
   }
 }
 
+TEST(Names, UnicodeNamesAreShownAsWritten) {
+  EXPECT_EQ(ValidateName("dataset", "ün").message(),
+            "invalid dataset name \"ün\": must start with a lowercase letter or digit (names are 1-100 characters of "
+            "a-z, 0-9, '.', '_', '-', starting with a letter or digit)");
+  EXPECT_EQ(ValidateName("dataset", "aü").message(),
+            "invalid dataset name \"aü\": non-ASCII characters are not allowed (names are 1-100 characters of a-z, "
+            "0-9, '.', '_', '-', starting with a letter or digit)");
+}
+
 TEST(Names, EditDistanceAndCloseMatches) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
   EXPECT_EQ(EditDistance("", "abc"), 3);

@@ -32,6 +32,9 @@ TEST(ParseReference, Shapes) {
 
 TEST(ParseReference, MalformedReferencesSayWhy) {
   EXPECT_THAT(std::string(ParseReference("abc12").status().message()), HasSubstr("too short"));
+  // A short name made of hex letters is read as an id prefix; the error also suggests the name.
+  EXPECT_EQ(std::string(ParseReference("ed").status().message()),
+            "invalid reference \"ed\": id prefix too short: give at least 6 hex characters; did you mean ed@latest?");
   EXPECT_THAT(std::string(ParseReference("model:7").status().message()), HasSubstr("name:vN"));
   EXPECT_THAT(std::string(ParseReference("model:v0").status().message()), HasSubstr("N >= 1"));
   EXPECT_THAT(std::string(ParseReference("cartpole").status().message()),
