@@ -7,6 +7,8 @@
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
 #include "train/dataset_set.h"
+#include "train/train_config_check.h"
+#include "train/train_run.h"
 
 namespace roboloop::pipeline {
 namespace {
@@ -105,6 +107,9 @@ StageKind TrainStageKind() {
   StageKind kind;
   kind.name = "train";
   kind.params = v1::TrainConfig::descriptor();
+  kind.check_params = [](const google::protobuf::Message& params) {
+    return train::CheckTrainConfig(train::WithDefaults(static_cast<const v1::TrainConfig&>(params)));
+  };
   kind.outputs = {"checkpoint", "run", "placement"};
   kind.run = RunTrain;
   kind.summarize = SummarizeTrain;
