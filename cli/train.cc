@@ -150,8 +150,6 @@ absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
   options.cancel = &cancel;
   if (const char* trace = std::getenv(train::kSampleTraceVariable); trace != nullptr) options.sample_trace_dir = trace;
   if (rank.rank == 0) options.on_event = EventSink(job.progress_fd);
-  // c10d logs each failed read of a broken rendezvous with its C++ backtrace; the rank's error says it in one line.
-  if (rank.world_size > 1) setenv("TORCH_CPP_LOG_LEVEL", "ERROR", /*overwrite=*/0);
   absl::StatusOr<train::TrainRunResult> run = train::RunTraining(options);
   if (!run.ok() && cancel.IsCancelled()) return CancelledWhileStarting(run.status(), rank);
   ROBOLOOP_ASSIGN_OR_RETURN(train::TrainRunResult result, std::move(run));

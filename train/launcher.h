@@ -29,8 +29,9 @@ absl::StatusOr<int> FreeLocalPort();
 // Starts the ranks, forwards SIGINT/SIGTERM to them, and waits. When a rank fails the others
 // are given `grace_seconds` to notice (they normally fail fast on the broken collective)
 // before being terminated. OK when every rank exits 0; CANCELLED "training cancelled" when a
-// forwarded signal stopped them and each exited 0 or `cancelled_exit_code` (the ranks said where
-// to resume); otherwise the error names the first rank that failed and how (exit code or signal).
+// signal was forwarded and a rank exited `cancelled_exit_code` (rank 0 said where to resume) or
+// failed (naming the first that did); otherwise the error names the first rank that failed and
+// how (exit code or signal).
 absl::Status LaunchLocalRanks(const LaunchOptions& options);
 
 }  // namespace roboloop::train
