@@ -58,6 +58,11 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
   ROBOLOOP_RETURN_IF_ERROR(train::RegisterLocalDatasets(services.clients().registry(), services.options().cache_dir,
                                                         request.mutable_config()));
   if (!context.resume_point.empty()) {  // continue the stopped training; its weights came from init_from
+    // A run stopped after it registered its last checkpoint has nothing left to train: that checkpoint is the stage's.
+    const absl::StatusOr<v1::Checkpoint> point = services.clients().registry().GetCheckpoint(context.resume_point);
+    if (point.ok() && point->step() >= train::WithDefaults(stage.train()).steps()) {
+      return StageOutputs{{"checkpoint", point->id()}, {"run", point->run_id()}};
+    }
     request.mutable_config()->set_resume(context.resume_point);
     request.mutable_config()->clear_init_from();
   }

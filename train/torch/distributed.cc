@@ -272,9 +272,9 @@ std::unique_ptr<ProcessGroup> JoinProcessGroup(const DistributedOptions& options
               "rank ", options.rank, " is not in a world of ", options.world_size);
   TORCH_CHECK(options.backend == "gloo" || options.backend == "nccl", "unknown backend '",
               options.backend, "' (known: gloo, nccl)");
-  // c10d logs each failed read of a broken rendezvous with its C++ backtrace, while the rank's error says what
-  // happened in one line: its warnings are dropped unless TORCH_CPP_LOG_LEVEL asks for them.
-  setenv("TORCH_CPP_LOG_LEVEL", "ERROR", /*overwrite=*/0);
+  // c10d logs each failed read or connect of a broken rendezvous (warnings and errors) with its C++ backtrace, while
+  // the rank's error says what happened in one line: its logs are dropped unless TORCH_CPP_LOG_LEVEL asks for them.
+  setenv("TORCH_CPP_LOG_LEVEL", "FATAL", /*overwrite=*/0);
   c10::initLogging();
   c10::intrusive_ptr<c10d::Store> store = Rendezvous(options);
   if (options.backend == "nccl") return JoinNccl(options, std::move(store));
