@@ -220,6 +220,9 @@ absl::StatusOr<ValidationData> OpenValidation(const Prepared& p, const v1::Train
   if (config.split().empty()) {
     spdlog::warn("{}: training on every demo, those of the validation split '{}' too (choose the training "
                  "demos with --split)", p.dataset.Describe(), config.validation_split());
+  } else if (config.split() == config.validation_split()) {
+    spdlog::warn("{}: the validation split '{}' is the training split: its loss is no held-out loss",
+                 p.dataset.Describe(), config.validation_split());
   }
   ROBOLOOP_ASSIGN_OR_RETURN(validation.store, LoadStore(p, config, config.validation_split(), false));
   ROBOLOOP_ASSIGN_OR_RETURN(validation.set, ValidationSet::Create(*validation.store, p.normalization, loader_options));
