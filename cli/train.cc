@@ -66,17 +66,20 @@ absl::StatusOr<v1::TrainConfig> GivenConfig(const train::TrainJob& job) {
 }
 
 // The run's config: the given one, completed by its --resume or --init-from checkpoint
-// (ApplyCheckpointConfig), with the defaults filled and the numbers checked.
+// (ApplyCheckpointConfig), with the defaults filled and the numbers and the steps left checked.
 absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job, registry::RegistryClient& registry) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, GivenConfig(job));
   const std::string ref = config.resume().empty() ? config.init_from() : config.resume();
+  v1::Checkpoint checkpoint;
   if (!ref.empty()) {
-    absl::StatusOr<v1::Checkpoint> checkpoint = registry.GetCheckpoint(ref);
-    if (!checkpoint.ok()) return Annotate(checkpoint.status(), absl::StrCat("checkpoint ", ref));
-    ROBOLOOP_ASSIGN_OR_RETURN(config, train::ApplyCheckpointConfig(config, *checkpoint));
+    absl::StatusOr<v1::Checkpoint> fetched = registry.GetCheckpoint(ref);
+    if (!fetched.ok()) return Annotate(fetched.status(), absl::StrCat("checkpoint ", ref));
+    checkpoint = *std::move(fetched);
+    ROBOLOOP_ASSIGN_OR_RETURN(config, train::ApplyCheckpointConfig(config, checkpoint));
   }
   config = train::WithDefaults(config);
   ROBOLOOP_RETURN_IF_ERROR(train::CheckTrainConfig(config));
+  ROBOLOOP_RETURN_IF_ERROR(train::CheckStepsLeft(config, checkpoint));
   return config;
 }
 

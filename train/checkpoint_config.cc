@@ -133,4 +133,11 @@ absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& giv
   return result;
 }
 
+absl::Status CheckStepsLeft(const v1::TrainConfig& config, const v1::Checkpoint& checkpoint) {
+  if (config.resume().empty() || checkpoint.step() < config.steps()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("checkpoint ", config.resume(), " is at step ", checkpoint.step(),
+                                                 ", at or beyond steps (--steps) ", config.steps(),
+                                                 ": nothing to train; give a larger --steps"));
+}
+
 }  // namespace roboloop::train

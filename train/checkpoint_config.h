@@ -21,4 +21,8 @@ namespace roboloop::train {
 // or config_json that does not parse. `given` unchanged when it names no checkpoint.
 absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& given, const v1::Checkpoint& checkpoint);
 
+// InvalidArgument naming both steps when `config` (defaults filled) resumes `checkpoint` and the
+// checkpoint already reached config.steps: nothing to train, nothing to register.
+absl::Status CheckStepsLeft(const v1::TrainConfig& config, const v1::Checkpoint& checkpoint);
+
 }  // namespace roboloop::train

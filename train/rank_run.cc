@@ -229,15 +229,6 @@ absl::StatusOr<ValidationData> OpenValidation(const Prepared& p, const v1::Train
   return validation;
 }
 
-// InvalidArgument when the resumed checkpoint, at step `resumed_step`, already reached config.steps: nothing to
-// train (and no checkpoint to register).
-absl::Status CheckStepsLeft(const v1::TrainConfig& config, int64_t resumed_step) {
-  if (resumed_step < config.steps()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("checkpoint ", config.resume(), " is at step ", resumed_step,
-                                                 ", at or beyond steps (--steps) ", config.steps(),
-                                                 ": nothing to train; give a larger --steps"));
-}
-
 // The id of the run: the one asked for, else the resumed run's, else a new one.
 std::string RunIdFor(const TrainRunOptions& options, const StartingState& start) {
   std::string run_id = options.run_id;
@@ -274,7 +265,6 @@ absl::StatusOr<std::unique_ptr<RankRun>> PrepareRankRun(const TrainRunOptions& o
   }
   if (run->p.resume) {
     run->first_step = run->start.driver["step"].get<int64_t>();
-    ROBOLOOP_RETURN_IF_ERROR(CheckStepsLeft(config, run->first_step));
     run->loader->Seek(run->start.driver.value("cursor", run->first_step));
   }
   run->run_id = RunIdFor(options, run->start);
