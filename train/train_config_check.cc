@@ -77,6 +77,11 @@ absl::Status CheckTrainConfig(const v1::TrainConfig& config) {
     const std::string flag = *number.flag == '\0' ? "" : absl::StrCat(" (", number.flag, ")");
     problems.push_back(absl::StrCat("config key ", number.key, flag, " ", violation));
   }
+  // Packing is how the transformer attends over a batch; no other kind has sequences to pack.
+  if (config.no_packing() && config.policy().kind() != "transformer") {
+    problems.push_back(absl::StrCat("config key no_packing (--no-packing) applies to policy 'transformer' only, not to '",
+                                    config.policy().kind(), "'"));
+  }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
 }

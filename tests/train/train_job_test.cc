@@ -184,6 +184,13 @@ TEST(TrainConfigCheckTest, EachNumberOutOfRangeIsNamedWithItsRange) {
   EXPECT_THAT(message, HasSubstr("config key optimizer.lr (--lr) must be a finite number > 0, got nan"));
   EXPECT_THAT(message, HasSubstr("config key rendezvous_timeout_s (--rendezvous-timeout) must be"));
   bad = Checkable();
+  bad.mutable_policy()->set_kind("mlp");
+  bad.set_no_packing(true);
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()),
+              HasSubstr("no_packing (--no-packing) applies to policy 'transformer' only, not to 'mlp'"));
+  bad.mutable_policy()->set_kind("transformer");
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
+  bad = Checkable();
   bad.mutable_optimizer()->set_min_lr_ratio(5);
   EXPECT_THAT(std::string(CheckTrainConfig(bad).message()), HasSubstr("min_lr_ratio must be in [0, 1], got 5"));
 }
