@@ -65,14 +65,21 @@ absl::StatusOr<v1::TrainConfig> GivenConfig(const train::TrainJob& job) {
   return config;
 }
 
+// The checkpoint a config starts from: its --resume, else its --init-from ("" = none).
+std::string CheckpointRef(const v1::TrainConfig& config) {
+  return config.resume().empty() ? config.init_from() : config.resume();
+}
+
 // The run's config: the given one, completed by its --resume or --init-from checkpoint
-// (ApplyCheckpointConfig), with the defaults filled and the numbers and the steps left checked.
-absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job, registry::RegistryClient& registry) {
+// (ApplyCheckpointConfig, through `registry`, which may be null when there is none), with the
+// defaults filled and the numbers and the steps left checked.
+absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job, registry::RegistryClient* registry) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, GivenConfig(job));
-  const std::string ref = config.resume().empty() ? config.init_from() : config.resume();
+  const std::string ref = CheckpointRef(config);
   v1::Checkpoint checkpoint;
   if (!ref.empty()) {
-    absl::StatusOr<v1::Checkpoint> fetched = registry.GetCheckpoint(ref);
+    ROBOLOOP_CHECK(registry != nullptr);
+    absl::StatusOr<v1::Checkpoint> fetched = registry->GetCheckpoint(ref);
     if (!fetched.ok()) return Annotate(fetched.status(), absl::StrCat("checkpoint ", ref));
     checkpoint = *std::move(fetched);
     ROBOLOOP_ASSIGN_OR_RETURN(config, train::ApplyCheckpointConfig(config, checkpoint));
@@ -138,7 +145,7 @@ absl::Status CancelledWhileStarting(const absl::Status& failure, const train::Ra
 
 absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(job, connection->client()));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(job, &connection->client()));
   common::CancellationToken cancel;
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
   train::TrainRunOptions options;
@@ -196,9 +203,12 @@ absl::Status Train(const TrainCommand& command) {
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig given, GivenConfig(job));
   ROBOLOOP_RETURN_IF_ERROR(CheckUsage(given));
   if (job.nproc_per_node <= 1) return RunRank(job, train::RankInfo{});
-  {
-    ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
-    ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(job, connection->client()).status());
+  {  // the launcher reaches the registry only to read a checkpoint the run starts from
+    std::unique_ptr<wiring::RegistryConnection> connection;
+    if (!CheckpointRef(given).empty()) {
+      ROBOLOOP_ASSIGN_OR_RETURN(connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
+    }
+    ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(job, connection ? &connection->client() : nullptr).status());
   }
   train::LaunchOptions launch;
   launch.argv = command.argv;
