@@ -33,7 +33,7 @@ int CommandRunner::Run() const {
   std::string message(status.message());
   bool usage = status.code() == absl::StatusCode::kInvalidArgument &&
                absl::StartsWith(message, kUsagePrefix);
-  std::fprintf(stderr, "roboloop: %s\n", message.c_str());
+  if (!message.empty()) std::fprintf(stderr, "roboloop: %s\n", message.c_str());
   if (auto code = status.GetPayload(kExitCodePayload); code.has_value()) {
     int value = kExitError;
     if (absl::SimpleAtoi(std::string(*code), &value)) return value;

@@ -39,7 +39,7 @@ class CommandRunner {
   void Bind(CLI::App* command, std::function<absl::Status()> action);
 
   // Runs the bound action of the parsed command: kExitOk on success, otherwise prints
-  // "roboloop: <message>" to stderr and returns kExitError (kExitUsage for INVALID_ARGUMENT
+  // "roboloop: <message>" to stderr (nothing for an empty message: it was reported) and returns kExitError (kExitUsage for INVALID_ARGUMENT
   // raised before any work, signalled by the action returning an InvalidArgument status with
   // the "usage: " prefix; the code of WithExitCode when the status carries one).
   int Run() const;

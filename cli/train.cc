@@ -21,9 +21,11 @@
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "data/lerobot_runtime.h"
+#include "train/checkpoint_config.h"
 #include "train/dataset_set.h"
 #include "train/launcher.h"
 #include "train/sample_trace.h"
+#include "train/train_config_check.h"
 #include "train/train_job.h"
 #include "train/train_progress.h"
 #include "train/train_run.h"
@@ -52,14 +54,40 @@ absl::Status ImportLeRobotDatasets(const std::string& root, v1::TrainConfig* con
   });
 }
 
-absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job) {
+// The config file with the flags on top (defaults not filled: zero/empty = not given).
+absl::StatusOr<v1::TrainConfig> GivenConfig(const train::TrainJob& job) {
   v1::TrainConfig config;
   if (!job.config_path.empty()) ROBOLOOP_RETURN_IF_ERROR(LoadYamlFile(job.config_path, &config));
   // --dataset flags replace the file's datasets rather than add to them.
   if (!job.overrides.dataset().empty()) config.clear_datasets();
   config.MergeFrom(job.overrides);
   ROBOLOOP_RETURN_IF_ERROR(ImportLeRobotDatasets(job.root, &config));
-  return train::WithDefaults(config);
+  return config;
+}
+
+// The checkpoint a config starts from: its --resume, else its --init-from ("" = none).
+std::string CheckpointRef(const v1::TrainConfig& config) {
+  return config.resume().empty() ? config.init_from() : config.resume();
+}
+
+// The run's config: the given one, completed by its --resume or --init-from checkpoint
+// (ApplyCheckpointConfig, through `registry`, which may be null when there is none), with the
+// defaults filled and the numbers and the steps left checked.
+absl::StatusOr<v1::TrainConfig> EffectiveConfig(const train::TrainJob& job, registry::RegistryClient* registry) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, GivenConfig(job));
+  const std::string ref = CheckpointRef(config);
+  v1::Checkpoint checkpoint;
+  if (!ref.empty()) {
+    ROBOLOOP_CHECK(registry != nullptr);
+    absl::StatusOr<v1::Checkpoint> fetched = registry->GetCheckpoint(ref);
+    if (!fetched.ok()) return Annotate(fetched.status(), absl::StrCat("checkpoint ", ref));
+    checkpoint = *std::move(fetched);
+    ROBOLOOP_ASSIGN_OR_RETURN(config, train::ApplyCheckpointConfig(config, checkpoint));
+  }
+  config = train::WithDefaults(config);
+  ROBOLOOP_RETURN_IF_ERROR(train::CheckTrainConfig(config));
+  ROBOLOOP_RETURN_IF_ERROR(train::CheckStepsLeft(config, checkpoint));
+  return config;
 }
 
 wiring::RegistryTarget RegistryTargetOf(const train::TrainJob& job) {
@@ -107,9 +135,17 @@ std::function<void(const v1::TrainEvent&)> EventSink(int progress_fd) {
   };
 }
 
+// A rank that failed after it was cancelled (SIGINT/SIGTERM; typically during the rendezvous, when a
+// rank that left breaks it for the others): cancelled, said once by rank 0.
+absl::Status CancelledWhileStarting(const absl::Status& failure, const train::RankInfo& rank) {
+  const std::string message =
+      rank.rank != 0 ? "" : absl::StrCat("training cancelled before it could continue: ", failure.message());
+  return WithExitCode(absl::CancelledError(message), kExitCancelled);
+}
+
 absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(job));
   ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::TrainConfig config, EffectiveConfig(job, &connection->client()));
   common::CancellationToken cancel;
   ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
   train::TrainRunOptions options;
@@ -124,10 +160,26 @@ absl::Status RunRank(const train::TrainJob& job, const train::RankInfo& rank) {
   options.cancel = &cancel;
   if (const char* trace = std::getenv(train::kSampleTraceVariable); trace != nullptr) options.sample_trace_dir = trace;
   if (rank.rank == 0) options.on_event = EventSink(job.progress_fd);
-  ROBOLOOP_ASSIGN_OR_RETURN(train::TrainRunResult result, train::RunTraining(options));
-  if (result.cancelled) {
-    return absl::CancelledError(absl::StrCat("training cancelled after ", result.steps,
-                                             " steps; resume with --resume ", result.checkpoint_id));
+  absl::StatusOr<train::TrainRunResult> run = train::RunTraining(options);
+  if (!run.ok() && cancel.IsCancelled()) return CancelledWhileStarting(run.status(), rank);
+  ROBOLOOP_ASSIGN_OR_RETURN(train::TrainRunResult result, std::move(run));
+  if (!result.cancelled) return absl::OkStatus();
+  // Only rank 0 registers checkpoints, so only it has a reference to print; the others exit quietly.
+  const std::string message =
+      rank.rank != 0 ? ""
+                     : absl::StrCat("training cancelled after ", result.steps, " steps; resume with --resume ",
+                                    result.checkpoint_id);
+  return WithExitCode(absl::CancelledError(message), kExitCancelled);
+}
+
+// Usage errors (exit 2) of the merged config: no dataset at all, or both --resume and --init-from.
+absl::Status CheckUsage(const v1::TrainConfig& config) {
+  // A resumed run's datasets may come from its checkpoint.
+  if (config.dataset().empty() && config.datasets().empty() && config.resume().empty()) {
+    return UsageError("training needs a dataset: give --dataset (or dataset: in the config file)");
+  }
+  if (!config.resume().empty() && !config.init_from().empty()) {
+    return UsageError("--resume and --init-from exclude each other");
   }
   return absl::OkStatus();
 }
@@ -148,14 +200,24 @@ absl::Status Train(const TrainCommand& command) {
   if (rank.has_value()) return RunRank(job, *rank);
   ExitWithParentIfAsked(job.exit_with_parent);
   // Check the config before spawning anything.
-  ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(job).status());
+  ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig given, GivenConfig(job));
+  ROBOLOOP_RETURN_IF_ERROR(CheckUsage(given));
   if (job.nproc_per_node <= 1) return RunRank(job, train::RankInfo{});
+  {  // the launcher reaches the registry only to read a checkpoint the run starts from
+    std::unique_ptr<wiring::RegistryConnection> connection;
+    if (!CheckpointRef(given).empty()) {
+      ROBOLOOP_ASSIGN_OR_RETURN(connection, wiring::RegistryConnection::Open(RegistryTargetOf(job)));
+    }
+    ROBOLOOP_RETURN_IF_ERROR(EffectiveConfig(job, connection ? &connection->client() : nullptr).status());
+  }
   train::LaunchOptions launch;
   launch.argv = command.argv;
   launch.argv[0] = kThisProgram;
   launch.nproc = job.nproc_per_node;
+  launch.cancelled_exit_code = kExitCancelled;
   if (job.run_id.empty()) launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
-  return train::LaunchLocalRanks(launch);
+  const absl::Status launched = train::LaunchLocalRanks(launch);
+  return absl::IsCancelled(launched) ? WithExitCode(launched, kExitCancelled) : launched;
 }
 
 // Flags of `serve train`.

@@ -1,11 +1,13 @@
 #include "common/config.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -40,9 +42,15 @@ class YamlProtoParser {
     if (!node.IsMap()) {
       return Error(node, absl::StrCat("expected a mapping for ", descriptor->name()));
     }
+    std::map<const FieldDescriptor*, YAML::Mark> seen;  // where each field was first given
     for (const auto& entry : node) {
       std::string key = entry.first.as<std::string>();
       const FieldDescriptor* field = FindField(descriptor, key);
+      if (field != nullptr && !seen.emplace(field, entry.first.Mark()).second) {
+        Note(Error(entry.first, absl::StrCat("duplicate key '", key, "' (", field->name(), " was given at line ",
+                                             seen[field].line + 1, ")")));
+        continue;
+      }
       Note(field == nullptr ? UnknownKey(entry.first, key, descriptor) : ParseField(entry.second, field, message));
     }
     return absl::OkStatus();
@@ -346,6 +354,13 @@ absl::Status ParseYamlToProto(const std::string& text, const std::string& source
 }
 
 absl::Status LoadYamlFile(const std::string& path, Message* message) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return ErrnoStatus(errno, path);
+  // FIFOs and character devices stay readable: `<(...)` and /dev/stdin are configs too.
+  if (S_ISDIR(info.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, expected a YAML file"));
+  if (!S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode) && !S_ISCHR(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is not a regular file, expected a YAML file"));
+  }
   std::ifstream in(path);
   if (!in) return ErrnoStatus(errno, path);
   std::stringstream buffer;

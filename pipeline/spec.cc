@@ -285,7 +285,13 @@ class Validator {
     }
     Note(CheckParamsPlacement(stage, *kind));
     std::unique_ptr<Message> params(google::protobuf::MessageFactory::generated_factory()->GetPrototype(kind->params)->New());
-    if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) Note(Error(stage.name(), std::string(s.message())));
+    if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) {
+      Note(Error(stage.name(), std::string(s.message())));
+    } else if (kind->check_params) {
+      if (absl::Status checked = kind->check_params(*params); !checked.ok()) {
+        Note(Error(stage.name(), std::string(checked.message())));
+      }
+    }
     if (kind->repeats_body && stage.loop().max_iterations() < 1) Note(Error(stage.name(), "loop.max_iterations must be at least 1"));
     if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
       Note(Error(stage.name(), "retries, backoff_s and timeout_s must not be negative"));

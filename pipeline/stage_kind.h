@@ -72,6 +72,9 @@ struct StageKind {
   bool reusable_across_runs = true;                  // false: results depend on state outside the params
   bool repeats_body = false;                         // the loop: the scheduler runs its body itself
   bool spawns_ranks = false;                         // true: the stage's `ranks` applies (train)
+  // Checks a stage's parameters (of type `params`) beyond their types when the pipeline is validated, e.g. the
+  // ranges of a train stage's numbers; InvalidArgument saying what is wrong (empty function: no check).
+  std::function<absl::Status(const google::protobuf::Message&)> check_params;
   // The seeds a stage of this kind uses (empty function: none).
   std::function<SeedClaims(const v1::Stage&)> seeds;
   // Runs one attempt of `stage` (references already substituted); must return soon after

@@ -110,13 +110,14 @@ class RememberedSignals {
 };
 
 // Waits for every rank. A remembered signal is forwarded to the ranks still running, once; `grace_seconds` after
-// the first rank fails, the rest are killed. The first failure, naming its rank and how it ended, or OK.
-absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds) {
+// the first rank fails, the rest are killed. After a forwarded signal, CANCELLED (naming a rank that failed while
+// stopping, if one did); else the first failure, naming its rank and how it ended; else OK.
+absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds, int cancelled_exit_code) {
   std::vector<bool> done(pids.size(), false);
   size_t remaining = pids.size();
   std::string failure;
   auto failed_at = std::chrono::steady_clock::time_point::max();
-  bool forwarded = false, terminated = false;
+  bool forwarded = false, terminated = false, any_cancelled = false;
   while (remaining > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -126,7 +127,10 @@ absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds) 
         done[i] = true;
         --remaining;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && failure.empty()) {
+        const bool cancelled =
+            forwarded_signal.load() != 0 && WIFEXITED(status) && WEXITSTATUS(status) == cancelled_exit_code;
+        any_cancelled = any_cancelled || cancelled;
+        if (!ok && !cancelled && failure.empty()) {
           failure = absl::StrCat("rank ", i, " of ", pids.size(), " ", DescribeExit(status));
           failed_at = std::chrono::steady_clock::now();
         }
@@ -144,7 +148,12 @@ absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds) 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Asked to stop, a rank that fails (e.g. one still meeting the others when a peer left) fails the stop, not the run.
+  if (!failure.empty() && forwarded_signal.load() != 0) {
+    return absl::CancelledError(absl::StrCat("training cancelled; while stopping, ", failure));
+  }
   if (!failure.empty()) return absl::AbortedError(absl::StrCat("training failed: ", failure));
+  if (any_cancelled) return absl::CancelledError(absl::StrCat("training cancelled (", pids.size(), " ranks)"));
   return absl::OkStatus();
 }
 
@@ -175,7 +184,7 @@ absl::Status LaunchLocalRanks(const LaunchOptions& options) {
   }
   ROBOLOOP_ASSIGN_OR_RETURN(const std::vector<pid_t> pids, StartRanks(options, port));
   const RememberedSignals remembered;
-  return WaitForRanks(pids, options.grace_seconds);
+  return WaitForRanks(pids, options.grace_seconds, options.cancelled_exit_code);
 }
 
 }  // namespace roboloop::train

@@ -20,6 +20,7 @@ struct LaunchOptions {
   int master_port = 0;                    // rendezvous port; 0 = a free port
   std::vector<std::string> extra_env;     // more NAME=VALUE for every rank
   double grace_seconds = 15;              // after a rank fails, time the others get to exit
+  int cancelled_exit_code = -1;           // a rank's exit code that means "cancelled"; -1 = none
 };
 
 // A free TCP port on 127.0.0.1 (bound and released; may be taken again by another process).
@@ -27,8 +28,10 @@ absl::StatusOr<int> FreeLocalPort();
 
 // Starts the ranks, forwards SIGINT/SIGTERM to them, and waits. When a rank fails the others
 // are given `grace_seconds` to notice (they normally fail fast on the broken collective)
-// before being terminated. OK when every rank exits 0; otherwise the error names the first
-// rank that failed and how (exit code or signal).
+// before being terminated. OK when every rank exits 0; CANCELLED "training cancelled" when a
+// signal was forwarded and a rank exited `cancelled_exit_code` (rank 0 said where to resume) or
+// failed (naming the first that did); otherwise the error names the first rank that failed and
+// how (exit code or signal).
 absl::Status LaunchLocalRanks(const LaunchOptions& options);
 
 }  // namespace roboloop::train

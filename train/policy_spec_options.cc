@@ -1,10 +1,15 @@
 // PolicySpec fields <-> policy options, by name through protobuf reflection.
 #include "train/policy_spec_options.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
+#include "common/status.h"
 #include "registry/policy_kind.h"
 
 namespace roboloop::train {
@@ -55,6 +60,23 @@ void SetField(v1::PolicySpec& spec, const FieldDescriptor& field, const nlohmann
   }
 }
 
+// InvalidArgument naming each field set in `spec` that is no option of `kind` (e.g. flow_matching of an mlp).
+absl::Status CheckFieldsApply(const v1::PolicySpec& spec, const registry::PolicyKind& kind) {
+  std::vector<std::string> options;
+  for (const registry::PolicyOption& option : kind.options) options.push_back(option.name);
+  std::vector<std::string> strays;
+  for (int i = 0; i < v1::PolicySpec::descriptor()->field_count(); ++i) {
+    const FieldDescriptor& field = *v1::PolicySpec::descriptor()->field(i);
+    if (field.name() == "kind" || IsUnset(spec, field)) continue;
+    if (std::find(options.begin(), options.end(), field.name()) == options.end()) strays.push_back(field.name());
+  }
+  if (strays.empty()) return absl::OkStatus();
+  const bool one = strays.size() == 1;
+  return absl::InvalidArgumentError(absl::StrCat(one ? "policy field " : "policy fields ", absl::StrJoin(strays, ", "),
+                                                 one ? " is" : " are", " no option of policy '", spec.kind(),
+                                                 "' (its options: ", absl::StrJoin(options, ", "), ")"));
+}
+
 }  // namespace
 
 void FillPolicySpecDefaults(v1::PolicySpec& spec) {
@@ -76,12 +98,23 @@ absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec,
     return absl::InvalidArgumentError(absl::StrCat("unknown policy '", spec.kind(), "' (known: ",
                                                    absl::StrJoin(registry::TrainablePolicyKindNames(), ", "), ")"));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckFieldsApply(spec, **kind));
   nlohmann::json options = {{"obs_dim", obs_dim}, {"action_dim", action_dim}};
   for (const registry::PolicyOption& option : (*kind)->options) {
     const FieldDescriptor* field = SpecField(option.name);
     if (field != nullptr && !IsUnset(spec, *field)) options[option.name] = FieldValue(spec, *field);
   }
   return registry::CompletePolicyOptions(**kind, options);
+}
+
+v1::PolicySpec PolicySpecFromOptions(const std::string& kind, const nlohmann::json& options) {
+  v1::PolicySpec spec;
+  spec.set_kind(kind);
+  for (const auto& [name, value] : options.items()) {
+    const FieldDescriptor* field = SpecField(name);
+    if (field != nullptr && field->name() != "kind") SetField(spec, *field, value);
+  }
+  return spec;
 }
 
 }  // namespace roboloop::train

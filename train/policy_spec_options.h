@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -22,5 +23,9 @@ void FillPolicySpecDefaults(v1::PolicySpec& spec);
 // for a kind that is unknown or not trainable, or naming an option with a bad value.
 absl::StatusOr<nlohmann::json> PolicyOptionsFromSpec(const v1::PolicySpec& spec, int64_t obs_dim,
                                                      int64_t action_dim);
+
+// The PolicySpec of a checkpoint's policy: `kind` and every option in `options` that is a
+// PolicySpec field (e.g. obs_dim is not; history is). The inverse of PolicyOptionsFromSpec.
+v1::PolicySpec PolicySpecFromOptions(const std::string& kind, const nlohmann::json& options);
 
 }  // namespace roboloop::train

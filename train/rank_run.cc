@@ -121,10 +121,6 @@ absl::StatusOr<std::shared_ptr<const data::EpisodeStore>> LoadStore(const Prepar
 // sampled in memory).
 absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::TrainConfig& config, bool leader,
                                               std::optional<int64_t> resumed_block_windows) {
-  if (config.data_cache_mb() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--data-cache-mb (data_cache_mb) must be >= 0 (0 = default), got ", config.data_cache_mb()));
-  }
   const std::vector<std::string> paths = p.dataset.paths();
   data::EpisodeCache::Options cache_options;
   cache_options.episodes.path = paths.front();
@@ -224,6 +220,9 @@ absl::StatusOr<ValidationData> OpenValidation(const Prepared& p, const v1::Train
   if (config.split().empty()) {
     spdlog::warn("{}: training on every demo, those of the validation split '{}' too (choose the training "
                  "demos with --split)", p.dataset.Describe(), config.validation_split());
+  } else if (config.split() == config.validation_split()) {
+    spdlog::warn("{}: the validation split '{}' is the training split: its loss is no held-out loss",
+                 p.dataset.Describe(), config.validation_split());
   }
   ROBOLOOP_ASSIGN_OR_RETURN(validation.store, LoadStore(p, config, config.validation_split(), false));
   ROBOLOOP_ASSIGN_OR_RETURN(validation.set, ValidationSet::Create(*validation.store, p.normalization, loader_options));

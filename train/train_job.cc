@@ -3,18 +3,26 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "train/train_config_check.h"
+#include "train/training_device.h"
 
 namespace roboloop::train {
 namespace {
 
 constexpr char kWorkerGroup[] = "Worker (set by TrainService)";
+
+// --nproc-per-node: at least one rank, at most kMaxLocalRanks.
+constexpr NumberRange kLocalRanks{1, false, kMaxLocalRanks, false};
 
 // One flag: its name, help, how to print the field and how to parse it back.
 struct JobFlag {
@@ -26,7 +34,8 @@ struct JobFlag {
   std::string value_name = "TEXT";                           // the value's kind in --help
   std::function<std::string(const TrainJob&)> print;        // the field as the flag's value
   std::function<std::vector<std::string>(const TrainJob&)> print_all;  // a repeated flag's values
-  std::function<bool(TrainJob&, const std::string&)> parse;  // false = malformed value
+  // Parses one value into the job: "" when it is taken, else what is wrong with it.
+  std::function<std::string(TrainJob&, const std::string&)> parse;
 };
 
 std::string PrintNumber(int32_t v) { return absl::StrCat(v); }
@@ -46,16 +55,20 @@ JobFlag Named(const char* name, const char* help) {
   return flag;
 }
 
+// A number flag whose values must lie in `range` (a value outside it is refused, never taken
+// as "the default").
 template <typename T>
-JobFlag Number(const char* name, const char* help, T (*get)(const TrainJob&), void (*set)(TrainJob&, T)) {
+JobFlag Number(const char* name, const char* help, T (*get)(const TrainJob&), void (*set)(TrainJob&, T),
+               NumberRange range = NumberRange{}) {
   JobFlag flag = Named(name, help);
   flag.value_name = std::is_floating_point_v<T> ? "FLOAT" : "INT";
   flag.print = [get](const TrainJob& job) { return PrintNumber(get(job)); };
-  flag.parse = [set](TrainJob& job, const std::string& text) {
+  flag.parse = [set, range](TrainJob& job, const std::string& text) {
     T value{};
-    if (!ParseNumber(text, &value)) return false;
-    set(job, value);
-    return true;
+    if (!ParseNumber(text, &value)) return absl::StrCat("'", text, "' is not a number");
+    std::string violation = RangeViolation(static_cast<double>(value), range);
+    if (violation.empty()) set(job, value);
+    return violation;
   };
   return flag;
 }
@@ -66,9 +79,29 @@ JobFlag Text(const char* name, const char* help, std::string (*get)(const TrainJ
   flag.print = get;
   flag.parse = [set](TrainJob& job, const std::string& text) {
     set(job, text);
-    return true;
+    return std::string();
   };
   return flag;
+}
+
+// A text flag whose value must be one of `choices`.
+JobFlag Choice(const char* name, const char* help, std::vector<std::string> choices,
+               std::string (*get)(const TrainJob&), void (*set)(TrainJob&, const std::string&)) {
+  JobFlag flag = Text(name, help, get, set);
+  flag.parse = [set, choices = std::move(choices)](TrainJob& job, const std::string& text) {
+    if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
+      return absl::StrCat("'", text, "' is not one of ", absl::StrJoin(choices, ", "));
+    }
+    set(job, text);
+    return std::string();
+  };
+  return flag;
+}
+
+// --device: one of the forms ResolveTrainingDevice takes (whether the GPU exists is the rank's to say).
+std::string CheckDeviceForm(const std::string& text) {
+  const absl::StatusOr<TrainingDevice> device = ResolveTrainingDevice(text, 0, std::numeric_limits<int>::max());
+  return device.ok() ? "" : std::string(device.status().message());
 }
 
 // A flag given once per value; `parse` adds one value.
@@ -79,7 +112,7 @@ JobFlag Repeated(const char* name, const char* help, std::vector<std::string> (*
   flag.print_all = get;
   flag.parse = [add](TrainJob& job, const std::string& text) {
     add(job, text);
-    return true;
+    return std::string();
   };
   return flag;
 }
@@ -90,7 +123,7 @@ JobFlag Switch(const char* name, const char* help, bool (*get)(const TrainJob&),
   flag.print = [get](const TrainJob& job) { return std::string(get(job) ? "on" : ""); };
   flag.parse = [set](TrainJob& job, const std::string&) {
     set(job);
-    return true;
+    return std::string();
   };
   return flag;
 }
@@ -127,7 +160,7 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
   flags.push_back(Number<int64_t>("--validate-every",
                                   "Steps between validation losses (default --checkpoint-every, else steps/10)",
                                   [](const J& j) { return j.overrides.validate_every(); },
-                                  [](J& j, int64_t v) { j.overrides.set_validate_every(v); }));
+                                  [](J& j, int64_t v) { j.overrides.set_validate_every(v); }, kPositive));
   flags.push_back(Text("--model", "Registry model name of the checkpoints (default policy)",
                        [](const J& j) { return j.overrides.model(); },
                        [](J& j, const std::string& v) { j.overrides.set_model(v); }));
@@ -136,48 +169,53 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
                        [](J& j, const std::string& v) { j.overrides.mutable_policy()->set_kind(v); }));
   flags.push_back(Number<int32_t>("--history", "Observation steps the policy reads",
                                   [](const J& j) { return j.overrides.policy().history(); },
-                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_history(v); }));
+                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_history(v); }, kPositive));
   flags.push_back(Number<int32_t>("--chunk", "Actions predicted per call",
                                   [](const J& j) { return j.overrides.policy().chunk(); },
-                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_chunk(v); }));
+                                  [](J& j, int32_t v) { j.overrides.mutable_policy()->set_chunk(v); }, kPositive));
   flags.push_back(Switch("--flow-matching", "Transformer: flow-matching action head",
                          [](const J& j) { return j.overrides.policy().flow_matching(); },
                          [](J& j) { j.overrides.mutable_policy()->set_flow_matching(true); }));
   flags.push_back(Number<int64_t>("--steps", "Optimisation steps", [](const J& j) { return j.overrides.steps(); },
-                                  [](J& j, int64_t v) { j.overrides.set_steps(v); }));
+                                  [](J& j, int64_t v) { j.overrides.set_steps(v); }, kPositive));
   flags.push_back(Number<int32_t>("--batch-size", "Samples per rank per step",
                                   [](const J& j) { return j.overrides.batch_size(); },
-                                  [](J& j, int32_t v) { j.overrides.set_batch_size(v); }));
+                                  [](J& j, int32_t v) { j.overrides.set_batch_size(v); }, kPositive));
   flags.push_back(Number<uint64_t>("--seed", "Seed", [](const J& j) { return j.overrides.seed(); },
                                    [](J& j, uint64_t v) { j.overrides.set_seed(v); }));
   flags.push_back(Number<double>("--lr", "Peak learning rate", [](const J& j) { return j.overrides.optimizer().lr(); },
-                                 [](J& j, double v) { j.overrides.mutable_optimizer()->set_lr(v); }));
+                                 [](J& j, double v) { j.overrides.mutable_optimizer()->set_lr(v); }, kPositive));
   flags.push_back(Number<int64_t>("--checkpoint-every", "Register a checkpoint every K steps",
                                   [](const J& j) { return j.overrides.checkpoint_every(); },
-                                  [](J& j, int64_t v) { j.overrides.set_checkpoint_every(v); }));
+                                  [](J& j, int64_t v) { j.overrides.set_checkpoint_every(v); }, kPositive));
   flags.push_back(Number<double>("--data-cache-mb",
                                   "Training data held per rank, MiB (default 1/8 of available memory); "
                                   "a larger dataset is streamed from its file",
                                   [](const J& j) { return j.overrides.data_cache_mb(); },
-                                  [](J& j, double v) { j.overrides.set_data_cache_mb(v); }));
+                                  [](J& j, double v) { j.overrides.set_data_cache_mb(v); }, kPositive));
   flags.push_back(Number<int32_t>("--threads", "Torch threads per rank (default 1)",
                                   [](const J& j) { return j.overrides.threads(); },
-                                  [](J& j, int32_t v) { j.overrides.set_threads(v); }));
-  flags.push_back(Text("--device",
-                       "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | auto (default cpu)",
-                       [](const J& j) { return j.overrides.device(); },
-                       [](J& j, const std::string& v) { j.overrides.set_device(v); }));
-  flags.push_back(Text("--precision", "fp32 | bf16 | fp8 (default fp32; fp8: CUDA compute capability 8.9+ or the CPU)",
-                       [](const J& j) { return j.overrides.precision(); },
-                       [](J& j, const std::string& v) { j.overrides.set_precision(v); }));
-  flags.push_back(Text("--fp8-scaling", "With --precision fp8: tensorwise | rowwise (CUDA only) (default tensorwise)",
-                       [](const J& j) { return j.overrides.fp8_scaling(); },
-                       [](J& j, const std::string& v) { j.overrides.set_fp8_scaling(v); }));
-  flags.push_back(Text("--cuda-graph",
-                       "auto | on | off: the training step as a CUDA graph replay (default auto: on one GPU "
-                       "with static shapes, e.g. --no-packing)",
-                       [](const J& j) { return j.overrides.cuda_graph(); },
-                       [](J& j, const std::string& v) { j.overrides.set_cuda_graph(v); }));
+                                  [](J& j, int32_t v) { j.overrides.set_threads(v); }, kPositive));
+  JobFlag device = Text("--device", "cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL) | cuda:N | auto (default cpu)",
+                        [](const J& j) { return j.overrides.device(); },
+                        [](J& j, const std::string& v) { j.overrides.set_device(v); });
+  device.parse = [](J& j, const std::string& v) {
+    std::string problem = CheckDeviceForm(v);
+    if (problem.empty()) j.overrides.set_device(v);
+    return problem;
+  };
+  flags.push_back(device);
+  flags.push_back(Choice("--precision", "fp32 | bf16 | fp8 (default fp32; fp8: CUDA compute capability 8.9+ or the CPU)",
+                         {"fp32", "bf16", "fp8"}, [](const J& j) { return j.overrides.precision(); },
+                         [](J& j, const std::string& v) { j.overrides.set_precision(v); }));
+  flags.push_back(Choice("--fp8-scaling", "With --precision fp8: tensorwise | rowwise (CUDA only) (default tensorwise)",
+                         {"tensorwise", "rowwise"}, [](const J& j) { return j.overrides.fp8_scaling(); },
+                         [](J& j, const std::string& v) { j.overrides.set_fp8_scaling(v); }));
+  flags.push_back(Choice("--cuda-graph",
+                         "auto | on | off: the training step as a CUDA graph replay (default auto: on one GPU "
+                         "with static shapes, e.g. --no-packing)",
+                         {"auto", "on", "off"}, [](const J& j) { return j.overrides.cuda_graph(); },
+                         [](J& j, const std::string& v) { j.overrides.set_cuda_graph(v); }));
   flags.push_back(Text("--resume", "Continue the run of this checkpoint",
                        [](const J& j) { return j.overrides.resume(); },
                        [](J& j, const std::string& v) { j.overrides.set_resume(v); }));
@@ -186,7 +224,7 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
                        [](J& j, const std::string& v) { j.overrides.set_init_from(v); }));
   flags.push_back(Number<double>("--rendezvous-timeout", "Seconds to wait for the other ranks (default 60)",
                                  [](const J& j) { return j.overrides.rendezvous_timeout_s(); },
-                                 [](J& j, double v) { j.overrides.set_rendezvous_timeout_s(v); }));
+                                 [](J& j, double v) { j.overrides.set_rendezvous_timeout_s(v); }, kPositive));
   flags.push_back(Switch("--no-packing", "Transformer: padded attention instead of packing",
                          [](const J& j) { return j.overrides.no_packing(); },
                          [](J& j) { j.overrides.set_no_packing(true); }));
@@ -196,9 +234,9 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
 void AddLaunchFlags(std::vector<JobFlag>& flags) {
   using J = TrainJob;
   flags.push_back(Number<int32_t>("--nproc-per-node",
-                                  "Local ranks (data parallel: Gloo on the CPU, NCCL on CUDA)",
+                                  "Local ranks, 1 to 256 (data parallel: Gloo on the CPU, NCCL on CUDA)",
                                   [](const J& j) { return j.nproc_per_node; },
-                                  [](J& j, int32_t v) { j.nproc_per_node = v; }));
+                                  [](J& j, int32_t v) { j.nproc_per_node = v; }, kLocalRanks));
   flags.push_back(Text("--registry", "Remote registry HOST:PORT or unix:PATH (default: embedded on --root)",
                        [](const J& j) { return j.registry_address; },
                        [](J& j, const std::string& v) { j.registry_address = v; }));
@@ -280,7 +318,8 @@ void AddTrainJobFlags(CLI::App* command, TrainJob* job) {
             : command->add_option_function<std::string>(
                   f->name,
                   [f, job](const std::string& text) {
-                    if (!f->parse(*job, text)) throw CLI::ValidationError(f->name, "'" + text + "' is not a number");
+                    const std::string problem = f->parse(*job, text);
+                    if (!problem.empty()) throw CLI::ValidationError(f->name, problem);
                   },
                   f->help);
     option->group(f->group);

@@ -18,6 +18,10 @@ namespace roboloop::train {
 // The subcommand of `roboloop` that runs a TrainJob.
 inline constexpr char kTrainSubcommand[] = "train";
 
+// The most local ranks one `roboloop train` starts (--nproc-per-node): far more than any node's
+// cores or GPUs, few enough that a typo cannot start thousands of processes.
+inline constexpr int kMaxLocalRanks = 256;
+
 // Everything a `roboloop train` process needs. Zero/empty fields are the defaults.
 struct TrainJob {
   std::string config_path;             // YAML (or JSON) TrainConfig; "" = flags only
@@ -38,7 +42,9 @@ struct TrainJob {
 std::vector<std::string> TrainJobArgv(const std::string& program, const TrainJob& job);
 
 // Adds the positional config and every flag of TrainJobArgv to `command`; parsing fills `*job`
-// (which must outlive the parse). Malformed numbers are CLI::ValidationError naming the flag.
+// (which must outlive the parse). Malformed numbers and numbers out of the flag's range (zero or
+// negative counts, steps and rates; NaN or infinite values; --nproc-per-node above kMaxLocalRanks)
+// are CLI::ValidationError naming the flag.
 void AddTrainJobFlags(CLI::App* command, TrainJob* job);
 
 }  // namespace roboloop::train

@@ -15,6 +15,7 @@
 #include "train/lookahead_batches.h"
 #include "train/policy_spec_options.h"
 #include "train/rank_run.h"
+#include "train/train_config_check.h"
 
 namespace roboloop::train {
 namespace {
@@ -259,6 +260,7 @@ v1::TrainConfig WithDefaults(v1::TrainConfig c) {
 
 absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   ROBOLOOP_CHECK(options.registry != nullptr);
+  ROBOLOOP_RETURN_IF_ERROR(CheckTrainConfig(options.config));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<RankRun> run, PrepareRankRun(options));
   return RankLoop(options, *run).Run();
 }

@@ -53,7 +53,7 @@ struct TrainRunResult {
 v1::TrainConfig WithDefaults(v1::TrainConfig config);
 
 // Runs this rank. Everything that can be checked is checked before the first step: the
-// dataset and its features, the policy kind (unknown names list the known ones), obs/action
+// ranges of the config's numbers (CheckTrainConfig), the dataset and its features, the policy kind (unknown names list the known ones), obs/action
 // dims against a resumed or fine-tuned checkpoint, the checkpoint's blobs. A NaN/Inf loss
 // stops the run with DataLoss naming the step; the checkpoints registered before stay.
 absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options);

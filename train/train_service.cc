@@ -22,6 +22,7 @@
 #include "common/store_layout.h"
 #include "train/dataset_set.h"
 #include "train/torch_runtime.h"
+#include "train/train_config_check.h"
 #include "train/train_progress.h"
 #include "train/train_run.h"
 
@@ -149,6 +150,7 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
     return absl::InvalidArgumentError("Train: config.dataset is required (or config.datasets)");
   }
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig config, ServedConfig(options_.dataset_dir, request.config()));
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckTrainConfig(WithDefaults(config)), "Train"));
   ROBOLOOP_ASSIGN_OR_RETURN(const RankPlacement placement, PlaceRanks(request));
   const std::string run_id = NewUuid();
   const std::string dir = StoreLayout(options_.root).TrainingRunDir(run_id);

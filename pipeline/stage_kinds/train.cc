@@ -7,6 +7,8 @@
 #include "pipeline/stage_kinds/builtin.h"
 #include "pipeline/stage_services.h"
 #include "train/dataset_set.h"
+#include "train/train_config_check.h"
+#include "train/train_run.h"
 
 namespace roboloop::pipeline {
 namespace {
@@ -56,6 +58,11 @@ absl::StatusOr<StageOutputs> RunTrain(const v1::Stage& stage, const StageContext
   ROBOLOOP_RETURN_IF_ERROR(train::RegisterLocalDatasets(services.clients().registry(), services.options().cache_dir,
                                                         request.mutable_config()));
   if (!context.resume_point.empty()) {  // continue the stopped training; its weights came from init_from
+    // A run stopped after it registered its last checkpoint has nothing left to train: that checkpoint is the stage's.
+    const absl::StatusOr<v1::Checkpoint> point = services.clients().registry().GetCheckpoint(context.resume_point);
+    if (point.ok() && point->step() >= train::WithDefaults(stage.train()).steps()) {
+      return StageOutputs{{"checkpoint", point->id()}, {"run", point->run_id()}};
+    }
     request.mutable_config()->set_resume(context.resume_point);
     request.mutable_config()->clear_init_from();
   }
@@ -105,6 +112,9 @@ StageKind TrainStageKind() {
   StageKind kind;
   kind.name = "train";
   kind.params = v1::TrainConfig::descriptor();
+  kind.check_params = [](const google::protobuf::Message& params) {
+    return train::CheckTrainConfig(train::WithDefaults(static_cast<const v1::TrainConfig&>(params)));
+  };
   kind.outputs = {"checkpoint", "run", "placement"};
   kind.spawns_ranks = true;
   kind.run = RunTrain;

@@ -66,6 +66,21 @@ TEST(ConfigTest, TypeErrorsNameFileAndLine) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("expects true or false, got 'maybe'"));
 }
 
+TEST(ConfigTest, AKeyGivenTwiceIsAnErrorNamingBothLines) {
+  Pipeline p;
+  absl::Status s = ParseYamlToProto("name: c\nseed: 1\nname: d\n", "dup.yaml", &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("dup.yaml:3:1: duplicate key 'name' (name was given at line 1)"));
+}
+
+TEST(ConfigTest, ADirectoryIsNoConfigFile) {
+  Pipeline p;
+  const std::string dir = ::testing::TempDir();
+  absl::Status s = LoadYamlFile(dir, &p);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir + ": is a directory, expected a YAML file"));
+}
+
 TEST(ConfigTest, MalformedYamlReportsPosition) {
   Pipeline p;
   absl::Status s = ParseYamlToProto("name: [unclosed\n", "m.yaml", &p);

@@ -129,6 +129,14 @@ TEST_F(SpecTest, UnknownKeysAndTypeErrorsNameFileAndLine) {
   EXPECT_THAT(LoadPipeline(typed, {}).status().message(), HasSubstr(typed + ":4:"));
 }
 
+// The train stage's numbers get the range check `roboloop train` gives them, when the pipeline is validated.
+TEST_F(SpecTest, TrainNumbersOutOfRangeAreNamedBeforeTheRun) {
+  auto plan = Validate(
+      "stages:\n  - name: t\n    kind: train\n    train: {dataset: d.hdf5, optimizer: {min_lr_ratio: -3}}\n");
+  EXPECT_THAT(plan.status().message(),
+              AllOf(HasSubstr("stage 't'"), HasSubstr("optimizer.min_lr_ratio must be in [0, 1], got -3")));
+}
+
 TEST_F(SpecTest, UnknownKindListsTheKnownOnes) {
   auto plan = Validate("stages:\n  - name: a\n    kind: deploy\n");
   EXPECT_THAT(plan.status().message(),

@@ -41,11 +41,10 @@ TEST(PolicySpecOptionsTest, SetFieldsAreKeptAndOnlyTheKindsOptionsAreFilled) {
   EXPECT_EQ(spec.d_model(), 0);
 }
 
-TEST(PolicySpecOptionsTest, OptionsHoldTheDatasetDimsAndTheKindsOptionsOnly) {
+TEST(PolicySpecOptionsTest, OptionsHoldTheDatasetDimsAndTheKindsOptions) {
   v1::PolicySpec spec;
   spec.set_kind("mlp");
   spec.add_hidden(32);
-  spec.set_d_model(64);
   auto options = PolicyOptionsFromSpec(spec, 5, 2);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(*options, nlohmann::json({{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 1},
@@ -67,8 +66,34 @@ TEST(PolicySpecOptionsTest, AnUnknownKindOrABadValueIsRefused) {
   EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(),
               HasSubstr("policy option 'activation' of kind 'mlp': expected one of relu, gelu, silu, tanh"));
   spec.set_kind("transformer");
+  spec.clear_activation();
   spec.set_heads(-2);
   EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(), HasSubstr("'heads' of kind 'transformer'"));
+}
+
+// A field of another kind was once dropped without a word (an mlp with --flow-matching trained, and its
+// checkpoint recorded flowMatching: true).
+TEST(PolicySpecOptionsTest, FieldsOfAnotherKindAreRefusedByName) {
+  v1::PolicySpec spec;
+  spec.set_kind("mlp");
+  spec.set_flow_matching(true);
+  spec.set_d_model(64);
+  EXPECT_THAT(PolicyOptionsFromSpec(spec, 5, 2).status().message(),
+              HasSubstr("policy fields d_model, flow_matching are no option of policy 'mlp'"));
+}
+
+TEST(PolicySpecOptionsTest, ACheckpointsOptionsGiveBackItsSpec) {
+  v1::PolicySpec spec;
+  spec.set_kind("transformer");
+  spec.set_history(3);
+  spec.set_flow_matching(true);
+  auto options = PolicyOptionsFromSpec(spec, 5, 2);
+  ASSERT_TRUE(options.ok()) << options.status();
+  const v1::PolicySpec back = PolicySpecFromOptions("transformer", *options);
+  EXPECT_EQ(back.kind(), "transformer");
+  EXPECT_EQ(back.history(), 3);
+  EXPECT_TRUE(back.flow_matching());
+  EXPECT_EQ(back.d_model(), 128);
 }
 
 }  // namespace

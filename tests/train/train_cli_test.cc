@@ -210,7 +210,7 @@ TEST_F(TrainCliTest, TwoGpuRanksOverNcclMatchOneGpuRankOfBatch2B) {
 TEST_F(TrainCliTest, UnusableDeviceIsAClearErrorBeforeTraining) {
   const std::string root = testing::MakeTempDir("device");
   const ProgramResult tpu = RunProgram(Train(root, {"--device", "tpu"}));
-  EXPECT_EQ(tpu.exit_code, 1);
+  EXPECT_EQ(tpu.exit_code, 2);  // a usage error
   EXPECT_THAT(tpu.err, HasSubstr("device 'tpu' is not one of cpu, cuda, cuda:N, auto"));
   const std::string missing = "cuda:" + std::to_string(CudaDevices());
   const ProgramResult absent = RunProgram(Train(root, {"--device", missing}));
@@ -320,7 +320,82 @@ TEST_F(TrainCliTest, RendezvousTimeoutIsAClearErrorNotAHang) {
       {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(FreePort())});
   EXPECT_EQ(alone.exit_code, 1);
   EXPECT_THAT(alone.err, HasSubstr("rendezvous at 127.0.0.1"));
-  EXPECT_THAT(alone.err, HasSubstr("did not complete within 2 s"));
+  EXPECT_THAT(alone.err, HasSubstr("did not complete after "));
+  EXPECT_THAT(alone.err, HasSubstr(" s (limit 2 s)"));
+  EXPECT_THAT(alone.err, Not(HasSubstr("frame #")));
+}
+
+// --resume continues the checkpoint's own run: its model, steps and batch unless given, and a flag
+// that contradicts it, or a step count it already reached, is an error before anything is registered.
+TEST_F(TrainCliTest, ResumeContinuesTheCheckpointsRun) {
+  const std::string root = testing::MakeTempDir("resume_run");
+  const ProgramResult first = RunProgram(Train(root, {"--steps", "4", "--checkpoint-every", "2", "--model", "a"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+
+  const ProgramResult reached = RunProgram(Train(root, {"--resume", "a:v1", "--steps", "2"}));
+  EXPECT_EQ(reached.exit_code, 1);
+  EXPECT_THAT(reached.err, HasSubstr("checkpoint a:v1 is at step 2, at or beyond steps (--steps) 2"));
+  const ProgramResult batch = RunProgram(Train(root, {"--resume", "a:v1", "--batch-size", "8"}));
+  EXPECT_EQ(batch.exit_code, 1);
+  EXPECT_THAT(batch.err, HasSubstr("--batch-size 8 contradicts checkpoint a:v1 (batch_size 16)"));
+  const ProgramResult kind = RunProgram(Train(root, {"--resume", "a:v1", "--policy", "mlp"}));
+  EXPECT_EQ(kind.exit_code, 1);
+  EXPECT_THAT(kind.err, HasSubstr("--policy \"mlp\" contradicts checkpoint a:v1 (policy.kind \"transformer\")"));
+  const ProgramResult model = RunProgram(Train(root, {"--resume", "a:v1", "--model", "b"}));
+  EXPECT_EQ(model.exit_code, 1);
+  EXPECT_THAT(model.err, HasSubstr("--model \"b\" contradicts checkpoint a:v1"));
+  const ProgramResult fine_tune = RunProgram(Train(root, {"--init-from", "a:v1", "--policy", "mlp", "--model", "c"}));
+  EXPECT_EQ(fine_tune.exit_code, 1);
+  EXPECT_THAT(fine_tune.err, HasSubstr("--policy \"mlp\" contradicts checkpoint a:v1"));
+  const ProgramResult versions = RunProgram({RoboloopBinary(), "registry", "show", "a:v3", "--root", root});
+  EXPECT_NE(versions.exit_code, 0) << "a refused resume registered a:v3";
+
+  // No --model, no --steps: the run goes on under model a to its own 4 steps.
+  const std::vector<std::string> bare = {RoboloopBinary(), "train", "--dataset", Dataset(), "--root", root,
+                                         "--resume", "a:v1"};
+  const ProgramResult resumed = RunProgram(bare);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("checkpoint a:v3"));
+  EXPECT_THAT(resumed.out, HasSubstr("(step 4)"));
+  EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
+}
+
+// Ctrl-C is exit 130 with one line naming the checkpoint to resume, with one rank and with two.
+TEST_F(TrainCliTest, CancelledRunExits130WithTheCheckpointToResume) {
+  for (const char* ranks : {"1", "2"}) {
+    const std::string root = testing::MakeTempDir("cancel");
+    testing::RunningProgram run = testing::StartProgram(
+        Train(root, {"--steps", "1000000", "--batch-size", "8", "--model", "cc", "--nproc-per-node", ranks}));
+    ASSERT_TRUE(WaitForStep(root, 5, 90)) << "the run never reached step 5";
+    kill(run.pid, SIGINT);
+    const ProgramResult cancelled = testing::FinishProgram(run);
+    EXPECT_EQ(cancelled.exit_code, 130) << ranks << " ranks: " << cancelled.err;
+    EXPECT_THAT(cancelled.err, HasSubstr("resume with --resume "));
+    EXPECT_THAT(cancelled.err, Not(HasSubstr("resume with --resume \n")));
+    EXPECT_THAT(cancelled.err, Not(HasSubstr("failed")));
+  }
+}
+
+// Usage errors exit 2 and name the flag; a folder given as the config file is named.
+TEST_F(TrainCliTest, UsageErrorsExit2NamingTheFlag) {
+  const std::string root = testing::MakeTempDir("usage");
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--steps", "0"}, {"--lr", "nan"}, {"--lr", "1e400"}, {"--batch-size", "0"}, {"--nproc-per-node", "1000"},
+           {"--rendezvous-timeout", "nan"}, {"--data-cache-mb", "nan"}, {"--precision", "fp16"}}) {
+    const ProgramResult refused = RunProgram(Train(root, {flag, value}));
+    EXPECT_EQ(refused.exit_code, 2) << flag << " " << value << ": " << refused.err;
+    EXPECT_THAT(refused.err, HasSubstr(flag)) << value;
+  }
+  const ProgramResult no_dataset = RunProgram({RoboloopBinary(), "train", Config(), "--root", root});
+  EXPECT_EQ(no_dataset.exit_code, 2) << no_dataset.err;
+  EXPECT_THAT(no_dataset.err, HasSubstr("training needs a dataset"));
+  const ProgramResult both = RunProgram(Train(root, {"--resume", "a:v1", "--init-from", "a:v2"}));
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_THAT(both.err, HasSubstr("--resume and --init-from exclude each other"));
+  const ProgramResult folder =
+      RunProgram({RoboloopBinary(), "train", root, "--dataset", Dataset(), "--root", root, "--steps", "2"});
+  EXPECT_EQ(folder.exit_code, 1) << folder.err;
+  EXPECT_THAT(folder.err, HasSubstr(root + ": is a directory, expected a YAML file"));
 }
 
 TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {

@@ -5,6 +5,9 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "train/train_config_check.h"
 #include "train/train_job.h"
 
 namespace roboloop::train {
@@ -111,6 +114,85 @@ TEST(TrainJobTest, AMalformedNumberNamesTheFlag) {
     EXPECT_THAT(e.what(), HasSubstr("--steps"));
     EXPECT_THAT(e.what(), HasSubstr("many"));
   }
+}
+
+// Parses `argv` and returns the CLI11 message of the flag it refuses ("" when it takes them all).
+std::string RefusalOf(const std::vector<std::string>& argv) {
+  try {
+    ParseAsTheCliDoes(argv);
+  } catch (const CLI::ValidationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainJobTest, NumbersOutOfTheFlagsRangeAreRefusedNamingTheFlag) {
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--lr", "nan"}), HasSubstr("--lr: must be a finite number > 0, got nan"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--lr", "inf"}), HasSubstr("--lr: must be a finite number > 0, got inf"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--lr", "0"}), HasSubstr("--lr: must be a finite number > 0, got 0"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--steps", "0"}), HasSubstr("--steps: must be a finite number > 0"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--batch-size", "-1"}), HasSubstr("--batch-size: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--checkpoint-every", "-1"}), HasSubstr("--checkpoint-every: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--threads", "-1"}), HasSubstr("--threads: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--validate-every", "-1"}), HasSubstr("--validate-every: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--rendezvous-timeout", "nan"}), HasSubstr("--rendezvous-timeout: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--data-cache-mb", "nan"}), HasSubstr("--data-cache-mb: must be"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--nproc-per-node", "-1"}), HasSubstr("--nproc-per-node: must be in [1, 256]"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--nproc-per-node", "1000"}), HasSubstr("got 1000"));
+  EXPECT_EQ(RefusalOf({"roboloop", "train", "--nproc-per-node", "256", "--lr", "1e-3", "--steps", "1"}), "");
+}
+
+TEST(TrainJobTest, WordsOutsideTheFlagsChoicesAreRefusedNamingTheFlag) {
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--device", "gpu"}),
+              HasSubstr("--device: device 'gpu' is not one of cpu, cuda, cuda:N, auto"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--precision", "fp16"}),
+              HasSubstr("--precision: 'fp16' is not one of fp32, bf16, fp8"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--cuda-graph", "maybe"}), HasSubstr("--cuda-graph: 'maybe'"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--fp8-scaling", "bogus"}), HasSubstr("--fp8-scaling: 'bogus'"));
+  EXPECT_EQ(RefusalOf({"roboloop", "train", "--device", "cuda:3", "--precision", "bf16"}), "");
+}
+
+// A config with the defaults filled, as CheckTrainConfig sees it.
+v1::TrainConfig Checkable() {
+  v1::TrainConfig config;
+  config.mutable_optimizer()->set_lr(3e-4);
+  config.set_steps(10);
+  config.set_batch_size(8);
+  config.set_token_budget(8192);
+  config.set_threads(1);
+  config.set_loader_workers(1);
+  config.set_prefetch(4);
+  config.set_log_every(1);
+  config.set_rendezvous_timeout_s(60);
+  return config;
+}
+
+TEST(TrainConfigCheckTest, EachNumberOutOfRangeIsNamedWithItsRange) {
+  EXPECT_TRUE(CheckTrainConfig(Checkable()).ok()) << CheckTrainConfig(Checkable());
+  v1::TrainConfig bad = Checkable();
+  bad.mutable_optimizer()->set_min_lr_ratio(-3);
+  bad.mutable_optimizer()->set_weight_decay(-1);
+  bad.mutable_optimizer()->set_clip_norm(-1);
+  bad.mutable_optimizer()->set_lr(std::numeric_limits<double>::quiet_NaN());
+  bad.set_rendezvous_timeout_s(-1);
+  const absl::Status status = CheckTrainConfig(bad);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(status.message());
+  EXPECT_THAT(message, HasSubstr("config key optimizer.min_lr_ratio must be in [0, 1], got -3"));
+  EXPECT_THAT(message, HasSubstr("config key optimizer.weight_decay must be a finite number >= 0, got -1"));
+  EXPECT_THAT(message, HasSubstr("config key optimizer.clip_norm must be a finite number >= 0, got -1"));
+  EXPECT_THAT(message, HasSubstr("config key optimizer.lr (--lr) must be a finite number > 0, got nan"));
+  EXPECT_THAT(message, HasSubstr("config key rendezvous_timeout_s (--rendezvous-timeout) must be"));
+  bad = Checkable();
+  bad.mutable_policy()->set_kind("mlp");
+  bad.set_no_packing(true);
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()),
+              HasSubstr("no_packing (--no-packing) applies to policy 'transformer' only, not to 'mlp'"));
+  bad.mutable_policy()->set_kind("transformer");
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
+  bad = Checkable();
+  bad.mutable_optimizer()->set_min_lr_ratio(5);
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()), HasSubstr("min_lr_ratio must be in [0, 1], got 5"));
 }
 
 }  // namespace

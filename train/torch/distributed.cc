@@ -2,13 +2,16 @@
 #include "train/torch/distributed.h"
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
+#include <string>
 #include <thread>
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -27,7 +30,20 @@ std::chrono::milliseconds Timeout(const DistributedOptions& options) {
   return std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
 }
 
+// The first line of an exception's message: c10 errors append their C++ backtrace to it.
+std::string FirstLine(const char* what) {
+  const std::string text = what;
+  return text.substr(0, text.find('\n'));
+}
+
+// "after 12.3 s (limit 60 s)": how long a failed rendezvous ran, since `start`.
+std::string ElapsedOfLimit(std::chrono::steady_clock::time_point start, const DistributedOptions& options) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c10::str("after ", std::round(elapsed * 10) / 10, " s (limit ", options.timeout_seconds, " s)");
+}
+
 c10::intrusive_ptr<c10d::Store> Rendezvous(const DistributedOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(options.master_port);
   store_options.isServer = options.rank == 0;
@@ -38,8 +54,8 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const DistributedOptions& options) {
     return c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "rendezvous at ", options.master_addr, ":", options.master_port, " (rank ",
-                options.rank, " of ", options.world_size, ") did not complete within ",
-                options.timeout_seconds, " s: ", e.what());
+                options.rank, " of ", options.world_size, ") did not complete ", ElapsedOfLimit(start, options),
+                ": ", FirstLine(e.what()));
   }
 }
 
@@ -227,12 +243,13 @@ std::unique_ptr<ProcessGroup> JoinGloo(const DistributedOptions& options,
     gloo_options.hostname = GlooListenAddress(options);
   }
   TcpRendezvousStore rendezvous(std::move(store));
+  const auto start = std::chrono::steady_clock::now();
   try {
     return std::make_unique<GlooProcessGroup>(ConnectCpuCollectives(gloo_options, rendezvous),
                                               options.world_size);
   } catch (const std::exception& e) {
-    TORCH_CHECK(false, "process group of ", options.world_size, " ranks did not form within ",
-                options.timeout_seconds, " s: ", e.what());
+    TORCH_CHECK(false, "process group of ", options.world_size, " ranks did not form ", ElapsedOfLimit(start, options),
+                ": ", FirstLine(e.what()));
   }
 }
 
@@ -255,6 +272,10 @@ std::unique_ptr<ProcessGroup> JoinProcessGroup(const DistributedOptions& options
               "rank ", options.rank, " is not in a world of ", options.world_size);
   TORCH_CHECK(options.backend == "gloo" || options.backend == "nccl", "unknown backend '",
               options.backend, "' (known: gloo, nccl)");
+  // c10d logs each failed read or connect of a broken rendezvous (warnings and errors) with its C++ backtrace, while
+  // the rank's error says what happened in one line: its logs are dropped unless TORCH_CPP_LOG_LEVEL asks for them.
+  setenv("TORCH_CPP_LOG_LEVEL", "FATAL", /*overwrite=*/0);
+  c10::initLogging();
   c10::intrusive_ptr<c10d::Store> store = Rendezvous(options);
   if (options.backend == "nccl") return JoinNccl(options, std::move(store));
   return JoinGloo(options, std::move(store));

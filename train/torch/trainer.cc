@@ -59,9 +59,18 @@ OptimizerOptions ParseOptimizer(const nlohmann::json& json) {
   o.clip_norm = Get(json, "clip_norm", o.clip_norm);
   o.ema_decay = Get(json, "ema_decay", o.ema_decay);
   if (json.contains("fused")) o.fused = Get(json, "fused", false);
-  TORCH_CHECK(o.lr > 0, "trainer option lr must be positive, got ", o.lr);
+  TORCH_CHECK(std::isfinite(o.lr) && o.lr > 0, "trainer option lr must be a finite number > 0, got ", o.lr);
   TORCH_CHECK(o.total_steps >= 1 && o.warmup_steps >= 0, "trainer options total_steps >= 1 and "
               "warmup_steps >= 0 are required");
+  TORCH_CHECK(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1, "trainer option min_lr_ratio must be in [0, 1], got ",
+              o.min_lr_ratio);
+  TORCH_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
+              "trainer option weight_decay must be a finite number >= 0, got ", o.weight_decay);
+  TORCH_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0,
+              "trainer option clip_norm must be a finite number >= 0, got ", o.clip_norm);
+  TORCH_CHECK(std::isfinite(o.eps) && o.eps > 0, "trainer option eps must be a finite number > 0, got ", o.eps);
+  TORCH_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+              "trainer options beta1 and beta2 must be in [0, 1), got ", o.beta1, " and ", o.beta2);
   TORCH_CHECK(o.ema_decay >= 0 && o.ema_decay < 1, "trainer option ema_decay must be in [0, 1)");
   return o;
 }
