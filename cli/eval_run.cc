@@ -175,6 +175,7 @@ absl::Status Evaluate(const EvalRunFlags& f) {
 }
 
 absl::Status Promote(const EvalRunFlags& f) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckAlphaFlag("--alpha", f.alpha));
   v1::PromoteCandidateRequest request;
   request.set_model(f.model);
   request.set_candidate(f.candidate);
@@ -257,6 +258,11 @@ void AddPromoteCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
 }
 
 }  // namespace
+
+absl::Status CheckAlphaFlag(const char* flag, double alpha) {
+  if (alpha > 0.0 && alpha < 1.0) return absl::OkStatus();
+  return UsageError(absl::StrCat(flag, " must be a significance level in (0, 1), got ", alpha));
+}
 
 void AddEvaluateCommands(CLI::App& app, CommandRunner& runner) {
   AddEvalCommand(app, runner, std::make_shared<EvalRunFlags>());
