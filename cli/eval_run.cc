@@ -231,7 +231,9 @@ void AddEvalCommand(CLI::App& app, CommandRunner& runner, const std::shared_ptr<
   command->add_option("--protocol", f->protocol, "Protocol name (under --protocols-dir) or YAML path");
   command->add_option("--task", f->task, "Ad-hoc protocol on this task (instead of --protocol)");
   command->add_option("--episodes", f->episodes, "Ad-hoc protocol: episodes")->capture_default_str();
-  command->add_option("--seed", f->seed, "Ad-hoc protocol: base seed")->capture_default_str();
+  command->add_option("--seed", f->seed, "Ad-hoc protocol: base seed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--first-episode", f->first_episode, "Ad-hoc protocol: first episode index")
       ->capture_default_str();
   command->add_option("--max-steps", f->max_steps, "Ad-hoc protocol: horizon (default: the task's)");
