@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -264,7 +265,8 @@ absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c) {
 }
 
 int MinCompareResamples(double alpha) {
-  return static_cast<int>(std::max(1000.0, std::ceil(10.0 / alpha)));
+  const double minimum = std::max(1000.0, std::ceil(10.0 / alpha));
+  return static_cast<int>(std::min(minimum, static_cast<double>(std::numeric_limits<int>::max())));
 }
 
 CompareOptions CompareOptionsAt(double alpha) {
