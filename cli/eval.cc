@@ -170,7 +170,9 @@ void PrintTable(const std::vector<v1::Evaluation>& evaluations) {
 absl::Status Leaderboard(const EvalFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(eval::LeaderboardQuery query, MakeQuery(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<eval::LeaderboardStore> store, OpenStore(f));
-  if (!f.protocol.empty()) ROBOLOOP_ASSIGN_OR_RETURN(query.protocol_hash, ResolveProtocolHash(f, *store));
+  if (!f.protocol.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(query.protocol_hash, ResolveProtocolHash(f, *store));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Evaluation> top, store->Top(query));
   switch (f.format) {
     case ListFormat::kJson: {
