@@ -74,6 +74,7 @@ absl::StatusOr<std::string> ResolveProtocolHash(const EvalFlags& f, eval::Leader
   absl::StatusOr<v1::Protocol> protocol = eval::LoadProtocol(f.protocol, f.protocols_dir);
   if (protocol.ok()) return eval::ProtocolHash(*protocol);
   absl::StatusOr<std::string> stored = eval::ResolveStoredProtocolHash(store, f.protocol);
+  if (stored.ok()) return stored;
   if (!absl::IsNotFound(stored.status())) return Annotate(stored.status(), "--protocol");
   return Annotate(protocol.status(), absl::StrCat("--protocol '", f.protocol,
                                                   "' is neither a protocol hash (or a stored one's prefix) nor a "
