@@ -14,13 +14,16 @@
 #include "cli/eval_run.h"
 #include "cli/flags.h"
 #include "cli/table.h"
+#include "common/fs.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/store_layout.h"
 #include "eval/eval_service.h"
 #include "eval/leaderboard_store.h"
 #include "eval/metrics.h"
 #include "eval/protocol.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
 namespace {
@@ -64,15 +67,18 @@ absl::StatusOr<std::unique_ptr<eval::LeaderboardStore>> OpenStore(const EvalFlag
   return eval::LeaderboardStore::Create(options);
 }
 
-// A full protocol hash as given, or the hash of a protocol name or YAML path.
-absl::StatusOr<std::string> ResolveProtocolHash(const EvalFlags& f) {
+// The protocol hash --protocol names: a full hash, a protocol name or YAML path, else a hash
+// prefix or name of a protocol the store holds evaluations under (eval::ResolveStoredProtocolHash).
+absl::StatusOr<std::string> ResolveProtocolHash(const EvalFlags& f, eval::LeaderboardStore& store) {
   if (IsSha256Hex(f.protocol)) return f.protocol;
   absl::StatusOr<v1::Protocol> protocol = eval::LoadProtocol(f.protocol, f.protocols_dir);
-  if (!protocol.ok()) {
-    return Annotate(protocol.status(), absl::StrCat("--protocol '", f.protocol,
-                                                    "' is neither a protocol hash nor a protocol"));
-  }
-  return eval::ProtocolHash(*protocol);
+  if (protocol.ok()) return eval::ProtocolHash(*protocol);
+  absl::StatusOr<std::string> stored = eval::ResolveStoredProtocolHash(store, f.protocol);
+  if (stored.ok()) return stored;
+  if (!absl::IsNotFound(stored.status())) return Annotate(stored.status(), "--protocol");
+  return Annotate(protocol.status(), absl::StrCat("--protocol '", f.protocol,
+                                                  "' is neither a protocol hash (or a stored one's prefix) nor a "
+                                                  "protocol"));
 }
 
 absl::StatusOr<int64_t> ParseDate(const std::string& flag, const std::string& value) {
@@ -99,9 +105,6 @@ absl::StatusOr<eval::LeaderboardQuery> MakeQuery(const EvalFlags& f) {
   query.metric = *metric;
   ROBOLOOP_ASSIGN_OR_RETURN(query.since_unix_us, ParseDate("--since", f.since));
   ROBOLOOP_ASSIGN_OR_RETURN(query.until_unix_us, ParseDate("--until", f.until));
-  if (!f.protocol.empty()) {
-    ROBOLOOP_ASSIGN_OR_RETURN(query.protocol_hash, ResolveProtocolHash(f));
-  }
   return query;
 }
 
@@ -168,6 +171,9 @@ void PrintTable(const std::vector<v1::Evaluation>& evaluations) {
 absl::Status Leaderboard(const EvalFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(eval::LeaderboardQuery query, MakeQuery(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<eval::LeaderboardStore> store, OpenStore(f));
+  if (!f.protocol.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(query.protocol_hash, ResolveProtocolHash(f, *store));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Evaluation> top, store->Top(query));
   switch (f.format) {
     case ListFormat::kJson: {
@@ -201,19 +207,73 @@ void PrintComparison(const v1::Comparison& c, const v1::Evaluation& candidate, c
               static_cast<long long>(c.candidate_only()), static_cast<long long>(c.baseline_only()),
               static_cast<long long>(c.neither_succeeded()));
   std::printf("McNemar    exact two-sided p = %.4g\n", c.mcnemar_p());
-  std::printf("return     difference %.3f [%.3f, %.3f] (paired bootstrap, %.0f%%, %d resamples), p = %.4g\n",
+  std::printf("return     difference %.3f [%.3f, %.3f] (paired bootstrap, %.0f%%, %d resamples)\n",
               c.return_difference().mean(), c.return_difference().interval().low(),
               c.return_difference().interval().high(), 100.0 * c.return_difference().confidence(),
-              c.return_difference().resamples(), c.return_difference_p());
+              c.return_difference().resamples());
+  std::printf("sign-flip  %s two-sided p = %.4g\n", c.pairs() <= eval::kMaxExactSignFlipPairs ? "exact" : "Monte-Carlo",
+              c.return_difference_p());
   std::printf("verdict    %s at alpha %.3g (%s)\n", eval::VerdictName(c.verdict()), c.alpha(), c.reason().c_str());
+}
+
+// Checkpoint references resolved by the registry at a store root, opened on first use (only when
+// the root holds a registry catalog, so that a lookup never creates one).
+class CheckpointRefs {
+ public:
+  explicit CheckpointRefs(std::string root) : root_(std::move(root)) {}
+
+  // The id of the checkpoint `ref` names (id, unique id prefix, name:vN, name@alias); NotFound
+  // when the root has no registry catalog; the registry's error otherwise.
+  absl::StatusOr<std::string> CheckpointId(const std::string& ref) {
+    if (connection_ == nullptr) {
+      if (!PathExists(StoreLayout(root_).RegistryCatalog())) {
+        return absl::NotFoundError(absl::StrCat("no registry at ", root_));
+      }
+      wiring::RegistryTarget target;
+      target.root = root_;
+      ROBOLOOP_ASSIGN_OR_RETURN(connection_, wiring::RegistryConnection::Open(target));
+    }
+    ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, connection_->client().GetCheckpoint(ref));
+    return checkpoint.id();
+  }
+
+ private:
+  std::string root_;
+  std::unique_ptr<wiring::RegistryConnection> connection_;
+};
+
+// The evaluation a side of `compare` names under `protocol_hash`: an evaluation id or checkpoint
+// id stored there, else a checkpoint reference the registry resolves, with its newest completed
+// evaluation under the protocol.
+absl::StatusOr<v1::Evaluation> ResolveSide(eval::LeaderboardStore& store, CheckpointRefs& checkpoints,
+                                           const std::string& ref, const std::string& protocol_hash) {
+  absl::StatusOr<v1::Evaluation> stored = eval::ResolveStoredEvaluation(store, ref, protocol_hash);
+  if (!absl::IsNotFound(stored.status())) return stored;
+  absl::StatusOr<std::string> checkpoint_id = checkpoints.CheckpointId(ref);
+  if (!checkpoint_id.ok()) {
+    return absl::Status(stored.status().code(), absl::StrCat(stored.status().message(), "; as a checkpoint reference: ",
+                                                             checkpoint_id.status().message()));
+  }
+  return eval::ResolveStoredEvaluation(store, *checkpoint_id, protocol_hash);
+}
+
+// --alpha and --resamples as a paired comparison takes them; a usage error naming the flag otherwise.
+absl::Status CheckComparisonFlags(const EvalFlags& f) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckAlphaFlag("--alpha", f.alpha));
+  const int minimum = eval::MinCompareResamples(f.alpha);
+  if (f.resamples >= minimum) return absl::OkStatus();
+  return UsageError(absl::StrCat("--resamples must be >= ", minimum, " at --alpha ", f.alpha, " (got ", f.resamples,
+                                 "); fewer cannot reach p < alpha or a stable interval"));
 }
 
 absl::Status Compare(const EvalFlags& f) {
   if (f.protocol.empty()) return UsageError("compare needs --protocol P");
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string protocol_hash, ResolveProtocolHash(f));
+  ROBOLOOP_RETURN_IF_ERROR(CheckComparisonFlags(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<eval::LeaderboardStore> store, OpenStore(f));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, eval::ResolveStoredEvaluation(*store, f.candidate, protocol_hash));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, eval::ResolveStoredEvaluation(*store, f.baseline, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string protocol_hash, ResolveProtocolHash(f, *store));
+  CheckpointRefs checkpoints(f.root);
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, ResolveSide(*store, checkpoints, f.candidate, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, ResolveSide(*store, checkpoints, f.baseline, protocol_hash));
   eval::CompareOptions options;
   options.alpha = f.alpha;
   options.bootstrap.resamples = f.resamples;
@@ -241,7 +301,7 @@ void AddLeaderboardCommand(CLI::App& app, CommandRunner& runner, const std::shar
   CLI::App* command = app.add_subcommand("leaderboard", "Best stored evaluations, with 95% intervals");
   AddStoreOptions(command, f.get());
   command->add_option("--task", f->task, "Only this task");
-  command->add_option("--protocol", f->protocol, "Only this protocol (name, YAML path or hash)");
+  command->add_option("--protocol", f->protocol, "Only this protocol (name, YAML path, hash or a stored hash's prefix)");
   command->add_option("--model", f->model, "Only this model");
   command->add_option("--dataset", f->dataset, "Only checkpoints trained on this dataset id");
   command->add_option("--alias", f->alias, "Only checkpoints that held this alias when evaluated");
@@ -257,12 +317,15 @@ void AddCompareCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
   CLI::App* command = app.add_subcommand(
       "compare", "Paired comparison of candidate A against baseline B under one protocol");
   AddStoreOptions(command, f.get());
-  command->add_option("A", f->candidate, "Candidate: evaluation id or checkpoint id")->required();
-  command->add_option("B", f->baseline, "Baseline: evaluation id or checkpoint id")->required();
-  command->add_option("--protocol", f->protocol, "Protocol name, YAML path or hash")->required();
+  command->add_option("A", f->candidate, "Candidate: evaluation id or checkpoint reference (id, id prefix, "
+                      "model:vN, model@alias)")->required();
+  command->add_option("B", f->baseline, "Baseline: evaluation id or checkpoint reference")->required();
+  command->add_option("--protocol", f->protocol, "Protocol name, YAML path, hash or a stored hash's prefix")
+      ->required();
   command->add_option("--alpha", f->alpha, "Significance level")->capture_default_str();
-  command->add_option("--resamples", f->resamples, "Bootstrap resamples")->capture_default_str();
-  command->add_option("--seed", f->seed, "Bootstrap seed")->capture_default_str();
+  command->add_option("--resamples", f->resamples,
+                      "Bootstrap and Monte-Carlo sign-flip resamples (>= max(1000, 10 / alpha))")->capture_default_str();
+  command->add_option("--seed", f->seed, "Bootstrap seed")->check(CLI::NonNegativeNumber)->capture_default_str();
   AddFormat(command, &f->format, /*with_csv=*/false);
   runner.Bind(command, [f] { return Compare(*f); });
 }

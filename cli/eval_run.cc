@@ -175,6 +175,7 @@ absl::Status Evaluate(const EvalRunFlags& f) {
 }
 
 absl::Status Promote(const EvalRunFlags& f) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckAlphaFlag("--alpha", f.alpha));
   v1::PromoteCandidateRequest request;
   request.set_model(f.model);
   request.set_candidate(f.candidate);
@@ -230,7 +231,9 @@ void AddEvalCommand(CLI::App& app, CommandRunner& runner, const std::shared_ptr<
   command->add_option("--protocol", f->protocol, "Protocol name (under --protocols-dir) or YAML path");
   command->add_option("--task", f->task, "Ad-hoc protocol on this task (instead of --protocol)");
   command->add_option("--episodes", f->episodes, "Ad-hoc protocol: episodes")->capture_default_str();
-  command->add_option("--seed", f->seed, "Ad-hoc protocol: base seed")->capture_default_str();
+  command->add_option("--seed", f->seed, "Ad-hoc protocol: base seed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--first-episode", f->first_episode, "Ad-hoc protocol: first episode index")
       ->capture_default_str();
   command->add_option("--max-steps", f->max_steps, "Ad-hoc protocol: horizon (default: the task's)");
@@ -257,6 +260,11 @@ void AddPromoteCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
 }
 
 }  // namespace
+
+absl::Status CheckAlphaFlag(const char* flag, double alpha) {
+  if (alpha > 0.0 && alpha < 1.0) return absl::OkStatus();
+  return UsageError(absl::StrCat(flag, " must be a significance level in (0, 1), got ", alpha));
+}
 
 void AddEvaluateCommands(CLI::App& app, CommandRunner& runner) {
   AddEvalCommand(app, runner, std::make_shared<EvalRunFlags>());

@@ -1,6 +1,7 @@
 #include "cli/export.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -87,6 +88,31 @@ absl::StatusOr<nlohmann::json> ExportConfig(const v1::Checkpoint& checkpoint,
                         {"model", checkpoint.model()}};
 }
 
+// The outermost folder on the way to `dir` that does not exist yet ("" when `dir` exists):
+// what a failed export removes, so that it leaves nothing behind.
+std::string FirstMissingFolder(const std::string& dir) {
+  std::filesystem::path missing;
+  std::error_code error;
+  for (std::filesystem::path p = std::filesystem::absolute(dir, error).lexically_normal();
+       !p.empty() && !std::filesystem::exists(p, error); p = p.parent_path()) {
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  return missing.string();
+}
+
+// Writes the four files of the export folder into `dir` (created when missing).
+absl::Status WriteExportFolder(registry::RegistryClient& client, const ExportFlags& flags,
+                               const std::string& policy_sha256, const nlohmann::json& config,
+                               const registry::CheckpointManifest& manifest) {
+  ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));
+  ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(policy_sha256, JoinPath(flags.output, "model.safetensors")));
+  ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.output, "config.json"), config.dump(2) + "\n"));
+  ROBOLOOP_RETURN_IF_ERROR(
+      WriteFileAtomic(JoinPath(flags.output, "normalization.json"), manifest.normalization.dump(2) + "\n"));
+  return WriteFileAtomic(JoinPath(flags.output, "roboloop_policy.py"), ExportedPythonModule());
+}
+
 absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Checkpoint checkpoint, ResolveCheckpoint(client, flags.ref));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string policy_sha256, PolicyBlob(checkpoint));
@@ -96,15 +122,13 @@ absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) 
     return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.id(), ": ", manifest.status().message()));
   }
   ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, *manifest));
-  ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));
-  ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(
-      policy_sha256, JoinPath(flags.output, "model.safetensors")));
-  ROBOLOOP_RETURN_IF_ERROR(
-      WriteFileAtomic(JoinPath(flags.output, "config.json"), config.dump(2) + "\n"));
-  ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.output, "normalization.json"),
-                                           manifest->normalization.dump(2) + "\n"));
-  ROBOLOOP_RETURN_IF_ERROR(
-      WriteFileAtomic(JoinPath(flags.output, "roboloop_policy.py"), ExportedPythonModule()));
+  const std::string created = FirstMissingFolder(flags.output);
+  absl::Status written = WriteExportFolder(client, flags, policy_sha256, config, *manifest);
+  if (!written.ok()) {
+    std::error_code ignored;
+    if (!created.empty()) std::filesystem::remove_all(created, ignored);
+    return written;
+  }
   std::printf("exported checkpoint %s:v%d (%s) to %s\n", checkpoint.model().c_str(),
               checkpoint.version(), checkpoint.id().c_str(), flags.output.c_str());
   return absl::OkStatus();
@@ -122,6 +146,7 @@ void AddExportCommand(CLI::App& app, CommandRunner& runner) {
   command->add_flag("--force", flags->force, "Overwrite the export files in a non-empty folder");
   AddRegistryTargetFlags(command, &flags->target);
   runner.Bind(command, [flags]() -> absl::Status {
+    if (flags->output.empty()) return UsageError("-o/--output: the destination folder is empty");
     ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags->target));
     return Export(connection->client(), *flags);
   });

@@ -593,7 +593,7 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
   promote->add_option("MODEL", f->model, "Model name")->required();
   promote->add_option("REF", f->ref, "Checkpoint reference")->required();
   promote->add_option("--reason", f->reason, "Why it is promoted")->required();
-  promote->add_option("--alias", f->alias, "Protected alias (default champion)");
+  promote->add_option("--alias", f->alias, "Protected alias (default champion; an ordinary alias is refused)");
   AddFormatOption(promote, &f->format);
   BindAction(runner, promote, flags, &Promote);
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/ids.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "eval/evaluation.h"
 #include "eval/sharded_rollout.h"
@@ -293,14 +294,28 @@ absl::StatusOr<v1::Comparison> EvalServiceHandler::Compare(const v1::CompareRequ
                             ResolveStoredEvaluation(*options_.store, request.candidate(), request.protocol_hash()));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline,
                             ResolveStoredEvaluation(*options_.store, request.baseline(), request.protocol_hash()));
-  CompareOptions options;
-  if (request.alpha() != 0) options.alpha = request.alpha();
+  const CompareOptions options = CompareOptionsAt(request.alpha() != 0 ? request.alpha() : CompareOptions().alpha);
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison,
                             ComparePaired(candidate.episodes(), baseline.episodes(), options));
   comparison.set_protocol_hash(request.protocol_hash());
   comparison.set_candidate_evaluation_id(candidate.id());
   comparison.set_baseline_evaluation_id(baseline.id());
   return comparison;
+}
+
+absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, const std::string& text) {
+  if (IsSha256Hex(text)) return text;
+  const bool prefix = text.size() >= kMinProtocolHashPrefix && IsLowerHex(text);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<StoredProtocol> found, store.FindProtocols(prefix ? text : "", text));
+  if (found.size() == 1) return found.front().hash;
+  if (found.empty()) {
+    return absl::NotFoundError(absl::StrCat("no stored evaluation is under a protocol named '", text, "'",
+                                            prefix ? " or with a hash starting with it" : ""));
+  }
+  std::vector<std::string> candidates;
+  for (const StoredProtocol& protocol : found) candidates.push_back(absl::StrCat(protocol.hash, " (", protocol.name, ")"));
+  return absl::InvalidArgumentError(absl::StrCat("protocol '", text, "' is ambiguous; it matches ",
+                                                 absl::StrJoin(candidates, ", ")));
 }
 
 absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,

@@ -85,6 +85,15 @@ class EvalServiceHandler {
   mutable std::atomic<int> redispatched_{0};
 };
 
+// Shortest protocol hash prefix ResolveStoredProtocolHash accepts (as for checkpoint id prefixes).
+inline constexpr size_t kMinProtocolHashPrefix = 6;
+
+// The protocol hash `text` names among the stored evaluations: a full hash as given, else the one
+// stored protocol whose hash starts with `text` (>= kMinProtocolHashPrefix lower-case hex digits;
+// the leaderboard shows 8, `eval` 12) or whose name is `text`. NotFound naming `text` when none
+// matches; InvalidArgument listing the candidates (hash and name) when several do.
+absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, const std::string& text);
+
 // The evaluation `ref` names under `protocol_hash`: an evaluation id (which must be COMPLETED
 // under that protocol), else the newest completed evaluation of checkpoint id `ref`.
 absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,

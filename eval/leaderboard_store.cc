@@ -401,6 +401,26 @@ absl::StatusOr<std::vector<v1::Evaluation>> LeaderboardStore::History(const std:
                           {model, protocol_hash});
 }
 
+absl::StatusOr<std::vector<StoredProtocol>> LeaderboardStore::FindProtocols(const std::string& hash_prefix,
+                                                                             const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(
+      auto statement,
+      db_->Prepare("SELECT DISTINCT protocol_hash, protocol_json FROM evaluations ORDER BY protocol_hash, rowid"));
+  std::vector<StoredProtocol> found;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) return found;
+    v1::Protocol protocol;
+    const std::string hash = statement->Text(0);
+    ROBOLOOP_RETURN_IF_ERROR(FromJson(statement->Text(1), absl::StrCat("protocol ", hash), &protocol));
+    const bool by_hash = !hash_prefix.empty() && hash.rfind(hash_prefix, 0) == 0;
+    const bool by_name = !name.empty() && protocol.name() == name;
+    const bool seen = !found.empty() && found.back().hash == hash;
+    if ((by_hash || by_name) && !seen) found.push_back({hash, protocol.name()});
+  }
+}
+
 absl::StatusOr<v1::Evaluation> LeaderboardStore::Get(const std::string& id) {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Evaluation> found,

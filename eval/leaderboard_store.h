@@ -44,6 +44,12 @@ struct LeaderboardQuery {
   int limit = 10;                // at most this many rows (>= 1)
 };
 
+// A protocol that stored evaluations ran under.
+struct StoredProtocol {
+  std::string hash;  // its protocol hash (64 lower-case hex)
+  std::string name;  // its name (not part of the hash; the first stored one)
+};
+
 // Thread-safe: all calls serialize on one connection. Several processes may share one
 // database file (WAL, busy timeout).
 class LeaderboardStore {
@@ -88,6 +94,11 @@ class LeaderboardStore {
   // version then creation time, forced re-runs included. Without episodes.
   absl::StatusOr<std::vector<v1::Evaluation>> History(const std::string& model,
                                                       const std::string& protocol_hash = "");
+
+  // The distinct protocols of stored evaluations (any status) whose hash starts with
+  // `hash_prefix` or whose name is `name`; an empty argument matches nothing. Sorted by hash.
+  absl::StatusOr<std::vector<StoredProtocol>> FindProtocols(const std::string& hash_prefix,
+                                                            const std::string& name);
 
   // The evaluation `id` with its episodes; NotFound naming the id.
   absl::StatusOr<v1::Evaluation> Get(const std::string& id);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -54,25 +55,39 @@ std::vector<double> SortedResampleMeans(absl::Span<const double> values,
   return means;
 }
 
+// The mean with the (1-c)/2 and (1+c)/2 quantiles of the resample means as its interval,
+// widened to contain the mean where the percentiles miss it (low confidence, skewed values).
 v1::MeanEstimate MakeEstimate(double mean, const std::vector<double>& sorted_means,
                               const BootstrapOptions& options) {
   v1::MeanEstimate estimate;
   const double tail = (1.0 - options.confidence) / 2.0;
   estimate.set_mean(mean);
-  estimate.mutable_interval()->set_low(Quantile(sorted_means, tail));
-  estimate.mutable_interval()->set_high(Quantile(sorted_means, 1.0 - tail));
+  estimate.mutable_interval()->set_low(std::min(mean, Quantile(sorted_means, tail)));
+  estimate.mutable_interval()->set_high(std::max(mean, Quantile(sorted_means, 1.0 - tail)));
   estimate.set_confidence(options.confidence);
   estimate.set_resamples(options.resamples);
   estimate.set_seed(options.seed);
   return estimate;
 }
 
-// Two-sided bootstrap p of "mean 0": 2 (1 + min(#means <= 0, #means >= 0)) / (1 + B), <= 1.
-double BootstrapZeroP(const std::vector<double>& sorted_means) {
-  auto below = std::upper_bound(sorted_means.begin(), sorted_means.end(), 0.0) - sorted_means.begin();
-  auto above = sorted_means.end() - std::lower_bound(sorted_means.begin(), sorted_means.end(), 0.0);
-  double tail = static_cast<double>(std::min(below, above));
-  return std::min(1.0, 2.0 * (1.0 + tail) / (1.0 + static_cast<double>(sorted_means.size())));
+// |sum of s_i d_i| for the signs s_i = -1 where bit i of `flips` is set, else +1.
+double FlippedSumMagnitude(absl::Span<const double> differences, uint64_t flips) {
+  double sum = 0.0;
+  for (size_t i = 0; i < differences.size(); ++i) {
+    sum += ((flips >> i) & 1) != 0 ? -differences[i] : differences[i];
+  }
+  return std::fabs(sum);
+}
+
+// |sum of s_i d_i| for signs drawn one random bit per difference from `engine`.
+double RandomFlippedSumMagnitude(absl::Span<const double> differences, std::mt19937_64& engine) {
+  double sum = 0.0;
+  uint64_t bits = 0;
+  for (size_t i = 0; i < differences.size(); ++i) {
+    if (i % 64 == 0) bits = engine();
+    sum += ((bits >> (i % 64)) & 1) != 0 ? -differences[i] : differences[i];
+  }
+  return std::fabs(sum);
 }
 
 using EpisodeKey = std::pair<uint64_t, int64_t>;  // (seed, episode index)
@@ -108,27 +123,46 @@ absl::Status CheckSameEpisodes(const std::map<EpisodeKey, const v1::EpisodeResul
   return absl::OkStatus();
 }
 
+std::string SignFlipName(const v1::Comparison& comparison) {
+  return comparison.pairs() <= kMaxExactSignFlipPairs ? "exact sign-flip" : "Monte-Carlo sign-flip";
+}
+
 void Decide(const CompareOptions& options, v1::Comparison* comparison) {
   const int64_t b = comparison->candidate_only();
   const int64_t c = comparison->baseline_only();
-  const v1::Interval& diff = comparison->return_difference().interval();
+  const double mean_difference = comparison->return_difference().mean();
   if (comparison->mcnemar_p() < options.alpha) {
     comparison->set_verdict(b > c ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
     comparison->set_reason(absl::StrFormat(
         "success: McNemar p = %.4g < alpha %.3g with %d candidate-only vs %d baseline-only successes",
         comparison->mcnemar_p(), options.alpha, b, c));
-  } else if (diff.low() > 0.0 || diff.high() < 0.0) {
-    comparison->set_verdict(diff.low() > 0.0 ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
+  } else if (comparison->return_difference_p() < options.alpha && mean_difference != 0.0) {
+    comparison->set_verdict(mean_difference > 0.0 ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
     comparison->set_reason(absl::StrFormat(
-        "return: success not significant (McNemar p = %.4g), return difference interval "
-        "[%.4g, %.4g] excludes 0",
-        comparison->mcnemar_p(), diff.low(), diff.high()));
+        "return: success not significant (McNemar p = %.4g), %s p = %.4g < alpha %.3g for mean "
+        "return difference %.4g over %d pairs",
+        comparison->mcnemar_p(), SignFlipName(*comparison), comparison->return_difference_p(), options.alpha,
+        mean_difference, comparison->pairs()));
   } else {
     comparison->set_verdict(v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE);
     comparison->set_reason(absl::StrFormat(
-        "McNemar p = %.4g >= alpha %.3g and return difference interval [%.4g, %.4g] contains 0",
-        comparison->mcnemar_p(), options.alpha, diff.low(), diff.high()));
+        "McNemar p = %.4g and %s p = %.4g of the return difference, both >= alpha %.3g over %d pairs",
+        comparison->mcnemar_p(), SignFlipName(*comparison), comparison->return_difference_p(), options.alpha,
+        comparison->pairs()));
   }
+}
+
+absl::Status CheckCompareOptions(const CompareOptions& options) {
+  if (!(options.alpha > 0.0 && options.alpha < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comparison alpha must be in (0, 1) (got ", options.alpha, ")"));
+  }
+  const int minimum = MinCompareResamples(options.alpha);
+  if (options.bootstrap.resamples < minimum) {
+    return absl::InvalidArgumentError(absl::StrCat("comparison resamples must be >= ", minimum, " at alpha ",
+                                                   options.alpha, " (got ", options.bootstrap.resamples, ")"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -146,8 +180,10 @@ absl::StatusOr<v1::Interval> WilsonInterval(int64_t successes, int64_t trials, d
   const double center = (p + z2 / (2.0 * n)) / denominator;
   const double margin = z * std::sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator;
   v1::Interval interval;
-  interval.set_low(std::max(0.0, center - margin));
-  interval.set_high(std::min(1.0, center + margin));
+  // center - margin is exactly 0 at 0 successes (and center + margin 1 at all successes) in exact
+  // arithmetic; rounding leaves ~1e-18, which would rank one 0/n row above another.
+  interval.set_low(successes == 0 ? 0.0 : std::max(0.0, center - margin));
+  interval.set_high(successes == trials ? 1.0 : std::min(1.0, center + margin));
   return interval;
 }
 
@@ -228,13 +264,54 @@ absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c) {
   return std::min(1.0, 2.0 * tail);
 }
 
+int MinCompareResamples(double alpha) {
+  const double minimum = std::max(1000.0, std::ceil(10.0 / alpha));
+  return static_cast<int>(std::min(minimum, static_cast<double>(std::numeric_limits<int>::max())));
+}
+
+CompareOptions CompareOptionsAt(double alpha) {
+  CompareOptions options;
+  options.alpha = alpha;
+  if (alpha > 0.0 && alpha < 1.0) {
+    options.bootstrap.resamples = std::max(options.bootstrap.resamples, MinCompareResamples(alpha));
+  }
+  return options;
+}
+
+absl::StatusOr<SignFlipResult> SignFlipTest(absl::Span<const double> differences, int resamples,
+                                            uint64_t seed) {
+  if (differences.empty()) return absl::InvalidArgumentError("sign-flip test of no differences");
+  if (resamples < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("sign-flip resamples must be >= 1 (got ", resamples, ")"));
+  }
+  double scale = 0.0;
+  for (double d : differences) scale += std::fabs(d);
+  // Assignments whose statistic equals the observed one up to rounding count as "at least as extreme".
+  const double observed = FlippedSumMagnitude(differences, 0) - 1e-9 * scale;
+  SignFlipResult result;
+  int64_t extreme = 0;
+  if (differences.size() <= static_cast<size_t>(kMaxExactSignFlipPairs)) {
+    result.exact = true;
+    result.assignments = int64_t{1} << differences.size();
+    for (int64_t flips = 0; flips < result.assignments; ++flips) {
+      extreme += FlippedSumMagnitude(differences, static_cast<uint64_t>(flips)) >= observed ? 1 : 0;
+    }
+    result.p = static_cast<double>(extreme) / static_cast<double>(result.assignments);
+    return result;
+  }
+  std::mt19937_64 engine(seed);
+  result.assignments = resamples;
+  for (int draw = 0; draw < resamples; ++draw) {
+    extreme += RandomFlippedSumMagnitude(differences, engine) >= observed ? 1 : 0;
+  }
+  result.p = static_cast<double>(extreme + 1) / static_cast<double>(resamples + 1);
+  return result;
+}
+
 absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
                                              const Episodes& baseline,
                                              const CompareOptions& options) {
-  if (!(options.alpha > 0.0 && options.alpha < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("comparison alpha must be in (0, 1) (got ", options.alpha, ")"));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(CheckCompareOptions(options));
   if (candidate.empty() || baseline.empty()) {
     return absl::InvalidArgumentError("paired comparison of an evaluation with no episodes");
   }
@@ -264,7 +341,8 @@ absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
   ROBOLOOP_RETURN_IF_ERROR(CheckBootstrapOptions(bootstrap));
   std::vector<double> sorted_means = SortedResampleMeans(differences, bootstrap);
   *comparison.mutable_return_difference() = MakeEstimate(Mean(differences), sorted_means, bootstrap);
-  comparison.set_return_difference_p(BootstrapZeroP(sorted_means));
+  ROBOLOOP_ASSIGN_OR_RETURN(SignFlipResult sign_flip, SignFlipTest(differences, bootstrap.resamples, bootstrap.seed));
+  comparison.set_return_difference_p(sign_flip.p);
   comparison.set_alpha(options.alpha);
   Decide(options, &comparison);
   return comparison;

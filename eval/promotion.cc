@@ -80,10 +80,9 @@ absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evalu
     return outcome;
   }
   ROBOLOOP_ASSIGN_OR_RETURN(outcome.champion, EvaluateUnder(evaluations, champion->id(), request));
-  CompareOptions compare;
-  compare.alpha = request.alpha;
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison,
-                            ComparePaired(outcome.candidate.episodes(), outcome.champion->episodes(), compare));
+                            ComparePaired(outcome.candidate.episodes(), outcome.champion->episodes(),
+                                          CompareOptionsAt(request.alpha)));
   comparison.set_protocol_hash(outcome.candidate.protocol_hash());
   comparison.set_candidate_evaluation_id(outcome.candidate.id());
   comparison.set_baseline_evaluation_id(outcome.champion->id());
@@ -99,7 +98,11 @@ absl::StatusOr<PromotionRequest> PromotionRequestFrom(const v1::PromoteCandidate
   PromotionRequest promotion;
   promotion.model = request.model();
   promotion.candidate_ref = request.candidate();
-  promotion.alpha = request.alpha() > 0 ? request.alpha() : 0.05;
+  if (request.alpha() != 0.0) promotion.alpha = request.alpha();
+  if (!(promotion.alpha > 0.0 && promotion.alpha < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("promotion alpha must be in (0, 1) (got ", request.alpha(), ")"));
+  }
   promotion.sim_endpoints.assign(request.sim_endpoints().begin(), request.sim_endpoints().end());
   promotion.dataset_cache_dir = dataset_cache_dir;
   if (request.has_protocol()) {

@@ -412,8 +412,13 @@ class ExportedPolicy:
 
 
 def _read_json(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return json.load(f)
+    """The JSON document at `path`; ValueError naming the file when it is not valid JSON."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a valid UTF-8 JSON file: {e}") from e
 
 
 def load_policy(directory):
@@ -436,9 +441,16 @@ def main(argv):
         return 2
     policy = load_policy(argv[1])
     zeros = torch.zeros(1, policy.history, policy.obs_dim)
-    print(f"{policy.config.get('model', '?')} ({policy.config['policy']['kind']}): obs "
-          f"[batch, {policy.history}, {policy.obs_dim}] -> actions "
-          f"{list(policy.act(zeros).shape[1:])} per row")
+    reads = f"obs [batch, {policy.history}, {policy.obs_dim}]"
+    images = None
+    if policy.image_bytes:
+        images = torch.zeros(1, policy.image_bytes, dtype=torch.uint8)  # black frames of every camera
+        cameras = ", ".join(f"{c['name']} {c['height']}x{c['width']}x3"
+                            for c in policy.model.o["cameras"])
+        reads += f" + images uint8 [batch, {policy.image_bytes}] ({cameras})"
+    actions = policy.act(zeros, images=images)
+    print(f"{policy.config.get('model', '?')} ({policy.config['policy']['kind']}): {reads} -> actions "
+          f"{list(actions.shape[1:])} per row")
     return 0
 
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/sha256.h"
@@ -19,6 +20,11 @@
 
 namespace roboloop::registry {
 namespace {
+
+// True when `alias` is one of the registry's protected aliases (moved only by Promote).
+bool IsProtected(const std::vector<std::string>& protected_aliases, const std::string& alias) {
+  return std::find(protected_aliases.begin(), protected_aliases.end(), alias) != protected_aliases.end();
+}
 
 v1::BlobInfo ToBlobInfo(const PutResult& result) {
   v1::BlobInfo info;
@@ -336,9 +342,7 @@ absl::StatusOr<v1::AliasEvent> Registry::MoveAlias(const std::string& model,
 
 absl::StatusOr<v1::AliasEvent> Registry::SetAlias(const v1::SetAliasRequest& request,
                                                   const Actor& actor) {
-  const auto& protected_aliases = options_.protected_aliases;
-  if (std::find(protected_aliases.begin(), protected_aliases.end(), request.alias()) !=
-      protected_aliases.end()) {
+  if (IsProtected(options_.protected_aliases, request.alias())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "alias '", request.alias(), "' is protected: move it with an explicit promote"));
   }
@@ -348,6 +352,11 @@ absl::StatusOr<v1::AliasEvent> Registry::SetAlias(const v1::SetAliasRequest& req
 absl::StatusOr<v1::AliasEvent> Registry::Promote(const v1::PromoteRequest& request,
                                                  const Actor& actor) {
   std::string alias = request.alias().empty() ? kChampionAlias : request.alias();
+  if (!IsProtected(options_.protected_aliases, alias)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "promote moves only a protected alias (", absl::StrJoin(options_.protected_aliases, ", "), "), not '", alias,
+        "'; move an ordinary alias with `registry alias`"));
+  }
   return MoveAlias(request.model(), alias, request.ref(), request.reason(), actor);
 }
 

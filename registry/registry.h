@@ -118,7 +118,8 @@ class Registry {
   // protected aliases are refused (FailedPrecondition).
   absl::StatusOr<v1::AliasEvent> SetAlias(const v1::SetAliasRequest& request,
                                           const Actor& actor = Actor::Local());
-  // Moves an alias (default `champion`), protected ones included; a reason is required.
+  // Moves a protected alias (default `champion`); a reason is required. InvalidArgument for an
+  // alias that is not protected (those move through SetAlias).
   absl::StatusOr<v1::AliasEvent> Promote(const v1::PromoteRequest& request,
                                          const Actor& actor = Actor::Local());
   // Every move of a model's aliases (one alias when given), oldest first.

@@ -118,6 +118,68 @@ TEST_F(CliEvalTest, CompareErrorsNameTheProblem) {
   EXPECT_THAT(no_protocol.err, HasSubstr("reach-gate"));
 }
 
+TEST_F(CliEvalTest, ProtocolHashPrefixesAndStoredNamesAreAccepted) {
+  const v1::Protocol early = testing::MakeProtocol("reacher", 40, 5000);
+  const v1::Protocol late = testing::MakeProtocol("reacher", 40, 6000);  // same name, other hash
+  Seed({testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1),
+        testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1),
+        testing::MakeEvaluation(early, "ckpt-early", "reach", 3, 5, 0, kJan1),
+        testing::MakeEvaluation(late, "ckpt-late", "reach", 4, 5, 0, kJan1)});
+  const std::string hash = ProtocolHash(protocol_);
+  for (size_t length : {6, 8, 12}) {
+    ProgramResult board = Roboloop({"leaderboard", "--protocol", hash.substr(0, length)});
+    EXPECT_EQ(board.exit_code, 0) << length << ": " << board.err;
+    EXPECT_THAT(board.out, HasSubstr("ckpt-new")) << length;
+    EXPECT_THAT(board.out, ::testing::Not(HasSubstr("ckpt-early"))) << length;
+  }
+  ProgramResult compare = Roboloop({"compare", "ckpt-new", "ckpt-old", "--protocol", hash.substr(0, 8)});
+  EXPECT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_THAT(compare.out, HasSubstr("verdict    better"));
+
+  ProgramResult by_name = Roboloop({"leaderboard", "--protocol", "reacher-test"});
+  EXPECT_EQ(by_name.exit_code, 1);
+  EXPECT_THAT(by_name.err, HasSubstr("'reacher-test' is ambiguous"));
+  EXPECT_THAT(by_name.err, HasSubstr(ProtocolHash(early) + " (reacher-test)"));
+  EXPECT_THAT(by_name.err, HasSubstr(ProtocolHash(late) + " (reacher-test)"));
+  ProgramResult too_short = Roboloop({"leaderboard", "--protocol", hash.substr(0, 5)});
+  EXPECT_EQ(too_short.exit_code, 1);
+  EXPECT_THAT(too_short.err, HasSubstr("is neither a protocol hash"));
+}
+
+TEST_F(CliEvalTest, CompareAndPromoteRefuseBadAlphaAndTooFewResamples) {
+  Seed({testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1),
+        testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1)});
+  const std::vector<std::string> compare = {"compare", "ckpt-new", "ckpt-old", "--protocol", "reach-gate"};
+  for (const char* alpha : {"nan", "inf", "-1", "0", "1"}) {
+    std::vector<std::string> args = compare;
+    args.insert(args.end(), {"--alpha", alpha});
+    ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << alpha << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr("--alpha must be a significance level in (0, 1)")) << alpha;
+    ProgramResult promote = Roboloop({"promote", "reach", "--protocol", "reach-gate", "--alpha", alpha});
+    EXPECT_EQ(promote.exit_code, 2) << alpha << ": " << promote.err;
+    EXPECT_THAT(promote.err, HasSubstr("--alpha must be a significance level in (0, 1)")) << alpha;
+  }
+  for (const char* resamples : {"1", "3", "999"}) {
+    std::vector<std::string> args = compare;
+    args.insert(args.end(), {"--resamples", resamples});
+    ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << resamples << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr("--resamples must be >= 1000 at --alpha 0.05")) << resamples;
+  }
+  ProgramResult strict = Roboloop({"compare", "ckpt-new", "ckpt-old", "--protocol", "reach-gate", "--alpha", "0.0005"});
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  EXPECT_THAT(strict.err, HasSubstr("--resamples must be >= 20000"));
+  EXPECT_EQ(Roboloop({"compare", "ckpt-new", "ckpt-old", "--protocol", "reach-gate", "--resamples", "1000"}).exit_code,
+            0);
+  ProgramResult negative_seed = Roboloop({"compare", "ckpt-new", "ckpt-old", "--protocol", "reach-gate", "--seed", "-1"});
+  EXPECT_EQ(negative_seed.exit_code, 2) << negative_seed.err;
+  EXPECT_THAT(negative_seed.err, HasSubstr("--seed"));
+  ProgramResult eval_seed = Roboloop({"eval", "reach:v1", "--task", "reacher", "--seed", "-1"});
+  EXPECT_EQ(eval_seed.exit_code, 2) << eval_seed.err;
+  EXPECT_THAT(eval_seed.err, HasSubstr("--seed"));
+}
+
 TEST_F(CliEvalTest, LeaderboardWithoutStoreOrWithBadFlags) {
   ProgramResult empty = Roboloop({"leaderboard"});
   EXPECT_EQ(empty.exit_code, 1);

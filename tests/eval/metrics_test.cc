@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace roboloop::eval {
@@ -46,6 +47,14 @@ TEST(WilsonTest, RejectsImpossibleCounts) {
   EXPECT_FALSE(WilsonInterval(0, 0).ok());
   EXPECT_FALSE(WilsonInterval(5, 4).ok());
   EXPECT_FALSE(WilsonInterval(-1, 4).ok());
+}
+
+TEST(WilsonTest, ZeroAndFullSuccessesHitTheBoundsExactly) {
+  // Rounding once left 1.7e-18 for 0/200, which ranked that row above other 0/n rows.
+  for (int64_t trials : {1, 3, 7, 200, 3000, 12345}) {
+    EXPECT_EQ(WilsonInterval(0, trials)->low(), 0.0) << "0/" << trials;
+    EXPECT_EQ(WilsonInterval(trials, trials)->high(), 1.0) << trials << "/" << trials;
+  }
 }
 
 TEST(McNemarTest, KnownExactPValue) {
@@ -118,6 +127,60 @@ TEST(BootstrapTest, RejectsBadInput) {
   options.resamples = 0;
   std::vector<double> values = {1.0};
   EXPECT_FALSE(BootstrapMean(values, options).ok());
+}
+
+TEST(BootstrapTest, IntervalContainsTheMeanEvenWithOneResample) {
+  std::vector<double> values = {10.0, 20.0, 30.0, 0.0, 7.5};
+  BootstrapOptions options;
+  options.resamples = 1;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    options.seed = seed;
+    auto estimate = BootstrapMean(values, options);
+    ASSERT_TRUE(estimate.ok());
+    EXPECT_LE(estimate->interval().low(), estimate->mean()) << "seed " << seed;
+    EXPECT_GE(estimate->interval().high(), estimate->mean()) << "seed " << seed;
+  }
+}
+
+// The exact sign-flip p of `differences` (any resamples and seed: enumeration ignores them).
+double ExactSignFlipP(const std::vector<double>& differences) {
+  auto result = SignFlipTest(differences, 1, 0);
+  EXPECT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->exact);
+  EXPECT_EQ(result->assignments, int64_t{1} << differences.size());
+  return result->p;
+}
+
+TEST(SignFlipTest, HandComputedExactPValues) {
+  // Only the all-plus and all-minus assignments reach |sum| = 4 (or 10): 2 of 2^4.
+  EXPECT_EQ(ExactSignFlipP({1.0, 1.0, 1.0, 1.0}), 0.125);
+  EXPECT_EQ(ExactSignFlipP({1.0, 2.0, 3.0, 4.0}), 0.125);
+  // Sums of +-1 +-2 +-3 -+1 with |sum| >= 5: 7, 5, 5, -5, -5, -7, so 6 of 16.
+  EXPECT_EQ(ExactSignFlipP({1.0, 2.0, 3.0, -1.0}), 0.375);
+  EXPECT_EQ(ExactSignFlipP({2.0, 0.0, 0.0}), 1.0);
+  EXPECT_EQ(ExactSignFlipP({0.0, 0.0}), 1.0);
+  EXPECT_EQ(ExactSignFlipP({1.5, 1.5, 1.5, 1.5, 1.5, 1.5}), 2.0 / 64.0);
+}
+
+TEST(SignFlipTest, UnitDifferencesGiveTheExactSignTest) {
+  // With |d| = 1 the statistic counts positives, so p is the two-sided binomial sign test.
+  std::vector<double> differences(12, 1.0);
+  for (int i = 0; i < 3; ++i) differences[i] = -1.0;
+  EXPECT_NEAR(ExactSignFlipP(differences), *McNemarExactP(9, 3), 1e-15);
+}
+
+TEST(SignFlipTest, MonteCarloBeyondTheExactLimit) {
+  std::vector<double> differences(30, 1.0);
+  for (int i = 0; i < 10; ++i) differences[i] = -1.0;
+  auto result = SignFlipTest(differences, 100000, 7);
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result->exact);
+  EXPECT_EQ(result->assignments, 100000);
+  EXPECT_NEAR(result->p, *McNemarExactP(20, 10), 0.005);
+  std::vector<double> all_positive(30, 1.0);
+  EXPECT_EQ(SignFlipTest(all_positive, 1000, 7)->p, 1.0 / 1001.0);
+  EXPECT_FALSE(SignFlipTest({}, 1000, 7).ok());
+  EXPECT_FALSE(SignFlipTest(all_positive, 0, 7).ok());
 }
 
 TEST(LengthStatsTest, MeanMinMaxMedian) {
@@ -218,10 +281,47 @@ TEST(ComparePairedTest, MismatchedEpisodeSetsAreAnError) {
   EXPECT_THAT(twice.status().message(), HasSubstr("twice"));
 }
 
+TEST(ComparePairedTest, FourPairsCannotBeBetterByReturn) {
+  // QA: 4 paired episodes with a higher return each once gave p = 0.0002 and "better".
+  auto comparison = ComparePaired(MakeRun(4, 0, 10.0), MakeRun(4, 0, 0.0));
+  ASSERT_TRUE(comparison.ok()) << comparison.status();
+  EXPECT_GE(comparison->return_difference_p(), 0.125);
+  EXPECT_EQ(comparison->verdict(), v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE);
+  EXPECT_THAT(comparison->reason(), HasSubstr("exact sign-flip p = 0.125"));
+  EXPECT_LE(comparison->return_difference().interval().low(), comparison->return_difference().mean());
+  EXPECT_GE(comparison->return_difference().interval().high(), comparison->return_difference().mean());
+}
+
+TEST(ComparePairedTest, SixPairsAllHigherAreBetterAtTheExactP) {
+  auto comparison = ComparePaired(MakeRun(6, 0, 10.0), MakeRun(6, 0, 0.0));
+  ASSERT_TRUE(comparison.ok());
+  EXPECT_EQ(comparison->return_difference_p(), 2.0 / 64.0);
+  EXPECT_EQ(comparison->verdict(), v1::VERDICT_BETTER);
+  auto reversed = ComparePaired(MakeRun(6, 0, 0.0), MakeRun(6, 0, 10.0));
+  EXPECT_EQ(reversed->verdict(), v1::VERDICT_WORSE);
+}
+
+TEST(ComparePairedTest, RefusesTooFewResamplesForAlpha) {
+  CompareOptions options;
+  options.bootstrap.resamples = 999;
+  auto few = ComparePaired(MakeRun(4, 2, 0.0), MakeRun(4, 2, 0.0), options);
+  ASSERT_FALSE(few.ok());
+  EXPECT_THAT(few.status().message(), HasSubstr("resamples must be >= 1000"));
+  options.bootstrap.resamples = 10000;
+  options.alpha = 0.001;
+  EXPECT_TRUE(ComparePaired(MakeRun(4, 2, 0.0), MakeRun(4, 2, 0.0), options).ok());
+  options.alpha = 0.0005;
+  EXPECT_FALSE(ComparePaired(MakeRun(4, 2, 0.0), MakeRun(4, 2, 0.0), options).ok());
+  EXPECT_EQ(MinCompareResamples(0.05), 1000);
+  EXPECT_EQ(MinCompareResamples(0.0005), 20000);
+}
+
 TEST(ComparePairedTest, RejectsBadAlpha) {
   CompareOptions options;
-  options.alpha = 1.5;
-  EXPECT_FALSE(ComparePaired(MakeRun(4, 2, 0.0), MakeRun(4, 2, 0.0), options).ok());
+  for (double alpha : {1.5, 1.0, 0.0, -1.0, std::nan("")}) {
+    options.alpha = alpha;
+    EXPECT_FALSE(ComparePaired(MakeRun(4, 2, 0.0), MakeRun(4, 2, 0.0), options).ok()) << alpha;
+  }
 }
 
 }  // namespace

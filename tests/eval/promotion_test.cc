@@ -6,6 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <memory>
 #include <string>
 
@@ -214,6 +217,13 @@ TEST(PromotionRequestTest, TheServiceAndTheCliReadARequestAlike) {
   ASSERT_TRUE(given.ok()) << given.status();
   EXPECT_EQ(given->protocol.name(), "inline");
   EXPECT_EQ(given->alpha, 0.01);
+
+  for (double alpha : {-1.0, 1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    inline_protocol.set_alpha(alpha);
+    auto refused = PromotionRequestFrom(inline_protocol, "/nonexistent", "");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << alpha;
+    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("alpha must be in (0, 1)")) << alpha;
+  }
 
   named.set_protocol_name("no-such-protocol");
   EXPECT_THAT(PromotionRequestFrom(named, ROBOLOOP_SOURCE_DIR "/configs/protocols", "").status().message(),

@@ -115,6 +115,25 @@ TEST_F(CliEvalRunTest, EvalRunsCachesAndForces) {
   ProgramResult board = Roboloop({"leaderboard", "--task", "cartpole-swingup", "--format", "json"});
   ASSERT_EQ(board.exit_code, 0) << board.err;
   EXPECT_THAT(board.out, HasSubstr(*checkpoint_));
+
+  // What eval and leaderboard print is accepted back: hash prefixes, the ad-hoc protocol's name,
+  // and checkpoint references the way the registry takes them.
+  std::smatch shown;
+  ASSERT_TRUE(std::regex_search(first.out, shown, std::regex("cartpole-swingup-adhoc \\(([0-9a-f]{12})\\)")))
+      << first.out;
+  const std::string prefix = shown[1].str();
+  for (const std::string& protocol : {prefix, prefix.substr(0, 8), std::string("cartpole-swingup-adhoc")}) {
+    ProgramResult by_prefix = Roboloop({"leaderboard", "--protocol", protocol});
+    EXPECT_EQ(by_prefix.exit_code, 0) << protocol << ": " << by_prefix.err;
+    EXPECT_THAT(by_prefix.out, HasSubstr(checkpoint_->substr(0, 12))) << protocol;
+  }
+  ProgramResult compare = Roboloop({"compare", "tiny:v1", checkpoint_->substr(0, 12), "--protocol", prefix});
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_THAT(compare.out, HasSubstr("verdict    no significant difference"));
+  EXPECT_EQ(Roboloop({"compare", "tiny@latest", "tiny:v1", "--protocol", prefix.substr(0, 8)}).exit_code, 0);
+  ProgramResult unknown = Roboloop({"compare", "tiny:v9", "tiny:v1", "--protocol", prefix});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("tiny:v9"));
 }
 
 TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -159,6 +160,21 @@ TEST_F(CliExportTest, RefusesATorchScriptPolicy) {
   ProgramResult exported = Roboloop({"export", "scripted:v1", "-o", dir_ + "/out"});
   EXPECT_EQ(exported.exit_code, 1);
   EXPECT_THAT(exported.err, HasSubstr("policy kind 'torchscript', which does not export"));
+}
+
+TEST_F(CliExportTest, AFailedExportLeavesNothingBehind) {
+  PutCheckpoint("cartpole-mlp", "mlp", PolicyBlobs());
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root_ + "/blobs")) {
+    if (entry.is_regular_file()) std::ofstream(entry.path(), std::ios::trunc) << "flipped bytes";
+  }
+  ProgramResult corrupt = Roboloop({"export", "cartpole-mlp:v1", "-o", dir_ + "/new/exported"});
+  EXPECT_EQ(corrupt.exit_code, 1);
+  EXPECT_THAT(corrupt.err, HasSubstr("corrupt"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/new"));
+
+  ProgramResult empty = Roboloop({"export", "cartpole-mlp:v1", "-o", ""});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("-o/--output: the destination folder is empty"));
 }
 
 TEST_F(CliExportTest, RefusesANonEmptyFolderWithoutForce) {

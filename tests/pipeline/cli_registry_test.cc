@@ -121,6 +121,10 @@ TEST_F(CliRegistryTest, CheckpointAliasPromoteHistoryLineage) {
   ProgramResult promote =
       Roboloop({"registry", "promote", "cartpole-mlp", "cartpole-mlp:v1", "--reason", "best success"});
   ASSERT_EQ(promote.exit_code, 0) << promote.err;
+  ProgramResult ordinary = Roboloop(
+      {"registry", "promote", "cartpole-mlp", "cartpole-mlp:v1", "--reason", "r", "--alias", "newprot"});
+  EXPECT_NE(ordinary.exit_code, 0);
+  EXPECT_THAT(ordinary.err, HasSubstr("promote moves only a protected alias (champion), not 'newprot'"));
   ProgramResult alias =
       Roboloop({"registry", "alias", "cartpole-mlp", "staging", "cartpole-mlp:v2", "--reason", "try"});
   ASSERT_EQ(alias.exit_code, 0) << alias.err;

@@ -139,6 +139,14 @@ TEST_F(RegistryTest, AliasesNeedReasonsAndProtectedOnesNeedPromote) {
   promote.set_ref("m:v1");
   promote.set_reason("rollback");
   ASSERT_TRUE(registry_->Promote(promote).ok());
+  // QA: promote --alias X once created an ordinary alias that `registry alias` then moved freely.
+  for (const char* ordinary : {"newprot", "staging"}) {
+    promote.set_alias(ordinary);
+    auto not_protected = registry_->Promote(promote);
+    EXPECT_EQ(not_protected.status().code(), absl::StatusCode::kInvalidArgument) << ordinary;
+    EXPECT_THAT(Message(not_protected.status()), HasSubstr("only a protected alias (champion)")) << ordinary;
+  }
+  promote.set_alias("champion");
 
   v1::AliasHistoryRequest history_request;
   history_request.set_model("m");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/policy_test_files.h"
 #include "tests/util/subprocess.h"
@@ -215,11 +216,36 @@ nlohmann::json TwoCameraOptions() {
           {"keypoints", 6}};
 }
 
+// `python roboloop_policy.py DIR`, the folder self-check of docs/export.md, run with the module
+// of `module_dir`: exit 0 and the summary line.
+roboloop::testing::ProgramResult RunSelfCheck(const std::string& module_dir, const std::string& policy_dir) {
+  return roboloop::testing::RunProgram({testing::kTorchPython, module_dir + "/roboloop_policy.py", policy_dir});
+}
+
 TEST_F(ExportPythonTest, MlpWithTwoCameras) {
   nlohmann::json spec = {{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 2},
                          {"chunk", 3}, {"hidden", {32, 16}}, {"activation", "relu"}};
   spec.update(TwoCameraOptions());
-  ExpectPythonMatchesCpp(MakePolicy(spec, 5), ROBOLOOP_SOURCE_DIR "/python", 5);
+  const std::string policy_dir = MakePolicy(spec, 5);
+  ExpectPythonMatchesCpp(policy_dir, ROBOLOOP_SOURCE_DIR "/python", 5);
+  // QA: the self-check once called act() without frames and died with a traceback.
+  roboloop::testing::ProgramResult checked = RunSelfCheck(ROBOLOOP_SOURCE_DIR "/python", policy_dir);
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  EXPECT_THAT(checked.out, ::testing::HasSubstr("obs [batch, 2, 5] + images uint8 [batch, 1056] "
+                                                "(agentview 16x16x3, wrist 8x12x3) -> actions [3, 2] per row"));
+}
+
+TEST_F(ExportPythonTest, SelfCheckNamesAMalformedJsonFile) {
+  const std::string policy_dir = MakePolicy({{"kind", "mlp"}, {"obs_dim", 3}, {"action_dim", 2}, {"history", 1},
+                                             {"chunk", 2}, {"hidden", {8}}, {"activation", "relu"}},
+                                            8);
+  roboloop::testing::ProgramResult good = RunSelfCheck(ROBOLOOP_SOURCE_DIR "/python", policy_dir);
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_THAT(good.out, ::testing::HasSubstr("obs [batch, 1, 3] -> actions [2, 2] per row"));
+  std::ofstream(policy_dir + "/normalization.json") << "{\"obs\": [1, 2";
+  roboloop::testing::ProgramResult bad = RunSelfCheck(ROBOLOOP_SOURCE_DIR "/python", policy_dir);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("ValueError: " + policy_dir + "/normalization.json: not a valid"));
 }
 
 TEST_F(ExportPythonTest, FlowMatchingTransformerWithTwoCameras) {
@@ -244,6 +270,9 @@ TEST_F(ExportPythonTest, TrainedAndExportedCheckpointMatches) {
             "--root", store});
   Roboloop({"export", "cartpole-flow@latest", "-o", exported, "--root", store});
   ExpectPythonMatchesCpp(exported, exported, 4);
+  roboloop::testing::ProgramResult checked = RunSelfCheck(exported, exported);
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  EXPECT_THAT(checked.out, ::testing::HasSubstr("cartpole-flow (transformer): obs [batch, 3, "));
 }
 
 }  // namespace
