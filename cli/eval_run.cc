@@ -20,6 +20,7 @@
 #include "common/store_layout.h"
 #include "eval/eval_grpc_service.h"
 #include "eval/eval_service.h"
+#include "eval/metrics.h"
 #include "eval/promotion.h"
 #include "eval/protocol.h"
 #include "sim/checkpoint_policy.h"
@@ -262,8 +263,8 @@ void AddPromoteCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
 }  // namespace
 
 absl::Status CheckAlphaFlag(const char* flag, double alpha) {
-  if (alpha > 0.0 && alpha < 1.0) return absl::OkStatus();
-  return UsageError(absl::StrCat(flag, " must be a significance level in (0, 1), got ", alpha));
+  const absl::Status checked = eval::CheckAlpha(alpha);
+  return checked.ok() ? checked : UsageError(absl::StrCat(flag, ": ", checked.message()));
 }
 
 void AddEvaluateCommands(CLI::App& app, CommandRunner& runner) {

@@ -13,8 +13,8 @@ namespace roboloop::cli {
 // Adds the `eval` and `promote` commands to `app`.
 void AddEvaluateCommands(CLI::App& app, CommandRunner& runner);
 
-// OK when `alpha` (the value of `flag`) is a finite significance level in (0, 1); otherwise a
-// usage error naming the flag (0 does not mean the default).
+// OK when `alpha` (the value of `flag`) is a significance level eval::CheckAlpha takes; otherwise
+// a usage error naming the flag (0 does not mean the default).
 absl::Status CheckAlphaFlag(const char* flag, double alpha);
 
 // Adds `eval` under the `serve` command.

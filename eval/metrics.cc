@@ -153,10 +153,7 @@ void Decide(const CompareOptions& options, v1::Comparison* comparison) {
 }
 
 absl::Status CheckCompareOptions(const CompareOptions& options) {
-  if (!(options.alpha > 0.0 && options.alpha < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("comparison alpha must be in (0, 1) (got ", options.alpha, ")"));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckAlpha(options.alpha), "comparison"));
   const int minimum = MinCompareResamples(options.alpha);
   if (options.bootstrap.resamples < minimum) {
     return absl::InvalidArgumentError(absl::StrCat("comparison resamples must be >= ", minimum, " at alpha ",
@@ -264,6 +261,11 @@ absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c) {
   return std::min(1.0, 2.0 * tail);
 }
 
+absl::Status CheckAlpha(double alpha) {
+  if (alpha >= kMinAlpha && alpha < 1.0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("alpha must be in [", kMinAlpha, ", 1), got ", alpha));
+}
+
 int MinCompareResamples(double alpha) {
   const double minimum = std::max(1000.0, std::ceil(10.0 / alpha));
   return static_cast<int>(std::min(minimum, static_cast<double>(std::numeric_limits<int>::max())));
@@ -272,7 +274,7 @@ int MinCompareResamples(double alpha) {
 CompareOptions CompareOptionsAt(double alpha) {
   CompareOptions options;
   options.alpha = alpha;
-  if (alpha > 0.0 && alpha < 1.0) {
+  if (CheckAlpha(alpha).ok()) {
     options.bootstrap.resamples = std::max(options.bootstrap.resamples, MinCompareResamples(alpha));
   }
   return options;

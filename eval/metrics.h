@@ -59,9 +59,17 @@ absl::StatusOr<double> McNemarExactP(int64_t b, int64_t c);
 // Largest number of pairs whose 2^n sign assignments SignFlipTest enumerates exactly.
 inline constexpr int kMaxExactSignFlipPairs = 20;
 
+// The smallest significance level a comparison takes: at it the Monte-Carlo test already needs
+// 10 / kMinAlpha resamples, and a smaller level would make the work unbounded.
+inline constexpr double kMinAlpha = 1e-4;
+
+// OK when `alpha` is a significance level a comparison takes, in [kMinAlpha, 1); otherwise
+// InvalidArgument "alpha must be in [0.0001, 1), got ..." (NaN and 0 included).
+absl::Status CheckAlpha(double alpha);
+
 // Fewest resamples a paired comparison at `alpha` accepts: max(1000, ceil(10 / alpha)), so that
 // the Monte-Carlo p floor 1 / (R + 1) lies well below alpha and each bootstrap tail holds at least
-// 5 resample means. `alpha` in (0, 1).
+// 5 resample means. `alpha` as CheckAlpha takes it.
 int MinCompareResamples(double alpha);
 
 // A paired sign-flip (permutation) test of "mean difference 0".
@@ -80,20 +88,20 @@ absl::StatusOr<SignFlipResult> SignFlipTest(absl::Span<const double> differences
 
 // Options of a paired comparison.
 struct CompareOptions {
-  double alpha = 0.05;          // significance level, in (0, 1)
+  double alpha = 0.05;          // significance level, as CheckAlpha takes it
   BootstrapOptions bootstrap;   // the return-difference bootstrap (confidence = 1 - alpha) and
                                 // the Monte-Carlo sign-flip test; resamples >= MinCompareResamples
 };
 
 // The default options at `alpha`, with the resamples raised to MinCompareResamples(alpha) when
-// alpha is in (0, 1) and needs more (ComparePaired refuses any other alpha).
+// CheckAlpha takes alpha and it needs more (ComparePaired refuses any other alpha).
 CompareOptions CompareOptionsAt(double alpha);
 
 // Compares `candidate` with `baseline` episode by episode, matched by (seed, episode index),
 // and decides the verdict (rule in eval/README.md). Fills the counts, p-values, return
 // difference, alpha, verdict and reason; ids and protocol hash are the caller's.
 // InvalidArgument when the two episode sets differ (names the first unmatched episode),
-// hold a duplicate, or are empty, when alpha is not in (0, 1), or when the resamples are
+// hold a duplicate, or are empty, when CheckAlpha refuses alpha, or when the resamples are
 // fewer than MinCompareResamples(alpha).
 absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
                                              const Episodes& baseline,

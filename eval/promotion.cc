@@ -99,10 +99,7 @@ absl::StatusOr<PromotionRequest> PromotionRequestFrom(const v1::PromoteCandidate
   promotion.model = request.model();
   promotion.candidate_ref = request.candidate();
   if (request.alpha() != 0.0) promotion.alpha = request.alpha();
-  if (!(promotion.alpha > 0.0 && promotion.alpha < 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("promotion alpha must be in (0, 1) (got ", request.alpha(), ")"));
-  }
+  ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckAlpha(promotion.alpha), "promotion"));
   promotion.sim_endpoints.assign(request.sim_endpoints().begin(), request.sim_endpoints().end());
   promotion.dataset_cache_dir = dataset_cache_dir;
   if (request.has_protocol()) {

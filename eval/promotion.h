@@ -52,7 +52,7 @@ absl::StatusOr<PromotionOutcome> PromoteIfBetter(const EvalServiceHandler& evalu
 // The promotion `request` asks for (EvalService.Promote, `roboloop promote`): its protocol given
 // inline or named (a name under `protocols_dir`, or a YAML path; errors name it), alpha 0 (unset)
 // = 0.05, training datasets copied to `dataset_cache_dir` for the seed check. InvalidArgument
-// for any other alpha outside (0, 1), NaN included.
+// for any other alpha CheckAlpha refuses, NaN included.
 absl::StatusOr<PromotionRequest> PromotionRequestFrom(const v1::PromoteCandidateRequest& request,
                                                       const std::string& protocols_dir,
                                                       const std::string& dataset_cache_dir);

@@ -150,15 +150,15 @@ TEST_F(CliEvalTest, CompareAndPromoteRefuseBadAlphaAndTooFewResamples) {
   Seed({testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1),
         testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1)});
   const std::vector<std::string> compare = {"compare", "ckpt-new", "ckpt-old", "--protocol", "reach-gate"};
-  for (const char* alpha : {"nan", "inf", "-1", "0", "1"}) {
+  for (const char* alpha : {"nan", "inf", "-1", "0", "1", "1e-9"}) {
     std::vector<std::string> args = compare;
     args.insert(args.end(), {"--alpha", alpha});
     ProgramResult result = Roboloop(args);
     EXPECT_EQ(result.exit_code, 2) << alpha << ": " << result.err;
-    EXPECT_THAT(result.err, HasSubstr("--alpha must be a significance level in (0, 1)")) << alpha;
+    EXPECT_THAT(result.err, HasSubstr("--alpha: alpha must be in [0.0001, 1)")) << alpha;
     ProgramResult promote = Roboloop({"promote", "reach", "--protocol", "reach-gate", "--alpha", alpha});
     EXPECT_EQ(promote.exit_code, 2) << alpha << ": " << promote.err;
-    EXPECT_THAT(promote.err, HasSubstr("--alpha must be a significance level in (0, 1)")) << alpha;
+    EXPECT_THAT(promote.err, HasSubstr("--alpha: alpha must be in [0.0001, 1)")) << alpha;
   }
   for (const char* resamples : {"1", "3", "999"}) {
     std::vector<std::string> args = compare;

@@ -218,11 +218,11 @@ TEST(PromotionRequestTest, TheServiceAndTheCliReadARequestAlike) {
   EXPECT_EQ(given->protocol.name(), "inline");
   EXPECT_EQ(given->alpha, 0.01);
 
-  for (double alpha : {-1.0, 1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+  for (double alpha : {-1.0, 1.0, 1e-9, std::nan(""), std::numeric_limits<double>::infinity()}) {
     inline_protocol.set_alpha(alpha);
     auto refused = PromotionRequestFrom(inline_protocol, "/nonexistent", "");
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << alpha;
-    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("alpha must be in (0, 1)")) << alpha;
+    EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("promotion: alpha must be in [0.0001, 1)")) << alpha;
   }
 
   named.set_protocol_name("no-such-protocol");
