@@ -101,9 +101,22 @@ class YamlProtoParser {
     return SetScalarOrMessage(node, field, message);
   }
 
+  // The first key the mapping `node` gives twice, as an error at its second place; OK when none is.
+  absl::Status CheckUniqueKeys(const YAML::Node& node) const {
+    std::map<std::string, YAML::Mark> seen;  // where each key was first given
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      if (!seen.emplace(key, entry.first.Mark()).second) {
+        return Error(entry.first, absl::StrCat("duplicate key '", key, "' (given at line ", seen[key].line + 1, ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseMap(const YAML::Node& node, const FieldDescriptor* field, Message* message) {
     if (node.IsNull()) return absl::OkStatus();
     if (!node.IsMap()) return Error(node, absl::StrCat("field '", field->name(), "' expects a mapping"));
+    ROBOLOOP_RETURN_IF_ERROR(CheckUniqueKeys(node));
     const Reflection* reflection = message->GetReflection();
     const FieldDescriptor* key_field = field->message_type()->FindFieldByName("key");
     const FieldDescriptor* value_field = field->message_type()->FindFieldByName("value");
@@ -235,6 +248,7 @@ class YamlProtoParser {
     auto* s = static_cast<google::protobuf::Struct*>(message);
     if (node.IsNull()) return absl::OkStatus();
     if (!node.IsMap()) return Error(node, "expected a mapping");
+    ROBOLOOP_RETURN_IF_ERROR(CheckUniqueKeys(node));
     for (const auto& entry : node) {
       google::protobuf::Value& value = (*s->mutable_fields())[entry.first.as<std::string>()];
       ROBOLOOP_RETURN_IF_ERROR(ParseValue(entry.second, &value));

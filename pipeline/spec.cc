@@ -24,24 +24,6 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-// "<file>:<line>:<column>: duplicate key '<key>'" for every key a mapping of `node` (at any
-// depth) holds twice.
-void NoteDuplicateKeys(const YAML::Node& node, const std::string& file, std::vector<std::string>* problems) {
-  if (node.IsSequence()) {
-    for (const YAML::Node& item : node) NoteDuplicateKeys(item, file, problems);
-    return;
-  }
-  if (!node.IsMap()) return;
-  std::set<std::string> keys;
-  for (const auto& entry : node) {
-    if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second) {
-      problems->push_back(absl::StrCat(file, ":", entry.first.Mark().line + 1, ":", entry.first.Mark().column + 1,
-                                       ": duplicate key '", entry.first.Scalar(), "'"));
-    }
-    NoteDuplicateKeys(entry.second, file, problems);
-  }
-}
-
 // Stage name -> line of its entry, for stages at any depth.
 void CollectStageLines(const YAML::Node& stages, std::map<std::string, int>* lines) {
   if (!stages || !stages.IsSequence()) return;
@@ -576,9 +558,6 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::
   ROBOLOOP_RETURN_IF_ERROR(ParseYamlToProto(text, path, &loaded.pipeline));
   try {
     const YAML::Node root = YAML::Load(text);
-    std::vector<std::string> duplicates;
-    NoteDuplicateKeys(root, path, &duplicates);
-    if (!duplicates.empty()) return absl::InvalidArgumentError(absl::StrJoin(duplicates, "\n"));
     CollectStageLines(root["stages"], &loaded.stage_lines);
     if (root.IsMap() && root["task_files"] && root["task_files"].IsSequence()) {
       for (const YAML::Node& entry : root["task_files"]) loaded.task_file_lines.push_back(entry.Mark().line + 1);

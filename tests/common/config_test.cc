@@ -71,6 +71,10 @@ TEST(ConfigTest, AKeyGivenTwiceIsAnErrorNamingBothLines) {
   absl::Status s = ParseYamlToProto("name: c\nseed: 1\nname: d\n", "dup.yaml", &p);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("dup.yaml:3:1: duplicate key 'name' (name was given at line 1)"));
+  s = ParseYamlToProto("variables:\n  a: 1\n  a: 2\n", "map.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("map.yaml:3:3: duplicate key 'a' (given at line 2)"));
+  s = ParseYamlToProto("stages:\n  - name: s\n    params: {x: 1, y: {z: 1, z: 2}}\n", "struct.yaml", &p);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("struct.yaml:3:30: duplicate key 'z' (given at line 3)"));
 }
 
 TEST(ConfigTest, ADirectoryIsNoConfigFile) {
