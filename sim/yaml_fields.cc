@@ -1,5 +1,7 @@
 #include "sim/yaml_fields.h"
 
+#include <map>
+
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 
@@ -19,11 +21,16 @@ bool YamlFields::CheckKeys(const YAML::Node& node, const std::string& at, const 
     Problem(node, at, "expected a mapping");
     return false;
   }
+  std::map<std::string, int> first_line;  // where each key was first given
   for (const auto& item : node) {
     const std::string key = item.first.Scalar();
     if (allowed.count(key) == 0) {
       Problem(item.first, KeyPath(at, key),
               absl::StrCat("unknown key '", key, "'; expected one of: ", absl::StrJoin(allowed, ", ")));
+    }
+    const auto [seen, first] = first_line.emplace(key, item.first.Mark().line + 1);
+    if (!first) {
+      Problem(item.first, KeyPath(at, key), absl::StrCat("duplicate key '", key, "' (given at line ", seen->second, ")"));
     }
   }
   return true;

@@ -85,6 +85,15 @@ TEST(YamlTaskTest, UnknownSensorBodyAndKeyAreRefused) {
   EXPECT_NE(key.status().message().find("unknown key 'rewards'"), std::string::npos) << key.status();
 }
 
+TEST(YamlTaskTest, AKeyGivenTwiceIsRefusedWithBothLines) {
+  const std::string path = WriteTask("twice", "observations: [{name: b, body_pos: puck}]\nmax_steps: 20\n"
+                                              "success: {condition: {type: alive_bonus, above: 0}, rule: every_step}\n");
+  auto task = LoadYamlTask(path);
+  EXPECT_NE(task.status().message().find(path + ":6: max_steps: duplicate key 'max_steps' (given at line 4)"),
+            std::string::npos)
+      << task.status();
+}
+
 TEST(YamlTaskTest, NonFiniteNumbersAreRefusedWithFileAndLine) {
   const std::string path = WriteTask("non_finite", R"(goals:
   - {name: target, mocap_body: target, low: [-0.2, .nan, 0], high: [0.2, 0.2, 0]}
