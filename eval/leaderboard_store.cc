@@ -70,6 +70,16 @@ CREATE TABLE episodes(
       {2, R"sql(
 ALTER TABLE evaluations ADD COLUMN requested_by TEXT NOT NULL DEFAULT '';
 )sql"},
+      // Wilson bounds of 0/n and n/n were stored a rounding error away from 0 and 1, which ranked
+      // 0/n rows by noise; they are exactly 0 and 1 now, in the column and in the aggregates.
+      {3, R"sql(
+UPDATE evaluations SET success_low = 0,
+    aggregates_json = json_set(aggregates_json, '$.success.interval.low', 0)
+  WHERE status = 'completed' AND successes = 0 AND success_low != 0;
+UPDATE evaluations SET success_high = 1,
+    aggregates_json = json_set(aggregates_json, '$.success.interval.high', 1)
+  WHERE status = 'completed' AND successes = trials AND success_high != 1;
+)sql"},
   };
   return kMigrations;
 }

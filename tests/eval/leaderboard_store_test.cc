@@ -266,6 +266,41 @@ TEST_F(LeaderboardStoreTest, SchemaOneDatabaseMigratesKeepingItsEvaluations) {
   EXPECT_EQ(store_->Get(later.id())->requested_by(), "bob");
 }
 
+// Schema 2 stored the Wilson bounds of 0/n and n/n a rounding error off 0 and 1; schema 3 makes
+// them exact in the column the leaderboard ranks by and in the stored aggregates.
+TEST_F(LeaderboardStoreTest, SchemaTwoWilsonBoundsOfNoneAndAllBecomeExact) {
+  const v1::Evaluation none = MakeEvaluation(protocol_, "ckpt-none", "reach", 1, 0, 0, kJan1);
+  const v1::Evaluation all = MakeEvaluation(protocol_, "ckpt-all", "reach", 2, 20, 0, kJan1);
+  ASSERT_TRUE(store_->Store(none).ok());
+  ASSERT_TRUE(store_->Store(all).ok());
+  store_.reset();
+  {
+    auto db = SqliteDb::Open(LeaderboardStore::DatabasePath(root_), 5000);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->Exec("UPDATE evaluations SET success_low = 1.7e-18, aggregates_json = json_set("
+                            "aggregates_json, '$.success.interval.low', 1.7e-18) WHERE successes = 0").ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE evaluations SET success_high = 0.9999999999999998, aggregates_json = json_set("
+                            "aggregates_json, '$.success.interval.high', 0.9999999999999998) WHERE successes = 20")
+                    .ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE schema_version SET version = 2").ok());
+  }
+  store_ = Open();
+  ASSERT_NE(store_, nullptr);
+  auto none_back = store_->Get(none.id());
+  ASSERT_TRUE(none_back.ok()) << none_back.status();
+  EXPECT_EQ(none_back->aggregates().success().interval().low(), 0.0);
+  auto all_back = store_->Get(all.id());
+  ASSERT_TRUE(all_back.ok()) << all_back.status();
+  EXPECT_EQ(all_back->aggregates().success().interval().high(), 1.0);
+  auto db = SqliteDb::Open(LeaderboardStore::DatabasePath(root_), 5000);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ((*db)->QueryInt("SELECT COUNT(*) FROM evaluations WHERE success_low = 0 AND successes = 0", {}, -1).value(),
+            1);
+  EXPECT_EQ((*db)->QueryInt("SELECT COUNT(*) FROM evaluations WHERE success_high = 1 AND successes = trials", {}, -1)
+                .value(),
+            1);
+}
+
 TEST_F(LeaderboardStoreTest, TwoConnectionsWriteConcurrently) {
   std::unique_ptr<LeaderboardStore> second = Open();
   ASSERT_NE(second, nullptr);
