@@ -2,6 +2,7 @@
 #include "pipeline/spec.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <functional>
 #include <google/protobuf/struct.pb.h>
@@ -566,6 +567,7 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path, const std::
     // ParseYamlToProto accepted the text, so it is valid YAML; lines are best effort.
   }
   for (const Override& o : overrides) ROBOLOOP_RETURN_IF_ERROR(ApplyOverride(o, &loaded.pipeline));
+  if (loaded.pipeline.name().empty()) loaded.pipeline.set_name(std::filesystem::path(path).stem().string());
   return loaded;
 }
 

@@ -40,9 +40,10 @@ struct LoadedPipeline {
   std::vector<int> task_file_lines;          // line of each task_files entry (1-based), when known
 };
 
-// Reads and parses `path` (every unknown key and type error is a line of the error, with
-// file:line:column; then every key a mapping holds twice), then applies `overrides` in order (an unknown stage or field, or a value of the wrong type,
-// is an error naming the override).
+// Reads and parses `path` (every unknown key and type error, and a key a mapping holds twice, is
+// a line of the error, with file:line:column), then applies `overrides` in order (an unknown
+// stage or field, or a value of the wrong type, is an error naming the override). A pipeline
+// without a name is named after the file (its name without the extension).
 absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
                                             const std::vector<Override>& overrides);
 

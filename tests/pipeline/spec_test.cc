@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_split.h"
@@ -341,6 +342,16 @@ TEST_F(SpecTest, APipelineWithoutStagesIsAnErrorNamingTheFile) {
   EXPECT_THAT(ValidatePipeline(*loaded, BuiltinStageKinds(), ValidationOptions()).status().message(),
               HasSubstr(empty + ": the pipeline has no stages"));
   EXPECT_THAT(Validate("name: idle\nstages: []\n").status().message(), HasSubstr(": the pipeline has no stages"));
+}
+
+TEST_F(SpecTest, APipelineWithoutANameIsNamedAfterItsFile) {
+  const std::string path = Write("stages:\n  - {name: demos, kind: collect, collect: {task: reach, episodes: 2}}\n");
+  auto loaded = LoadPipeline(path, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->pipeline.name(), std::filesystem::path(path).stem().string());
+  auto named = LoadPipeline(Write("name: mine\nstages: []\n"), {});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->pipeline.name(), "mine");
 }
 
 }  // namespace
