@@ -11,6 +11,7 @@
 #include "data/dataset_writer.h"
 #include "common/sha256.h"
 #include "data/hdf5_io.h"
+#include "data/seed_ranges.h"
 #include "data/tools.h"
 
 namespace roboloop::data {
@@ -112,7 +113,9 @@ absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
     writer_options.lineage.parents.push_back({"dataset", input, sha256});
   }
   writer_options.path = options.output;
-  writer_options.env_args_json = readers.front()->layout().env_args_json;
+  std::vector<std::string> env_args;
+  for (const auto& reader : readers) env_args.push_back(reader->layout().env_args_json);
+  ROBOLOOP_ASSIGN_OR_RETURN(writer_options.env_args_json, MergedEnvArgs(env_args));
   writer_options.storage = options.storage;
   writer_options.overwrite = options.overwrite;
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,

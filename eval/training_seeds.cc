@@ -1,35 +1,31 @@
 #include "eval/training_seeds.h"
 
-#include <optional>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
+#include "data/seed_ranges.h"
 #include "data/tools.h"
 
 namespace roboloop::eval {
 namespace {
 
-// The collect seed range in a dataset file's env_args, if it has one.
-absl::StatusOr<std::optional<SeedRange>> CollectedRange(const std::string& path, const std::string& label) {
+// The collect seed ranges a dataset file's env_args record (data/seed_ranges.h), labelled.
+absl::StatusOr<std::vector<SeedRange>> CollectedRanges(const std::string& path, const std::string& label) {
   ROBOLOOP_ASSIGN_OR_RETURN(data::DatasetInfo info, data::GetInfo(path));
-  const nlohmann::json env_args = nlohmann::json::parse(info.layout.env_args_json, nullptr, false);
-  const nlohmann::json kwargs =
-      env_args.is_object() ? env_args.value("env_kwargs", nlohmann::json()) : nlohmann::json();
-  if (!kwargs.is_object() || !kwargs.contains("base_seed") || !kwargs.contains("num_episodes")) return std::nullopt;
-  try {
-    SeedRange range;
-    range.base_seed = kwargs["base_seed"].get<uint64_t>();
-    range.start = kwargs.value("first_episode", int64_t{0});
-    range.count = kwargs["num_episodes"].get<int64_t>();
-    range.label = label;
-    return range;
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": env_args env_kwargs seed range is malformed: ", e.what()));
+  absl::StatusOr<std::vector<data::CollectSeedRange>> recorded = data::RecordedSeedRanges(info.layout.env_args_json);
+  if (!recorded.ok()) return Annotate(recorded.status(), label);
+  std::vector<SeedRange> ranges;
+  for (const data::CollectSeedRange& range : *recorded) {
+    SeedRange labelled;
+    labelled.base_seed = range.base_seed;
+    labelled.start = range.first_episode;
+    labelled.count = range.num_episodes;
+    labelled.label = label;
+    ranges.push_back(labelled);
   }
+  return ranges;
 }
 
 // Adds the ranges of dataset `id` and of its parents not visited yet.
@@ -41,9 +37,8 @@ absl::Status AddDatasetRanges(registry::RegistryClient& registry, const std::str
   const std::string label = absl::StrCat("dataset ", dataset->name(), ":v", dataset->version());
   absl::StatusOr<std::string> path = registry.CachedCopy(dataset->blob().sha256(), cache_dir, ".hdf5");
   if (!path.ok()) return Annotate(path.status(), label);
-  absl::StatusOr<std::optional<SeedRange>> range = CollectedRange(*path, label);
-  if (!range.ok()) return Annotate(range.status(), label);
-  if (range->has_value()) ranges->push_back(**range);
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<SeedRange> collected, CollectedRanges(*path, label));
+  ranges->insert(ranges->end(), collected.begin(), collected.end());
   for (const std::string& parent : dataset->parent_ids()) {
     ROBOLOOP_RETURN_IF_ERROR(AddDatasetRanges(registry, parent, cache_dir, visited, ranges));
   }

@@ -2,9 +2,12 @@
 // the registration metadata.
 #include <set>
 
+#include "absl/strings/str_cat.h"
+
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "common/sha256.h"
+#include "data/seed_ranges.h"
 #include "data/tools.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,6 +18,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::MakeEpisode;
 using testing::OpenOrDie;
 using testing::TempDir;
@@ -109,6 +113,39 @@ TEST(MergeTest, RequiresTheSameTask) {
             dir.File("c.hdf5") + ": no task (env_args without env_name), but " + dir.File("a.hdf5") +
                 " has task 'Lift' (merge only datasets of one task)");
   EXPECT_FALSE(std::filesystem::exists(merge.output));
+}
+
+// A collect records its seed range in env_kwargs; a merge lists every input's, nested merges included, so that a
+// seed check of the merged file sees all the seeds it holds, not the first input's alone.
+TEST(MergeTest, RecordsEveryInputsSeedRange) {
+  TempDir dir;
+  const auto collected = [](int first) {
+    return absl::StrCat(R"({"env_name": "Lift", "env_kwargs": {"base_seed": 7, "first_episode": )", first,
+                        R"(, "num_episodes": 4, "task": "Lift"}})");
+  };
+  WriteDataset(dir.File("a.hdf5"), {4}, collected(0));
+  WriteDataset(dir.File("b.hdf5"), {4}, collected(4));
+  WriteDataset(dir.File("c.hdf5"), {4}, collected(100));
+  MergeOptions merge;
+  merge.inputs = {dir.File("a.hdf5"), dir.File("b.hdf5"), dir.File("a.hdf5")};
+  merge.output = dir.File("ab.hdf5");
+  ASSERT_TRUE(MergeDatasets(merge).ok());
+  merge.inputs = {dir.File("ab.hdf5"), dir.File("c.hdf5")};
+  merge.output = dir.File("abc.hdf5");
+  ASSERT_TRUE(MergeDatasets(merge).ok());
+  const std::string env_args = OpenOrDie(dir.File("abc.hdf5"))->layout().env_args_json;
+  absl::StatusOr<std::vector<CollectSeedRange>> ranges = RecordedSeedRanges(env_args);
+  ASSERT_TRUE(ranges.ok()) << ranges.status();
+  EXPECT_THAT(*ranges, ElementsAre(CollectSeedRange{7, 0, 4}, CollectSeedRange{7, 4, 4}, CollectSeedRange{7, 100, 4}));
+  EXPECT_THAT(env_args, Not(HasSubstr("\"num_episodes\":4,\"task\"")));
+  EXPECT_THAT(env_args, HasSubstr("\"task\":\"Lift\""));
+}
+
+TEST(SeedRangesTest, AMalformedRangeIsNamed) {
+  EXPECT_TRUE(RecordedSeedRanges(R"({"env_name": "Lift"})")->empty());
+  absl::StatusOr<std::vector<CollectSeedRange>> bad =
+      RecordedSeedRanges(R"({"env_kwargs": {"seed_ranges": [{"num_episodes": 3}]}})");
+  EXPECT_THAT(bad.status().message(), HasSubstr("env_args env_kwargs.seed_ranges[0]: not a seed range"));
 }
 
 TEST(SplitTest, AssignmentIsADeterministicPartition) {
