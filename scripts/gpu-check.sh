@@ -129,8 +129,10 @@ gpu_arch() {
   echo "${cap:-9.0}"
 }
 
-# Runs one stage in a subshell that stops at its first failing command, prints and records
-# its time; returns the stage's exit status.
+# Runs one stage in a subshell, prints and records its time; returns the stage's exit status.
+# main tests that status with `||`, and bash then ignores `set -e` inside the stage (even the
+# subshell's own): a stage's status is its last command's, so each stage function ends with
+# the command that decides it, or returns a status it collected.
 stage() {
   local name="$1" start=$SECONDS rc
   shift
@@ -248,7 +250,7 @@ make_python_env() {
     [ -n "$wheel" ] || fail_setup "no MuJoCo wheel for $tag in $BUNDLE/wheels: rerun gpu-bundle.sh with ROBOLOOP_GPU_PYTHON_VERSIONS=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
     rm -rf "$VENV"
     "$python" -m venv --system-site-packages --without-pip "$VENV"
-    see_user_site "$python"
+    see_site_packages_of "$python"
     install_wheel "$wheel"
     install_wheel "$(ls "$BUNDLE"/wheels/gymnasium-*-py3-none-any.whl | head -1)"
   fi
@@ -263,12 +265,16 @@ EOF
   [ "$UNTIL" = configure ] || require_torch_gpu
 }
 
-# A venv does not read the user's site-packages, where `pip install --user` puts torch: a .pth
-# file adds it.
-see_user_site() {
-  local user_site
-  user_site="$("$1" -c 'import site; print(site.getusersitepackages())')"
-  if [ -d "$user_site" ]; then echo "$user_site" > "$(venv_site)/roboloop-user-site.pth"; fi
+# --system-site-packages shows the new environment the base interpreter's site-packages only:
+# not the user's (where `pip install --user` puts torch), nor those of a virtual environment
+# that python $1 itself runs in (the device runner's python3 is /opt/torch/.venv's, torch
+# inside). A .pth file adds every site-packages folder python $1 sees, so torch and the
+# nvidia-* wheels import as they do for it.
+see_site_packages_of() {
+  "$1" -c 'import os, site
+for folder in site.getsitepackages() + [site.getusersitepackages()]:
+    if os.path.isdir(folder):
+        print(folder)' > "$(venv_site)/roboloop-python-sites.pth"
 }
 
 venv_site() {
