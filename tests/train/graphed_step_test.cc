@@ -1,12 +1,14 @@
 // GraphedStep's capture (train/torch/graphed_step.h): a step that synchronises with the host
-// cannot be captured and is reported as GraphCaptureError, after which the device still runs
-// eager work and a well-formed step captures and replays: the premise of `cuda_graph: auto`
-// falling back to eager steps. The CUDA cases run where LibTorch sees a GPU (label gpu).
+// cannot be captured and is reported as GraphCaptureError, after which the memory the capture
+// took is back, the device still runs eager work (random draws on it too) and a well-formed
+// step captures and replays: the premise of `cuda_graph: auto` falling back to eager steps.
+// The CUDA cases run where LibTorch sees a GPU (label gpu).
 //
 // Tolerance: the replayed figures are those of float32 sums of small integers, exact.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
 
 #include "train/torch/graphed_step.h"
@@ -20,13 +22,27 @@ PolicyInputs InputsOnes() {
   return inputs;
 }
 
-// A step whose figures are {sum(obs) * lr, count}; it reads the host when `sync` is set.
+// Bytes a failing capture allocates in the graph's pool before it reads the host.
+constexpr int64_t kCaptureScratchBytes = int64_t{256} << 20;
+
+// A step whose figures are {sum(obs) * lr, count}; with `sync` set it allocates
+// kCaptureScratchBytes and reads the host.
 CapturableStep StepThatSums(bool sync) {
   return [sync](const PolicyInputs& inputs, const LossNoise&, const torch::Tensor& lr, const torch::Tensor& count) {
     const torch::Tensor sum = inputs.obs.sum();
-    if (sync) (void)sum.item<float>();  // not allowed while capturing
+    if (sync) {
+      const torch::Tensor scratch = torch::ones({kCaptureScratchBytes}, inputs.obs.options().dtype(torch::kUInt8));
+      (void)(scratch.sum() + sum).item<float>();  // not allowed while capturing
+    }
     return torch::stack({sum * lr, count});
   };
+}
+
+int64_t ReservedBytes(const torch::Device& device) {
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+      .reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+      .current;
 }
 
 void WarmUpFully(GraphedStep& graphed, const torch::Device& device, const CapturableStep& step) {
@@ -44,18 +60,21 @@ TEST(GraphedStepTest, CudaAStepThatReadsTheHostFailsToCaptureAndTheDeviceStaysUs
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device device(torch::kCUDA, 0);
   const PolicyInputs inputs = InputsOnes();
-  {
-    GraphedStep failing(device, StepThatSums(/*sync=*/true));
-    WarmUpFully(failing, device, StepThatSums(/*sync=*/false));
-    ASSERT_TRUE(failing.Takes(inputs, LossNoise()));
-    try {
-      failing.Replay(inputs, LossNoise(), 0.5, 1);
-      FAIL() << "a step that reads the host was captured";
-    } catch (const GraphCaptureError& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr("cuda_graph: off"));
-    }
+  GraphedStep failing(device, StepThatSums(/*sync=*/true));
+  WarmUpFully(failing, device, StepThatSums(/*sync=*/false));
+  ASSERT_TRUE(failing.Takes(inputs, LossNoise()));
+  const int64_t reserved_before = ReservedBytes(device);
+  try {
+    failing.Replay(inputs, LossNoise(), 0.5, 1);
+    FAIL() << "a step that reads the host was captured";
+  } catch (const GraphCaptureError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("cuda_graph: off"));
   }
+  // While the GraphedStep still lives: the failed capture's pool went back, and eager work,
+  // random draws on the GPU included, runs.
+  EXPECT_LT(ReservedBytes(device), reserved_before + kCaptureScratchBytes);
   EXPECT_EQ(torch::ones({8}, torch::TensorOptions().device(device)).sum().item<float>(), 8.0f);
+  EXPECT_EQ(torch::randn({8}, torch::TensorOptions().device(device)).isfinite().all().item<bool>(), true);
   GraphedStep working(device, StepThatSums(/*sync=*/false));
   WarmUpFully(working, device, StepThatSums(/*sync=*/false));
   const ReplayedFigures first = working.Replay(inputs, LossNoise(), 0.5, 1);

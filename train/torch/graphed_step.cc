@@ -1,6 +1,7 @@
 // Capture and replay of the training step.
 #include "train/torch/graphed_step.h"
 
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -94,14 +95,15 @@ void GraphedStep::Capture() {
     const c10::cuda::CUDAStreamGuard on_side(side_);
     graph_.capture_begin();  // a private memory pool
     try {
-      figures_ = step_(inputs_, noise_, scalars_[0], scalars_[1]);
+      torch::Tensor figures = step_(inputs_, noise_, scalars_[0], scalars_[1]);
       graph_.capture_end();
+      figures_ = std::move(figures);
     } catch (const c10::OutOfMemoryError&) {
-      EndFailedCapture();
+      graph_.AbandonFailedCapture();
       Order(side_, current);
       throw;  // not a capture problem: an eager step would run out of memory too
     } catch (const std::exception& e) {
-      EndFailedCapture();
+      graph_.AbandonFailedCapture();
       Order(side_, current);
       throw GraphCaptureError(std::string("capturing the training step in a CUDA graph failed (cuda_graph: off "
                                           "trains without one): ") + e.what());
@@ -111,21 +113,27 @@ void GraphedStep::Capture() {
   captured_ = true;
 }
 
-void GraphedStep::EndFailedCapture() {
+void RecoverableCudaGraph::AbandonFailedCapture() noexcept {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(side_.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+  if (cudaStreamIsCapturing(capture_stream_.stream(), &status) == cudaSuccess &&
+      status != cudaStreamCaptureStatusNone) {
     cudaGraph_t partial = nullptr;
-    (void)cudaStreamEndCapture(side_.stream(), &partial);  // an invalidated capture gives no graph
+    (void)cudaStreamEndCapture(capture_stream_.stream(), &partial);  // an invalidated capture gives no graph
     if (partial != nullptr) (void)cudaGraphDestroy(partial);
   }
   (void)cudaGetLastError();  // the capture's error is the one reported
-  // CUDAGraph::capture_end returns the pool to the allocator only when the capture ended, and
-  // its reset() releases the pool only then: a failed capture leaves both to this function.
-  // Where capture_end got past the allocator before failing, the first call throws and the
-  // graph's own reset() releases the pool.
   try {
-    c10::cuda::CUDACachingAllocator::endAllocateToPool(device_.index(), graph_.pool());
-    c10::cuda::CUDACachingAllocator::releasePool(device_.index(), graph_.pool());
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(capture_dev_, mempool_id_);
+  } catch (const c10::Error&) {  // capture_end() had ended it before it failed
+  }
+  try {
+    // Once capture_end() got the graph, reset() releases the pool; before, nothing else does.
+    if (!capture_ended_) c10::cuda::CUDACachingAllocator::releasePool(capture_dev_, mempool_id_);
+  } catch (const c10::Error&) {
+  }
+  for (auto& generator : captured_generator_states_) generator.first->capturing_ = false;
+  try {
+    reset();
   } catch (const c10::Error&) {
   }
 }

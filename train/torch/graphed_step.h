@@ -42,6 +42,19 @@ class GraphCaptureError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// LibTorch's CUDA graph, which can also undo a capture that failed. CUDAGraph's own reset()
+// assumes capture_end() succeeded: after a failure inside the capture it leaves the caching
+// allocator routing allocations to the graph's pool (while it does, the allocator stops
+// recycling memory used across streams), the pool unreleased (pool() refuses to name it) and
+// the CUDA generator in capture mode (its next eager draw fails an internal assertion).
+class RecoverableCudaGraph : public at::cuda::CUDAGraph {
+ public:
+  // After capture_begin() and a failure before or inside capture_end(): ends the stream's
+  // capture if it is still on, stops allocating to the graph's pool and releases it, takes the
+  // generators out of capture mode and resets the graph. Throws nothing.
+  void AbandonFailedCapture() noexcept;
+};
+
 // The graph of one trainer's step on one CUDA device. Not thread-safe.
 class GraphedStep {
  public:
@@ -73,9 +86,6 @@ class GraphedStep {
  private:
   // Captures step_ into graph_ on the side stream; throws GraphCaptureError on failure.
   void Capture();
-  // After a failed capture: ends the side stream's capture if it is still on and returns the
-  // graph's private pool to the allocator.
-  void EndFailedCapture();
 
   torch::Device device_;
   CapturableStep step_;
@@ -83,7 +93,7 @@ class GraphedStep {
   int warmups_ = 0;
   bool captured_ = false;
   // The graph before the tensors of its pool, so that they are released first.
-  at::cuda::CUDAGraph graph_;
+  RecoverableCudaGraph graph_;
   PolicyInputs inputs_;           // static inputs (undefined until the capture)
   LossNoise noise_;               // static noise (undefined tensors: the policy draws none)
   torch::Tensor host_scalars_;    // pinned float32 [2]: {lr, count} of the next replay
