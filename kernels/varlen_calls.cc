@@ -37,6 +37,19 @@ torch::Tensor SelectRows(const torch::Tensor& t, const torch::Tensor& index) {
   return index.defined() ? t.index_select(0, index) : t;
 }
 
+torch::Tensor LseRowsOfKernelLayout(const PlannedCall& call, const torch::Tensor& lse, int64_t heads) {
+  const int64_t rows = call.plan.query_count();
+  if (lse.dim() == 2) {
+    TORCH_CHECK(lse.size(0) == heads && lse.size(1) == rows, "varlen attention: unexpected log-sum-exp shape ",
+                lse.sizes(), " for ", rows, " rows of ", heads, " heads");
+    return lse.t();
+  }
+  TORCH_CHECK(lse.dim() == 3 && lse.size(0) == static_cast<int64_t>(call.plan.cu_seqlens_q.size()) - 1 &&
+                  lse.size(1) == heads && lse.size(2) >= call.plan.max_seqlen_q,
+              "varlen attention: unexpected log-sum-exp shape ", lse.sizes());
+  return lse.permute({0, 2, 1}).index({call.row_sequence, call.row_position});
+}
+
 std::vector<PlannedCall> PlanCalls(const torch::Tensor& cu_seqlens,
                                    const torch::Tensor& prefix_lengths, MaskKind mask,
                                    const torch::Device& device) {

@@ -76,6 +76,12 @@ std::vector<torch::Tensor> RunCallsBackward(const VarlenCallKernel& kernel,
                                             const torch::Tensor& k, const torch::Tensor& v,
                                             double scale);
 
+// A call's log-sum-exp as float32 [n_q, heads] from either layout LibTorch's varlen kernels
+// keep it in: FlashAttention's [heads, n_q], or memory-efficient attention's padded
+// [sequences, heads, >= plan.max_seqlen_q] (row t of sequence b at [b, :, t]). Throws c10::Error
+// for any other shape.
+torch::Tensor LseRowsOfKernelLayout(const PlannedCall& call, const torch::Tensor& lse, int64_t heads);
+
 // Rows `index` of t (all of t when index is undefined).
 torch::Tensor SelectRows(const torch::Tensor& t, const torch::Tensor& index);
 

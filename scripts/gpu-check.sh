@@ -268,13 +268,13 @@ EOF
 # --system-site-packages shows the new environment the base interpreter's site-packages only:
 # not the user's (where `pip install --user` puts torch), nor those of a virtual environment
 # that python $1 itself runs in (the device runner's python3 is /opt/torch/.venv's, torch
-# inside). A .pth file adds every site-packages folder python $1 sees, so torch and the
-# nvidia-* wheels import as they do for it.
+# inside). A .pth file adds every site-packages folder python $1 sees, with the .pth files in
+# them, so torch and the nvidia-* wheels import as they do for it.
 see_site_packages_of() {
   "$1" -c 'import os, site
 for folder in site.getsitepackages() + [site.getusersitepackages()]:
     if os.path.isdir(folder):
-        print(folder)' > "$(venv_site)/roboloop-python-sites.pth"
+        print("import site; site.addsitedir(%r)" % folder)' > "$(venv_site)/roboloop-python-sites.pth"
 }
 
 venv_site() {

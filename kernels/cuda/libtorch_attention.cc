@@ -61,17 +61,7 @@ class LibTorchCallKernel : public VarlenCallKernel {
   // one (memory-efficient attention) is gathered.
   torch::Tensor LseRows(const PlannedCall& call, const CallState& state,
                         int64_t heads) const override {
-    const torch::Tensor& lse = state.lse;
-    const int64_t rows = call.plan.query_count();
-    if (lse.dim() == 2) {
-      TORCH_CHECK(lse.size(0) == heads && lse.size(1) == rows, "varlen attention on CUDA: ",
-                  "unexpected log-sum-exp shape ", lse.sizes(), " for ", rows, " rows of ", heads,
-                  " heads");
-      return lse.t();
-    }
-    TORCH_CHECK(lse.dim() == 3 && lse.size(1) == heads && lse.size(2) >= call.plan.max_seqlen_q,
-                "varlen attention on CUDA: unexpected log-sum-exp shape ", lse.sizes());
-    return lse.permute({0, 2, 1}).index({call.row_sequence, call.row_position});
+    return LseRowsOfKernelLayout(call, state.lse, heads);
   }
 
  private:

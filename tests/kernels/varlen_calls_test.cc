@@ -20,15 +20,40 @@ namespace {
 using testing::PackedCase;
 using testing::RelativeError;
 
-// One call, sequence by sequence, as plain float64 ops with autograd for the backward. Its
-// log-sum-exp state is already [n_q, heads].
+// How a kernel keeps a call's log-sum-exp: as the rows [n_q, heads] the ops return, or in the
+// layouts of LibTorch's kernels that LseRowsOfKernelLayout reads.
+enum class LseLayout {
+  kRows,
+  kHeadMajor,          // FlashAttention's varlen [heads, n_q]
+  kPaddedBySequence,   // memory-efficient attention's [sequences, heads, longest rounded up to 32]
+};
+
+// `rows` [n_q, heads] of `call` in `layout`; the padding of kPaddedBySequence is NaN, so a read of
+// it shows.
+torch::Tensor InLayout(const PlannedCall& call, const torch::Tensor& rows, LseLayout layout) {
+  if (layout == LseLayout::kRows) return rows;
+  if (layout == LseLayout::kHeadMajor) return rows.t().contiguous();
+  const std::vector<int32_t>& cu = call.plan.cu_seqlens_q;
+  const int64_t padded = (call.plan.max_seqlen_q + 31) / 32 * 32;
+  torch::Tensor lse = torch::full({static_cast<int64_t>(cu.size()) - 1, rows.size(1), padded},
+                                  std::numeric_limits<float>::quiet_NaN(), rows.options());
+  for (size_t b = 0; b + 1 < cu.size(); ++b) {
+    lse[b].narrow(1, 0, cu[b + 1] - cu[b]).copy_(rows.narrow(0, cu[b], cu[b + 1] - cu[b]).t());
+  }
+  return lse;
+}
+
+// One call, sequence by sequence, as plain float64 ops with autograd for the backward, keeping
+// its log-sum-exp in `layout`.
 class DenseCallKernel : public VarlenCallKernel {
  public:
+  explicit DenseCallKernel(LseLayout layout = LseLayout::kRows) : layout_(layout) {}
+
   CallState Forward(const PlannedCall& call, const torch::Tensor& q, const torch::Tensor& k,
                     const torch::Tensor& v, double scale) const override {
     torch::NoGradGuard no_grad;
     const Dense dense = Run(call, q, k, v, scale);
-    return {dense.out, dense.lse, torch::Tensor(), torch::Tensor()};
+    return {dense.out, InLayout(call, dense.lse, layout_), torch::Tensor(), torch::Tensor()};
   }
 
   std::vector<torch::Tensor> Backward(const PlannedCall& call, const CallState& state,
@@ -44,8 +69,8 @@ class DenseCallKernel : public VarlenCallKernel {
     return {qg.grad(), kg.grad(), vg.grad()};
   }
 
-  torch::Tensor LseRows(const PlannedCall&, const CallState& state, int64_t) const override {
-    return state.lse;
+  torch::Tensor LseRows(const PlannedCall& call, const CallState& state, int64_t heads) const override {
+    return layout_ == LseLayout::kRows ? state.lse : LseRowsOfKernelLayout(call, state.lse, heads);
   }
 
  private:
@@ -73,6 +98,8 @@ class DenseCallKernel : public VarlenCallKernel {
     }
     return {torch::cat(outs, 0), torch::cat(lses, 0).to(torch::kFloat)};
   }
+
+  LseLayout layout_;
 };
 
 TEST(VarlenCallsTest, EveryMaskComposedFromCallsIsTheWholeMask) {
@@ -101,6 +128,43 @@ TEST(VarlenCallsTest, EveryMaskComposedFromCallsIsTheWholeMask) {
       EXPECT_LE(RelativeError(grads[1], ref.dk), 1e-12);
       EXPECT_LE(RelativeError(grads[2], ref.dv), 1e-12);
       EXPECT_EQ(grads[1].scalar_type(), torch::kDouble);
+    }
+  }
+}
+
+// Either layout of LibTorch's kernels (head-major, or padded per sequence, with calls where some
+// sequences have no queries) gives every query row its own log-sum-exp.
+TEST(VarlenCallsTest, LseOfEitherKernelLayoutLandsOnItsQueryRows) {
+  std::mt19937_64 rng(testing::RunSeed() + 210);
+  for (LseLayout layout : {LseLayout::kHeadMajor, LseLayout::kPaddedBySequence}) {
+    const DenseCallKernel kernel(layout);
+    for (MaskKind mask : testing::kAllMasks) {
+      PackedCase c = testing::RandomCase(&rng, 6, 50, 3, 8, mask);
+      c.prefixes[0] = 0;
+      c.prefixes[1] = c.lengths[1];
+      c.prefix_lengths = torch::tensor(c.prefixes, torch::kInt);
+      SCOPED_TRACE(testing::Describe(c) + (layout == LseLayout::kHeadMajor ? " head-major" : " padded"));
+      const double scale = 1.0 / std::sqrt(8.0);
+      const std::vector<PlannedCall> calls = PlanCalls(c.cu_seqlens, c.prefix_lengths, mask, torch::kCPU);
+      const CallsForward forward = RunCallsForward(kernel, calls, c.q.to(torch::kDouble), c.k.to(torch::kDouble),
+                                                   c.v.to(torch::kDouble), scale);
+      const torch::Tensor lse = CallsLse(kernel, calls, forward, c.heads);
+      EXPECT_TRUE(lse.isfinite().all().item<bool>());
+      EXPECT_LE(RelativeError(lse, testing::ComputeReference(c, scale).lse), 1e-6);
+    }
+  }
+}
+
+TEST(VarlenCallsTest, LseOfAnotherShapeIsAnErrorNamingIt) {
+  const torch::Tensor cu = torch::tensor(std::vector<int32_t>{0, 3, 5}, torch::kInt);
+  const std::vector<PlannedCall> calls = PlanCalls(cu, torch::Tensor(), MaskKind::kBidirectional, torch::kCPU);
+  ASSERT_EQ(calls.size(), 1u);
+  for (const torch::Tensor& lse : {torch::zeros({2, 4}), torch::zeros({3, 2, 32}), torch::zeros({2, 2, 2})}) {
+    try {
+      LseRowsOfKernelLayout(calls[0], lse, 2);
+      ADD_FAILURE() << "accepted a log-sum-exp of shape " << lse.sizes();
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what_without_backtrace()).find("unexpected log-sum-exp shape"), std::string::npos);
     }
   }
 }
