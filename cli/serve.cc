@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "cli/cli.h"
 #include "cli/eval_run.h"
 #include "cli/flags.h"
 #include "common/access_roles.h"
@@ -45,9 +47,12 @@ struct TokenFlags {
 
 absl::Status MakeToken(const TokenFlags& flags) {
   if (flags.name.empty() != flags.role.empty()) {
-    return absl::InvalidArgumentError("give --name and --role together (a tokens-file entry needs both)");
+    return UsageError("give --name and --role together (a tokens-file entry needs both)");
   }
-  if (!flags.role.empty()) ROBOLOOP_RETURN_IF_ERROR(common::ParseRole(flags.role).status());
+  if (!flags.role.empty()) {
+    absl::Status role = common::ParseRole(flags.role).status();
+    if (!role.ok()) return UsageError(absl::StrCat("--role: ", role.message()));
+  }
   ROBOLOOP_RETURN_IF_ERROR(common::WriteNewTokenFile(flags.output));
   const char* path = flags.output.c_str();
   if (flags.name.empty()) {

@@ -357,8 +357,11 @@ TEST_F(CliRegistryTest, TokensFileCallersGetTheirRolesAndSighupAdmitsNewOnes) {
   EXPECT_THAT(PrintedEntry(made_reader),
               HasSubstr("sha256: " + Sha256Hex(testing::ReadWholeFile(reader).substr(0, 64)) + ", role: read}"));
   ProgramResult bad_role = Roboloop({"serve", "token", "-o", dir_ + "/x.token", "--name", "x", "--role", "root"}, false);
-  EXPECT_EQ(bad_role.exit_code, 1);
-  EXPECT_THAT(bad_role.err, HasSubstr("unknown role 'root'"));
+  EXPECT_EQ(bad_role.exit_code, 2) << "a bad --role is a usage error";
+  EXPECT_THAT(bad_role.err, HasSubstr("--role: unknown role 'root'"));
+  ProgramResult no_role = Roboloop({"serve", "token", "-o", dir_ + "/x.token", "--name", "x"}, false);
+  EXPECT_EQ(no_role.exit_code, 2) << "--name without --role is a usage error";
+  EXPECT_THAT(no_role.err, HasSubstr("give --name and --role together"));
   EXPECT_NE(access((dir_ + "/x.token").c_str(), F_OK), 0) << "a refused command writes no token";
 
   const std::string tokens = WriteFile("tokens.yaml", "tokens:\n" + PrintedEntry(made_reader));
