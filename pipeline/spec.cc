@@ -379,7 +379,7 @@ class Validator {
     }
     if (target->kind->repeats_body && parts[1] != kLoopIterations && !BodyProduces(*target->stage, parts[1])) {
       return Error(stage, absl::StrCat("${", ref, "}: no stage of loop '", parts[0], "' has an output '", parts[1],
-                                       "' (the loop's is the last one its stages produced)"));
+                                       "' (a loop's ", parts[1], " is the last one its stages produced)"));
     }
     if (const v1::Stage* dep = InScope(target, scope)) deps->insert(dep->name());
     return absl::OkStatus();
