@@ -88,11 +88,6 @@ std::string EndState(const absl::Status& status, const common::CancellationToken
   return common::IsCancelled(cancel) || absl::IsCancelled(status) ? "cancelled" : "failed";
 }
 
-// `path` made absolute ("" stays "").
-std::string Absolute(const std::string& path) {
-  return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
-}
-
 // The options to run with, and the pipeline text's hash the resumed run started from ("" for a
 // new run or a run recorded before it was stored).
 struct ResolvedRun {
@@ -134,9 +129,11 @@ absl::Status CheckSpecUnchanged(const ResolvedRun& run) {
 // `options` and the pipeline's text.
 absl::StatusOr<std::string> StartOrReopenRun(RunStore& store, const LoadedPipeline& loaded,
                                              const PipelineRunOptions& options) {
-  const RunSettings settings{Sha256Hex(loaded.text), options.use_cache, Absolute(options.services_file),
-                             Absolute(options.protocols_dir)};
-  if (options.resume.empty()) return store.CreateRun(loaded.pipeline.name(), options.file, options.overrides, settings);
+  const RunSettings settings{Sha256Hex(loaded.text), options.use_cache, RecordedPath(options.services_file),
+                             RecordedPath(options.protocols_dir)};
+  if (options.resume.empty()) {
+    return store.CreateRun(loaded.pipeline.name(), RecordedPath(options.file), options.overrides, settings);
+  }
   ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume, options.overrides, settings));
   return options.resume;
 }
@@ -233,6 +230,10 @@ absl::Status CheckTaskFiles(const LoadedPipeline& loaded) {
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+}
+
+std::string RecordedPath(const std::string& path) {
+  return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
 }
 
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& given) {

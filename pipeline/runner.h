@@ -61,6 +61,10 @@ struct PipelineRunResult {
 // a task a built-in or plug-in already has.
 absl::Status CheckTaskFiles(const LoadedPipeline& loaded);
 
+// `path` as a run records its files (pipeline, services file, protocols folder): absolute and
+// normal, so that `--resume` finds them from any working folder ("" stays "").
+std::string RecordedPath(const std::string& path);
+
 // Runs the pipeline. Errors before the run is recorded (unreadable or invalid pipeline,
 // unreachable services, an unknown run to resume, a resumed run's pipeline file whose text
 // changed: FailedPrecondition naming the file) are the returned status; once recorded, the

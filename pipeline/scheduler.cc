@@ -45,7 +45,7 @@ void ForwardBodyOutputs(const StageKind& loop_kind, const google::protobuf::Repe
     if (produced == produced_by.end()) continue;
     for (const std::string& name : loop_kind.outputs) {
       auto value = produced->second.find(name);
-      if (name != "iterations" && value != produced->second.end()) (*outputs)[name] = value->second;
+      if (name != kLoopIterations && value != produced->second.end()) (*outputs)[name] = value->second;
     }
   }
 }
@@ -228,7 +228,7 @@ class Runner {
       ROBOLOOP_ASSIGN_OR_RETURN(auto inner, RunScope(loop.loop().stages(), carried,
                                                      absl::StrCat(label, "[", iteration, "]."), outcome));
       for (const auto& [outer, from] : loop.loop().carry()) carried[outer] = inner[from];
-      outputs["iterations"] = std::to_string(iteration);
+      outputs[kLoopIterations] = std::to_string(iteration);
       ForwardBodyOutputs(KindOf(loop), loop.loop().stages(), inner, &outputs);
       {
         absl::MutexLock lock(&outcome_mu_);

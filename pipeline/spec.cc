@@ -9,6 +9,7 @@
 #include <regex>
 #include <yaml-cpp/yaml.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,13 +26,12 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-// Stage name -> line of its entry, for stages at any depth.
-void CollectStageLines(const YAML::Node& stages, std::map<std::string, int>* lines) {
+// The line of each stage entry, in the order of LoadedPipeline::stage_lines.
+void CollectStageLines(const YAML::Node& stages, std::vector<int>* lines) {
   if (!stages || !stages.IsSequence()) return;
   for (const YAML::Node& stage : stages) {
-    if (!stage.IsMap() || !stage["name"] || !stage["name"].IsScalar()) continue;
-    (*lines)[stage["name"].as<std::string>()] = stage.Mark().line + 1;
-    if (stage["loop"] && stage["loop"].IsMap()) CollectStageLines(stage["loop"]["stages"], lines);
+    lines->push_back(stage.Mark().line + 1);
+    if (stage.IsMap() && stage["loop"] && stage["loop"].IsMap()) CollectStageLines(stage["loop"]["stages"], lines);
   }
 }
 
@@ -194,6 +194,8 @@ class Validator {
     if (loaded_.pipeline.stages().empty()) {
       Note(absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": the pipeline has no stages")));
     }
+    size_t next_line = 0;
+    MapLines(loaded_.pipeline.stages(), &next_line);
     IndexStages(loaded_.pipeline.stages(), nullptr);
     Plan plan;
     plan.kinds = &kinds_;
@@ -228,11 +230,25 @@ class Validator {
     if (!status.ok()) problems_.emplace_back(status.message());
   }
 
-  absl::Status Error(const std::string& stage, const std::string& what) const {
-    auto line = loaded_.stage_lines.find(stage);
-    return absl::InvalidArgumentError(absl::StrCat(loaded_.source, ":",
-                                                   line == loaded_.stage_lines.end() ? 0 : line->second,
-                                                   ": stage '", stage, "': ", what));
+  // The line of `stage`'s entry in the file (0 when unknown).
+  int LineOf(const v1::Stage& stage) const {
+    auto it = lines_.find(&stage);
+    return it == lines_.end() ? 0 : it->second;
+  }
+
+  // "<file>:<line>: stage '<name>': <what>", each line of a `what` of several lines so.
+  absl::Status Error(const v1::Stage& stage, const std::string& what) const {
+    const std::string prefix = absl::StrCat(loaded_.source, ":", LineOf(stage), ": stage '", stage.name(), "': ");
+    return absl::InvalidArgumentError(absl::StrCat(prefix, absl::StrJoin(absl::StrSplit(what, '\n'), "\n" + prefix)));
+  }
+
+  // Pairs each stage, loop bodies included, with the line of its entry (loaded_.stage_lines).
+  void MapLines(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, size_t* next) {
+    for (const v1::Stage& stage : stages) {
+      if (*next < loaded_.stage_lines.size()) lines_[&stage] = loaded_.stage_lines[*next];
+      ++*next;
+      MapLines(stage.loop().stages(), next);
+    }
   }
 
   // Indexes every stage with a good, unique name (the others are noted and left out), with its
@@ -241,16 +257,17 @@ class Validator {
     static const std::regex kName("[A-Za-z][A-Za-z0-9_-]*");
     for (const v1::Stage& stage : stages) {
       if (!std::regex_match(stage.name(), kName)) {
-        Note(absl::InvalidArgumentError(absl::StrCat(loaded_.source, ": stage name '", stage.name(),
-                                                     "' must start with a letter and hold letters, digits, '_' or '-'")));
+        Note(Error(stage, stage.name().empty()
+                              ? "has no name"
+                              : "a stage name must start with a letter and hold letters, digits, '_' or '-'"));
         continue;
       }
       if (stage.name() == "vars") {
-        Note(Error(stage.name(), "'vars' is reserved for pipeline variables"));
+        Note(Error(stage, "'vars' is reserved for pipeline variables"));
         continue;
       }
-      if (stages_.count(stage.name())) {
-        Note(Error(stage.name(), "is defined twice"));
+      if (auto first = stages_.find(stage.name()); first != stages_.end()) {
+        Note(Error(stage, absl::StrCat("is defined twice (first at line ", LineOf(*first->second.stage), ")")));
         continue;
       }
       const StageKind* kind = CheckKind(stage);
@@ -263,28 +280,33 @@ class Validator {
   const StageKind* CheckKind(const v1::Stage& stage) {
     const StageKind* kind = kinds_.Find(stage.kind());
     if (kind == nullptr) {
-      Note(Error(stage.name(), absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds_.Names(), ", "), ")")));
+      Note(Error(stage, absl::StrCat("unknown kind '", stage.kind(), "' (known: ", absl::StrJoin(kinds_.Names(), ", "), ")")));
       return nullptr;
     }
     Note(CheckParamsPlacement(stage, *kind));
     std::unique_ptr<Message> params(google::protobuf::MessageFactory::generated_factory()->GetPrototype(kind->params)->New());
     if (absl::Status s = StageParams(stage, *kind, params.get()); !s.ok()) {
-      Note(Error(stage.name(), std::string(s.message())));
+      Note(Error(stage, std::string(s.message())));
     } else if (kind->check_params) {
       if (absl::Status checked = kind->check_params(*params); !checked.ok()) {
-        Note(Error(stage.name(), std::string(checked.message())));
+        Note(Error(stage, std::string(checked.message())));
       }
     }
-    if (kind->repeats_body && stage.loop().max_iterations() < 1) Note(Error(stage.name(), "loop.max_iterations must be at least 1"));
+    if (kind->repeats_body && stage.loop().max_iterations() < 1) Note(Error(stage, "loop.max_iterations must be at least 1"));
     if (stage.retries() < 0 || stage.timeout_s() < 0 || stage.backoff_s() < 0) {
-      Note(Error(stage.name(), "retries, backoff_s and timeout_s must not be negative"));
+      Note(Error(stage, "retries, backoff_s and timeout_s must not be negative"));
     }
-    if (stage.ranks() < 0) Note(Error(stage.name(), absl::StrCat("ranks must be at least 1, not ", stage.ranks())));
-    if (stage.ranks() != 0 && !kind->spawns_ranks) {
-      Note(Error(stage.name(), absl::StrCat("a stage of kind ", kind->name, " takes no 'ranks'")));
+    if (stage.has_ranks() && !kind->spawns_ranks) {
+      Note(Error(stage, absl::StrCat("a stage of kind ", kind->name, " takes no 'ranks'")));
+    } else if (stage.has_ranks() && stage.ranks() < 1) {
+      Note(Error(stage, absl::StrCat("ranks must be at least 1, not ", stage.ranks())));
     }
+    // A kind that checks its own parameters reports their numbers itself.
+    const std::string checked_by_kind = kind->check_params ? kind->name + "." : "";
     for (const std::string& field : NonFiniteFields(stage, "")) {
-      Note(Error(stage.name(), absl::StrCat(field, " must be a finite number")));
+      if (checked_by_kind.empty() || !absl::StartsWith(field, checked_by_kind)) {
+        Note(Error(stage, absl::StrCat(field, " must be a finite number")));
+      }
     }
     return kind;
   }
@@ -295,23 +317,23 @@ class Validator {
     const Reflection* r = stage.GetReflection();
     const bool own_field = HasOwnStageField(kind);
     if (own_field && !r->HasField(stage, stage.GetDescriptor()->FindFieldByName(kind.name))) {
-      return Error(stage.name(), absl::StrCat("kind ", kind.name, " needs its parameters under '", kind.name, ":'"));
+      return Error(stage, absl::StrCat("kind ", kind.name, " needs its parameters under '", kind.name, ":'"));
     }
     for (const std::string& other : kinds_.Names()) {
       const FieldDescriptor* field = stage.GetDescriptor()->FindFieldByName(other);
       if (other != kind.name && field != nullptr && r->HasField(stage, field)) {
-        return Error(stage.name(), absl::StrCat("a stage of kind ", kind.name, " cannot have '", other, ":' parameters"));
+        return Error(stage, absl::StrCat("a stage of kind ", kind.name, " cannot have '", other, ":' parameters"));
       }
     }
     if (own_field && stage.has_params()) {
-      return Error(stage.name(), absl::StrCat("a stage of kind ", kind.name, " takes its parameters under '", kind.name,
+      return Error(stage, absl::StrCat("a stage of kind ", kind.name, " takes its parameters under '", kind.name,
                                               ":', not 'params:'"));
     }
     return absl::OkStatus();
   }
 
   // The stage a reference or a need names, checked to be visible from `scope`.
-  absl::StatusOr<const Entry*> Visible(const std::string& from, const std::string& name, const v1::Stage* scope) const {
+  absl::StatusOr<const Entry*> Visible(const v1::Stage& from, const std::string& name, const v1::Stage* scope) const {
     auto it = stages_.find(name);
     if (it == stages_.end()) return Error(from, absl::StrCat("refers to unknown stage '", name, "'"));
     for (const v1::Stage* s = scope;; s = stages_.at(s->name()).loop) {
@@ -322,6 +344,18 @@ class Validator {
                                     "' (refer to the loop's outputs instead)"));
   }
 
+  // Whether a stage of `loop`'s body produces `output` (a loop inside it: when its own body does); a stage of an
+  // unknown kind may (its kind is noted).
+  bool BodyProduces(const v1::Stage& loop, const std::string& output) const {
+    for (const v1::Stage& inner : loop.loop().stages()) {
+      const Entry* entry = EntryOf(inner);
+      if (entry == nullptr) continue;  // its name is noted
+      if (entry->kind == nullptr) return true;
+      if (entry->kind->outputs.count(output) && (!entry->kind->repeats_body || BodyProduces(inner, output))) return true;
+    }
+    return false;
+  }
+
   // The stage of `target`'s scope chain that sits in `scope` (the dependency edge's end).
   const v1::Stage* InScope(const Entry* target, const v1::Stage* scope) const { return target->loop == scope ? target->stage : nullptr; }
 
@@ -330,18 +364,22 @@ class Validator {
     const std::vector<std::string> parts = absl::StrSplit(ref, absl::MaxSplits('.', 1));
     if (parts[0] == "vars") {
       if (parts.size() < 2 || loaded_.pipeline.vars().count(parts[1]) == 0) {
-        return Error(stage.name(), absl::StrCat("${", ref, "}: no such pipeline variable"));
+        return Error(stage, absl::StrCat("${", ref, "}: no such pipeline variable"));
       }
       return absl::OkStatus();
     }
-    if (parts.size() < 2) return Error(stage.name(), absl::StrCat("${", ref, "}: expected ${STAGE.OUTPUT}"));
-    if (parts[0] == stage.name()) return Error(stage.name(), absl::StrCat("${", ref, "}: a stage cannot use its own outputs"));
-    ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage.name(), parts[0], scope));
+    if (parts.size() < 2) return Error(stage, absl::StrCat("${", ref, "}: expected ${STAGE.OUTPUT}"));
+    if (parts[0] == stage.name()) return Error(stage, absl::StrCat("${", ref, "}: a stage cannot use its own outputs"));
+    ROBOLOOP_ASSIGN_OR_RETURN(const Entry* target, Visible(stage, parts[0], scope));
     if (target->kind == nullptr) return absl::OkStatus();  // its unknown kind is noted
     const std::set<std::string>& outputs = target->kind->outputs;
     if (outputs.count(parts[1]) == 0) {
-      return Error(stage.name(), absl::StrCat("${", ref, "}: a ", target->stage->kind(), " stage has no output '", parts[1],
+      return Error(stage, absl::StrCat("${", ref, "}: a ", target->stage->kind(), " stage has no output '", parts[1],
                                               "' (outputs: ", absl::StrJoin(outputs, ", "), ")"));
+    }
+    if (target->kind->repeats_body && parts[1] != kLoopIterations && !BodyProduces(*target->stage, parts[1])) {
+      return Error(stage, absl::StrCat("${", ref, "}: no stage of loop '", parts[0], "' has an output '", parts[1],
+                                       "' (a loop's ", parts[1], " is the last one its stages produced)"));
     }
     if (const v1::Stage* dep = InScope(target, scope)) deps->insert(dep->name());
     return absl::OkStatus();
@@ -353,7 +391,7 @@ class Validator {
       std::set<std::string>& deps = plan->depends_on[stage.name()];
       if (EntryOf(stage) == nullptr) continue;  // its name is noted
       for (const std::string& need : stage.needs()) {
-        absl::StatusOr<const Entry*> target = Visible(stage.name(), need, scope);
+        absl::StatusOr<const Entry*> target = Visible(stage, need, scope);
         if (!target.ok()) {
           Note(target.status());
         } else if (const v1::Stage* dep = InScope(*target, scope)) {
@@ -364,7 +402,7 @@ class Validator {
       if (IsLoop(stage)) {
         CheckScope(stage.loop().stages(), &stage, plan);
         Note(CheckUntil(stage));
-        Note(CheckCarry(stage, scope));
+        CheckCarry(stage, scope);
         // Outer stages the loop's inner stages use are dependencies of the loop.
         for (const v1::Stage& inner : stage.loop().stages()) {
           for (const std::string& dep : OuterDeps(inner, &stage)) deps.insert(dep);
@@ -392,22 +430,26 @@ class Validator {
     return deps;
   }
 
-  // Each `carry` entry maps a stage visible outside the loop to a stage of the loop's own body
-  // that produces every output the outer one does.
-  absl::Status CheckCarry(const v1::Stage& loop, const v1::Stage* scope) const {
-    for (const auto& [outer, inner] : loop.loop().carry()) {
-      ROBOLOOP_ASSIGN_OR_RETURN(const Entry* from, Visible(loop.name(), outer, scope));
-      auto to = stages_.find(inner);
-      if (to == stages_.end() || to->second.loop != &loop) {
-        return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": '", inner, "' is not a stage of this loop"));
-      }
-      if (from->kind == nullptr || to->second.kind == nullptr) continue;  // their unknown kinds are noted
-      for (const std::string& output : from->kind->outputs) {
-        if (to->second.kind->outputs.count(output) == 0) {
-          return Error(loop.name(), absl::StrCat("loop.carry ", outer, ": ", inner, " (", to->second.stage->kind(),
-                                                 ") has no output '", output, "' that ", outer, " (",
-                                                 from->stage->kind(), ") has"));
-        }
+  // Notes each `carry` entry that does not map a stage visible outside the loop to a stage of
+  // the loop's own body that produces every output the outer one does (in the entries' order).
+  void CheckCarry(const v1::Stage& loop, const v1::Stage* scope) {
+    const std::map<std::string, std::string> carry(loop.loop().carry().begin(), loop.loop().carry().end());
+    for (const auto& [outer, inner] : carry) Note(CheckCarryEntry(loop, outer, inner, scope));
+  }
+
+  absl::Status CheckCarryEntry(const v1::Stage& loop, const std::string& outer, const std::string& inner,
+                               const v1::Stage* scope) const {
+    ROBOLOOP_ASSIGN_OR_RETURN(const Entry* from, Visible(loop, outer, scope));
+    auto to = stages_.find(inner);
+    if (to == stages_.end() || to->second.loop != &loop) {
+      return Error(loop, absl::StrCat("loop.carry ", outer, ": '", inner, "' is not a stage of this loop"));
+    }
+    if (from->kind == nullptr || to->second.kind == nullptr) return absl::OkStatus();  // their unknown kinds are noted
+    for (const std::string& output : from->kind->outputs) {
+      if (to->second.kind->outputs.count(output) == 0) {
+        return Error(loop, absl::StrCat("loop.carry ", outer, ": ", inner, " (", to->second.stage->kind(),
+                                        ") has no output '", output, "' that ", outer, " (", from->stage->kind(),
+                                        ") has"));
       }
     }
     return absl::OkStatus();
@@ -417,15 +459,22 @@ class Validator {
     const std::string& until = loop.loop().until();
     if (until.empty()) return absl::OkStatus();
     absl::StatusOr<LoopCondition> condition = ParseLoopCondition(until);
-    if (!condition.ok()) return Error(loop.name(), absl::StrCat("loop.until ", condition.status().message()));
+    if (!condition.ok()) return Error(loop, absl::StrCat("loop.until ", condition.status().message()));
     const std::string& ref = condition->reference;
     const std::string target = ref.substr(0, ref.find('.'));
     auto it = stages_.find(target);
     if (it == stages_.end() || it->second.loop != &loop) {
-      return Error(loop.name(), absl::StrCat("loop.until must test an output of a stage inside the loop, not '", target, "'"));
+      return Error(loop, absl::StrCat("loop.until must test an output of a stage inside the loop, not '", target, "'"));
     }
     std::set<std::string> ignored;
-    return CheckReference(loop, ref, &loop, &ignored);
+    ROBOLOOP_RETURN_IF_ERROR(CheckReference(loop, ref, &loop, &ignored));
+    const StageKind* kind = it->second.kind;
+    const std::string output = ref.substr(target.size() + 1);
+    if (kind == nullptr || kind->numeric_outputs.count(output)) return absl::OkStatus();
+    return Error(loop, absl::StrCat("loop.until tests ${", ref, "}, which is not a number (numeric outputs of kind ",
+                                    kind->name, ": ",
+                                    kind->numeric_outputs.empty() ? "none" : absl::StrJoin(kind->numeric_outputs, ", "),
+                                    ")"));
   }
 
   absl::Status FindCycle(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const Plan& plan) const {
@@ -438,7 +487,7 @@ class Validator {
         if (state[dep] == 1) {
           std::vector<std::string> cycle(std::find(path.begin(), path.end(), dep), path.end());
           cycle.push_back(dep);
-          return Error(cycle.front(), absl::StrCat("dependency cycle: ", absl::StrJoin(cycle, " -> ")));
+          return Error(*stages_.at(cycle.front()).stage, absl::StrCat("dependency cycle: ", absl::StrJoin(cycle, " -> ")));
         }
         if (state[dep] == 0) ROBOLOOP_RETURN_IF_ERROR(visit(dep));
       }
@@ -494,7 +543,7 @@ class Validator {
       if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) continue;
       absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
       if (!loaded.ok()) {
-        Note(Error(name, std::string(loaded.status().message())));
+        Note(Error(s, std::string(loaded.status().message())));
         continue;
       }
       protocols[name] = *loaded;
@@ -517,7 +566,7 @@ class Validator {
       auto it = protocols.find(gate);
       if (it == protocols.end()) continue;
       if (absl::Status s = eval::CheckSeedsDisjoint(it->second, used); !s.ok()) {
-        Note(Error(gate, absl::StrCat("its protocol is a gate and must hold out its seeds: ", s.message())));
+        Note(Error(*stages_.at(gate).stage, absl::StrCat("its protocol is a gate and must hold out its seeds: ", s.message())));
       }
     }
   }
@@ -525,6 +574,7 @@ class Validator {
   const LoadedPipeline& loaded_;
   const StageKindRegistry& kinds_;
   const ValidationOptions& options_;
+  std::map<const v1::Stage*, int> lines_;  // every stage -> the line of its entry
   std::map<std::string, Entry> stages_;
   std::vector<std::string> problems_;  // one line each, in the order found
 };

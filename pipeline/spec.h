@@ -36,7 +36,8 @@ struct LoadedPipeline {
   v1::Pipeline pipeline;                     // with overrides applied
   std::string source;                        // the file, for messages
   std::string text;                          // the file's contents as read
-  std::map<std::string, int> stage_lines;    // stage name -> line of its entry (1-based)
+  // The line of each stage's entry (1-based), depth first: a loop's stages right after the loop.
+  std::vector<int> stage_lines;
   std::vector<int> task_file_lines;          // line of each task_files entry (1-based), when known
 };
 

@@ -27,6 +27,12 @@ absl::Status StageKindRegistry::Register(StageKind kind) {
   if (!kind.run && !kind.repeats_body) {
     return absl::InvalidArgumentError(absl::StrCat("stage kind '", kind.name, "' needs a run function"));
   }
+  for (const std::string& output : kind.numeric_outputs) {
+    if (kind.outputs.count(output) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage kind '", kind.name, "' declares numeric output '", output, "' but not output '", output, "'"));
+    }
+  }
   if (Find(kind.name) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("stage kind '", kind.name, "' is registered twice"));
   }

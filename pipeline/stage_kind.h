@@ -64,16 +64,22 @@ struct SeedClaims {
   bool feeds_training = false;            // true: its rollouts are kept for training (kept failures)
 };
 
+// The output of a kind that repeats its body (the loop) that counts its iterations; its other
+// outputs are the last values its body's stages produced under their names.
+inline constexpr char kLoopIterations[] = "iterations";
+
 // One kind of stage.
 struct StageKind {
   std::string name;                                  // the `kind:` value, a Stage field name for ours
   const google::protobuf::Descriptor* params = nullptr;  // its parameters' message type
   std::set<std::string> outputs;                     // names `${stage.OUTPUT}` may use
+  std::set<std::string> numeric_outputs;             // those of `outputs` always a number (a loop's `until` tests only these)
   bool reusable_across_runs = true;                  // false: results depend on state outside the params
-  bool repeats_body = false;                         // the loop: the scheduler runs its body itself
+  bool repeats_body = false;                         // the loop: the scheduler runs its body itself (kLoopIterations)
   bool spawns_ranks = false;                         // true: the stage's `ranks` applies (train)
   // Checks a stage's parameters (of type `params`) beyond their types when the pipeline is validated, e.g. the
-  // ranges of a train stage's numbers; InvalidArgument saying what is wrong (empty function: no check).
+  // ranges of a train stage's numbers, NaN and infinities included (validation then leaves those of the
+  // parameters to it); InvalidArgument saying what is wrong, one problem a line (empty function: no check).
   std::function<absl::Status(const google::protobuf::Message&)> check_params;
   // The seeds a stage of this kind uses (empty function: none).
   std::function<SeedClaims(const v1::Stage&)> seeds;
@@ -89,7 +95,7 @@ struct StageKind {
 class StageKindRegistry {
  public:
   // Adds `kind`. AlreadyExists for a taken name; InvalidArgument without a name, a parameters
-  // type, or a run function (unless it repeats a body).
+  // type, or a run function (unless it repeats a body), or with a numeric output it does not declare.
   absl::Status Register(StageKind kind);
 
   // The kind named `name`, or null.

@@ -55,6 +55,7 @@ StageKind EvaluateStageKind() {
   kind.params = v1::EvaluateStage::descriptor();
   kind.outputs = {"evaluation",  "success.rate", "success.lower", "success.upper",
                   "return.mean", "return.lower", "return.upper",  "failures"};
+  kind.numeric_outputs = {"success.rate", "success.lower", "success.upper", "return.mean", "return.lower", "return.upper"};
   kind.seeds = [](const v1::Stage& stage) {
     return SeedClaims{{}, stage.evaluate().protocol(), false, stage.evaluate().keep_failures()};
   };

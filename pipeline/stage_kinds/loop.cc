@@ -7,7 +7,8 @@ StageKind LoopStageKind() {
   kind.name = "loop";
   kind.params = v1::LoopStage::descriptor();
   // `iterations`, and the last checkpoint and dataset its body produced (RunPipeline).
-  kind.outputs = {"iterations", "checkpoint", "dataset"};
+  kind.outputs = {kLoopIterations, "checkpoint", "dataset"};
+  kind.numeric_outputs = {kLoopIterations};
   kind.repeats_body = true;
   return kind;
 }

@@ -66,6 +66,9 @@ stages:
         - name: gate
           kind: evaluate
           evaluate: {checkpoint: "${train.checkpoint}", protocol: gate}
+        - name: finetune
+          kind: train
+          train: {dataset: d.hdf5, init_from: "${train.checkpoint}", steps: 10}
   - name: promote
     kind: promote
     promote: {model: m, candidate: "${improve.checkpoint}", protocol: gate}
@@ -318,7 +321,7 @@ TEST_F(SpecTest, DuplicateAndMalformedNamesAreRefused) {
 
 TEST_F(SpecTest, NonFiniteNumbersAndBadRanksAreRefused) {
   EXPECT_THAT(Validate(kLoop, {{"train.optimizer.lr", "nan"}}).status().message(),
-              HasSubstr("stage 'train': train.optimizer.lr must be a finite number"));
+              HasSubstr("stage 'train': config key optimizer.lr (--lr) must be a finite number > 0, got nan"));
   EXPECT_THAT(Validate(kLoop, {{"train.backoff_s", "nan"}}).status().message(),
               HasSubstr("stage 'train': backoff_s must be a finite number"));
   EXPECT_THAT(Validate(kLoop, {{"feedback.timeout_s", "inf"}}).status().message(),
@@ -328,6 +331,116 @@ TEST_F(SpecTest, NonFiniteNumbersAndBadRanksAreRefused) {
   EXPECT_THAT(Validate(kLoop, {{"demos.ranks", "2"}}).status().message(),
               HasSubstr("stage 'demos': a stage of kind collect takes no 'ranks'"));
   EXPECT_TRUE(Validate(kLoop, {{"train.ranks", "2"}}).ok());
+}
+
+TEST_F(SpecTest, RanksGivenAsZeroAreRefusedLikeAnyNumberBelowOne) {
+  EXPECT_THAT(Validate(LoopWith("steps: 10}\n  - name: improve", "steps: 10}\n    ranks: 0\n  - name: improve"))
+                  .status().message(),
+              HasSubstr(":6: stage 'train': ranks must be at least 1, not 0"));
+  EXPECT_THAT(Validate(kLoop, {{"train.ranks", "0"}}).status().message(),
+              HasSubstr("stage 'train': ranks must be at least 1, not 0"));
+  EXPECT_THAT(Validate(kLoop, {{"demos.ranks", "0"}}).status().message(),
+              HasSubstr("stage 'demos': a stage of kind collect takes no 'ranks'"));
+}
+
+// The paths ("a.b") of the double fields of `type` and its message fields, repeated ones left out.
+std::vector<std::string> DoubleFields(const google::protobuf::Descriptor* type, const std::string& prefix = "") {
+  std::vector<std::string> paths;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = type->field(i);
+    if (field->is_repeated()) continue;
+    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) paths.push_back(prefix + field->name());
+    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      for (std::string& inner : DoubleFields(field->message_type(), prefix + field->name() + ".")) paths.push_back(inner);
+    }
+  }
+  return paths;
+}
+
+TEST_F(SpecTest, ANonFiniteTrainNumberIsReportedOnceByTheTrainChecks) {
+  const std::vector<std::string> fields = DoubleFields(v1::TrainConfig::descriptor());
+  ASSERT_THAT(fields, ::testing::Contains("optimizer.lr"));
+  for (const std::string& field : fields) {
+    const absl::Status status = Validate(kLoop, {{"train." + field, "nan"}}).status();
+    EXPECT_THAT(Lines(status), ElementsAre(AllOf(HasSubstr(":6: stage 'train': config key " + field), HasSubstr("got nan"))))
+        << status.message();
+  }
+}
+
+TEST_F(SpecTest, EveryLineOfAKindsParameterCheckNamesTheFileAndStage) {
+  const absl::Status status = Validate(kLoop, {{"train.steps", "-5"}, {"train.batch_size", "-1"}}).status();
+  EXPECT_THAT(Lines(status), ElementsAre(HasSubstr(":6: stage 'train': config key steps (--steps) must be"),
+                                         HasSubstr(":6: stage 'train': config key batch_size (--batch-size) must be")))
+      << status.message();
+}
+
+TEST_F(SpecTest, NameErrorsNameTheLineOfTheirOwnEntry) {
+  const std::string path = Write(R"(name: names
+stages:
+  - name: demos
+    kind: bogus
+  - name: demos
+    kind: report
+    report: {}
+  - name: 1a
+    kind: report
+    report: {}
+  - kind: report
+    report: {}
+  - name: outer
+    kind: loop
+    loop:
+      max_iterations: 1
+      stages:
+        - name: demos
+          kind: report
+          report: {}
+)");
+  auto loaded = LoadPipeline(path, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const absl::Status status = ValidatePipeline(*loaded, BuiltinStageKinds(), ValidationOptions()).status();
+  EXPECT_THAT(Lines(status), ElementsAre(HasSubstr(":3: stage 'demos': unknown kind 'bogus'"),
+                                         HasSubstr(":5: stage 'demos': is defined twice (first at line 3)"),
+                                         HasSubstr(":8: stage '1a': a stage name must start with a letter"),
+                                         HasSubstr(":11: stage '': has no name"),
+                                         HasSubstr(":18: stage 'demos': is defined twice (first at line 3)")))
+      << status.message();
+  for (const std::string& line : Lines(status)) EXPECT_THAT(line, ::testing::StartsWith(path + ":"));
+}
+
+TEST_F(SpecTest, EveryBadCarryEntryIsReported) {
+  const absl::Status status =
+      Validate(LoopWith("      stages:\n        - name: feedback",
+                        "      carry: {train: gate, demos: nosuch, ghost: finetune}\n      stages:\n        - name: feedback"))
+          .status();
+  EXPECT_THAT(Lines(status), ElementsAre(HasSubstr(":9: stage 'improve': loop.carry demos: 'nosuch' is not a stage of this loop"),
+                                         HasSubstr(":9: stage 'improve': refers to unknown stage 'ghost'"),
+                                         HasSubstr(":9: stage 'improve': loop.carry train: gate (evaluate) has no output")))
+      << status.message();
+}
+
+TEST_F(SpecTest, ALoopConditionMustTestANumber) {
+  const std::string condition = "${gate.success.lower} >= 0.85";
+  EXPECT_THAT(Validate(LoopWith(condition, "${gate.evaluation} >= 0.85")).status().message(),
+              HasSubstr(":9: stage 'improve': loop.until tests ${gate.evaluation}, which is not a number (numeric outputs "
+                        "of kind evaluate: return.lower, return.mean, return.upper, success.lower, success.rate, success.upper)"));
+  EXPECT_THAT(Validate(LoopWith(condition, "${finetune.checkpoint} >= 1")).status().message(),
+              HasSubstr("loop.until tests ${finetune.checkpoint}, which is not a number (numeric outputs of kind train: none)"));
+  EXPECT_TRUE(Validate(LoopWith(condition, "${gate.return.mean} > 10")).ok());
+}
+
+TEST_F(SpecTest, ALoopOutputNoStageOfItsBodyProducesIsAnError) {
+  const std::string finetune = "        - name: finetune\n          kind: train\n"
+                               "          train: {dataset: d.hdf5, init_from: \"${train.checkpoint}\", steps: 10}\n";
+  EXPECT_THAT(Validate(LoopWith(finetune, "")).status().message(),
+              HasSubstr(":22: stage 'promote': ${improve.checkpoint}: no stage of loop 'improve' has an output 'checkpoint'"));
+  EXPECT_THAT(Validate(LoopWith(finetune, "        - name: inner\n          kind: loop\n          loop:\n"
+                                          "            max_iterations: 1\n"
+                                          "            stages: [{name: deeper, kind: report, report: {}}]\n"))
+                  .status().message(),
+              HasSubstr("no stage of loop 'improve' has an output 'checkpoint'"))
+      << "a loop inside the loop whose own stages make no checkpoint";
+  EXPECT_TRUE(Validate(std::string(kLoop) + "  - {name: r, kind: report, report: {model: \"${improve.iterations}\"}}\n").ok());
 }
 
 TEST_F(SpecTest, AKeyTwiceInOneMappingIsRefusedWithItsLine) {

@@ -216,8 +216,9 @@ TEST_F(StageKindTest, AResumeRefusesAPipelineFileThatChangedSinceTheRunStarted) 
   std::ofstream(options.file, std::ios::app) << "  - {name: more, kind: shout, params: {value: x}}\n";
   const absl::Status refused = RunPipelineFile(ResumeOf(options, first->run_id, {})).status();
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
-  EXPECT_THAT(refused.message(), AllOf(HasSubstr(options.file + " changed since run " + first->run_id),
-                                       HasSubstr("start a new run with roboloop run " + options.file)));
+  const std::string recorded = RecordedPath(options.file);
+  EXPECT_THAT(refused.message(), AllOf(HasSubstr(recorded + " changed since run " + first->run_id),
+                                       HasSubstr("start a new run with roboloop run " + recorded)));
 }
 
 TEST_F(StageKindTest, ALoopIsRecordedWithItsIterationsAndLogLikeAStage) {
@@ -272,6 +273,11 @@ TEST_F(StageKindTest, RegistryRefusesIncompleteOrDuplicateRecords) {
   idle.name = "idle";
   idle.run = nullptr;
   EXPECT_THAT(kinds_.Register(idle).message(), HasSubstr("needs a run function"));
+  StageKind counting = ShoutStageKind();
+  counting.name = "counting";
+  counting.numeric_outputs = {"count"};
+  EXPECT_THAT(kinds_.Register(counting).message(),
+              HasSubstr("stage kind 'counting' declares numeric output 'count' but not output 'count'"));
 }
 
 }  // namespace
