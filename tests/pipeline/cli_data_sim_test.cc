@@ -263,6 +263,7 @@ TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
   EXPECT_EQ(hashes[0], hashes[1]);
 }
 
+// The state hash chain of `sim rollout --format json`, pasted as it is into `sim replay --expect-hash`.
 TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   ProgramResult rollout = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
                                     "--episodes", "2", "--seed", "3", "--max-steps", "80", "--format", "json"});
@@ -272,9 +273,11 @@ TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   std::getline(lines, line);
   std::getline(lines, line);
   nlohmann::json record = nlohmann::json::parse(line);
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                std::stoull(record["state_hash_chain"].get<std::string>()));
+  const std::string hex = record["state_hash_chain"].get<std::string>();  // pasted as the JSON gives it
+  EXPECT_THAT(hex, ::testing::MatchesRegex("[0-9a-f]{16}"));
+  ProgramResult table = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
+                                  "--episodes", "2", "--seed", "3", "--max-steps", "80"});
+  EXPECT_THAT(table.out, HasSubstr(hex)) << "the table shows the hash as the JSON does";
   const std::string episode = record["episode_index"].get<std::string>();  // int64 is a JSON string
   ProgramResult ok = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert", "--seed", "3",
                                "--max-steps", "80", "--episode", episode, "--expect-hash", hex});
