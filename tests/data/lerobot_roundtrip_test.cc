@@ -165,7 +165,7 @@ TEST(LeRobotRoundTripTest, KeptObsKeysWithoutTheirFeatureAreRefused) {
   options.input_dir = dir.File("lerobot");
   options.output_path = dir.File("back.hdf5");
   absl::StatusOr<LeRobotImportResult> result = ImportLeRobot(options);
-  EXPECT_EQ(result.status().message(),
+  EXPECT_EQ(std::string(result.status().message()),
             info_path + ": roboloop_env_args env_kwargs.obs_keys names \"joint_torque\", but no feature imports as "
                         "obs/<that key>");
   EXPECT_FALSE(std::filesystem::exists(options.output_path));

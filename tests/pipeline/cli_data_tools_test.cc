@@ -170,7 +170,7 @@ TEST(DataCliTest, SubcommandHelpLinesStartWithACapital) {
     const CliRun help = RunCli(command);
     ASSERT_EQ(help.code, 0) << help.err;
     const std::vector<std::string> descriptions = SubcommandDescriptions(help.out);
-    EXPECT_GE(descriptions.size(), 2u) << help.out;
+    EXPECT_FALSE(descriptions.empty()) << help.out;
     for (const std::string& description : descriptions) {
       EXPECT_TRUE(std::isupper(static_cast<unsigned char>(description[0]))) << command[0] << ": " << description;
     }
