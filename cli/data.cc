@@ -106,7 +106,7 @@ absl::Status RegisterDatasetFile(const wiring::RegistryTarget& target, const std
 }
 
 CLI::App* AddDataCommands(CLI::App& app, CommandRunner& runner) {
-  CLI::App* data_command = app.add_subcommand("data", "episode datasets (robomimic-layout HDF5)");
+  CLI::App* data_command = app.add_subcommand("data", "Episode datasets (robomimic-layout HDF5)");
   data_command->require_subcommand(1);
   AddDataToolCommands(data_command, runner,
                       [](const std::string& file_or_ref,

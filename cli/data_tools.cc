@@ -54,7 +54,7 @@ absl::Status CheckNotLeRobotFolder(const std::string& file) {
 }
 
 void AddFormat(CLI::App* command, CliOptions* options) {
-  command->add_option("--format", options->format, "output format")
+  command->add_option("--format", options->format, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
 }
 
@@ -230,10 +230,10 @@ void BindTool(CommandRunner& runner, CLI::App* command, const std::string& name,
 }
 
 void AddMerge(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
-  CLI::App* merge = data->add_subcommand("merge", "merge datasets of the same spec");
-  merge->add_option("inputs", options->inputs, "input files (two or more)")->required();
-  merge->add_option("-o,--output", options->output, "merged file")->required();
-  merge->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  CLI::App* merge = data->add_subcommand("merge", "Merge datasets of the same spec");
+  merge->add_option("inputs", options->inputs, "Input files (two or more)")->required();
+  merge->add_option("-o,--output", options->output, "Merged file")->required();
+  merge->add_flag("--overwrite", options->overwrite, "Replace an existing output");
   runner.Bind(merge, [options]() -> absl::Status {
     if (options->inputs.size() < 2) return UsageError("data merge needs at least two input files");
     std::ostringstream out;
@@ -244,44 +244,44 @@ void AddMerge(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOp
 }
 
 void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
-  CLI::App* import = data->add_subcommand("import", "import episodes from another format");
+  CLI::App* import = data->add_subcommand("import", "Import episodes from another format");
   import->require_subcommand(1);
-  CLI::App* aloha = import->add_subcommand("aloha", "a folder of ALOHA/ACT episode_<i>.hdf5");
-  aloha->add_option("dir", options->file, "folder of episodes")->required();
-  aloha->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
-  aloha->add_option("--env-args", options->env_args, "env_args JSON of the output");
-  aloha->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  CLI::App* aloha = import->add_subcommand("aloha", "A folder of ALOHA/ACT episode_<i>.hdf5");
+  aloha->add_option("dir", options->file, "Folder of episodes")->required();
+  aloha->add_option("-o,--output", options->output, "File to write (robomimic-layout HDF5)")->required();
+  aloha->add_option("--env-args", options->env_args, "JSON object stored as the output's env_args");
+  aloha->add_flag("--overwrite", options->overwrite, "Replace an existing output");
   BindTool(runner, aloha, "import aloha", Import, options, [options] {
     if (nlohmann::json::parse(options->env_args, nullptr, false).is_object()) return absl::OkStatus();
     return UsageError(absl::StrCat("--env-args '", options->env_args, "': not a JSON object"));
   });
-  CLI::App* lerobot = import->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
+  CLI::App* lerobot = import->add_subcommand("lerobot", "A LeRobot v3 dataset folder (parquet tables, mp4 videos)");
   lerobot->add_option("dir", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
-  lerobot->add_option("-o,--output", options->output, "robomimic-layout file to write")->required();
-  lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output");
+  lerobot->add_option("-o,--output", options->output, "File to write (robomimic-layout HDF5)")->required();
+  lerobot->add_flag("--overwrite", options->overwrite, "Replace an existing output");
   BindTool(runner, lerobot, "import lerobot", ImportFromLeRobot, options);
 }
 
 void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
-  CLI::App* export_command = data->add_subcommand("export", "export episodes to another format");
+  CLI::App* export_command = data->add_subcommand("export", "Export episodes to another format");
   export_command->require_subcommand(1);
-  CLI::App* lerobot = export_command->add_subcommand("lerobot", "a LeRobot v3 dataset folder (parquet tables, mp4 videos)");
-  lerobot->add_option("file", options->file, "robomimic-layout HDF5 file")->required();
+  CLI::App* lerobot = export_command->add_subcommand("lerobot", "A LeRobot v3 dataset folder (parquet tables, mp4 videos)");
+  lerobot->add_option("file", options->file, "File to export (robomimic-layout HDF5)")->required();
   lerobot->add_option("-o,--output", options->output, "LeRobot dataset folder to write")->required();
   CLI::Option* fps =
-      lerobot->add_option("--fps", options->fps, "frames per second (default: the file's, recorded by a LeRobot import)");
-  lerobot->add_option("--task", options->task, "task string of demos that have none");
-  lerobot->add_option("--codec", options->codec, "video codec")->check(CLI::IsMember({"h264", "av1"}));
-  lerobot->add_option("--data-file-mb", options->data_file_mb, "start a new data file once one holds this many MB")
+      lerobot->add_option("--fps", options->fps, "Frames per second (default: the file's, recorded by a LeRobot import)");
+  lerobot->add_option("--task", options->task, "Task string of demos that have none");
+  lerobot->add_option("--codec", options->codec, "Video codec")->check(CLI::IsMember({"h264", "av1"}));
+  lerobot->add_option("--data-file-mb", options->data_file_mb, "Start a new data file once one holds this many MB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  lerobot->add_option("--video-file-mb", options->video_file_mb, "start a new video file once one is this many MB")
+  lerobot->add_option("--video-file-mb", options->video_file_mb, "Start a new video file once one is this many MB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  lerobot->add_option("--files-per-chunk", options->files_per_chunk, "files per chunk-NNN folder")
+  lerobot->add_option("--files-per-chunk", options->files_per_chunk, "Files per chunk-NNN folder")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  lerobot->add_flag("--overwrite", options->overwrite, "replace an existing output folder");
+  lerobot->add_flag("--overwrite", options->overwrite, "Replace an existing output folder");
   BindTool(runner, lerobot, "export lerobot", ExportToLeRobot, options, [options, fps] {
     if (fps->count() == 0 || (std::isfinite(options->fps) && options->fps > 0)) return absl::OkStatus();
     return UsageError(absl::StrFormat("--fps %g: expected a positive, finite number of frames per second", options->fps));
@@ -294,23 +294,23 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   auto options = std::make_shared<CliOptions>();
   options->resolve_input = std::move(resolve_input);
 
-  CLI::App* info = data->add_subcommand("info", "demos, lengths, features, stats, splits, lineage");
-  info->add_option("file", options->file, "dataset file, or a registry reference (name:vN, name@latest, id)")
+  CLI::App* info = data->add_subcommand("info", "Demos, lengths, features, stats, splits, lineage");
+  info->add_option("file", options->file, "Dataset file, or a registry reference (name:vN, name@latest, id)")
       ->required();
   AddFormat(info, options.get());
   AddRegistryTargetFlags(info, &options->registry);
   BindTool(runner, info, "info", Info, options);
 
-  CLI::App* validate = data->add_subcommand("validate", "check structure, lengths and values");
-  validate->add_option("file", options->file, "dataset file, or a registry reference")->required();
+  CLI::App* validate = data->add_subcommand("validate", "Check structure, lengths and values");
+  validate->add_option("file", options->file, "Dataset file, or a registry reference")->required();
   AddRegistryTargetFlags(validate, &options->registry);
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
   validate->add_flag("--structure-only", options->structure_only,
-                     "check groups, shapes, dtypes, lengths and attributes without reading the values (fast on "
+                     "Check groups, shapes, dtypes, lengths and attributes without reading the values (fast on "
                      "large files; no NaN/Inf check)")
       ->excludes("--strict");
   CLI::Option* time_limit = validate->add_option("--time-limit-s", options->time_limit_s,
-                                                 "seconds the check may take before it is stopped as a corrupt file "
+                                                 "Seconds the check may take before it is stopped as a corrupt file "
                                                  "(0 = no limit; default 60 plus 1 per 4 MiB of the file)");
   AddFormat(validate, options.get());
   BindTool(runner, validate, "validate", Validate, options, [options, time_limit] {
@@ -319,21 +319,21 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   });
 
   CLI::App* stats = data->add_subcommand(
-      "stats", "print normalization statistics; with --write also store them in the file's `stats` group");
-  stats->add_option("file", options->file, "dataset file, or a registry reference (without --write)")->required();
+      "stats", "Print normalization statistics; with --write also store them in the file's `stats` group");
+  stats->add_option("file", options->file, "Dataset file, or a registry reference (without --write)")->required();
   AddRegistryTargetFlags(stats, &options->registry);
-  stats->add_flag("--write", options->write, "store the statistics in the file (it is modified)");
+  stats->add_flag("--write", options->write, "Store the statistics in the file (it is modified)");
   AddFormat(stats, options.get());
   BindTool(runner, stats, "stats", Stats, options);
 
   AddMerge(data, runner, options);
 
-  CLI::App* split = data->add_subcommand("split", "write mask/train and mask/valid");
-  split->add_option("file", options->file, "dataset file")->required();
+  CLI::App* split = data->add_subcommand("split", "Write mask/train and mask/valid");
+  split->add_option("file", options->file, "Dataset file")->required();
   split->add_option("--valid", options->valid_fraction,
-                    "fraction of demos held out, in [0, 1) (required: an existing split is replaced)")
+                    "Fraction of demos held out, in [0, 1) (required: an existing split is replaced)")
       ->required();
-  split->add_option("--seed", options->seed, "shuffle seed")->capture_default_str();
+  split->add_option("--seed", options->seed, "Shuffle seed")->capture_default_str();
   BindTool(runner, split, "split", Split, options, [options] {
     if (options->valid_fraction >= 0 && options->valid_fraction < 1) return absl::OkStatus();
     return UsageError(absl::StrFormat("--valid %g: expected a fraction in [0, 1)", options->valid_fraction));

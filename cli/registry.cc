@@ -65,23 +65,47 @@ struct RegistryFlags {
 std::string ShortId(const std::string& id) { return id.substr(0, 12); }
 
 
-ProgressBar::Options TransferBar(const std::string& label) {
-  ProgressBar::Options options;
-  options.label = label;
-  options.unit = "MiB";
-  return options;
-}
+// The progress bar of one transfer, labelled "<verb> <name>": counts in the largest of B, KiB, MiB that the
+// transfer's total holds at least once, drawn from the first report on and finished when it goes.
+class TransferProgress {
+ public:
+  explicit TransferProgress(std::string label) : label_(std::move(label)) {}
+  ~TransferProgress() {
+    if (bar_) bar_->Finish();
+  }
+
+  // The RegistryClient::ProgressFn of the transfer.
+  registry::RegistryClient::ProgressFn Report() {
+    return [this](int64_t done, int64_t total) {
+      if (!bar_) Start(total);
+      bar_->Update(done >> shift_);
+    };
+  }
+
+ private:
+  void Start(int64_t total) {
+    ProgressBar::Options options;
+    options.label = label_;
+    options.unit = "B";
+    if (total >= (int64_t{1} << 20)) {
+      shift_ = 20;
+      options.unit = "MiB";
+    } else if (total >= (int64_t{1} << 10)) {
+      shift_ = 10;
+      options.unit = "KiB";
+    }
+    bar_ = std::make_unique<ProgressBar>(total >> shift_, options);
+  }
+
+  std::string label_;
+  int shift_ = 0;
+  std::unique_ptr<ProgressBar> bar_;
+};
 
 absl::StatusOr<v1::BlobInfo> UploadWithProgress(registry::RegistryClient& client,
                                                 const std::string& path) {
-  std::unique_ptr<ProgressBar> bar;
-  auto progress = [&](int64_t done, int64_t total) {
-    if (!bar) bar = std::make_unique<ProgressBar>(total >> 20, TransferBar("upload " + path));
-    bar->Update(done >> 20);
-  };
-  auto result = client.UploadFile(path, progress);
-  if (bar) bar->Finish();
-  return result;
+  TransferProgress progress("upload " + path);
+  return client.UploadFile(path, progress.Report());
 }
 
 absl::Status PutDataset(registry::RegistryClient& client, const RegistryFlags& f) {
@@ -199,16 +223,13 @@ absl::Status ParseRange(const std::string& range, int64_t* offset, int64_t* leng
   return absl::OkStatus();
 }
 
+// Downloads like RegistryClient::DownloadToFile, its progress labelled with `shown` (the name the user asked for,
+// where `path` may be a temporary one).
 absl::Status DownloadWithProgress(registry::RegistryClient& client, const std::string& sha256,
-                                  const std::string& path, int64_t offset, int64_t length) {
-  std::unique_ptr<ProgressBar> bar;
-  auto progress = [&](int64_t done, int64_t total) {
-    if (!bar) bar = std::make_unique<ProgressBar>(total >> 20, TransferBar("download " + path));
-    bar->Update(done >> 20);
-  };
-  absl::Status status = client.DownloadToFile(sha256, path, offset, length, progress);
-  if (bar) bar->Finish();
-  return status;
+                                  const std::string& path, const std::string& shown, int64_t offset,
+                                  int64_t length) {
+  TransferProgress progress("download " + shown);
+  return client.DownloadToFile(sha256, path, offset, length, progress.Report());
 }
 
 // Refuses an existing `-o` that `registry get` must not replace: any but an empty folder without --overwrite; with
@@ -243,7 +264,10 @@ absl::Status FetchCheckpointFolder(registry::RegistryClient& client, const v1::C
   absl::Status status = MakeDirs(partial);
   if (status.ok()) status = WriteFileAtomic(JoinPath(partial, "manifest.json"), checkpoint.manifest_json());
   for (const v1::BlobRef& blob : checkpoint.blobs()) {
-    if (status.ok()) status = DownloadWithProgress(client, blob.sha256(), JoinPath(partial, blob.role()), 0, 0);
+    if (status.ok()) {
+      status = DownloadWithProgress(client, blob.sha256(), JoinPath(partial, blob.role()), JoinPath(dir, blob.role()),
+                                    0, 0);
+    }
   }
   if (status.ok()) status = ReplaceFolder(partial, dir);
   if (!status.ok()) {
@@ -287,7 +311,7 @@ absl::Status Get(registry::RegistryClient& client, const RegistryFlags& f) {
   if (dataset.ok()) {
     ROBOLOOP_RETURN_IF_ERROR(CheckGetOutput(f.output, f.overwrite, /*checkpoint=*/false));
     ROBOLOOP_RETURN_IF_ERROR(
-        DownloadWithProgress(client, dataset->blob().sha256(), f.output, offset, length));
+        DownloadWithProgress(client, dataset->blob().sha256(), f.output, f.output, offset, length));
     std::printf("fetched dataset %s:v%d into %s\n", dataset->name().c_str(), dataset->version(),
                 f.output.c_str());
     return absl::OkStatus();

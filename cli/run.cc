@@ -34,6 +34,7 @@ struct RunFlags {
   bool no_cache = false;
   int threads = 4;
   int limit = 20;
+  Format format = Format::kTable;  // runs / status
   std::string run;    // status / logs
   std::string stage;  // logs
 };
@@ -122,9 +123,45 @@ std::string Duration(int64_t from_us, int64_t to_us) {
   return absl::StrFormat("%.1fs", static_cast<double>(to_us - from_us) / 1e6);
 }
 
+// A run's fields as JSON (times in microseconds since the epoch, 0 = not yet); the stages are
+// the caller's to add.
+nlohmann::json RunJson(const pipeline::RunRecord& r) {
+  return {{"id", r.id},
+          {"pipeline", r.pipeline},
+          {"status", r.status},
+          {"spec_path", r.spec_path},
+          {"created_unix_us", r.created_us},
+          {"finished_unix_us", r.finished_us},
+          {"message", r.message}};
+}
+
+// A stage execution as JSON: its outputs as the object they were stored as.
+nlohmann::json StageJson(const pipeline::StageExecutionRecord& s) {
+  const nlohmann::json outputs = nlohmann::json::parse(s.outputs_json, nullptr, /*allow_exceptions=*/false);
+  return {{"stage", s.stage},
+          {"status", s.status},
+          {"attempts", s.attempts},
+          {"started_unix_us", s.started_us},
+          {"finished_unix_us", s.finished_us},
+          {"outputs", outputs.is_object() ? outputs : nlohmann::json::object()},
+          {"message", s.message},
+          {"log_path", s.log_path}};
+}
+
+// Prints `json` indented; bytes that are not UTF-8 (a stage's error text) become U+FFFD.
+void PrintJson(const nlohmann::json& json) {
+  std::printf("%s\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
 absl::Status ListRuns(const RunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<pipeline::RunRecord> runs, store->ListRuns(f.limit));
+  if (f.format == Format::kJson) {
+    nlohmann::json listed = nlohmann::json::array();
+    for (const pipeline::RunRecord& r : runs) listed.push_back(RunJson(r));
+    PrintJson(nlohmann::json{{"runs", listed}});
+    return absl::OkStatus();
+  }
   Table table({"RUN", "PIPELINE", "STATUS", "STARTED", "DURATION", "SPEC"});
   for (const pipeline::RunRecord& r : runs) {
     table.AddRow({r.id, r.pipeline, r.status, Time(r.created_us), Duration(r.created_us, r.finished_us), r.spec_path});
@@ -144,6 +181,13 @@ absl::Status ShowStatus(const RunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, RunOrNewest(f, *store));
   ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(id));
+  if (f.format == Format::kJson) {
+    nlohmann::json json = RunJson(run);
+    json["stages"] = nlohmann::json::array();
+    for (const pipeline::StageExecutionRecord& s : run.stages) json["stages"].push_back(StageJson(s));
+    PrintJson(json);
+    return absl::OkStatus();
+  }
   std::printf("run %s: %s %s, started %s, %s%s%s\n", run.id.c_str(), run.pipeline.c_str(), run.status.c_str(),
               Time(run.created_us).c_str(), run.spec_path.c_str(), run.message.empty() ? "" : "\n  ", run.message.c_str());
   Table table({"STAGE", "STATUS", "ATTEMPTS", "DURATION", "OUTPUTS / ERROR"});
@@ -199,12 +243,14 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
   CLI::App* runs = app.add_subcommand("runs", "List pipeline runs, newest first");
   runs->add_option("--root", lf->root, "Store of runs")->capture_default_str();
   runs->add_option("--limit", lf->limit, "Runs shown")->capture_default_str();
+  AddFormatOption(runs, &lf->format);
   runner.Bind(runs, [lf] { return ListRuns(*lf); });
 
   auto sf = std::make_shared<RunFlags>();
   CLI::App* status = app.add_subcommand("status", "Show a pipeline run's stages (default: the newest run)");
   status->add_option("RUN", sf->run, "Run id");
   status->add_option("--root", sf->root, "Store of runs")->capture_default_str();
+  AddFormatOption(status, &sf->format);
   runner.Bind(status, [sf] { return ShowStatus(*sf); });
 
   auto gf = std::make_shared<RunFlags>();

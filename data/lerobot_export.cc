@@ -449,7 +449,7 @@ class Exporter {
     if (!Has("timestamp")) features["timestamp"] = {{"dtype", "float32"}, {"shape", {1}}, {"names", nullptr}};
     for (const char* key : {"frame_index", "episode_index", "index"}) features[key] = scalar_int;
     if (!Has("task_index")) features["task_index"] = scalar_int;
-    const nlohmann::json info = {
+    nlohmann::json info = {
         {"codebase_version", "v3.0"},
         {"robot_type", env_.value("/lerobot/robot_type"_json_pointer, nlohmann::json())},
         {"total_episodes", result_.num_episodes},
@@ -463,6 +463,9 @@ class Exporter {
         {"data_path", lerobot::kDataPathTemplate},
         {"video_path", progress_.videos.empty() ? nlohmann::json() : nlohmann::json(lerobot::kVideoPathTemplate)},
         {"features", features}};
+    nlohmann::json kept = env_;
+    kept.erase("lerobot");  // what an import records of the LeRobot dataset itself; it records it again
+    if (!kept.empty()) info[lerobot::kEnvArgsField] = kept;
     return WriteFileAtomic(JoinPath(root_, lerobot::kInfoPath), info.dump(4));
   }
 

@@ -44,7 +44,8 @@ struct LeRobotExportResult {
 // (a LeRobot import's keys, dtypes and names), else: actions -> action, rewards -> next.reward,
 // dones -> next.done, obs/<camera>_image (uint8 [H, W, 3]) -> observation.images.<camera> (video),
 // obs/timestamp and obs/task_index -> timestamp and task_index, states -> states,
-// obs/<k> -> observation.<k>. next_obs/* features and numeric features of rank above 1 are
+// obs/<k> -> observation.<k>. info.json keeps the file's env_args but their "lerobot" part under
+// lerobot::kEnvArgsField (its task and env_kwargs, which an import restores). next_obs/* features and numeric features of rank above 1 are
 // refused by name, as is a size option that is not positive. The folder is written as `<output_dir>.partial` and renamed when complete;
 // errors name the input, feature or output file.
 absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options);

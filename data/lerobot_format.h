@@ -17,6 +17,9 @@ inline constexpr char kEpisodesDir[] = "meta/episodes";
 inline constexpr char kDataPathTemplate[] = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
 inline constexpr char kVideoPathTemplate[] =
     "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4";
+// The info.json field where an export keeps the file's env_args (without their "lerobot" part) for an import to
+// restore: its task (env_name) and env_kwargs (obs_keys order, cameras, how it was collected).
+inline constexpr char kEnvArgsField[] = "roboloop_env_args";
 // LeRobot's timestamp tolerance: a frame is the one within this many seconds of its time.
 inline constexpr double kTimestampToleranceS = 1e-4;
 // The columns LeRobot adds to every data table; import derives them, export writes them.

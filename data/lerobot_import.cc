@@ -311,8 +311,30 @@ class BlockReader {
   int64_t first_row_ = 0;  // its first row in its data table
 };
 
-nlohmann::json EnvArgs(const std::string& dir, const nlohmann::json& info, const Plan& plan,
-                       const std::vector<std::string>& tasks, const std::vector<EpisodeRef>& episodes) {
+// The env_args an export kept in info.json (lerobot::kEnvArgsField), else those of a dataset from elsewhere:
+// env_name "lerobot". InvalidArgument naming info.json when the kept ones are not an object, or their
+// env_kwargs.obs_keys name an observation the dataset has no numeric feature for.
+absl::StatusOr<nlohmann::json> KeptEnvArgs(const std::string& dir, const nlohmann::json& info, const Plan& plan) {
+  if (!info.contains(lerobot::kEnvArgsField)) return nlohmann::json{{"env_name", "lerobot"}};
+  const std::string where = absl::StrCat(JoinPath(dir, lerobot::kInfoPath), ": ", lerobot::kEnvArgsField);
+  const nlohmann::json& kept = info[lerobot::kEnvArgsField];
+  const nlohmann::json kwargs = kept.is_object() ? kept.value("env_kwargs", nlohmann::json::object()) : nlohmann::json();
+  if (!kwargs.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, " is not an object with object env_kwargs"));
+  for (const nlohmann::json& key : kwargs.value("obs_keys", nlohmann::json::array())) {
+    const auto imported = std::find_if(plan.numeric.begin(), plan.numeric.end(), [&](const NumericFeature& f) {
+      return key.is_string() && f.feature == "obs/" + key.get<std::string>();
+    });
+    if (imported == plan.numeric.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " env_kwargs.obs_keys names ", key.dump(), ", but no feature imports as obs/<that key>"));
+    }
+  }
+  return kept;
+}
+
+absl::StatusOr<nlohmann::json> EnvArgs(const std::string& dir, const nlohmann::json& info, const Plan& plan,
+                                       const std::vector<std::string>& tasks, const std::vector<EpisodeRef>& episodes) {
+  ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json env, KeptEnvArgs(dir, info, plan));
   nlohmann::json obs_keys = nlohmann::json::array();
   nlohmann::json features = nlohmann::json::object();
   for (const NumericFeature& feature : plan.numeric) {
@@ -329,15 +351,14 @@ nlohmann::json EnvArgs(const std::string& dir, const nlohmann::json& info, const
   }
   nlohmann::json episode_list = nlohmann::json::array();
   for (const EpisodeRef& episode : episodes) episode_list.push_back({{"episode_index", episode.index}, {"tasks", episode.tasks}});
-  return {{"env_name", "lerobot"},
-          {"env_kwargs", {{"obs_keys", obs_keys}}},
-          {"lerobot",
-           {{"source", dir},
-            {"fps", info["fps"]},
-            {"robot_type", info.value("robot_type", nlohmann::json())},
-            {"tasks", tasks},
-            {"episodes", episode_list},
-            {"features", features}}}};
+  if (!env["env_kwargs"].contains("obs_keys")) env["env_kwargs"]["obs_keys"] = obs_keys;
+  env["lerobot"] = {{"source", dir},
+                    {"fps", info["fps"]},
+                    {"robot_type", info.value("robot_type", nlohmann::json())},
+                    {"tasks", tasks},
+                    {"episodes", episode_list},
+                    {"features", features}};
+  return env;
 }
 
 absl::StatusOr<std::vector<std::string>> ReadTasks(const std::string& dir) {
@@ -374,7 +395,8 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
 
   DatasetWriter::Options writer_options;
   writer_options.path = options.output_path;
-  writer_options.env_args_json = EnvArgs(dir, info, plan, tasks, episodes).dump();
+  ROBOLOOP_ASSIGN_OR_RETURN(const nlohmann::json env_args, EnvArgs(dir, info, plan, tasks, episodes));
+  writer_options.env_args_json = env_args.dump();
   writer_options.lineage = result.lineage;
   writer_options.storage = options.storage;
   writer_options.overwrite = options.overwrite;

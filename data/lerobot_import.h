@@ -36,8 +36,9 @@ struct LeRobotImportResult {
 // FeatureNameOf (lerobot_format.h; action -> actions, next.reward -> rewards, next.done -> dones,
 // states -> states, observation.<k> -> obs/<k>, others carried as obs/<key>), timestamp and task_index as
 // obs/timestamp and obs/task_index, and each video feature decoded (FFmpeg) into
-// obs/<camera>_image, uint8 [T, H, W, 3] RGB. The `data` env_args records env_name "lerobot",
-// env_kwargs.obs_keys (the observation.* numeric features) and under "lerobot" the fps, the
+// obs/<camera>_image, uint8 [T, H, W, 3] RGB. The `data` env_args are those a roboloop export kept
+// in info.json (lerobot::kEnvArgsField: env_name, env_kwargs), else env_name "lerobot"; without
+// kept env_kwargs.obs_keys, obs_keys lists the observation.* numeric features. Under "lerobot" they record the fps, the
 // robot type, the task strings, each episode's index and tasks and each feature's key, dtype,
 // shape and names. Features of dtype image or string, or numeric features of rank above 1, are
 // refused naming the feature. Errors name the file (info.json, a parquet table, a video) and

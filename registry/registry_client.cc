@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,15 @@
 #include "common/status.h"
 
 namespace roboloop::registry {
+namespace {
+
+// The bytes a download of `length` bytes from `offset` (length 0 = to the end) of a blob of `size` bytes receives.
+int64_t RangeBytes(int64_t size, int64_t offset, int64_t length) {
+  const int64_t rest = std::max<int64_t>(0, size - offset);
+  return length > 0 ? std::min(length, rest) : rest;
+}
+
+}  // namespace
 
 RegistryClient::RegistryClient(std::shared_ptr<const common::GrpcChannel> channel, Options options)
     : channel_(std::move(channel)),
@@ -117,7 +127,7 @@ absl::Status RegistryClient::DownloadToFile(const std::string& sha256, const std
   int64_t total = 0;
   absl::Status write_status;
   while (write_status.ok() && reader->Read(&chunk)) {
-    if (chunk.total_size() > 0) total = chunk.total_size();
+    if (chunk.total_size() > 0) total = RangeBytes(chunk.total_size(), offset, length);
     write_status = WriteAll(out.get(), chunk.data(), temp);
     hash.Update(chunk.data());
     received += static_cast<int64_t>(chunk.data().size());

@@ -22,7 +22,8 @@ struct RegistryClientOptions {
 // Thread-safe: calls may run concurrently on one client (gRPC stubs are thread-safe).
 class RegistryClient {
  public:
-  // Called with (bytes done, bytes total) while a transfer runs.
+  // Called with (bytes done, bytes total) while a transfer runs: for an upload, of the whole file (a resumed one
+  // starts at the bytes the server held); for a download, of the range it fetches.
   using ProgressFn = std::function<void(int64_t, int64_t)>;
   using Options = RegistryClientOptions;
 

@@ -44,9 +44,10 @@ Episode CameraEpisode(int steps, int seed) {
   return episode;
 }
 
-void Write(const std::string& path, const std::vector<Episode>& episodes) {
+void Write(const std::string& path, const std::vector<Episode>& episodes, const std::string& env_args_json = "{}") {
   DatasetWriter::Options options;
   options.path = path;
+  options.env_args_json = env_args_json;
   auto writer = DatasetWriter::Create(options);
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (const Episode& episode : episodes) ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
@@ -115,6 +116,59 @@ TEST(LeRobotRoundTripTest, ExportThenImportKeepsValuesAndFrames) {
   EXPECT_EQ(env["lerobot"]["fps"], 15);
   EXPECT_EQ(env["lerobot"]["tasks"], nlohmann::json({"stack"}));
   EXPECT_EQ(env["env_kwargs"]["obs_keys"], nlohmann::json({"count", "qpos", "qvel"}));
+}
+
+// The env_args of a collection of task "reach-cam": its obs keys in the task's order, its camera.
+nlohmann::json CollectedEnvArgs() {
+  return {{"env_name", "reach-cam"},
+          {"type", "roboloop"},
+          {"env_kwargs",
+           {{"task", "reach-cam"},
+            {"policy", "expert"},
+            {"obs_keys", {"qvel", "qpos", "count"}},
+            {"cameras", {{{"name", "cam"}, {"camera", "top"}, {"width", kWidth}, {"height", kHeight}}}}}}};
+}
+
+// A dataset exported and imported back is still of its task: env_name and env_kwargs come back as they were
+// (obs_keys in the task's order, not the features' name order), with the LeRobot record beside them.
+TEST(LeRobotRoundTripTest, TheTaskAndItsEnvKwargsSurviveTheRoundTrip) {
+  TempDir dir;
+  const std::vector<Episode> episodes = {CameraEpisode(5, 0), CameraEpisode(3, 1)};
+  Write(dir.File("in.hdf5"), episodes, CollectedEnvArgs().dump());
+  LeRobotExportOptions export_options = InToLeRobot(dir);
+  export_options.fps = 20;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  const nlohmann::json info = nlohmann::json::parse(std::ifstream(dir.File("lerobot/meta/info.json")));
+  EXPECT_EQ(info["roboloop_env_args"], CollectedEnvArgs());
+
+  std::unique_ptr<DatasetReader> reader = ExpectImportedBack(dir, episodes);
+  ASSERT_NE(reader, nullptr);
+  nlohmann::json env = nlohmann::json::parse(reader->layout().env_args_json);
+  EXPECT_EQ(env["lerobot"]["fps"], 20);
+  env.erase("lerobot");
+  EXPECT_EQ(env, CollectedEnvArgs());
+}
+
+// Kept env_args that name an observation the dataset does not hold (a feature removed by other tools) are an
+// error naming info.json and the key; nothing is written.
+TEST(LeRobotRoundTripTest, KeptObsKeysWithoutTheirFeatureAreRefused) {
+  TempDir dir;
+  Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)}, CollectedEnvArgs().dump());
+  LeRobotExportOptions export_options = InToLeRobot(dir);
+  export_options.fps = 20;
+  ASSERT_TRUE(ExportLeRobot(export_options).ok());
+  const std::string info_path = dir.File("lerobot/meta/info.json");
+  nlohmann::json info = nlohmann::json::parse(std::ifstream(info_path));
+  info["roboloop_env_args"]["env_kwargs"]["obs_keys"].push_back("joint_torque");
+  std::ofstream(info_path) << info.dump();
+  LeRobotImportOptions options;
+  options.input_dir = dir.File("lerobot");
+  options.output_path = dir.File("back.hdf5");
+  absl::StatusOr<LeRobotImportResult> result = ImportLeRobot(options);
+  EXPECT_EQ(std::string(result.status().message()),
+            info_path + ": roboloop_env_args env_kwargs.obs_keys names \"joint_torque\", but no feature imports as "
+                        "obs/<that key>");
+  EXPECT_FALSE(std::filesystem::exists(options.output_path));
 }
 
 // Size limits below one episode put every episode in files of its own, two files a chunk; the

@@ -263,6 +263,7 @@ TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
   EXPECT_EQ(hashes[0], hashes[1]);
 }
 
+// The state hash chain of `sim rollout --format json`, pasted as it is into `sim replay --expect-hash`.
 TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   ProgramResult rollout = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
                                     "--episodes", "2", "--seed", "3", "--max-steps", "80", "--format", "json"});
@@ -272,9 +273,11 @@ TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   std::getline(lines, line);
   std::getline(lines, line);
   nlohmann::json record = nlohmann::json::parse(line);
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                std::stoull(record["state_hash_chain"].get<std::string>()));
+  const std::string hex = record["state_hash_chain"].get<std::string>();  // pasted as the JSON gives it
+  EXPECT_THAT(hex, ::testing::MatchesRegex("[0-9a-f]{16}"));
+  ProgramResult table = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
+                                  "--episodes", "2", "--seed", "3", "--max-steps", "80"});
+  EXPECT_THAT(table.out, HasSubstr(hex)) << "the table shows the hash as the JSON does";
   const std::string episode = record["episode_index"].get<std::string>();  // int64 is a JSON string
   ProgramResult ok = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert", "--seed", "3",
                                "--max-steps", "80", "--episode", episode, "--expect-hash", hex});
@@ -288,6 +291,46 @@ TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   ProgramResult bad = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
                                 "--episode", "0", "--expect-hash", "not-hex"});
   EXPECT_EQ(bad.exit_code, 2);
+}
+
+// The text of the first ```sh block of `markdown` that mentions `needle` ("" when none does).
+std::string ShellBlockWith(const std::string& markdown, const std::string& needle) {
+  for (size_t start = markdown.find("```sh\n"); start != std::string::npos; start = markdown.find("```sh\n", start + 1)) {
+    const size_t body = start + 6;
+    const std::string block = markdown.substr(body, markdown.find("```", body) - body);
+    if (block.find(needle) != std::string::npos) return block;
+  }
+  return "";
+}
+
+// docs/adding-a-task.md's plug-in build, run as written in a copy of the files it uses (a git checkout): it lists
+// the plug-in's task and leaves nothing in the checkout that git would show as untracked.
+TEST(CliSimTest, TheDocumentedPluginBuildLeavesNothingUntracked) {
+  const std::string block =
+      ShellBlockWith(testing::ReadWholeFile(ROBOLOOP_SOURCE_DIR "/docs/adding-a-task.md"), "slider_reach_plugin.c");
+  ASSERT_FALSE(block.empty()) << "docs/adding-a-task.md has no sh block building the example plug-in";
+  const std::string checkout = testing::MakeTempDir("plugin-doc");
+  for (const char* file : {".gitignore", "scripts/venv.sh", "sim/task_plugin_abi.h",
+                           "sim/examples/task_plugin/slider_reach_plugin.c"}) {
+    std::filesystem::create_directories(std::filesystem::path(checkout + "/" + file).parent_path());
+    std::filesystem::copy_file(std::string(ROBOLOOP_SOURCE_DIR "/") + file, checkout + "/" + file);
+  }
+  const auto git = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/git", "-C", checkout};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProgram(argv);
+  };
+  ASSERT_EQ(git({"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(git({"add", "-A"}).exit_code, 0);
+  const std::string bin_dir = std::filesystem::path(testing::RoboloopBinary()).parent_path().string();
+  const ProgramResult run =
+      testing::RunProgram({"/bin/bash", "-euo", "pipefail", "-c", "export PATH=" + bin_dir + ":$PATH\n" + block}, {},
+                          checkout);
+  ASSERT_EQ(run.exit_code, 0) << block << run.err;
+  EXPECT_THAT(run.out, HasSubstr("plugin-slider-reach"));
+  const ProgramResult untracked = git({"ls-files", "--others", "--exclude-standard"});
+  ASSERT_EQ(untracked.exit_code, 0) << untracked.err;
+  EXPECT_EQ(untracked.out, "") << "the documented build leaves files git does not ignore";
 }
 
 }  // namespace

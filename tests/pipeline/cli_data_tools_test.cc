@@ -1,7 +1,9 @@
 // The `roboloop data ...` tools through the real binary: output, exit codes 0 / 1 / 2.
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include "common/sha256.h"
@@ -142,6 +144,37 @@ TEST(DataCliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli({"data", "validate", "f", "--time-limit-s", "nan"}).code, 2);
   EXPECT_EQ(RunCli({"data", "import", "aloha", "d", "-o", "o.hdf5", "--env-args", "{bad"}).code, 2);
   EXPECT_EQ(RunCli({"data", "--help"}).code, 0);
+}
+
+// The descriptions under "Subcommands:" in `help`, one per subcommand.
+std::vector<std::string> SubcommandDescriptions(const std::string& help) {
+  std::vector<std::string> descriptions;
+  std::istringstream lines(help);
+  bool in_section = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != ' ') {
+      in_section = line == "Subcommands:";
+      continue;
+    }
+    const size_t name_end = line.find_first_not_of(' ');
+    const size_t text = line.find_first_not_of(' ', line.find(' ', name_end));
+    if (in_section && text != std::string::npos) descriptions.push_back(line.substr(text));
+  }
+  return descriptions;
+}
+
+// `data`'s help reads like every other command's: each subcommand's line starts with a capital.
+TEST(DataCliTest, SubcommandHelpLinesStartWithACapital) {
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"--help"}, {"data", "--help"},
+                                                  {"data", "import", "--help"}, {"data", "export", "--help"}}) {
+    const CliRun help = RunCli(command);
+    ASSERT_EQ(help.code, 0) << help.err;
+    const std::vector<std::string> descriptions = SubcommandDescriptions(help.out);
+    EXPECT_FALSE(descriptions.empty()) << help.out;
+    for (const std::string& description : descriptions) {
+      EXPECT_TRUE(std::isupper(static_cast<unsigned char>(description[0]))) << command[0] << ": " << description;
+    }
+  }
 }
 
 TEST(DataCliTest, ValidateIsLenientUnlessStrict) {

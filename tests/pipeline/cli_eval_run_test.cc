@@ -151,7 +151,7 @@ TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {
   ASSERT_EQ(three.exit_code, 0) << three.err;
   auto hashes = [](const std::string& out) {
     std::set<std::string> found;
-    const std::regex chain("\"state_hash_chain\":\"([0-9]+)\"");
+    const std::regex chain("\"state_hash_chain\":\"([0-9a-f]{16})\"");
     for (auto it = std::sregex_iterator(out.begin(), out.end(), chain); it != std::sregex_iterator(); ++it) {
       found.insert((*it)[1].str());
     }

@@ -60,7 +60,7 @@ class CliPolicyFileTest : public ::testing::Test {
   // The state hash chains of a `sim rollout --format json` output.
   static std::set<std::string> HashChains(const std::string& out) {
     std::set<std::string> found;
-    const std::regex chain("\"state_hash_chain\":\"([0-9]+)\"");
+    const std::regex chain("\"state_hash_chain\":\"([0-9a-f]{16})\"");
     for (auto it = std::sregex_iterator(out.begin(), out.end(), chain); it != std::sregex_iterator(); ++it) {
       found.insert((*it)[1].str());
     }

@@ -90,6 +90,7 @@ TEST_F(CliRegistryTest, DatasetPutListGetShowVerify) {
       Roboloop({"registry", "get", "demos@latest", "-o", back, "--range", "8:7", "--overwrite"});
   ASSERT_EQ(range.exit_code, 0) << range.err;
   EXPECT_EQ(testing::ReadWholeFile(back), "dataset");
+  EXPECT_THAT(range.err, HasSubstr("download " + back + " 7/7 B (100%)")) << "the range's own size, in bytes";
   ProgramResult into_folder = Roboloop({"registry", "get", "demos:v1", "-o", dir_, "--overwrite"});
   EXPECT_EQ(into_folder.exit_code, 1);
   EXPECT_THAT(into_folder.err, HasSubstr(dir_ + ": is a folder; a dataset is fetched into a file"));
@@ -140,6 +141,8 @@ TEST_F(CliRegistryTest, CheckpointAliasPromoteHistoryLineage) {
   ProgramResult get = Roboloop({"registry", "get", "cartpole-mlp@champion", "-o", out});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_EQ(testing::ReadWholeFile(out + "/policy"), "weights-1");
+  EXPECT_THAT(get.err, HasSubstr("download " + out + "/policy 9/9 B (100%)"));
+  EXPECT_THAT(get.err, Not(HasSubstr(".partial-"))) << "progress names the folder asked for, not its temporary name";
   EXPECT_THAT(testing::ReadWholeFile(out + "/manifest.json"), HasSubstr("cartpole-mlp"));
   ProgramResult again = Roboloop({"registry", "get", "cartpole-mlp:v2", "-o", out});
   EXPECT_EQ(again.exit_code, 1);

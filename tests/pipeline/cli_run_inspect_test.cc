@@ -1,10 +1,15 @@
 // Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
-// message for a mistyped --root; the status table's rows; `run --resume` from another folder.
+// message for a mistyped --root; the status table's rows; `--format json` of runs and status;
+// `run --resume` from another folder.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/table.h"
 #include "common/fs.h"
+#include "common/store_layout.h"
+#include "pipeline/run_store.h"
 #include "pipeline/runner.h"
 #include "tests/util/subprocess.h"
 
@@ -71,6 +76,48 @@ TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {
   EXPECT_EQ(table.Render(), "STAGE  OUTPUTS / ERROR\n"
                             "train  INTERNAL: first line | second line\n"
                             "eval   ok\n");
+}
+
+// A store under `root` with one failed run of pipeline "demo" whose stage "collect" finished with
+// output dataset "d1" and stage "train" failed; returns the run's id.
+std::string StoreWithOneRun(const std::string& root) {
+  auto store = pipeline::RunStore::Open(StoreLayout(root).PipelineRuns());
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return "";
+  const std::string id = (*store)->CreateRun("demo", "demo.yaml").value();
+  const int64_t collect = (*store)->StartStage(id, "collect", "key-1").value();
+  EXPECT_TRUE((*store)->FinishStage(collect, "finished", 1, {{"dataset", "d1"}}, "").ok());
+  const int64_t train = (*store)->StartStage(id, "train", "key-2").value();
+  EXPECT_TRUE((*store)->FinishStage(train, "failed", 2, {}, "out of memory").ok());
+  EXPECT_TRUE((*store)->FinishRun(id, "failed", "stage train failed").ok());
+  return id;
+}
+
+TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
+  const std::string root = testing::MakeTempDir("inspect") + "/store";
+  const std::string id = StoreWithOneRun(root);
+
+  const ProgramResult runs = Roboloop({"runs", "--root", root, "--format", "json"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  const nlohmann::json listed = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(listed["runs"].size(), 1u) << runs.out;
+  EXPECT_EQ(listed["runs"][0]["id"], id);
+  EXPECT_EQ(listed["runs"][0]["pipeline"], "demo");
+  EXPECT_EQ(listed["runs"][0]["status"], "failed");
+  EXPECT_GT(listed["runs"][0]["finished_unix_us"].get<int64_t>(), 0);
+
+  const ProgramResult status = Roboloop({"status", id, "--root", root, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const nlohmann::json run = nlohmann::json::parse(status.out);
+  EXPECT_EQ(run["message"], "stage train failed");
+  ASSERT_EQ(run["stages"].size(), 2u) << status.out;
+  EXPECT_EQ(run["stages"][0]["stage"], "collect");
+  EXPECT_EQ(run["stages"][0]["outputs"], nlohmann::json({{"dataset", "d1"}}));
+  EXPECT_EQ(run["stages"][1]["status"], "failed");
+  EXPECT_EQ(run["stages"][1]["attempts"], 2);
+  EXPECT_EQ(run["stages"][1]["message"], "out of memory");
+
+  EXPECT_EQ(Roboloop({"runs", "--root", root, "--format", "yaml"}).exit_code, 2);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <fstream>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
@@ -249,8 +251,16 @@ TEST_F(RawUploadTest, RangeDownloadAndTamperedBlob) {
   auto blob = client->UploadFile(WriteFile("range.bin", data));
   ASSERT_TRUE(blob.ok());
   std::string part = dir_ + "/part.bin";
-  ASSERT_TRUE(client->DownloadToFile(blob->sha256(), part, 1000, 2500).ok());
+  std::vector<std::pair<int64_t, int64_t>> progress;  // (done, total) of each report
+  auto record = [&progress](int64_t done, int64_t total) { progress.emplace_back(done, total); };
+  ASSERT_TRUE(client->DownloadToFile(blob->sha256(), part, 1000, 2500, record).ok());
   EXPECT_EQ(roboloop::testing::ReadWholeFile(part), data.substr(1000, 2500));
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), std::make_pair(int64_t{2500}, int64_t{2500})) << "a range counts to its own size";
+  progress.clear();
+  ASSERT_TRUE(client->DownloadToFile(blob->sha256(), part, 9000, 0, record).ok());
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), std::make_pair(int64_t{1000}, int64_t{1000})) << "to the end: the rest of the blob";
   EXPECT_FALSE(client->DownloadToFile(blob->sha256(), part, 9000, 2000).ok());
 
   std::string on_disk = host_->registry().blobs().BlobPath(blob->sha256());
