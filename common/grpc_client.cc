@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_caller.h"
@@ -165,7 +166,13 @@ const std::string& GrpcChannel::name() const {
 }
 
 absl::Status GrpcChannel::CallStatus(const grpc::Status& status, absl::string_view rpc) const {
-  return Annotate(GrpcToAbsl(status), absl::StrCat(rpc, " to ", name()));
+  absl::Status converted = GrpcToAbsl(status);
+  // gRPC's own messages (a failed connect) repeat the target: the display name replaces it there too.
+  if (!converted.ok() && !options_.display_name.empty()) {
+    converted = absl::Status(converted.code(), absl::StrReplaceAll(converted.message(),
+                                                                   {{options_.target, options_.display_name}}));
+  }
+  return Annotate(converted, absl::StrCat(rpc, " to ", name()));
 }
 
 absl::Status GrpcChannel::WaitForConnected(absl::Duration timeout) const {

@@ -35,7 +35,8 @@ struct GrpcChannelOptions {
   // HOST:PORT, [IPV6]:PORT or unix:PATH, as GrpcServer::target() prints it.
   std::string target;
   // How errors name the server for the user, e.g. "the registry at .roboloop" for a server this
-  // program started on a private unix socket; empty = the target.
+  // program started on a private unix socket (also where gRPC's own message repeats the target);
+  // empty = the target.
   std::string display_name;
   // Bearer token sent with every call; wins over token_file. Empty with no file = none.
   std::string token;
@@ -79,8 +80,9 @@ class GrpcChannel {
   // How errors name the server: the display name, else the target.
   const std::string& name() const;
 
-  // Converts a finished call's status, prefixing `rpc` and the server's name() to the message,
-  // e.g. "Upload to 127.0.0.1:5000: connection refused". OK stays OK.
+  // Converts a finished call's status, prefixing `rpc` and the server's name() to the message
+  // (in which the display name, when set, replaces the target), e.g. "Upload to
+  // 127.0.0.1:5000: connection refused". OK stays OK.
   absl::Status CallStatus(const grpc::Status& status, absl::string_view rpc) const;
 
   // Waits until the channel is connected, up to `timeout`; UNAVAILABLE naming the server if not.

@@ -121,7 +121,7 @@ TEST(GrpcClientTest, ADisplayNameReplacesTheTargetInErrors) {
   const absl::Status wait = channel->WaitForConnected(absl::Milliseconds(50));
   for (const absl::Status& s : {status, channel->CheckServing(""), wait}) {
     EXPECT_THAT(s.message(), HasSubstr("the registry at my-store"));
-    EXPECT_THAT(s.message(), Not(HasSubstr("private.sock")));
+    EXPECT_THAT(std::string(s.message()), Not(HasSubstr("private.sock")));
   }
 }
 
