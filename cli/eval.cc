@@ -242,14 +242,22 @@ class CheckpointRefs {
   std::unique_ptr<wiring::RegistryConnection> connection_;
 };
 
-// The evaluation a side of `compare` names under `protocol_hash`: an evaluation id or checkpoint
-// id stored there, else a checkpoint reference the registry resolves, with its newest completed
+// The evaluation a side of `compare` names under `protocol_hash`: an evaluation id, a checkpoint
+// id stored there or a unique evaluation id prefix (one that is also a checkpoint reference is
+// ambiguous), else a checkpoint reference the registry resolves, with its newest completed
 // evaluation under the protocol.
 absl::StatusOr<v1::Evaluation> ResolveSide(eval::LeaderboardStore& store, CheckpointRefs& checkpoints,
                                            const std::string& ref, const std::string& protocol_hash) {
   absl::StatusOr<v1::Evaluation> stored = eval::ResolveStoredEvaluation(store, ref, protocol_hash);
-  if (!absl::IsNotFound(stored.status())) return stored;
+  const bool by_prefix = stored.ok() && stored->id() != ref && stored->checkpoint_id() != ref;
+  if (!by_prefix && !absl::IsNotFound(stored.status())) return stored;
   absl::StatusOr<std::string> checkpoint_id = checkpoints.CheckpointId(ref);
+  if (by_prefix) {
+    if (!checkpoint_id.ok()) return stored;
+    return absl::InvalidArgumentError(absl::StrCat("'", ref, "' is ambiguous: evaluation ", stored->id(),
+                                                   " and checkpoint ", *checkpoint_id,
+                                                   " start with it; give more characters"));
+  }
   if (!checkpoint_id.ok()) {
     return absl::Status(stored.status().code(), absl::StrCat(stored.status().message(), "; as a checkpoint reference: ",
                                                              checkpoint_id.status().message()));
@@ -317,9 +325,10 @@ void AddCompareCommand(CLI::App& app, CommandRunner& runner, const std::shared_p
   CLI::App* command = app.add_subcommand(
       "compare", "Paired comparison of candidate A against baseline B under one protocol");
   AddStoreOptions(command, f.get());
-  command->add_option("A", f->candidate, "Candidate: evaluation id or checkpoint reference (id, id prefix, "
-                      "model:vN, model@alias)")->required();
-  command->add_option("B", f->baseline, "Baseline: evaluation id or checkpoint reference")->required();
+  command->add_option("A", f->candidate, "Candidate: evaluation id (or a unique prefix) or checkpoint reference "
+                      "(id, id prefix, model:vN, model@alias)")->required();
+  command->add_option("B", f->baseline, "Baseline: evaluation id (or a unique prefix) or checkpoint reference")
+      ->required();
   command->add_option("--protocol", f->protocol, "Protocol name, YAML path, hash or a stored hash's prefix")
       ->required();
   command->add_option("--alpha", f->alpha, "Significance level")->capture_default_str();

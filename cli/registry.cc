@@ -450,31 +450,37 @@ absl::Status History(registry::RegistryClient& client, const RegistryFlags& f) {
   return PrintAliasEvents({response.events().begin(), response.events().end()}, f.format);
 }
 
+// A dataset's row in a lineage table: "dataset", or "dataset-set" for a set of files.
+std::vector<std::string> DatasetRow(const std::string& relation, const v1::Dataset& d) {
+  return {relation, train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
+          absl::StrCat(d.name(), ":v", d.version())};
+}
+
 absl::Status Lineage(registry::RegistryClient& client, const RegistryFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(v1::LineageResponse response, client.Lineage(f.ref));
   if (f.format == Format::kJson) {
     return PrintProtoJson(response);
   }
-  // Of a dataset, the lineage lists the dataset itself and the datasets it was made from; of a checkpoint, the
-  // datasets it and its ancestors trained on (with theirs).
+  // Of a dataset, the lineage lists the dataset itself, the datasets it was made from and those made from it, and
+  // the checkpoints trained on it or on those; of a checkpoint, the datasets it and its ancestors trained on (with
+  // theirs).
   absl::StatusOr<v1::Dataset> self = client.GetDataset(f.ref);
   auto dataset_relation = [&self](const v1::Dataset& d) -> std::string {
     if (!self.ok()) return "dataset";
     return d.id() == self->id() ? "self" : "made-from";
   };
-  Table table({"RELATION", "KIND", "ID", "NAME"});
-  auto add_checkpoints = [&](const char* relation, const auto& list) {
-    for (const v1::Checkpoint& c : list) {
-      table.AddRow({relation, "checkpoint", ShortId(c.id()), absl::StrCat(c.model(), ":v", c.version())});
-    }
+  auto trained_relation = [&self](const v1::Checkpoint& c) -> std::string {
+    return self.ok() && c.dataset_id() != self->id() ? "trained-on-derived" : "trained-on";
   };
-  add_checkpoints("ancestor", response.ancestors());
-  add_checkpoints("descendant", response.descendants());
-  add_checkpoints("trained-on", response.trained_on_dataset());
-  for (const v1::Dataset& d : response.datasets()) {
-    table.AddRow({dataset_relation(d), train::IsDatasetSet(d) ? "dataset-set" : "dataset", ShortId(d.id()),
-                  absl::StrCat(d.name(), ":v", d.version())});
-  }
+  Table table({"RELATION", "KIND", "ID", "NAME"});
+  auto add_checkpoint = [&table](const std::string& relation, const v1::Checkpoint& c) {
+    table.AddRow({relation, "checkpoint", ShortId(c.id()), absl::StrCat(c.model(), ":v", c.version())});
+  };
+  for (const v1::Checkpoint& c : response.ancestors()) add_checkpoint("ancestor", c);
+  for (const v1::Checkpoint& c : response.descendants()) add_checkpoint("descendant", c);
+  for (const v1::Checkpoint& c : response.trained_on_dataset()) add_checkpoint(trained_relation(c), c);
+  for (const v1::Dataset& d : response.datasets()) table.AddRow(DatasetRow(dataset_relation(d), d));
+  for (const v1::Dataset& d : response.derived_datasets()) table.AddRow(DatasetRow("made-into", d));
   std::printf("%s", table.Render().c_str());
   return absl::OkStatus();
 }

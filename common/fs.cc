@@ -193,6 +193,17 @@ absl::Status RemoveFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status MakeReadOnly(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return ErrnoStatus(errno, path);
+  const mode_t writable = S_IWUSR | S_IWGRP | S_IWOTH;
+  if ((info.st_mode & writable) == 0) return absl::OkStatus();
+  if (chmod(path.c_str(), info.st_mode & 07777 & ~writable) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot make ", path, " read-only"));
+  }
+  return absl::OkStatus();
+}
+
 std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a.empty()) return std::string(b);
   if (b.empty()) return std::string(a);

@@ -88,6 +88,10 @@ absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir);
 // Removes the file at `path`; NotFound when it does not exist.
 absl::Status RemoveFile(const std::string& path);
 
+// Takes every write permission off the file at `path` (its other mode bits kept); a file without
+// any is left alone. Errors name the path.
+absl::Status MakeReadOnly(const std::string& path);
+
 // Joins two path parts with exactly one '/' between them.
 std::string JoinPath(absl::string_view a, absl::string_view b);
 

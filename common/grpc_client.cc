@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "common/grpc_address.h"
 #include "common/grpc_auth.h"
 #include "common/grpc_caller.h"
@@ -160,15 +161,25 @@ std::unique_ptr<grpc::ClientContext> GrpcChannel::NewContext(absl::Duration dead
   return context;
 }
 
+const std::string& GrpcChannel::name() const {
+  return options_.display_name.empty() ? options_.target : options_.display_name;
+}
+
 absl::Status GrpcChannel::CallStatus(const grpc::Status& status, absl::string_view rpc) const {
-  return Annotate(GrpcToAbsl(status), absl::StrCat(rpc, " to ", options_.target));
+  absl::Status converted = GrpcToAbsl(status);
+  // gRPC's own messages (a failed connect) repeat the target: the display name replaces it there too.
+  if (!converted.ok() && !options_.display_name.empty()) {
+    converted = absl::Status(converted.code(), absl::StrReplaceAll(converted.message(),
+                                                                   {{options_.target, options_.display_name}}));
+  }
+  return Annotate(converted, absl::StrCat(rpc, " to ", name()));
 }
 
 absl::Status GrpcChannel::WaitForConnected(absl::Duration timeout) const {
   if (channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
     return absl::OkStatus();
   }
-  return absl::UnavailableError(absl::StrCat("cannot connect to '", options_.target,
+  return absl::UnavailableError(absl::StrCat("cannot connect to '", name(),
                                              "' within ", absl::FormatDuration(timeout)));
 }
 
@@ -182,7 +193,7 @@ absl::Status GrpcChannel::CheckServing(const std::string& service) const {
                                       absl::StrCat("health check of '", service, "'")));
   if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
     return absl::UnavailableError(absl::StrCat(
-        "service '", service, "' at ", options_.target, " is ",
+        "service '", service, "' at ", name(), " is ",
         grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
   }
   return absl::OkStatus();

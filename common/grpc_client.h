@@ -34,6 +34,10 @@ struct GrpcRetryPolicy {
 struct GrpcChannelOptions {
   // HOST:PORT, [IPV6]:PORT or unix:PATH, as GrpcServer::target() prints it.
   std::string target;
+  // How errors name the server for the user, e.g. "the registry at .roboloop" for a server this
+  // program started on a private unix socket (also where gRPC's own message repeats the target);
+  // empty = the target.
+  std::string display_name;
   // Bearer token sent with every call; wins over token_file. Empty with no file = none.
   std::string token;
   // File holding the bearer token (used when token is empty).
@@ -73,15 +77,19 @@ class GrpcChannel {
   // A context for one call with `deadline` from now, the bearer token and the caller's identity.
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration deadline) const;
 
-  // Converts a finished call's status, prefixing `rpc` and the target to the message, e.g.
-  // "Upload to 127.0.0.1:5000: connection refused". OK stays OK.
+  // How errors name the server: the display name, else the target.
+  const std::string& name() const;
+
+  // Converts a finished call's status, prefixing `rpc` and the server's name() to the message
+  // (in which the display name, when set, replaces the target), e.g. "Upload to
+  // 127.0.0.1:5000: connection refused". OK stays OK.
   absl::Status CallStatus(const grpc::Status& status, absl::string_view rpc) const;
 
-  // Waits until the channel is connected, up to `timeout`; UNAVAILABLE naming the target if not.
+  // Waits until the channel is connected, up to `timeout`; UNAVAILABLE naming the server if not.
   absl::Status WaitForConnected(absl::Duration timeout) const;
 
   // Asks the server's grpc.health.v1 service about `service` ("" = the whole server): OK if
-  // SERVING, UNAVAILABLE naming the target if NOT_SERVING or unreachable, NOT_FOUND if unknown.
+  // SERVING, UNAVAILABLE naming the server if NOT_SERVING or unreachable, NOT_FOUND if unknown.
   absl::Status CheckServing(const std::string& service) const;
 
  private:

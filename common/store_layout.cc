@@ -28,6 +28,11 @@ std::string StoreLayout::EmbeddedSocket(const std::string& service) const {
   return absl::StrCat("unix:", JoinPath(Sockets(), absl::StrCat(service, "-", getpid(), ".sock")));
 }
 
+bool StoreLayout::IsEmbeddedAddress(const std::string& address) const {
+  constexpr absl::string_view kUnix = "unix:";
+  return absl::StartsWith(address, kUnix) && PathIsWithin(address.substr(kUnix.size()), Sockets());
+}
+
 int StoreLayout::RemoveStaleSockets() const {
   absl::StatusOr<std::vector<std::string>> names = ListDir(Sockets());
   if (!names.ok()) return 0;

@@ -25,6 +25,8 @@ class StoreLayout {
   std::string Sockets() const;                     // <root>/run: unix sockets of embedded services
   // "unix:<root>/run/<service>-<pid>.sock": a socket private to this process.
   std::string EmbeddedSocket(const std::string& service) const;
+  // True when `address` is a unix: address under Sockets(): a service some process embeds on this root.
+  bool IsEmbeddedAddress(const std::string& address) const;
   // Removes the sockets under Sockets() that EmbeddedSocket named for a process that runs no
   // more (a runner killed by SIGKILL leaves them behind); returns how many it removed.
   int RemoveStaleSockets() const;

@@ -186,6 +186,22 @@ absl::StatusOr<v1::RolloutRequest> RolloutFor(const v1::Protocol& protocol, cons
   return request;
 }
 
+// The stored evaluation whose id starts with `prefix` (>= kMinEvaluationIdPrefix characters of a
+// lower-case UUID); NotFound when none does, InvalidArgument listing them when several do.
+absl::StatusOr<std::string> EvaluationIdWithPrefix(LeaderboardStore& store, const std::string& prefix) {
+  constexpr int kMaxCandidates = 10;
+  const bool uuid_text = prefix.find_first_not_of("0123456789abcdef-") == std::string::npos;
+  if (prefix.size() < kMinEvaluationIdPrefix || !uuid_text) {
+    return absl::NotFoundError(absl::StrCat("'", prefix, "' is no evaluation id prefix"));
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.EvaluationIdsWithPrefix(prefix, kMaxCandidates));
+  if (ids.empty()) return absl::NotFoundError(absl::StrCat("no evaluation id starts with ", prefix));
+  if (ids.size() == 1) return ids.front();
+  const bool more = ids.size() == static_cast<size_t>(kMaxCandidates);
+  return absl::InvalidArgumentError(absl::StrCat("evaluation id prefix ", prefix, " is ambiguous; candidates: ",
+                                                 absl::StrJoin(ids, ", "), more ? ", ..." : ""));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EvalServiceHandler>> EvalServiceHandler::Create(const Options& options) {
@@ -321,24 +337,29 @@ absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, c
 absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,
                                                        const std::string& protocol_hash) {
   absl::StatusOr<v1::Evaluation> by_id = store.Get(ref);
-  if (by_id.ok()) {
-    if (by_id->protocol_hash() != protocol_hash) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "evaluation ", ref, " is under protocol ", by_id->protocol_hash(), ", not ", protocol_hash,
-          "; results are comparable only under one protocol"));
+  if (absl::IsNotFound(by_id.status())) {
+    ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Evaluation> cached, store.FindCached(protocol_hash, ref));
+    if (cached.has_value()) return *std::move(cached);
+    absl::StatusOr<std::string> id = EvaluationIdWithPrefix(store, ref);
+    if (absl::IsNotFound(id.status())) {
+      return absl::NotFoundError(absl::StrCat("'", ref, "' is neither an evaluation id (or a unique prefix of one) nor "
+                                              "a checkpoint with a completed evaluation under protocol ",
+                                              protocol_hash));
     }
-    if (by_id->status() != v1::EVALUATION_COMPLETED) {
-      return absl::FailedPreconditionError(absl::StrCat("evaluation ", ref, " did not complete: ", by_id->failure()));
-    }
-    return by_id;
+    if (!id.ok()) return id.status();
+    by_id = store.Get(*id);
   }
-  if (!absl::IsNotFound(by_id.status())) return by_id.status();
-  ROBOLOOP_ASSIGN_OR_RETURN(std::optional<v1::Evaluation> cached, store.FindCached(protocol_hash, ref));
-  if (!cached.has_value()) {
-    return absl::NotFoundError(absl::StrCat("'", ref, "' is neither an evaluation id nor a checkpoint with a completed "
-                                            "evaluation under protocol ", protocol_hash));
+  if (!by_id.ok()) return by_id.status();
+  if (by_id->protocol_hash() != protocol_hash) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "evaluation ", by_id->id(), " is under protocol ", by_id->protocol_hash(), ", not ", protocol_hash,
+        "; results are comparable only under one protocol"));
   }
-  return *std::move(cached);
+  if (by_id->status() != v1::EVALUATION_COMPLETED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("evaluation ", by_id->id(), " did not complete: ", by_id->failure()));
+  }
+  return by_id;
 }
 
 absl::StatusOr<std::string> ChunkExecutionText(const v1::ChunkExecution& execution) {

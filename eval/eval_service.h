@@ -68,7 +68,8 @@ class EvalServiceHandler {
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;
 
   // Paired comparison of candidate vs baseline under request.protocol_hash; each is an
-  // evaluation id or a checkpoint id (its newest completed evaluation under the protocol).
+  // evaluation id (or a unique prefix of one) or a checkpoint id (its newest completed evaluation
+  // under the protocol), as ResolveStoredEvaluation reads them.
   // NotFound / FailedPrecondition naming the reference that has no usable evaluation.
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
 
@@ -94,8 +95,14 @@ inline constexpr size_t kMinProtocolHashPrefix = 6;
 // matches; InvalidArgument listing the candidates (hash and name) when several do.
 absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, const std::string& text);
 
-// The evaluation `ref` names under `protocol_hash`: an evaluation id (which must be COMPLETED
-// under that protocol), else the newest completed evaluation of checkpoint id `ref`.
+// Shortest evaluation id prefix ResolveStoredEvaluation accepts (as for checkpoint id prefixes).
+inline constexpr size_t kMinEvaluationIdPrefix = 6;
+
+// The evaluation `ref` names under `protocol_hash`: an evaluation id, else the newest completed
+// evaluation of checkpoint id `ref`, else the one evaluation whose id starts with `ref` (>=
+// kMinEvaluationIdPrefix characters; InvalidArgument listing the candidates when several do). A
+// named evaluation must be COMPLETED under that protocol (FailedPrecondition otherwise); NotFound
+// when `ref` names none.
 absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,
                                                        const std::string& protocol_hash);
 

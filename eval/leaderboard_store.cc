@@ -440,4 +440,19 @@ absl::StatusOr<v1::Evaluation> LeaderboardStore::Get(const std::string& id) {
   return std::move(found.front());
 }
 
+absl::StatusOr<std::vector<std::string>> LeaderboardStore::EvaluationIdsWithPrefix(const std::string& prefix,
+                                                                                   int limit) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto statement,
+                            db_->Prepare("SELECT id FROM evaluations WHERE substr(id, 1, length(?1)) = ?1 "
+                                         "ORDER BY id LIMIT ?2",
+                                         {prefix, int64_t{limit}}));
+  std::vector<std::string> ids;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
+    if (!row) return ids;
+    ids.push_back(statement->Text(0));
+  }
+}
+
 }  // namespace roboloop::eval

@@ -103,6 +103,9 @@ class LeaderboardStore {
   // The evaluation `id` with its episodes; NotFound naming the id.
   absl::StatusOr<v1::Evaluation> Get(const std::string& id);
 
+  // Up to `limit` ids of stored evaluations (any status) that start with `prefix`, sorted.
+  absl::StatusOr<std::vector<std::string>> EvaluationIdsWithPrefix(const std::string& prefix, int limit);
+
  private:
   explicit LeaderboardStore(std::unique_ptr<SqliteDb> db);
 

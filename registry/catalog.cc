@@ -154,6 +154,25 @@ absl::StatusOr<std::vector<v1::Dataset>> QueryDatasets(SqliteDb& db, const std::
   return QueryRecords<v1::Dataset>(db, sql, params, DatasetFromRow, FillDatasetParents);
 }
 
+// The datasets linked to `dataset_id` through dataset_parents, towards its parents or its
+// children, each once at its nearest depth, nearest first; `dataset_id` itself first when
+// `with_self`.
+absl::StatusOr<std::vector<v1::Dataset>> LinkedDatasets(SqliteDb& db, const std::string& dataset_id,
+                                                        bool towards_parents, bool with_self) {
+  const char* from = towards_parents ? "dataset_id" : "parent_id";
+  const char* to = towards_parents ? "parent_id" : "dataset_id";
+  return QueryDatasets(
+      db,
+      absl::StrCat("WITH RECURSIVE walk(id, depth) AS (SELECT ?1, 0"
+                   " UNION SELECT l.", to, ", walk.depth + 1 FROM dataset_parents l"
+                   " JOIN walk ON l.", from, " = walk.id WHERE walk.depth < ?2),"
+                   " nearest(id, depth) AS (SELECT id, MIN(depth) FROM walk GROUP BY id)"
+                   " SELECT ", kDatasetColumns,
+                   " FROM nearest JOIN datasets d ON d.id = nearest.id WHERE nearest.depth >= ?3"
+                   " ORDER BY nearest.depth, d.created_us, d.rowid"),
+      {dataset_id, int64_t{kMaxLineageDepth}, int64_t{with_self ? 0 : 1}});
+}
+
 absl::StatusOr<std::optional<v1::Checkpoint>> FindCheckpoint(SqliteDb& db, const std::string& id) {
   ROBOLOOP_ASSIGN_OR_RETURN(
       std::vector<v1::Checkpoint> found,
@@ -573,16 +592,12 @@ absl::StatusOr<std::vector<v1::Checkpoint>> Catalog::CheckpointsTrainedOn(
 
 absl::StatusOr<std::vector<v1::Dataset>> Catalog::DatasetAncestry(const std::string& dataset_id) {
   absl::MutexLock lock(&read_mu_);
-  return QueryDatasets(
-      *reader_,
-      absl::StrCat("WITH RECURSIVE up(id, depth) AS (SELECT ?1, 0"
-                   " UNION SELECT p.parent_id, up.depth + 1 FROM dataset_parents p"
-                   " JOIN up ON p.dataset_id = up.id WHERE up.depth < ?2),"
-                   " nearest(id, depth) AS (SELECT id, MIN(depth) FROM up GROUP BY id)"
-                   " SELECT ", kDatasetColumns,
-                   " FROM nearest JOIN datasets d ON d.id = nearest.id"
-                   " ORDER BY nearest.depth, d.created_us, d.rowid"),
-      {dataset_id, int64_t{kMaxLineageDepth}});
+  return LinkedDatasets(*reader_, dataset_id, /*towards_parents=*/true, /*with_self=*/true);
+}
+
+absl::StatusOr<std::vector<v1::Dataset>> Catalog::DerivedDatasets(const std::string& dataset_id) {
+  absl::MutexLock lock(&read_mu_);
+  return LinkedDatasets(*reader_, dataset_id, /*towards_parents=*/false, /*with_self=*/false);
 }
 
 absl::StatusOr<std::vector<v1::BlobRef>> Catalog::ReferencedBlobs() {

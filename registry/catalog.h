@@ -164,6 +164,8 @@ class Catalog {
   absl::StatusOr<std::vector<v1::Checkpoint>> CheckpointsTrainedOn(const std::string& dataset_id);
   // Dataset `dataset_id` followed by its parents, grandparents, ... (each once).
   absl::StatusOr<std::vector<v1::Dataset>> DatasetAncestry(const std::string& dataset_id);
+  // Datasets made from dataset `dataset_id` (its children), theirs, ... (each once, nearest first).
+  absl::StatusOr<std::vector<v1::Dataset>> DerivedDatasets(const std::string& dataset_id);
 
   // Every blob some checkpoint or dataset references (one entry per sha256).
   absl::StatusOr<std::vector<v1::BlobRef>> ReferencedBlobs();

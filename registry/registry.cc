@@ -376,10 +376,15 @@ absl::StatusOr<v1::LineageResponse> Registry::Lineage(const v1::LineageRequest& 
   v1::LineageResponse response;
   std::vector<std::string> dataset_roots;
   if (artifact.kind == ArtifactKind::kDataset) {
-    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Checkpoint> trained,
-                              catalog_->CheckpointsTrainedOn(artifact.id));
-    for (v1::Checkpoint& checkpoint : trained) {
-      *response.add_trained_on_dataset() = std::move(checkpoint);
+    ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Dataset> derived, catalog_->DerivedDatasets(artifact.id));
+    std::vector<std::string> trained_on = {artifact.id};
+    for (v1::Dataset& dataset : derived) {
+      trained_on.push_back(dataset.id());
+      *response.add_derived_datasets() = std::move(dataset);
+    }
+    for (const std::string& dataset_id : trained_on) {
+      ROBOLOOP_ASSIGN_OR_RETURN(std::vector<v1::Checkpoint> trained, catalog_->CheckpointsTrainedOn(dataset_id));
+      for (v1::Checkpoint& checkpoint : trained) *response.add_trained_on_dataset() = std::move(checkpoint);
     }
     dataset_roots.push_back(artifact.id);
   } else {

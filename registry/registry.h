@@ -124,8 +124,8 @@ class Registry {
                                          const Actor& actor = Actor::Local());
   // Every move of a model's aliases (one alias when given), oldest first.
   absl::StatusOr<v1::AliasHistoryResponse> AliasHistory(const v1::AliasHistoryRequest& request);
-  // Ancestors, descendants and datasets of a checkpoint, or a dataset's parents and the
-  // checkpoints trained on it.
+  // Ancestors, descendants and datasets of a checkpoint, or a dataset's parents, the datasets
+  // made from it and the checkpoints trained on it or on those.
   absl::StatusOr<v1::LineageResponse> Lineage(const v1::LineageRequest& request);
 
   // --- Maintenance ---------------------------------------------------------------------------

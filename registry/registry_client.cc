@@ -100,11 +100,9 @@ absl::StatusOr<std::string> RegistryClient::CachedCopy(const std::string& sha256
   absl::MutexLock lock(&cache_mu);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
   const std::string path = JoinPath(cache_dir, sha256 + suffix);
-  if (PathExists(path)) {
-    absl::StatusOr<std::string> digest = Sha256File(path);
-    if (digest.ok() && *digest == sha256) return path;
-  }
-  ROBOLOOP_RETURN_IF_ERROR(DownloadToFile(sha256, path));
+  const bool intact = PathExists(path) && Sha256File(path).value_or("") == sha256;
+  if (!intact) ROBOLOOP_RETURN_IF_ERROR(DownloadToFile(sha256, path));
+  ROBOLOOP_RETURN_IF_ERROR(MakeReadOnly(path));
   return path;
 }
 

@@ -49,7 +49,9 @@ class RegistryClient {
   // whose hash matches is reused, otherwise the blob is downloaded (DownloadToFile). Copies are
   // written one at a time per process; processes sharing `cache_dir` (the ranks of a job, on
   // one machine or several) each download under a temporary name of their own and rename it
-  // into place, so a reader sees no copy or a whole one.
+  // into place, so a reader sees no copy or a whole one. Copies are read-only (every write
+  // permission taken off, on older copies too): a copy later runs read cannot be edited by mistake,
+  // and one changed anyway fails its hash and is fetched again.
   absl::StatusOr<std::string> CachedCopy(const std::string& sha256, const std::string& cache_dir,
                                          const std::string& suffix);
 

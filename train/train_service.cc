@@ -205,7 +205,10 @@ absl::Status TrainServiceHandler::Train(const v1::TrainRequest& request,
   if (run.IsCancelled()) return absl::CancelledError(absl::StrCat("training run ", run_id, " was cancelled"));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
   const std::string why = TailOf(JoinPath(dir, "stderr.log"), 2000);
-  return absl::AbortedError(absl::StrCat("training run ", run_id, " failed", failed_event ? "" : " before training", ": ", why));
+  // A placement changes the worker's batch_size, which a resumed run must not: say where that came from.
+  const std::string placed = placement.note.empty() ? "" : absl::StrCat(" as placed (", placement.note, ")");
+  return absl::AbortedError(
+      absl::StrCat("training run ", run_id, " failed", failed_event ? "" : " before training", placed, ": ", why));
 }
 
 v1::CancelTrainResponse TrainServiceHandler::Cancel(const v1::CancelTrainRequest& request) {

@@ -59,7 +59,9 @@ class TrainServiceHandler {
   // otherwise. Bad configs are reported before the run starts, naming the field, as is a
   // request for more ranks than GPUs with device cuda, or with device auto a global batch the
   // GPUs cannot share evenly. When the ranks are placed otherwise than asked (device auto),
-  // the first event is a Placement saying so.
+  // the first event is a Placement saying so, and a failed run's error repeats it (a resume
+  // keeps its checkpoint's batch_size, so one placed on fewer GPUs than its run had is refused
+  // by the worker as contradicting the checkpoint).
   absl::Status Train(const v1::TrainRequest& request,
                      const std::function<absl::Status(const v1::TrainEvent&)>& write,
                      common::CancellationToken* cancel);

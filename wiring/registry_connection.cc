@@ -9,6 +9,8 @@
 
 namespace roboloop::wiring {
 
+std::string EmbeddedRegistryName(const std::string& root) { return absl::StrCat("the registry at ", root); }
+
 absl::StatusOr<std::unique_ptr<RegistryConnection>> RegistryConnection::Open(
     const RegistryTarget& target) {
   std::unique_ptr<RegistryConnection> connection(new RegistryConnection());
@@ -26,6 +28,9 @@ absl::StatusOr<std::unique_ptr<RegistryConnection>> RegistryConnection::Open(
     host.server.listen_address = StoreLayout(target.root).EmbeddedSocket("registry");
     ROBOLOOP_ASSIGN_OR_RETURN(connection->host_, registry::RegistryHost::Create(host));
     channel.target = connection->host_->target();
+  }
+  if (StoreLayout(target.root).IsEmbeddedAddress(channel.target)) {
+    channel.display_name = EmbeddedRegistryName(target.root);
   }
   ROBOLOOP_ASSIGN_OR_RETURN(connection->client_, registry::RegistryClient::Connect(channel));
   return connection;

@@ -22,10 +22,15 @@ struct RegistryTarget {
   std::string tls_client_key_file;   // its private key
 };
 
+// "the registry at ROOT": how errors name the registry embedded on `root` (users never see its socket).
+std::string EmbeddedRegistryName(const std::string& root);
+
 // An open connection; owns the embedded service when there is one.
 class RegistryConnection {
  public:
-  // Connects to `target` (starting the embedded registry when no address is given).
+  // Connects to `target` (starting the embedded registry when no address is given). Errors name
+  // an embedded registry of `target.root` (also one another process started, e.g. for training
+  // ranks) by EmbeddedRegistryName, a remote one by its address.
   static absl::StatusOr<std::unique_ptr<RegistryConnection>> Open(const RegistryTarget& target);
 
   // The client; valid as long as the connection.

@@ -19,6 +19,7 @@
 #include "sim/sim_service.h"
 #include "sim/task_plugin.h"
 #include "sim/yaml_task.h"
+#include "wiring/registry_connection.h"
 
 namespace roboloop::wiring {
 namespace {
@@ -49,9 +50,10 @@ absl::StatusOr<T> Named(absl::StatusOr<T> value, const std::string& what) {
   return value;
 }
 
-common::GrpcChannelOptions LocalChannel(const std::string& target) {
+common::GrpcChannelOptions LocalChannel(const std::string& target, const std::string& display_name = "") {
   common::GrpcChannelOptions channel;
   channel.target = target;
+  channel.display_name = display_name;
   return channel;
 }
 
@@ -103,7 +105,8 @@ absl::Status EmbeddedServices::Parts::StartRegistry(const StoreLayout& layout, c
   host.registry.root = options.root;
   host.server.listen_address = layout.EmbeddedSocket("registry");
   ROBOLOOP_ASSIGN_OR_RETURN(registry_host, Named(registry::RegistryHost::Create(host), "embedded registry"));
-  ROBOLOOP_ASSIGN_OR_RETURN(registry, registry::RegistryClient::Connect(LocalChannel(registry_host->target())));
+  ROBOLOOP_ASSIGN_OR_RETURN(registry, registry::RegistryClient::Connect(LocalChannel(
+                                          registry_host->target(), EmbeddedRegistryName(options.root))));
   return absl::OkStatus();
 }
 
@@ -170,7 +173,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
       p.server, Named(common::GrpcServer::Create(server, {p.sim_service.get(), p.train_service.get(),
                                                               p.eval_service.get()}),
                       "embedded sim, train and eval services"));
-  services->targets_.registry = LocalChannel(registry_target);
+  services->targets_.registry = LocalChannel(registry_target, EmbeddedRegistryName(options.root));
   services->targets_.train = LocalChannel(p.server->target());
   services->targets_.eval = LocalChannel(p.server->target());
   services->targets_.sims = {LocalChannel(p.server->target())};

@@ -27,6 +27,7 @@ using ::roboloop::common::GrpcServer;
 using ::roboloop::common::GrpcServerOptions;
 using ::roboloop_test::EchoService;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A loopback port that was free a moment ago (bound to port 0, then released).
 int FreeLoopbackPort() {
@@ -106,6 +107,22 @@ TEST(GrpcClientTest, UnreachableServerGivesUnavailableNamingTheTarget) {
   absl::Status wait = channel->WaitForConnected(absl::Milliseconds(200));
   EXPECT_EQ(wait.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(wait.message(), HasSubstr(options.target));
+}
+
+// A server this program started on a private socket is named as its user knows it.
+TEST(GrpcClientTest, ADisplayNameReplacesTheTargetInErrors) {
+  GrpcChannelOptions options;
+  options.target = "unix:/tmp/roboloop-no-such-dir-" + std::to_string(getpid()) + "/private.sock";
+  options.display_name = "the registry at my-store";
+  options.retry.max_attempts = 1;
+  auto channel = Connect(options);
+  const absl::Status status = channel->CallStatus(Say(*channel), "Say");
+  EXPECT_THAT(status.message(), HasSubstr("Say to the registry at my-store"));
+  const absl::Status wait = channel->WaitForConnected(absl::Milliseconds(50));
+  for (const absl::Status& s : {status, channel->CheckServing(""), wait}) {
+    EXPECT_THAT(s.message(), HasSubstr("the registry at my-store"));
+    EXPECT_THAT(std::string(s.message()), Not(HasSubstr("private.sock")));
+  }
 }
 
 TEST(GrpcClientTest, ContextCarriesDeadlineAndBearerToken) {

@@ -19,6 +19,16 @@ TEST(StoreLayout, EmbeddedSocketsAreNamedAfterTheirProcess) {
   EXPECT_EQ(layout.EmbeddedSocket("registry"), absl::StrCat("unix:/r/run/registry-", getpid(), ".sock"));
 }
 
+TEST(StoreLayout, EmbeddedAddressesAreUnixSocketsUnderTheRootsSocketFolder) {
+  const StoreLayout layout("/r");
+  EXPECT_TRUE(layout.IsEmbeddedAddress(layout.EmbeddedSocket("registry")));
+  EXPECT_TRUE(layout.IsEmbeddedAddress("unix:/r/run/registry-7.sock")) << "another process's";
+  EXPECT_FALSE(layout.IsEmbeddedAddress("unix:/other/run/registry-7.sock"));
+  EXPECT_FALSE(layout.IsEmbeddedAddress("unix:/r/registry.sock"));
+  EXPECT_FALSE(layout.IsEmbeddedAddress("127.0.0.1:7000"));
+  EXPECT_FALSE(layout.IsEmbeddedAddress("/r/run/registry-7.sock")) << "not an address";
+}
+
 TEST(StoreLayout, RemoveStaleSocketsRemovesOnlyThoseOfGoneProcesses) {
   const StoreLayout layout(testing::MakeTempDir("layout"));
   ASSERT_TRUE(MakeDirs(layout.Sockets()).ok());

@@ -106,7 +106,8 @@ TEST_F(CliEvalTest, CompareErrorsNameTheProblem) {
   Seed({candidate, elsewhere});
   ProgramResult unknown = Roboloop({"compare", "ckpt-new", "ckpt-missing", "--protocol", "reach-gate"});
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_THAT(unknown.err, HasSubstr("'ckpt-missing' is neither an evaluation id nor a checkpoint"));
+  EXPECT_THAT(unknown.err, HasSubstr("'ckpt-missing' is neither an evaluation id (or a unique prefix of one) nor a "
+                                     "checkpoint"));
 
   ProgramResult other_protocol = Roboloop({"compare", "ckpt-new", elsewhere.id(), "--protocol", "reach-gate"});
   EXPECT_EQ(other_protocol.exit_code, 1);
@@ -116,6 +117,62 @@ TEST_F(CliEvalTest, CompareErrorsNameTheProblem) {
   EXPECT_EQ(no_protocol.exit_code, 1);
   EXPECT_THAT(no_protocol.err, HasSubstr("protocol 'nope' not found"));
   EXPECT_THAT(no_protocol.err, HasSubstr("reach-gate"));
+}
+
+TEST_F(CliEvalTest, CompareTakesUniqueEvaluationIdPrefixesAndListsTheCandidatesOfAnAmbiguousOne) {
+  v1::Evaluation candidate = testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1);
+  v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1);
+  v1::Evaluation sibling = testing::MakeEvaluation(protocol_, "ckpt-third", "reach", 3, 20, 0, kJan1);
+  candidate.set_id("5eed0001-aaaa-4aaa-8aaa-000000000001");
+  sibling.set_id("5eed0001-cccc-4ccc-8ccc-000000000003");
+  baseline.set_id("7a1e0002-bbbb-4bbb-8bbb-000000000002");
+  Seed({candidate, baseline, sibling});
+
+  ProgramResult by_prefix =
+      Roboloop({"compare", "5eed0001-a", "7a1e00", "--protocol", "reach-gate", "--format", "json"});
+  ASSERT_EQ(by_prefix.exit_code, 0) << by_prefix.err;
+  const nlohmann::json parsed = nlohmann::json::parse(by_prefix.out);
+  EXPECT_EQ(parsed["candidate_evaluation_id"], candidate.id());
+  EXPECT_EQ(parsed["baseline_evaluation_id"], baseline.id());
+  EXPECT_EQ(parsed["verdict"], "VERDICT_BETTER");
+
+  ProgramResult ambiguous = Roboloop({"compare", "5eed0001", "7a1e00", "--protocol", "reach-gate"});
+  EXPECT_EQ(ambiguous.exit_code, 1);
+  EXPECT_THAT(ambiguous.err, HasSubstr("evaluation id prefix 5eed0001 is ambiguous; candidates: " + candidate.id() +
+                                       ", " + sibling.id()));
+  ProgramResult too_short = Roboloop({"compare", "5eed0001-a", "7a1e0", "--protocol", "reach-gate"});
+  EXPECT_EQ(too_short.exit_code, 1);
+  EXPECT_THAT(too_short.err, HasSubstr("'7a1e0' is neither an evaluation id (or a unique prefix of one)"));
+}
+
+// A prefix of an evaluation id that is also a prefix of a registered checkpoint's id names
+// neither: the error names both; one more character (a UUID's dash) settles it.
+TEST_F(CliEvalTest, APrefixOfBothAnEvaluationAndACheckpointIsAmbiguous) {
+  std::ofstream(dir_ + "/manifest.json") << R"({"format_version": 1, "model": "x",
+      "policy": {"kind": "mlp", "options": {}}, "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
+      "action_spec": {"names": ["force"], "shapes": [[1]]}, "normalization": {},
+      "action_chunk": {"horizon": 1, "execution": "receding"}, "dataset_id": "", "parent_id": "", "step": 10,
+      "metrics": {}, "blobs": {}, "provenance": {}})";
+  std::ofstream(dir_ + "/policy.bin") << "weights";
+  ProgramResult put = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "registry", "put", "--model",
+                                                     "reach", "--manifest", dir_ + "/manifest.json", "--blob",
+                                                     "policy=" + dir_ + "/policy.bin", "--root", root_});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  const std::string checkpoint_id = put.out.substr(put.out.rfind(' ') + 1, 64);
+  v1::Evaluation candidate = testing::MakeEvaluation(protocol_, checkpoint_id, "reach", 1, 30, 0, kJan1);
+  v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 2, 15, 0, kJan1);
+  const std::string prefix = checkpoint_id.substr(0, 8);
+  candidate.set_id(prefix + "-0000-4000-8000-000000000001");
+  Seed({candidate, baseline});
+
+  ProgramResult ambiguous = Roboloop({"compare", prefix, baseline.id(), "--protocol", "reach-gate"});
+  EXPECT_EQ(ambiguous.exit_code, 1);
+  EXPECT_THAT(ambiguous.err, HasSubstr("'" + prefix + "' is ambiguous: evaluation " +
+                                       candidate.id() + " and checkpoint " + checkpoint_id));
+  ProgramResult settled = Roboloop({"compare", prefix + "-", baseline.id(), "--protocol",
+                                    "reach-gate", "--format", "json"});
+  ASSERT_EQ(settled.exit_code, 0) << settled.err;
+  EXPECT_EQ(nlohmann::json::parse(settled.out)["candidate_evaluation_id"], candidate.id());
 }
 
 TEST_F(CliEvalTest, ProtocolHashPrefixesAndStoredNamesAreAccepted) {

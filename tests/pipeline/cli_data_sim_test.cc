@@ -71,6 +71,9 @@ TEST(CliDataTest, RegisterRecordsStatsAndRegisteredParents) {
   ProgramResult lineage = Roboloop({"registry", "lineage", "demos:v2", "--root", root});
   EXPECT_THAT(lineage.out, ::testing::ContainsRegex("self +dataset +[0-9a-f]+ +demos:v2"));
   EXPECT_THAT(lineage.out, ::testing::ContainsRegex("made-from +dataset +[0-9a-f]+ +demos:v1"));
+  ProgramResult descendants = Roboloop({"registry", "lineage", "demos:v1", "--root", root});
+  ASSERT_EQ(descendants.exit_code, 0) << descendants.err;
+  EXPECT_THAT(descendants.out, ::testing::ContainsRegex("made-into +dataset +[0-9a-f]+ +demos:v2"));
 }
 
 TEST(CliDataTest, InfoTakesARegistryReference) {

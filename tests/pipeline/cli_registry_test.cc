@@ -170,6 +170,10 @@ TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("roboloop: "));
   EXPECT_THAT(unknown.err, HasSubstr("cartpol-mlp"));
+  ProgramResult no_lineage = Roboloop({"registry", "lineage", "cartpol-mlp@champion"});
+  EXPECT_EQ(no_lineage.exit_code, 1);
+  EXPECT_THAT(no_lineage.err, HasSubstr("registry lineage to the registry at " + root_)) << "named by --root";
+  EXPECT_THAT(no_lineage.err, Not(HasSubstr(".sock"))) << "the embedded registry's socket is private";
   ProgramResult usage = Roboloop({"registry", "get"});
   EXPECT_EQ(usage.exit_code, 2);
   ProgramResult both = Roboloop({"registry", "put", "x", "--dataset", "a", "--model", "b"});

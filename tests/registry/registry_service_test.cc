@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -241,6 +243,48 @@ TEST_F(RawUploadTest, DownloadLeavesAnotherProcesssTemporaryFileAlone) {
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(roboloop::testing::ReadWholeFile(*copy), data);
   EXPECT_EQ(roboloop::testing::ReadWholeFile(other), "another machine's download in progress");
+}
+
+// The permission bits of the file at `path`.
+mode_t Mode(const std::string& path) {
+  struct stat info;
+  EXPECT_EQ(stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 07777;
+}
+
+// Later runs read a cached copy: it is read-only (one an older version left writable becomes so
+// when reused), and one changed anyway (root ignores modes) is fetched again in its place. A
+// download the user asked for (`registry get`) stays theirs to write.
+TEST_F(RawUploadTest, CachedCopiesAreReadOnlyAndReplacedWhenChanged) {
+  const std::string data = RandomBytes(4000, 6);
+  common::GrpcChannelOptions channel;
+  channel.target = host_->target();
+  auto client = Connect(channel);
+  auto blob = client->UploadFile(WriteFile("cached.bin", data));
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  const std::string cache = dir_ + "/cache";
+  auto copy = client->CachedCopy(blob->sha256(), cache, ".hdf5");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(Mode(*copy), 0444);
+  if (geteuid() != 0) EXPECT_LT(open(copy->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+
+  ASSERT_EQ(chmod(copy->c_str(), 0644), 0);
+  ASSERT_EQ(client->CachedCopy(blob->sha256(), cache, ".hdf5").value_or(""), *copy);
+  EXPECT_EQ(Mode(*copy), 0444) << "an older writable copy";
+
+  ASSERT_EQ(chmod(copy->c_str(), 0644), 0);
+  {
+    std::fstream f(*copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put(static_cast<char>(~data[100]));
+  }
+  ASSERT_EQ(client->CachedCopy(blob->sha256(), cache, ".hdf5").value_or(""), *copy);
+  EXPECT_EQ(roboloop::testing::ReadWholeFile(*copy), data) << "a changed copy is fetched again";
+  EXPECT_EQ(Mode(*copy), 0444);
+
+  const std::string mine = dir_ + "/mine.bin";
+  ASSERT_TRUE(client->DownloadToFile(blob->sha256(), mine).ok());
+  EXPECT_NE(Mode(mine) & 0200, 0) << "a plain download is the user's file";
 }
 
 TEST_F(RawUploadTest, RangeDownloadAndTamperedBlob) {

@@ -168,6 +168,39 @@ TEST_F(RegistryTest, AliasesNeedReasonsAndProtectedOnesNeedPromote) {
   EXPECT_EQ(champions->checkpoints(0).id(), v1->id());
 }
 
+// A dataset's lineage lists what was made from it, nearest first and each once (a merge of it
+// and of its relabel is both its child and its grandchild), and what trained on any of those.
+TEST_F(RegistryTest, DatasetLineageListsDerivedDatasetsAndWhatTrainedOnThem) {
+  auto raw = RegisterData("demos", "raw episodes");
+  auto other = RegisterData("more", "other episodes");
+  auto relabeled = RegisterData("demos-dagger", "relabeled", {"demos:v1"});
+  auto merged = RegisterData("mix", "merged", {"demos:v1", "demos-dagger:v1", "more:v1"});
+  auto remerged = RegisterData("mix2", "merged again", {"mix:v1"});
+  ASSERT_TRUE(raw.ok() && other.ok() && relabeled.ok() && merged.ok() && remerged.ok()) << remerged.status();
+  auto on_mix = Register("m", 1, "", merged->id());
+  auto on_other = Register("n", 1, "", other->id());
+  ASSERT_TRUE(on_mix.ok() && on_other.ok()) << on_other.status();
+
+  v1::LineageRequest request;
+  request.set_ref("demos:v1");
+  auto lineage = registry_->Lineage(request);
+  ASSERT_TRUE(lineage.ok()) << lineage.status();
+  std::vector<std::string> derived;
+  for (const v1::Dataset& d : lineage->derived_datasets()) derived.push_back(d.name());
+  EXPECT_THAT(derived, ::testing::ElementsAre("demos-dagger", "mix", "mix2"));
+  ASSERT_EQ(lineage->trained_on_dataset_size(), 1);
+  EXPECT_EQ(lineage->trained_on_dataset(0).id(), on_mix->id());
+  ASSERT_EQ(lineage->datasets_size(), 1) << "its own ancestry: itself";
+
+  request.set_ref("mix2:v1");
+  auto leaf = registry_->Lineage(request);
+  ASSERT_TRUE(leaf.ok()) << leaf.status();
+  EXPECT_EQ(leaf->derived_datasets_size(), 0);
+  EXPECT_EQ(leaf->trained_on_dataset_size(), 0);
+  request.set_ref("m:v1");
+  EXPECT_EQ(registry_->Lineage(request)->derived_datasets_size(), 0) << "a checkpoint has no derived datasets";
+}
+
 TEST_F(RegistryTest, LineageCoversCheckpointsAndDatasets) {
   auto raw = RegisterData("demos", "raw episodes");
   auto relabeled = RegisterData("demos-dagger", "relabeled", {"demos:v1"});
@@ -188,8 +221,11 @@ TEST_F(RegistryTest, LineageCoversCheckpointsAndDatasets) {
   request.set_ref("demos:v1");
   auto by_dataset = registry_->Lineage(request);
   ASSERT_TRUE(by_dataset.ok());
-  ASSERT_EQ(by_dataset->trained_on_dataset_size(), 1);
+  ASSERT_EQ(by_dataset->trained_on_dataset_size(), 2) << "on it, then on what was made from it";
   EXPECT_EQ(by_dataset->trained_on_dataset(0).id(), base->id());
+  EXPECT_EQ(by_dataset->trained_on_dataset(1).id(), tuned->id());
+  ASSERT_EQ(by_dataset->derived_datasets_size(), 1);
+  EXPECT_EQ(by_dataset->derived_datasets(0).id(), relabeled->id());
 
   request.set_ref("m:v1");
   EXPECT_EQ(registry_->Lineage(request)->descendants_size(), 1);

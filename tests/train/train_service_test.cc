@@ -135,6 +135,44 @@ TEST_F(TrainServiceTest, BadRequestsAreRefused) {
               HasSubstr("device 'tpu' is not one of cpu, cuda, cuda:N, auto"));
 }
 
+// A resume keeps its checkpoint's batch_size per rank, while device auto on fewer GPUs than ranks
+// gives each rank a larger batch. A run resumed under the placement it had (a pipeline's `run
+// --resume` on the same node) goes on; one placed otherwise is refused by the worker, and the
+// error says how the service placed it (the request never named the batch size it contradicts).
+TEST_F(TrainServiceTest, AResumePlacedAsItsRunWasGoesOnAndOnePlacedOtherwiseSaysHowItWasPlaced) {
+  TrainServiceOptions options;
+  options.roboloop_binary = testing::RoboloopBinary();
+  options.root = dir_ + "/root";
+  options.cuda_devices = []() -> absl::StatusOr<int> { return 1; };
+  TrainServiceHandler one_gpu(options);
+  auto on_one_gpu = [&](int64_t steps, const std::string& resume, std::string* checkpoint) {
+    v1::TrainRequest request = Request(steps);
+    request.mutable_config()->set_device("auto");
+    request.mutable_config()->set_resume(resume);
+    request.set_world_size(2);
+    return one_gpu.Train(request, [checkpoint](const v1::TrainEvent& e) {
+      if (e.has_finished()) *checkpoint = e.finished().checkpoint_id();
+      return absl::OkStatus();
+    }, nullptr);
+  };
+  std::string placed, resumed;
+  ASSERT_TRUE(on_one_gpu(3, "", &placed).ok());
+  const absl::Status same = on_one_gpu(6, placed, &resumed);
+  ASSERT_TRUE(same.ok()) << same;
+  EXPECT_FALSE(resumed.empty());
+
+  std::vector<v1::TrainEvent> events;
+  ASSERT_TRUE(client_->Train(Request(3), [&](const v1::TrainEvent& e) { events.push_back(e); }).ok());
+  const std::string as_asked = events.back().finished().checkpoint_id();  // batch 8 per rank, as on 2 GPUs
+  std::string none;
+  const absl::Status other = on_one_gpu(6, as_asked, &none);
+  EXPECT_EQ(other.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(other.message(), HasSubstr("failed before training as placed (device auto: 2 ranks asked, 1 GPU visible: "
+                                         "running 1 rank of batch_size 16 (global batch 16 kept))"));
+  EXPECT_THAT(other.message(), HasSubstr("--batch-size 16 contradicts checkpoint " + as_asked + " (batch_size 8)"));
+  EXPECT_TRUE(none.empty());
+}
+
 // Parses `argv` ({program, "train", ...}) as `roboloop train` does.
 TrainJob ParseAsTheCliDoes(const std::vector<std::string>& argv) {
   TrainJob job;
