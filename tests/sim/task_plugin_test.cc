@@ -80,6 +80,27 @@ TEST(TaskPluginTest, ANanRewardStopsTheRolloutNamingTheTaskEpisodeAndStep) {
   EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN reward reaches the sink";
 }
 
+TEST(TaskPluginTest, ANanObservationStopsTheRolloutNamingTheTaskEpisodeKeyAndStep) {
+  const std::string plugin = BuildTestPlugin("nan_obs", "-DNAN_OBS_AFTER=0.045");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  auto task = registry.Create("test-plugin");
+  ASSERT_TRUE(task.ok()) << task.status();
+  RandomPolicy policy(**task, 2);
+  RolloutOptions options;
+  options.num_episodes = 3;
+  options.record_trajectories = true;
+  FrameSink sink;
+  auto engine = RolloutEngine::Create(task->get(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const absl::Status status = (*engine)->Run(policy, sink);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task test-plugin returned a non-finite observation in episode 0 (seed "),
+            std::string::npos) << status;
+  EXPECT_NE(status.message().find("observation 'x'[0] of step 4 is nan"), std::string::npos) << status;
+  EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN observation reaches the sink (or a dataset)";
+}
+
 TEST(TaskPluginTest, RefusesAPluginBuiltForAnotherAbiVersion) {
   const std::string plugin = BuildPlugin(ROBOLOOP_SOURCE_DIR "/tests/sim/wrong_abi_plugin.c", "wrong");
   TaskRegistry registry;
