@@ -69,8 +69,10 @@ absl::Status CheckExecution(const v1::Protocol& protocol) {
           chunk.ensemble_coefficient(), ")"));
     default:
       return absl::InvalidArgumentError(absl::StrCat(
-          ProtocolLabel(protocol),
-          ": execution.chunk.mode must be FULL_CHUNK, RECEDING_HORIZON or TEMPORAL_ENSEMBLE"));
+          ProtocolLabel(protocol), ": execution.chunk.mode must be FULL_CHUNK, RECEDING_HORIZON or TEMPORAL_ENSEMBLE",
+          chunk.mode() == v1::ChunkExecution::MODE_UNSPECIFIED
+              ? " (the protocol sets none: add e.g. `execution: {chunk: {mode: FULL_CHUNK}}`)"
+              : ""));
   }
 }
 

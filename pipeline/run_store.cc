@@ -2,6 +2,9 @@
 #include "pipeline/run_store.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -64,6 +67,18 @@ std::optional<RunSettings> ParseSettings(const std::string& json) {
                      parsed.value("services_file", ""), parsed.value("protocols_dir", "")};
 }
 
+// What a stage's cache key holds of a local file it reads: its absolute path, size and
+// modification time (nanoseconds), or only the path when it is missing.
+nlohmann::json FileStamp(const std::string& path) {
+  nlohmann::json stamp = {{"path", std::filesystem::absolute(path).lexically_normal().string()}};
+  struct stat info {};
+  if (stat(path.c_str(), &info) == 0) {
+    stamp["size"] = static_cast<int64_t>(info.st_size);
+    stamp["mtime_ns"] = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+  }
+  return stamp;
+}
+
 std::string OutputsJson(const StageOutputs& outputs) { return nlohmann::json(outputs).dump(); }
 
 StageOutputs ParseOutputs(const std::string& json) {
@@ -93,7 +108,7 @@ std::string StageParamsJson(const v1::Stage& resolved) {
   return json;
 }
 
-std::string StageCacheKey(const v1::Stage& resolved) {
+std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files) {
   v1::Stage key = resolved;
   key.clear_name();
   key.clear_needs();
@@ -102,7 +117,9 @@ std::string StageCacheKey(const v1::Stage& resolved) {
   key.clear_timeout_s();
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(key, &json);
-  return Sha256Hex(nlohmann::json::parse(json).dump());
+  nlohmann::json keyed = nlohmann::json::parse(json);
+  for (const std::string& file : local_files) keyed["local_files"].push_back(FileStamp(file));
+  return Sha256Hex(keyed.dump());
 }
 
 absl::StatusOr<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path) {
@@ -274,7 +291,8 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
 }
 
 absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
-  const std::string key = StageCacheKey(stage);
+  const std::string key =
+      StageCacheKey(stage, context.kind->local_files ? context.kind->local_files(stage) : std::vector<std::string>{});
   const std::string label = context.label.empty() ? stage.name() : context.label;
   const std::string log_path = log_dir_.empty() ? "" : StageLogPath(log_dir_, label);
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key, run_id_));

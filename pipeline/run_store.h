@@ -69,8 +69,9 @@ std::string StageLogPath(const std::string& log_dir, const std::string& label);
 std::string StageParamsJson(const v1::Stage& resolved);
 
 // sha256 over the stage's kind and its parameters as canonical JSON (name, needs, retries and
-// timeouts excluded: they do not change what the stage produces).
-std::string StageCacheKey(const v1::Stage& resolved);
+// timeouts excluded: they do not change what the stage produces) and over the path, size and
+// modification time of each of `local_files` (StageKind::local_files; a missing one counts as such).
+std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files = {});
 
 class RunStore {
  public:

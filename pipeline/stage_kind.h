@@ -83,6 +83,10 @@ struct StageKind {
   std::function<absl::Status(const google::protobuf::Message&)> check_params;
   // The seeds a stage of this kind uses (empty function: none).
   std::function<SeedClaims(const v1::Stage&)> seeds;
+  // The files on this machine a stage reads that its parameters only name (a protocol file, local
+  // dataset files); their sizes and modification times are part of its cache key (StageCacheKey),
+  // so a changed file is not answered from the cache (empty function: none).
+  std::function<std::vector<std::string>(const v1::Stage&)> local_files;
   // Runs one attempt of `stage` (references already substituted); must return soon after
   // `context.cancel` is raised. Empty only for the loop.
   std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, const StageContext&, StageServices&)> run;

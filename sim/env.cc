@@ -33,6 +33,7 @@ const char* EndReasonName(EndReason reason) {
     case EndReason::kInvalidAction: return "invalid_action";
     case EndReason::kUnstable: return "unstable";
     case EndReason::kInvalidReward: return "invalid_reward";
+    case EndReason::kInvalidObservation: return "invalid_observation";
   }
   return "unknown";
 }
@@ -120,6 +121,11 @@ absl::Status Env::Reset(uint64_t seed, int64_t episode_index, float* obs) {
   warnings_at_reset_ = InstabilityWarnings();
   hash_chain_ = HashPhysicsState(model_, data_.get());
   ObserveInto(obs);
+  if (!ObservationFinite(obs)) {
+    end_ = EndReason::kInvalidObservation;
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", task_->name(), " returned a non-finite observation at reset (seed ", seed_, "): ", end_detail_));
+  }
   return absl::OkStatus();
 }
 
@@ -151,6 +157,20 @@ void Env::RandomiseModel() {
 void Env::ObserveInto(float* obs) {
   task_->Observe(model_, data_.get(), obs);
   AddObservationNoise(obs);
+}
+
+bool Env::ObservationFinite(const float* obs) {
+  int offset = 0;
+  for (const ArraySpec& key : task_->obs_spec().keys) {
+    for (int i = 0; i < key.size(); ++i) {
+      if (std::isfinite(obs[offset + i])) continue;
+      end_detail_ = absl::StrCat("observation '", key.name, "'[", i, "]",
+                                 length_ > 0 ? absl::StrCat(" of step ", length_ - 1) : "", " is ", obs[offset + i]);
+      return false;
+    }
+    offset += key.size();
+  }
+  return true;
 }
 
 void Env::AddObservationNoise(float* obs) {
@@ -221,6 +241,10 @@ EndReason Env::Step(const float* action, int action_size, float* obs, const uint
     condition_streak_ = 0;
   }
   ObserveInto(obs);
+  if (!ObservationFinite(obs)) {
+    Finish(EndReason::kInvalidObservation, nullptr);
+    return end_;
+  }
   if (task_->Terminated(model_, d)) {
     Finish(EndReason::kTerminated, obs);
   } else if (length_ >= horizon_) {
@@ -277,7 +301,7 @@ bool Env::PhysicsDiverged() {
 
 bool Env::success() const {
   if (end_ == EndReason::kNone || end_ == EndReason::kInvalidAction ||
-      end_ == EndReason::kUnstable || end_ == EndReason::kInvalidReward) {
+      end_ == EndReason::kUnstable || end_ == EndReason::kInvalidReward || end_ == EndReason::kInvalidObservation) {
     return false;
   }
   const SuccessRule& rule = task_->success_rule();

@@ -25,9 +25,11 @@ enum class EndReason {
   kInvalidAction,  // a NaN/Inf action or one of the wrong size
   kUnstable,       // physics diverged (MuJoCo warning counters, NaN state, MuJoCo error)
   kInvalidReward,  // the task's reward was NaN or infinite (a task bug; the rollout stops)
+  kInvalidObservation,  // the task's observation held a NaN or infinity (a task bug; the rollout stops)
 };
 
-// "running", "truncated", "terminated", "invalid_action", "unstable", "invalid_reward".
+// "running", "truncated", "terminated", "invalid_action", "unstable", "invalid_reward",
+// "invalid_observation".
 const char* EndReasonName(EndReason reason);
 
 // Per-step arrays of one episode in robomimic order: entry t is what was seen and done at
@@ -106,6 +108,9 @@ class Env {
   void RandomiseModel();
   void AddObservationNoise(float* obs);
   void ObserveInto(float* obs);
+  // False, with end_detail_ naming the key, the index and the step, when the task's observation
+  // `obs` holds a NaN or infinity.
+  bool ObservationFinite(const float* obs);
   bool PrepareAction(const float* action, int action_size);
   void RecordBeforeStep(const float* obs, const uint8_t* images);
   void Finish(EndReason reason, const float* obs);

@@ -185,10 +185,12 @@ EpisodeRecord RolloutEngine::MakeRecord(const Env& env) const {
   return record;
 }
 
-absl::Status RolloutEngine::RefuseInvalidReward(const Env& env) const {
-  if (env.end_reason() != EndReason::kInvalidReward) return absl::OkStatus();
+absl::Status RolloutEngine::RefuseInvalidTaskOutput(const Env& env) const {
+  const EndReason end = env.end_reason();
+  if (end != EndReason::kInvalidReward && end != EndReason::kInvalidObservation) return absl::OkStatus();
   return absl::FailedPreconditionError(
-      absl::StrCat("task ", task_->name(), " returned a non-finite reward in episode ", env.episode_index(),
+      absl::StrCat("task ", task_->name(), " returned a non-finite ",
+                   end == EndReason::kInvalidReward ? "reward" : "observation", " in episode ", env.episode_index(),
                    " (seed ", env.seed(), "): ", env.end_detail(), "; the rollout stops"));
 }
 
@@ -199,7 +201,7 @@ absl::Status RolloutEngine::CollectFinished(EnvGroup& group, Policy& policy, Epi
     const int slot = group.active[row];
     Env& env = *envs_[slot];
     if (env.done()) {
-      ROBOLOOP_RETURN_IF_ERROR(RefuseInvalidReward(env));
+      ROBOLOOP_RETURN_IF_ERROR(RefuseInvalidTaskOutput(env));
       policy.EndEpisode(env.episode_index());
       ROBOLOOP_RETURN_IF_ERROR(sink.OnEpisode(
           MakeRecord(env), options_.record_trajectories ? &env.trajectory() : nullptr));

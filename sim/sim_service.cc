@@ -353,7 +353,8 @@ absl::StatusOr<EpisodeRecord> EpisodeRecordFromProto(const v1::EpisodeRecord& p)
   r.success = p.success();
   bool known = false;
   for (EndReason reason : {EndReason::kNone, EndReason::kTruncated, EndReason::kTerminated,
-                           EndReason::kInvalidAction, EndReason::kUnstable, EndReason::kInvalidReward}) {
+                           EndReason::kInvalidAction, EndReason::kUnstable, EndReason::kInvalidReward,
+                           EndReason::kInvalidObservation}) {
     if (p.end_reason() == EndReasonName(reason)) {
       r.end_reason = reason;
       known = true;

@@ -26,6 +26,12 @@ ActionSpec ActionSpecFromCtrlRange(const mjModel* m) {
   return spec;
 }
 
+absl::Status CheckHasActuators(const mjModel* m) {
+  if (m->nu > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "the model has no actuators (<actuator> elements): a task's actions drive its actuators, so it needs at least one");
+}
+
 absl::StatusOr<int> FindId(const mjModel* m, int type, const std::string& kind,
                            const std::string& name, const std::string& task) {
   const int id = mj_name2id(m, type, name.c_str());

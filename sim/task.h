@@ -104,6 +104,10 @@ class Task {
 // An ActionSpec from the model's actuator control ranges (unlimited ones get ±1).
 ActionSpec ActionSpecFromCtrlRange(const mjModel* m);
 
+// InvalidArgument when `m` has no actuators: a task's actions drive its actuators, so a task
+// without one could record no actions. Loaders of YAML and plug-in tasks check their models.
+absl::Status CheckHasActuators(const mjModel* m);
+
 // Id of the named MuJoCo object of type `type` (mjOBJ_*) in `m`, or NotFound naming the
 // task, the kind of object (`kind`, e.g. "site") and the name.
 absl::StatusOr<int> FindId(const mjModel* m, int type, const std::string& kind,

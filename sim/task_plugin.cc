@@ -105,6 +105,9 @@ absl::StatusOr<std::unique_ptr<Task>> BuildPluginTask(const RoboloopTaskV1* t, c
   absl::StatusOr<ModelPtr> model = LoadModelFromString(def.name, t->mjcf_xml);
   if (!model.ok()) return Annotate(model.status(), library);
   def.model = std::move(*model);
+  if (absl::Status actuated = CheckHasActuators(def.model.get()); !actuated.ok()) {
+    return Annotate(actuated, absl::StrCat(library, ": plug-in task ", def.name));
+  }
   for (int i = 0; i < t->num_obs_keys; ++i) {
     def.obs_spec.keys.push_back({t->obs_keys[i].name, {t->obs_keys[i].size}});
   }

@@ -147,6 +147,8 @@ class Parser {
     def->model = std::move(*model);
     model_ = def->model.get();
     def->action_spec = ActionSpecFromCtrlRange(model_);
+    const absl::Status actuated = CheckHasActuators(model_);
+    if (!actuated.ok()) fields_.Problem(root["mjcf"], "mjcf", absl::StrCat(*mjcf, ": ", actuated.message()));
   }
 
   std::optional<std::vector<double>> Box(const YAML::Node& node, const std::string& at, const std::string& key) {

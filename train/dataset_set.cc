@@ -89,12 +89,7 @@ absl::Status ExpandRegistryRef(registry::RegistryClient& registry, const std::st
 // to `members`.
 absl::Status ExpandPath(registry::RegistryClient& registry, const std::string& ref, bool register_files,
                         const data::FileScreen& screen, std::vector<ResolvedDataset>& members) {
-  std::vector<std::string> files = {ref};
-  if (std::filesystem::is_directory(ref)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(files, FolderFiles(ref));
-  } else if (!PathExists(ref) && IsGlobPattern(ref)) {
-    ROBOLOOP_ASSIGN_OR_RETURN(files, GlobFiles(ref));
-  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::vector<std::string> files, DatasetPathFiles(ref));
   for (const std::string& file : files) {
     ROBOLOOP_ASSIGN_OR_RETURN(ResolvedDataset resolved, ResolveDatasetFile(registry, file, register_files, screen));
     members.push_back(std::move(resolved));
@@ -163,6 +158,24 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
   set.id = Sha256Hex(DatasetSetBlob(ids));
   if (register_files) ROBOLOOP_RETURN_IF_ERROR(RegisterSet(registry, set.members, ids, set.id, cache_dir));
   return set;
+}
+
+absl::StatusOr<std::vector<std::string>> DatasetPathFiles(const std::string& entry) {
+  if (std::filesystem::is_directory(entry)) return FolderFiles(entry);
+  if (!PathExists(entry) && IsGlobPattern(entry)) return GlobFiles(entry);
+  return std::vector<std::string>{entry};
+}
+
+std::vector<std::string> LocalDatasetFiles(const v1::TrainConfig& config) {
+  std::vector<std::string> entries(config.datasets().begin(), config.datasets().end());
+  if (!config.dataset().empty()) entries.insert(entries.begin(), config.dataset());
+  std::vector<std::string> files;
+  for (const std::string& entry : entries) {
+    if (!DatasetEntryIsPath(entry)) continue;
+    const absl::StatusOr<std::vector<std::string>> named = DatasetPathFiles(entry);
+    if (named.ok()) files.insert(files.end(), named->begin(), named->end());
+  }
+  return files;
 }
 
 bool DatasetEntryIsPath(const std::string& dataset) {

@@ -32,6 +32,15 @@ struct ResolvedDatasetSet {
 // of every dataset entry: a file without such a mark is named with a path, e.g. ./demos.
 bool DatasetEntryIsPath(const std::string& dataset);
 
+// The HDF5 files a path entry (DatasetEntryIsPath) names: the file, a folder's *.hdf5 files or a
+// glob's matches, in name order. InvalidArgument for a folder without *.hdf5 files or a glob
+// that matches nothing; a plain path is returned whether or not it exists.
+absl::StatusOr<std::vector<std::string>> DatasetPathFiles(const std::string& entry);
+
+// The files on this machine `config`'s dataset entries name (DatasetPathFiles of each path
+// entry; entries naming nothing here are skipped), for the pipeline's cache key.
+std::vector<std::string> LocalDatasetFiles(const v1::TrainConfig& config);
+
 // Replaces each dataset entry of `config` (dataset when set, then every datasets entry) by what
 // `map` makes of it; the first error is returned and leaves the remaining entries as they were.
 absl::Status MapDatasetEntries(v1::TrainConfig* config,

@@ -1,8 +1,14 @@
 #include "pipeline/stage_kinds/builtin.h"
 
 #include "common/status.h"
+#include "eval/protocol.h"
 
 namespace roboloop::pipeline {
+
+std::vector<std::string> ProtocolFiles(const std::string& protocol) {
+  if (!eval::IsProtocolPath(protocol)) return {};
+  return {protocol};
+}
 
 absl::Status RegisterBuiltinStageKinds(StageKindRegistry* kinds) {
   ROBOLOOP_RETURN_IF_ERROR(kinds->Register(CollectStageKind()));

@@ -2,6 +2,9 @@
 // their registration.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "pipeline/stage_kind.h"
 
@@ -16,6 +19,10 @@ StageKind CompareStageKind();   // evaluates two checkpoints and compares them p
 StageKind PromoteStageKind();   // promotes a candidate over the champion when it is better
 StageKind ReportStageKind();    // writes a model's HTML report
 StageKind LoopStageKind();      // repeats a body of stages until a condition holds
+
+// The protocol file `protocol` names ({protocol} when it is a path, eval::IsProtocolPath; none for
+// a protocol the eval service loads by name), for StageKind::local_files.
+std::vector<std::string> ProtocolFiles(const std::string& protocol);
 
 // Registers every kind above into `kinds`, in that order.
 absl::Status RegisterBuiltinStageKinds(StageKindRegistry* kinds);

@@ -59,6 +59,7 @@ StageKind EvaluateStageKind() {
   kind.seeds = [](const v1::Stage& stage) {
     return SeedClaims{{}, stage.evaluate().protocol(), false, stage.evaluate().keep_failures()};
   };
+  kind.local_files = [](const v1::Stage& stage) { return ProtocolFiles(stage.evaluate().protocol()); };
   kind.run = RunEvaluate;
   kind.summarize = SummarizeEvaluate;
   return kind;

@@ -55,6 +55,7 @@ StageKind PromoteStageKind() {
   kind.outputs = {"champion", "promoted"};
   kind.reusable_across_runs = false;  // the champion it compares with lives outside its parameters
   kind.seeds = [](const v1::Stage& stage) { return SeedClaims{{}, stage.promote().protocol(), true}; };
+  kind.local_files = [](const v1::Stage& stage) { return ProtocolFiles(stage.promote().protocol()); };
   kind.run = RunPromote;
   kind.summarize = SummarizePromote;
   return kind;

@@ -117,6 +117,7 @@ StageKind TrainStageKind() {
   };
   kind.outputs = {"checkpoint", "run", "placement"};
   kind.spawns_ranks = true;
+  kind.local_files = [](const v1::Stage& stage) { return train::LocalDatasetFiles(stage.train()); };
   kind.run = RunTrain;
   kind.summarize = SummarizeTrain;
   return kind;

@@ -163,8 +163,9 @@ TEST_F(ProtocolTest, ValidationNamesWhatIsWrong) {
               HasSubstr("seed_start + episodes must be at most 2^63 - 1 (got 9223372036854775802 + 6)"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->mutable_execution()->mutable_chunk()->set_receding_steps(0); }),
               HasSubstr("receding_steps"));
-  EXPECT_THAT(error([](v1::Protocol* p) { p->mutable_execution()->clear_chunk(); }),
-              HasSubstr("execution.chunk.mode"));
+  EXPECT_THAT(error([](v1::Protocol* p) { p->clear_execution(); }),
+              HasSubstr("execution.chunk.mode must be FULL_CHUNK, RECEDING_HORIZON or TEMPORAL_ENSEMBLE (the protocol "
+                        "sets none: add e.g. `execution: {chunk: {mode: FULL_CHUNK}}`)"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->set_episodes(0); }), HasSubstr("protocol 'p'"));
 }
 

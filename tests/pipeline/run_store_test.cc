@@ -257,6 +257,27 @@ TEST_F(RunStoreTest, PromoteAndReportAreReusedOnlyWithinTheirOwnRun) {
   EXPECT_EQ(inner_.calls["p"], 2) << "another run promotes again: the champion may have moved";
 }
 
+TEST_F(RunStoreTest, AChangedProtocolOrDatasetFileIsNotAnsweredFromTheCache) {
+  const std::string protocol = dir_ + "/gate.yaml", dataset = dir_ + "/demos.hdf5";
+  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 100\nepisodes: 8\n";
+  std::ofstream(dataset) << "first";
+  std::ofstream(dir_ + "/files.yaml") << "name: f\nstages:\n"
+                                      << "  - {name: t, kind: train, train: {dataset: " << dataset << "}}\n"
+                                      << "  - {name: e, kind: evaluate, evaluate: {checkpoint: c, protocol: " << protocol
+                                      << "}}\n";
+  loaded_ = *LoadPipeline(dir_ + "/files.yaml", {});
+  plan_ = *ValidatePipeline(loaded_, BuiltinStageKinds(), ValidationOptions());
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["t"], 1) << "unchanged files: the cache answers";
+  EXPECT_EQ(inner_.calls["e"], 1);
+  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 9000\nepisodes: 8\n";
+  std::ofstream(dataset) << "another dataset";
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["t"], 2) << "the dataset file changed: train again";
+  EXPECT_EQ(inner_.calls["e"], 2) << "the protocol file changed: evaluate again";
+}
+
 TEST_F(RunStoreTest, RunsSurviveReopeningAndUnknownRunsAreNamed) {
   auto run = store_->CreateRun("p", "p.yaml");
   ASSERT_TRUE(store_->FinishRun(*run, "finished", "").ok());

@@ -1,12 +1,13 @@
 // Out-of-tree task plugins (issue 4, req 2b): the reference example is compiled here as its
 // own shared library, against the public headers only, then loaded, rolled out and checked;
 // its camera is rendered; a plugin for another ABI version, a missing file and a duplicate name
-// are refused; a reward that is NaN stops the rollout.
+// are refused, as is a model without actuators; a reward or an observation that is NaN stops the rollout.
 #include <filesystem>
 #include <map>
 #include <vector>
 #include <string>
 
+#include "common/status.h"
 #include "gtest/gtest.h"
 #include "sim/random_policy.h"
 #include "sim/rollout.h"
@@ -59,25 +60,39 @@ TEST(TaskPluginTest, LoadsTheExamplePluginAndRollsItOut) {
   EXPECT_EQ(LoadTaskPlugin(plugin, &registry).code(), absl::StatusCode::kAlreadyExists);
 }
 
-TEST(TaskPluginTest, ANanRewardStopsTheRolloutNamingTheTaskEpisodeAndStep) {
-  const std::string plugin = BuildTestPlugin("nan_reward", "-DNAN_REWARD_AFTER=0.045");
+// Rolls out 3 episodes of the test plug-in built with `flags` (as lib<name>.so) with a random
+// policy into `sink`, trajectories recorded; returns how the rollout ended.
+absl::Status RollOutTestPlugin(const std::string& name, const std::string& flags, FrameSink& sink) {
   TaskRegistry registry;
-  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
-  auto task = registry.Create("test-plugin");
-  ASSERT_TRUE(task.ok()) << task.status();
-  RandomPolicy policy(**task, 2);
+  ROBOLOOP_RETURN_IF_ERROR(LoadTaskPlugin(BuildTestPlugin(name, flags), &registry));
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, registry.Create("test-plugin"));
+  RandomPolicy policy(*task, 2);
   RolloutOptions options;
   options.num_episodes = 3;
   options.num_envs = 2;
+  options.record_trajectories = true;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<RolloutEngine> engine, RolloutEngine::Create(task.get(), options));
+  return engine->Run(policy, sink);
+}
+
+TEST(TaskPluginTest, ANanRewardStopsTheRolloutNamingTheTaskEpisodeAndStep) {
   FrameSink sink;
-  auto engine = RolloutEngine::Create(task->get(), options);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  const absl::Status status = (*engine)->Run(policy, sink);
+  const absl::Status status = RollOutTestPlugin("nan_reward", "-DNAN_REWARD_AFTER=0.045", sink);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("task test-plugin returned a non-finite reward in episode 0 (seed "),
             std::string::npos) << status;
   EXPECT_NE(status.message().find("the reward of step 4 is nan"), std::string::npos) << status;
   EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN reward reaches the sink";
+}
+
+TEST(TaskPluginTest, ANanObservationStopsTheRolloutNamingTheTaskEpisodeKeyAndStep) {
+  FrameSink sink;
+  const absl::Status status = RollOutTestPlugin("nan_obs", "-DNAN_OBS_AFTER=0.045", sink);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task test-plugin returned a non-finite observation in episode 0 (seed "),
+            std::string::npos) << status;
+  EXPECT_NE(status.message().find("observation 'x'[0] of step 4 is nan"), std::string::npos) << status;
+  EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN observation reaches the sink (or a dataset)";
 }
 
 TEST(TaskPluginTest, RefusesAPluginBuiltForAnotherAbiVersion) {
@@ -155,6 +170,15 @@ TEST(TaskPluginTest, BadInlineMjcfNamesTheLibrary) {
   ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
   const absl::Status status = registry.Create("test-plugin").status();
   EXPECT_NE(status.message().find("task plugin " + plugin + ": MJCF test-plugin failed to compile"),
+            std::string::npos) << status;
+}
+
+TEST(TaskPluginTest, AModelWithoutActuatorsNamesTheLibraryAndTask) {
+  const std::string plugin = BuildTestPlugin("unactuated", "-DMJCF='\"<mujoco><worldbody/></mujoco>\"'");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  const absl::Status status = registry.Create("test-plugin").status();
+  EXPECT_NE(status.message().find("task plugin " + plugin + ": plug-in task test-plugin: the model has no actuators"),
             std::string::npos) << status;
 }
 

@@ -1,6 +1,7 @@
 /* A small task plug-in for task_plugin_test, built with -D flags that break one thing each:
  * TASK_NAME, OBS_KEY_NAME, CAMERA_NAME (declares one free camera), MJCF, ENTRY_RESULT (what the
- * entry point returns) and NAN_REWARD_AFTER (a simulated time after which the reward is NaN). */
+ * entry point returns), NAN_REWARD_AFTER (a simulated time after which the reward is NaN) and
+ * NAN_OBS_AFTER (likewise the observation). */
 #include <math.h>
 
 #include "sim/task_plugin_abi.h"
@@ -39,6 +40,9 @@ static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
 static void Observe(const mjModel* m, const mjData* d, float* obs) {
   (void)m;
   obs[0] = (float)d->qpos[0];
+#ifdef NAN_OBS_AFTER
+  if (d->time > NAN_OBS_AFTER) obs[0] = NAN;
+#endif
 }
 
 static double Reward(const mjModel* m, const mjData* d) {

@@ -143,6 +143,19 @@ TEST(YamlTaskTest, NamesThatCannotBeDatasetKeysAreRefusedWithFileAndLine) {
   }
 }
 
+TEST(YamlTaskTest, AModelWithoutActuatorsIsRefusedWithFileAndLine) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/unactuated.xml") << "<mujoco><worldbody><body name='puck'><joint name='x' type='slide'/>"
+                                            "<geom size='0.1'/></body></worldbody></mujoco>";
+  const std::string path = dir + "/unactuated.yaml";
+  std::ofstream(path) << "name: unactuated\nmjcf: unactuated.xml\ncontrol_substeps: 1\nmax_steps: 10\n"
+                         "observations: [{name: x, joint_qpos: x}]\n"
+                         "success: {condition: {type: alive_bonus, above: 0}, rule: every_step}\n";
+  const absl::Status status = LoadYamlTask(path).status();
+  EXPECT_NE(status.message().find(path + ":2: mjcf: unactuated.xml: the model has no actuators"), std::string::npos)
+      << status;
+}
+
 // A task over MJCF that MuJoCo 2 refuses (gravcomp, actdim, actearly; issue 21, req 4): it loads,
 // gravity compensation holds the idle puck in place under gravity, and a controller reaches
 // the target (obs: puck[3], velocity[3], target[3]).
