@@ -159,6 +159,19 @@ class RawUploadTest : public RegistryServiceTest {
     stub_ = v1::RegistryService::NewStub(channel_);
   }
 
+  // A client of host_ that has uploaded `data` from a file named `name`; the blob's sha256 goes
+  // to `sha256` (empty when the upload failed, which fails the test).
+  std::unique_ptr<RegistryClient> ClientThatUploaded(const std::string& name, const std::string& data,
+                                                     std::string* sha256) {
+    common::GrpcChannelOptions channel;
+    channel.target = host_->target();
+    auto client = Connect(channel);
+    auto blob = client->UploadFile(WriteFile(name, data));
+    EXPECT_TRUE(blob.ok()) << blob.status();
+    *sha256 = blob.ok() ? blob->sha256() : "";
+    return client;
+  }
+
   // Sends `chunks` after a header declaring (`sha256`, `size`, `offset`); returns the status.
   grpc::Status Send(const std::string& sha256, int64_t size, int64_t offset,
                     const std::vector<std::string>& chunks) {
@@ -229,17 +242,15 @@ TEST_F(RawUploadTest, OversizedAndMisaddressedUploadsAreRefused) {
 // pid may repeat across machines: a download must not write another's temporary file.
 TEST_F(RawUploadTest, DownloadLeavesAnotherProcesssTemporaryFileAlone) {
   const std::string data = RandomBytes(4000, 5);
-  common::GrpcChannelOptions channel;
-  channel.target = host_->target();
-  auto client = Connect(channel);
-  auto blob = client->UploadFile(WriteFile("shared.bin", data));
-  ASSERT_TRUE(blob.ok()) << blob.status();
-  const std::string path = dir_ + "/cache/" + blob->sha256() + ".hdf5";
+  std::string sha256;
+  auto client = ClientThatUploaded("shared.bin", data, &sha256);
+  ASSERT_FALSE(sha256.empty());
+  const std::string path = dir_ + "/cache/" + sha256 + ".hdf5";
   ASSERT_TRUE(MakeDirs(dir_ + "/cache").ok());
   // What another machine's process with this pid would be writing under the old naming.
   const std::string other = absl::StrCat(path, ".partial-", getpid());
   std::ofstream(other, std::ios::binary) << "another machine's download in progress";
-  auto copy = client->CachedCopy(blob->sha256(), dir_ + "/cache", ".hdf5");
+  auto copy = client->CachedCopy(sha256, dir_ + "/cache", ".hdf5");
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(roboloop::testing::ReadWholeFile(*copy), data);
   EXPECT_EQ(roboloop::testing::ReadWholeFile(other), "another machine's download in progress");
@@ -257,19 +268,17 @@ mode_t Mode(const std::string& path) {
 // download the user asked for (`registry get`) stays theirs to write.
 TEST_F(RawUploadTest, CachedCopiesAreReadOnlyAndReplacedWhenChanged) {
   const std::string data = RandomBytes(4000, 6);
-  common::GrpcChannelOptions channel;
-  channel.target = host_->target();
-  auto client = Connect(channel);
-  auto blob = client->UploadFile(WriteFile("cached.bin", data));
-  ASSERT_TRUE(blob.ok()) << blob.status();
+  std::string sha256;
+  auto client = ClientThatUploaded("cached.bin", data, &sha256);
+  ASSERT_FALSE(sha256.empty());
   const std::string cache = dir_ + "/cache";
-  auto copy = client->CachedCopy(blob->sha256(), cache, ".hdf5");
+  auto copy = client->CachedCopy(sha256, cache, ".hdf5");
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(Mode(*copy), 0444);
   if (geteuid() != 0) EXPECT_LT(open(copy->c_str(), O_WRONLY), 0) << "a user cannot write into it";
 
   ASSERT_EQ(chmod(copy->c_str(), 0644), 0);
-  ASSERT_EQ(client->CachedCopy(blob->sha256(), cache, ".hdf5").value_or(""), *copy);
+  ASSERT_EQ(client->CachedCopy(sha256, cache, ".hdf5").value_or(""), *copy);
   EXPECT_EQ(Mode(*copy), 0444) << "an older writable copy";
 
   ASSERT_EQ(chmod(copy->c_str(), 0644), 0);
@@ -278,12 +287,12 @@ TEST_F(RawUploadTest, CachedCopiesAreReadOnlyAndReplacedWhenChanged) {
     f.seekp(100);
     f.put(static_cast<char>(~data[100]));
   }
-  ASSERT_EQ(client->CachedCopy(blob->sha256(), cache, ".hdf5").value_or(""), *copy);
+  ASSERT_EQ(client->CachedCopy(sha256, cache, ".hdf5").value_or(""), *copy);
   EXPECT_EQ(roboloop::testing::ReadWholeFile(*copy), data) << "a changed copy is fetched again";
   EXPECT_EQ(Mode(*copy), 0444);
 
   const std::string mine = dir_ + "/mine.bin";
-  ASSERT_TRUE(client->DownloadToFile(blob->sha256(), mine).ok());
+  ASSERT_TRUE(client->DownloadToFile(sha256, mine).ok());
   EXPECT_NE(Mode(mine) & 0200, 0) << "a plain download is the user's file";
 }
 
