@@ -34,6 +34,7 @@ const char* EndReasonName(EndReason reason) {
     case EndReason::kUnstable: return "unstable";
     case EndReason::kInvalidReward: return "invalid_reward";
     case EndReason::kInvalidObservation: return "invalid_observation";
+    case EndReason::kTaskError: return "task_error";
   }
   return "unknown";
 }
@@ -120,7 +121,11 @@ absl::Status Env::Reset(uint64_t seed, int64_t episode_index, float* obs) {
   delay_head_ = 0;
   warnings_at_reset_ = InstabilityWarnings();
   hash_chain_ = HashPhysicsState(model_, data_.get());
-  ObserveInto(obs);
+  if (absl::Status observed = ObserveInto(obs); !observed.ok()) {
+    end_ = EndReason::kTaskError;
+    end_detail_ = std::string(observed.message());
+    return Annotate(observed, absl::StrCat("task ", task_->name(), " at reset (seed ", seed_, ")"));
+  }
   if (!ObservationFinite(obs)) {
     end_ = EndReason::kInvalidObservation;
     return absl::FailedPreconditionError(
@@ -154,9 +159,10 @@ void Env::RandomiseModel() {
   }
 }
 
-void Env::ObserveInto(float* obs) {
-  task_->Observe(model_, data_.get(), obs);
+absl::Status Env::ObserveInto(float* obs) {
+  ROBOLOOP_RETURN_IF_ERROR(task_->ObserveOrError(model_, data_.get(), obs));
   AddObservationNoise(obs);
+  return absl::OkStatus();
 }
 
 bool Env::ObservationFinite(const float* obs) {
@@ -240,7 +246,11 @@ EndReason Env::Step(const float* action, int action_size, float* obs, const uint
     condition_always_ = false;
     condition_streak_ = 0;
   }
-  ObserveInto(obs);
+  if (absl::Status observed = ObserveInto(obs); !observed.ok()) {
+    end_detail_ = absl::StrCat(observed.message(), " (step ", length_ - 1, ")");
+    Finish(EndReason::kTaskError, nullptr);
+    return end_;
+  }
   if (!ObservationFinite(obs)) {
     Finish(EndReason::kInvalidObservation, nullptr);
     return end_;
@@ -301,7 +311,8 @@ bool Env::PhysicsDiverged() {
 
 bool Env::success() const {
   if (end_ == EndReason::kNone || end_ == EndReason::kInvalidAction ||
-      end_ == EndReason::kUnstable || end_ == EndReason::kInvalidReward || end_ == EndReason::kInvalidObservation) {
+      end_ == EndReason::kUnstable || end_ == EndReason::kInvalidReward || end_ == EndReason::kInvalidObservation ||
+      end_ == EndReason::kTaskError) {
     return false;
   }
   const SuccessRule& rule = task_->success_rule();

@@ -26,10 +26,11 @@ enum class EndReason {
   kUnstable,       // physics diverged (MuJoCo warning counters, NaN state, MuJoCo error)
   kInvalidReward,  // the task's reward was NaN or infinite (a task bug; the rollout stops)
   kInvalidObservation,  // the task's observation held a NaN or infinity (a task bug; the rollout stops)
+  kTaskError,           // the task's code failed (a plug-in wrote past its observation buffer; the rollout stops)
 };
 
 // "running", "truncated", "terminated", "invalid_action", "unstable", "invalid_reward",
-// "invalid_observation".
+// "invalid_observation", "task_error".
 const char* EndReasonName(EndReason reason);
 
 // Per-step arrays of one episode in robomimic order: entry t is what was seen and done at
@@ -107,7 +108,8 @@ class Env {
   Env(const Task* task, const EnvOptions& options, ModelPtr own_model, DataPtr data);
   void RandomiseModel();
   void AddObservationNoise(float* obs);
-  void ObserveInto(float* obs);
+  // The task's observation (plus noise) in `obs`, or the task's error (Task::ObserveOrError).
+  absl::Status ObserveInto(float* obs);
   // False, with end_detail_ naming the key, the index and the step, when the task's observation
   // `obs` holds a NaN or infinity.
   bool ObservationFinite(const float* obs);

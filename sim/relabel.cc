@@ -40,21 +40,22 @@ class StateObserver {
     obs->resize(static_cast<size_t>(steps) * obs_size);
     privileged->resize(static_cast<size_t>(steps) * privileged_size);
     images->resize(static_cast<size_t>(steps) * image_bytes);
-    absl::Status rendered;
+    absl::Status produced;
     ROBOLOOP_RETURN_IF_ERROR(GuardMujoco("restoring a recorded state", [&] {
-      for (int64_t row = 0; row < steps && rendered.ok(); ++row) {
+      for (int64_t row = 0; row < steps && produced.ok(); ++row) {
         RestorePhysicsState(task_.model(), states + row * state_size, data_.get());
-        task_.Observe(task_.model(), data_.get(), &(*obs)[static_cast<size_t>(row) * obs_size]);
+        produced = task_.ObserveOrError(task_.model(), data_.get(), &(*obs)[static_cast<size_t>(row) * obs_size]);
+        if (!produced.ok()) break;
         if (privileged_size > 0) {
           task_.ObservePrivileged(task_.model(), data_.get(),
                                   &(*privileged)[static_cast<size_t>(row) * privileged_size]);
         }
         if (renderer_ != nullptr) {
-          rendered = renderer_->Render(task_.model(), data_.get(), &(*images)[static_cast<size_t>(row) * image_bytes]);
+          produced = renderer_->Render(task_.model(), data_.get(), &(*images)[static_cast<size_t>(row) * image_bytes]);
         }
       }
     }));
-    return rendered;
+    return produced;
   }
 
  private:

@@ -187,6 +187,11 @@ EpisodeRecord RolloutEngine::MakeRecord(const Env& env) const {
 
 absl::Status RolloutEngine::RefuseInvalidTaskOutput(const Env& env) const {
   const EndReason end = env.end_reason();
+  if (end == EndReason::kTaskError) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", task_->name(), " failed in episode ",
+                                                      env.episode_index(), " (seed ", env.seed(), "): ",
+                                                      env.end_detail(), "; the rollout stops"));
+  }
   if (end != EndReason::kInvalidReward && end != EndReason::kInvalidObservation) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("task ", task_->name(), " returned a non-finite ",

@@ -121,10 +121,12 @@ class RolloutEngine {
   // Starts stepping the group's envs on the pool; pool_->Finish() completes it.
   void StartStep(EnvGroup& group);
   // FailedPrecondition naming the task, the episode and the step when `env`'s episode ended on
-  // a non-finite reward or observation (nothing downstream may store it); OK otherwise.
+  // a non-finite reward or observation, or on the task's error (EndReason::kTaskError): nothing
+  // downstream may store it; OK otherwise.
   absl::Status RefuseInvalidTaskOutput(const Env& env) const;
   // Passes the group's finished episodes to the policy and the sink and restarts their slots;
-  // stops at an episode that ended on a non-finite reward or observation (RefuseInvalidTaskOutput).
+  // stops at an episode that ended on a non-finite reward or observation or a task error
+  // (RefuseInvalidTaskOutput).
   absl::Status CollectFinished(EnvGroup& group, Policy& policy, EpisodeSink& sink);
   absl::Status RunSerial(Policy& policy, EpisodeSink& sink, const std::string& who);
   absl::Status RunOverlapped(Policy& policy, EpisodeSink& sink, const std::string& who);

@@ -354,7 +354,7 @@ absl::StatusOr<EpisodeRecord> EpisodeRecordFromProto(const v1::EpisodeRecord& p)
   bool known = false;
   for (EndReason reason : {EndReason::kNone, EndReason::kTruncated, EndReason::kTerminated,
                            EndReason::kInvalidAction, EndReason::kUnstable, EndReason::kInvalidReward,
-                           EndReason::kInvalidObservation}) {
+                           EndReason::kInvalidObservation, EndReason::kTaskError}) {
     if (p.end_reason() == EndReasonName(reason)) {
       r.end_reason = reason;
       known = true;

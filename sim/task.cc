@@ -4,6 +4,11 @@
 
 namespace roboloop::sim {
 
+absl::Status Task::ObserveOrError(const mjModel* m, const mjData* data, float* obs) const {
+  Observe(m, data, obs);
+  return absl::OkStatus();
+}
+
 void Task::ObservePrivileged(const mjModel*, const mjData*, float*) const {}
 
 bool Task::Terminated(const mjModel*, const mjData*) const { return false; }

@@ -79,6 +79,10 @@ class Task {
   virtual void Reset(const mjModel* m, mjData* data, Rng& rng) const = 0;
   // Writes obs_spec().size() floats describing `data` (after mj_forward or mj_step).
   virtual void Observe(const mjModel* m, const mjData* data, float* obs) const = 0;
+  // Observe, for callers that can stop on an error: an error instead of an observation when the
+  // task's code misbehaved (a plug-in that wrote past its observation buffer). Envs and relabelling
+  // call this one. Default: Observe, then OK.
+  virtual absl::Status ObserveOrError(const mjModel* m, const mjData* data, float* obs) const;
   // Writes privileged_spec().size() floats of state hidden from learned policies (called only
   // when that spec is not empty). Default: nothing.
   virtual void ObservePrivileged(const mjModel* m, const mjData* data, float* privileged) const;

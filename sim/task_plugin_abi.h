@@ -50,7 +50,9 @@ enum RoboloopSuccessKind {
 
 /* One task. All callbacks must be thread-safe for distinct mjData (keep no state; keep
  * goals in mjData, e.g. in mocap bodies). Actions go to ctrl unchanged (after clipping to
- * the actuators' ctrlrange). */
+ * the actuators' ctrlrange). A callback that crashes is named on stderr before the process
+ * dies of the signal; one that runs longer than $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S seconds
+ * (default 60) ends the process (docs/adding-a-task.md, "When a plug-in fails"). */
 typedef struct RoboloopTaskV1 {
   uint32_t abi_version;     /* ROBOLOOP_TASK_PLUGIN_ABI_VERSION the plugin was built with */
   const char* name;         /* registry name, unique */
@@ -64,7 +66,8 @@ typedef struct RoboloopTaskV1 {
   int32_t success_steps;    /* window of FINAL_STEPS / HELD_FOR */
   /* Sets the initial state; `d` was just reset to the model defaults. */
   void (*reset)(const mjModel* m, mjData* d, RoboloopRng* rng);
-  /* Writes the sum of the obs keys' sizes floats. */
+  /* Writes the sum of the obs keys' sizes floats; writing past them stops the rollout with an
+   * error (roboloop checks guard floats after the buffer). */
   void (*observe)(const mjModel* m, const mjData* d, float* obs);
   double (*reward)(const mjModel* m, const mjData* d);
   int (*success_condition)(const mjModel* m, const mjData* d); /* non-zero = true */

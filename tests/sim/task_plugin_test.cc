@@ -1,7 +1,8 @@
 // Out-of-tree task plugins (issue 4, req 2b): the reference example is compiled here as its
 // own shared library, against the public headers only, then loaded, rolled out and checked;
 // its camera is rendered; a plugin for another ABI version, a missing file and a duplicate name
-// are refused, as is a model without actuators; a reward or an observation that is NaN stops the rollout.
+// are refused, as is a model without actuators; a reward or an observation that is NaN stops the rollout, as
+// does an observe callback that writes past its declared size.
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -93,6 +94,42 @@ TEST(TaskPluginTest, ANanObservationStopsTheRolloutNamingTheTaskEpisodeKeyAndSte
             std::string::npos) << status;
   EXPECT_NE(status.message().find("observation 'x'[0] of step 4 is nan"), std::string::npos) << status;
   EXPECT_TRUE(sink.records.empty()) << "no episode with a NaN observation reaches the sink (or a dataset)";
+}
+
+TEST(TaskPluginTest, AnObservationWrittenPastItsDeclaredSizeAtResetStopsTheRolloutNamingThePlugin) {
+  FrameSink sink;
+  const absl::Status status = RollOutTestPlugin("overflow_reset", "-DOBS_OVERFLOW=2 -DOBS_OVERFLOW_AFTER=-1", sink);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task test-plugin at reset (seed "), std::string::npos) << status;
+  EXPECT_NE(status.message().find("task plug-in test-plugin (library " + ::testing::TempDir() +
+                                  "/liboverflow_reset.so): its observe callback wrote past the end of the "
+                                  "observation buffer: at least 3 floats where its obs keys declare 1"),
+            std::string::npos) << status;
+  EXPECT_TRUE(sink.records.empty());
+}
+
+TEST(TaskPluginTest, AnObservationWrittenPastItsDeclaredSizeStopsTheRolloutNamingThePluginEpisodeAndStep) {
+  FrameSink sink;
+  const absl::Status status = RollOutTestPlugin("overflow_step", "-DOBS_OVERFLOW=16 -DOBS_OVERFLOW_AFTER=0.045", sink);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("task test-plugin failed in episode 0 (seed "), std::string::npos) << status;
+  EXPECT_NE(status.message().find("/liboverflow_step.so): its observe callback wrote past the end of the "
+                                  "observation buffer: at least 17 floats where its obs keys declare 1 (step 4); "
+                                  "the rollout stops"),
+            std::string::npos) << status;
+  EXPECT_TRUE(sink.records.empty()) << "no episode whose plug-in overran its buffer reaches the sink";
+}
+
+TEST(TaskPluginTest, AnInvalidCallTimeoutIsRefusedWhenAPluginLoads) {
+  const std::string plugin = BuildTestPlugin("timeout_value");
+  setenv("ROBOLOOP_PLUGIN_CALL_TIMEOUT_S", "-1", 1);
+  TaskRegistry registry;
+  const absl::Status status = LoadTaskPlugin(plugin, &registry);
+  unsetenv("ROBOLOOP_PLUGIN_CALL_TIMEOUT_S");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("task plugin " + plugin + ": ROBOLOOP_PLUGIN_CALL_TIMEOUT_S='-1' must be"),
+            std::string::npos) << status;
+  EXPECT_TRUE(registry.Names().empty());
 }
 
 TEST(TaskPluginTest, RefusesAPluginBuiltForAnotherAbiVersion) {

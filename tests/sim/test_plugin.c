@@ -1,8 +1,14 @@
-/* A small task plug-in for task_plugin_test, built with -D flags that break one thing each:
- * TASK_NAME, OBS_KEY_NAME, CAMERA_NAME (declares one free camera), MJCF, ENTRY_RESULT (what the
- * entry point returns), NAN_REWARD_AFTER (a simulated time after which the reward is NaN) and
- * NAN_OBS_AFTER (likewise the observation). */
+/* A small task plug-in for task_plugin_test and plugin_failure_test, built with -D flags that
+ * break one thing each: TASK_NAME, OBS_KEY_NAME, CAMERA_NAME (declares one free camera), MJCF,
+ * ENTRY_RESULT (what the entry point returns), NAN_REWARD_AFTER (a simulated time after which the
+ * reward is NaN), NAN_OBS_AFTER (likewise the observation), OBS_OVERFLOW (how many floats observe
+ * writes past its one declared float once the simulated time exceeds OBS_OVERFLOW_AFTER),
+ * SEGFAULT_IN_REWARD (reward writes through a null pointer), ABORT_IN_RESET (reset calls abort),
+ * STACK_OVERFLOW_IN_SUCCESS (success_condition recurses without end) and HANG_IN_OBSERVE
+ * (observe never returns). */
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "sim/task_plugin_abi.h"
 
@@ -32,9 +38,16 @@ static const RoboloopCamera kCameras[] = {{CAMERA_NAME, "", 8, 8}};
 #define CAMERAS NULL
 #endif
 
+#ifdef SEGFAULT_IN_REWARD
+static int* volatile null_pointer = NULL; /* volatile: the compiler cannot turn the write into a trap */
+#endif
+
 static void Reset(const mjModel* m, mjData* d, RoboloopRng* rng) {
   (void)m;
   d->qpos[0] = rng->uniform(rng->state, -0.1, 0.1);
+#ifdef ABORT_IN_RESET
+  abort();
+#endif
 }
 
 static void Observe(const mjModel* m, const mjData* d, float* obs) {
@@ -43,6 +56,14 @@ static void Observe(const mjModel* m, const mjData* d, float* obs) {
 #ifdef NAN_OBS_AFTER
   if (d->time > NAN_OBS_AFTER) obs[0] = NAN;
 #endif
+#ifdef OBS_OVERFLOW
+  if (d->time > OBS_OVERFLOW_AFTER) {
+    for (int i = 1; i <= OBS_OVERFLOW; ++i) obs[i] = 0.5f;
+  }
+#endif
+#ifdef HANG_IN_OBSERVE
+  for (;;) sleep(1);
+#endif
 }
 
 static double Reward(const mjModel* m, const mjData* d) {
@@ -50,11 +71,25 @@ static double Reward(const mjModel* m, const mjData* d) {
 #ifdef NAN_REWARD_AFTER
   if (d->time > NAN_REWARD_AFTER) return NAN;
 #endif
+#ifdef SEGFAULT_IN_REWARD
+  *null_pointer = 1;
+#endif
   return -fabs(d->qpos[0]);
 }
 
+#ifdef STACK_OVERFLOW_IN_SUCCESS
+static int Recurse(int depth) {
+  volatile char frame[1024];
+  frame[0] = (char)depth;
+  return Recurse(depth + 1) + frame[0];
+}
+#endif
+
 static int SuccessCondition(const mjModel* m, const mjData* d) {
   (void)m;
+#ifdef STACK_OVERFLOW_IN_SUCCESS
+  if (Recurse(0) == 0) return 1;
+#endif
   return fabs(d->qpos[0]) < 0.01;
 }
 
