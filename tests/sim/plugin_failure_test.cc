@@ -129,6 +129,15 @@ TEST(PluginFailureTest, AnAbortInResetNamesThePluginCallbackAndSignalThenKillsTh
                                  ") crashed in its reset callback: signal SIGABRT (abort)"));
 }
 
+TEST(PluginFailureTest, ACrashInTheEntryPointNamesTheLibrary) {
+  const std::string plugin = BuildTestPlugin("abort_entry", "-DABORT_IN_ENTRY");
+  const ChildEnd end = RollOutInChild(plugin);
+  EXPECT_TRUE(end.signalled) << "exit " << end.exit_code << ": " << end.err;
+  EXPECT_EQ(end.signal, SIGABRT) << end.err;
+  EXPECT_THAT(end.err, HasSubstr("roboloop: task plug-in library " + plugin +
+                                 " crashed in its entry point: signal SIGABRT (abort)"));
+}
+
 TEST(PluginFailureTest, AStackOverflowInACallbackIsNamedToo) {
   const std::string plugin = BuildTestPlugin("stack_overflow", "-DSTACK_OVERFLOW_IN_SUCCESS");
   const ChildEnd end = RollOutInChild(plugin);

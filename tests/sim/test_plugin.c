@@ -4,8 +4,8 @@
  * reward is NaN), NAN_OBS_AFTER (likewise the observation), OBS_OVERFLOW (how many floats observe
  * writes past its one declared float once the simulated time exceeds OBS_OVERFLOW_AFTER),
  * SEGFAULT_IN_REWARD (reward writes through a null pointer), ABORT_IN_RESET (reset calls abort),
- * STACK_OVERFLOW_IN_SUCCESS (success_condition recurses without end) and HANG_IN_OBSERVE
- * (observe never returns). */
+ * STACK_OVERFLOW_IN_SUCCESS (success_condition recurses without end), HANG_IN_OBSERVE (observe
+ * never returns) and ABORT_IN_ENTRY (the entry point calls abort). */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -99,6 +99,9 @@ static const RoboloopTaskV1 kTasks[] = {{ROBOLOOP_TASK_PLUGIN_ABI_VERSION, TASK_
 
 int32_t roboloop_task_plugin(uint32_t host_abi_version, const RoboloopTaskV1** tasks) {
   (void)host_abi_version;
+#ifdef ABORT_IN_ENTRY
+  abort();
+#endif
   *tasks = kTasks;
   return ENTRY_RESULT;
 }
