@@ -145,14 +145,13 @@ void RecoverableCudaGraph::AbandonFailedCapture() noexcept {
   (void)cudaGetLastError();  // the capture's error is the one reported
   // capture_begin() names the pool just before it opens it: without a name nothing was opened.
   if (mempool_id_ != decltype(mempool_id_){0, 0}) {
-    at::HostAllocator* host = at::getHostAllocator(at::kCUDA);
     // capture_end() may have stopped allocating to the pools before it failed.
     DropErrors([&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(capture_dev_, mempool_id_); });
-    DropErrors([&] { host->end_allocate_to_pool(mempool_id_); });
+    DropErrors([&] { at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(mempool_id_); });
     // Once capture_end() got the graph, reset() releases the pools; before, nothing else does.
     if (!capture_ended_) {
       DropErrors([&] { c10::cuda::CUDACachingAllocator::releasePool(capture_dev_, mempool_id_); });
-      DropErrors([&] { host->release_pool(mempool_id_); });
+      DropErrors([&] { at::getHostAllocator(at::kCUDA)->release_pool(mempool_id_); });
     }
   }
   for (auto& generator : captured_generator_states_) generator.first->capturing_ = false;
