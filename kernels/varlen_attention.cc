@@ -509,9 +509,8 @@ absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
                                                               : torch::zeros({0}, torch::kInt);
   try {
     if (OnLibTorchKernels(qkv.select(1, 0))) {
-      return cuda::LibTorchVarlenAttention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2),
-                                           cu_seqlens, prefix, options.mask,
-                                           ScaleOf(options, qkv.size(3)));
+      return cuda::LibTorchVarlenAttentionQkv(qkv, cu_seqlens, prefix, options.mask,
+                                              ScaleOf(options, qkv.size(3)));
     }
     return VarlenAttentionQkvFunction::apply(qkv, cu_seqlens, prefix,
                                              static_cast<int64_t>(options.mask),

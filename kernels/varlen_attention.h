@@ -73,10 +73,12 @@ absl::StatusOr<torch::Tensor> VarlenAttention(const torch::Tensor& q, const torc
 
 // The same op over one packed projection: qkv [total_tokens, 3, heads, head_dim] holds q, k, v
 // as its three slices (a fused q/k/v linear's output viewed so). Returns out [total_tokens,
-// heads, head_dim]; autograd gives one gradient shaped like qkv, written by the kernels in
-// place, so neither the forward nor the backward copies q, k, v apart or back together.
-// Results are bitwise equal to VarlenAttention on the three slices. Same checks, on the
-// slices, plus qkv's own shape.
+// heads, head_dim]; autograd gives one gradient shaped like qkv. On the CPU and the own CUDA
+// kernels the kernels read q, k, v in place and write that gradient in place, so neither the
+// forward nor the backward copies q, k, v apart or back together, and results are bitwise
+// equal to VarlenAttention on the three slices. LibTorch's kernels take contiguous q, k, v and
+// return their own gradients: one copy takes qkv apart and one stacks dq, dk, dv
+// (cuda::LibTorchVarlenAttentionQkv). Same checks, on the slices, plus qkv's own shape.
 absl::StatusOr<torch::Tensor> VarlenAttentionQkv(const torch::Tensor& qkv,
                                                  const torch::Tensor& cu_seqlens,
                                                  const torch::Tensor& prefix_lengths,

@@ -25,11 +25,15 @@
 # shellcheck disable=SC2317  # the stage functions run through stage()
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/stage.sh
 
 BUNDLE="$(realpath -m "${ROBOLOOP_GPU_BUNDLE_DIR:-gpu-bundle}")"
 WORK="${ROBOLOOP_GPU_CHECK_WORK:-/tmp/roboloop-gpu-check}"
 PREFIX="$WORK/prefix"
 VENV="${ROBOLOOP_GPU_CHECK_VENV:-$WORK/venv}"
+# The nvcc lookups of scripts/venv.sh, on this script's environment.
+ROBOLOOP_VENV="$VENV"
+source scripts/venv.sh
 BUILD="${ROBOLOOP_GPU_CHECK_BUILD:-build-gpu}"
 OUT="${ROBOLOOP_GPU_CHECK_OUT:-}"
 UNTIL="${ROBOLOOP_GPU_CHECK_UNTIL:-}"
@@ -66,8 +70,6 @@ export LD_LIBRARY_PATH
 export PKG_CONFIG_LIBDIR="$PREFIX/usr/lib/$MULTIARCH/pkgconfig:$PREFIX/usr/share/pkgconfig:/usr/lib/$MULTIARCH/pkgconfig:/usr/share/pkgconfig"
 export PATH="$PREFIX/usr/bin:$PATH"
 
-STAGES=()  # "name seconds status", in order
-
 fail_setup() {
   echo "gpu-check: $*" >&2
   exit 2
@@ -87,7 +89,9 @@ machine_info() {
     [ "$UNTIL" = configure ] || fail_setup "no NVIDIA GPU (nvidia-smi failed)"
     echo "no NVIDIA GPU: configuring only"
   fi
-  echo "nvcc: $(nvcc --version 2>/dev/null | tail -1 || echo 'not in PATH')"
+  local nvcc
+  nvcc="$(roboloop_system_nvcc)"
+  echo "nvcc: ${nvcc:-none in CUDACXX, PATH or /usr/local/cuda (configure looks among the nvidia wheels of the Python environment)}"
   echo "cmake: $(cmake --version | head -1), ninja $(ninja --version), $(c++ --version | head -1)"
   [ -d "$BUNDLE/debs" ] || fail_setup "no $BUNDLE/debs: run scripts/gpu-bundle.sh on a Debian 12 machine and copy gpu-bundle/ here (docs/gpu.md)"
 }
@@ -129,25 +133,6 @@ gpu_arch() {
   echo "${cap:-9.0}"
 }
 
-# Runs one stage in a subshell, prints and records its time; returns the stage's exit status.
-# main tests that status with `||`, and bash then ignores `set -e` inside the stage (even the
-# subshell's own): a stage's status is its last command's, so each stage function ends with
-# the command that decides it, or returns a status it collected.
-stage() {
-  local name="$1" start=$SECONDS rc
-  shift
-  echo "== gpu-check: $name"
-  set +e
-  (set -e; "$@")
-  rc=$?
-  set -e
-  local status=ok
-  [ "$rc" -eq 0 ] || status="failed (exit $rc)"
-  STAGES+=("$name $((SECONDS - start)) $status")
-  echo "== gpu-check: $name: $((SECONDS - start)) s, $status"
-  return "$rc"
-}
-
 # --- unpack -----------------------------------------------------------------------------------
 
 # Unpacks every carried .deb into $PREFIX (dpkg -x: files only, no maintainer scripts).
@@ -168,9 +153,9 @@ unpack_debs() {
 # are unaffected.
 relocate_package_files() {
   find "$PREFIX/usr" \( -name '*.cmake' -path '*/cmake/*' \) -type f -print0 \
-    | xargs -0 sed -i "s#\"/usr\\([/\"]\\)#\"$PREFIX/usr\\1#g"
+    | xargs -0 -r sed -i "s#\"/usr\\([/\"]\\)#\"$PREFIX/usr\\1#g"
   find "$PREFIX/usr" -name '*.pc' -type f -print0 \
-    | xargs -0 sed -i "s#\\([= ]\\|-[IL]\\)/usr\\([/ ]\\|\$\\)#\\1$PREFIX/usr\\2#g"
+    | xargs -0 -r sed -i "s#\\([= ]\\|-[IL]\\)/usr\\([/ ]\\|\$\\)#\\1$PREFIX/usr\\2#g"
 }
 
 # Debian puts some headers (OpenSSL's configuration.h, opensslconf.h) under the multiarch
@@ -206,7 +191,8 @@ link_system_runtimes() {
 
 # The path of the system's library with this soname (from the loader's cache), or nothing.
 system_library() {
-  /sbin/ldconfig -p | awk -v name="$1" '$1 == name && /x86-64/ {print $NF; exit}'
+  # awk reads to the end: an early exit would stop ldconfig with SIGPIPE and fail the pipeline.
+  /sbin/ldconfig -p | awk -v name="$1" '$1 == name && /x86-64/ && !found {print $NF; found = 1}'
 }
 
 # A carried library that no -dev link names is loaded only by its soname: where the system has
@@ -246,7 +232,7 @@ make_python_env() {
   else
     local python="${ROBOLOOP_GPU_PYTHON:-python3}" tag wheel
     tag="$("$python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
-    wheel="$(ls "$BUNDLE"/wheels/mujoco-*-"$tag"-*.whl 2>/dev/null | head -1)"
+    wheel="$(ls "$BUNDLE"/wheels/mujoco-*-"$tag"-*.whl 2>/dev/null | head -1 || true)"
     [ -n "$wheel" ] || fail_setup "no MuJoCo wheel for $tag in $BUNDLE/wheels: rerun gpu-bundle.sh with ROBOLOOP_GPU_PYTHON_VERSIONS=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
     rm -rf "$VENV"
     "$python" -m venv --system-site-packages --without-pip "$VENV"
@@ -299,10 +285,28 @@ require_torch_gpu() {
 
 # --- build ------------------------------------------------------------------------------------
 
+# Prints the nvcc to build with: the system's (CUDACXX, PATH, /usr/local/cuda), else the one of
+# the nvidia wheels that the environment's Python imports (pip's nvidia-cuda-nvcc: the device
+# runner's machines have nvcc only in /opt/torch/.venv), called through a toolkit view in $WORK
+# that adds the links the wheels lack. Fails the setup, saying where it looked, without one.
+cuda_compiler() {
+  local nvcc
+  nvcc="$(roboloop_system_nvcc)"
+  if [ -n "$nvcc" ]; then echo "$nvcc"; return 0; fi
+  nvcc="$(roboloop_wheel_nvcc "$VENV/bin/python")"
+  [ -n "$nvcc" ] || fail_setup "no nvcc: none in CUDACXX, PATH or /usr/local/cuda, nor among the nvidia" \
+    "wheels that $VENV/bin/python imports (install nvidia-cuda-nvcc 13.0 there, or set CUDACXX)"
+  echo "nvcc of the nvidia wheels: $nvcc" >&2
+  roboloop_cuda_toolkit_view "$(dirname "$(dirname "$nvcc")")" "$WORK/cuda-toolkit"
+}
+
 configure() {
+  local nvcc
+  nvcc="$(cuda_compiler)"
+  echo "nvcc: $nvcc ($("$nvcc" --version | tail -1))"
   rm -f "$BUILD/CMakeCache.txt"
   # shellcheck disable=SC2086
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
     -DROBOLOOP_VENV="$VENV" -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$(gpu_arch)}" \
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
     -DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf" \
@@ -413,15 +417,23 @@ main() {
   point_egl_at_the_driver
   mkdir -p "$WORK"
   rm -f "$WORK/ctest.out"
-  stage unpack unpack_debs || finish $?
-  stage python make_python_env || finish $?
-  stage configure configure || finish $?
+  # A stage runs under no ||, && or if (scripts/stage.sh): its status is read from STAGE_RC.
+  stage unpack unpack_debs
+  if [ "$STAGE_RC" -ne 0 ]; then finish "$STAGE_RC"; fi
+  stage python make_python_env
+  if [ "$STAGE_RC" -ne 0 ]; then finish "$STAGE_RC"; fi
+  stage configure configure
+  if [ "$STAGE_RC" -ne 0 ]; then finish "$STAGE_RC"; fi
   if [ "$UNTIL" = configure ]; then finish 0; fi
   local rc=0
-  stage build build_targets || rc=1
-  stage tests run_tests || rc=1
-  stage bench run_benchmarks || rc=1
-  stage quickstart run_quickstart || rc=1
+  stage build build_targets
+  if [ "$STAGE_RC" -ne 0 ]; then rc=1; fi
+  stage tests run_tests
+  if [ "$STAGE_RC" -ne 0 ]; then rc=1; fi
+  stage bench run_benchmarks
+  if [ "$STAGE_RC" -ne 0 ]; then rc=1; fi
+  stage quickstart run_quickstart
+  if [ "$STAGE_RC" -ne 0 ]; then rc=1; fi
   finish "$rc"
 }
 

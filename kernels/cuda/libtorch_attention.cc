@@ -83,6 +83,37 @@ std::vector<CallState> SavedStates(const std::vector<PlannedCall>& calls, const 
   return states;
 }
 
+// Runs the forward on contiguous q, k, v [tokens, heads, head_dim] and saves what
+// BackwardOfSaved needs in ctx.
+torch::Tensor ForwardAndSave(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
+                             const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& cu_seqlens, const torch::Tensor& prefix_lengths,
+                             int64_t mask, double scale) {
+  const std::vector<PlannedCall> calls =
+      PlanCalls(cu_seqlens, prefix_lengths, static_cast<MaskKind>(mask), q.device());
+  CallsForward f = RunCallsForward(kKernel, calls, q, k, v, scale);
+  std::vector<torch::Tensor> saved = {q, k, v, cu_seqlens, prefix_lengths, f.out};
+  for (const CallState& state : f.calls) {
+    saved.insert(saved.end(), {state.lse, state.state0, state.state1});
+  }
+  ctx->save_for_backward(saved);
+  ctx->saved_data["mask"] = mask;
+  ctx->saved_data["scale"] = scale;
+  return f.out;
+}
+
+// {dq, dk, dv} of the forward that ForwardAndSave saved in ctx, for the gradient `dout` of its out.
+std::vector<torch::Tensor> BackwardOfSaved(torch::autograd::AutogradContext* ctx,
+                                           const torch::Tensor& dout) {
+  const std::vector<torch::Tensor> saved = ctx->get_saved_variables();
+  const torch::Tensor& q = saved[0];
+  c10::cuda::CUDAGuard guard(q.device());
+  const auto mask = static_cast<MaskKind>(ctx->saved_data["mask"].toInt());
+  const std::vector<PlannedCall> calls = PlanCalls(saved[3], saved[4], mask, q.device());
+  return RunCallsBackward(kKernel, calls, SavedStates(calls, saved[5], saved, 6), dout.contiguous(), q,
+                          saved[1], saved[2], ctx->saved_data["scale"].toDouble());
+}
+
 class LibTorchAttentionFunction : public torch::autograd::Function<LibTorchAttentionFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
@@ -90,31 +121,34 @@ class LibTorchAttentionFunction : public torch::autograd::Function<LibTorchAtten
                                const torch::Tensor& cu_seqlens,
                                const torch::Tensor& prefix_lengths, int64_t mask, double scale) {
     c10::cuda::CUDAGuard guard(q.device());
-    const torch::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-    const std::vector<PlannedCall> calls =
-        PlanCalls(cu_seqlens, prefix_lengths, static_cast<MaskKind>(mask), q.device());
-    CallsForward f = RunCallsForward(kKernel, calls, qc, kc, vc, scale);
-    std::vector<torch::Tensor> saved = {qc, kc, vc, cu_seqlens, prefix_lengths, f.out};
-    for (const CallState& state : f.calls) {
-      saved.insert(saved.end(), {state.lse, state.state0, state.state1});
-    }
-    ctx->save_for_backward(saved);
-    ctx->saved_data["mask"] = mask;
-    ctx->saved_data["scale"] = scale;
-    return f.out;
+    return ForwardAndSave(ctx, q.contiguous(), k.contiguous(), v.contiguous(), cu_seqlens,
+                          prefix_lengths, mask, scale);
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grad_outputs) {
-    const std::vector<torch::Tensor> saved = ctx->get_saved_variables();
-    const torch::Tensor& q = saved[0];
-    c10::cuda::CUDAGuard guard(q.device());
-    const auto mask = static_cast<MaskKind>(ctx->saved_data["mask"].toInt());
-    const std::vector<PlannedCall> calls = PlanCalls(saved[3], saved[4], mask, q.device());
-    std::vector<torch::Tensor> grads = RunCallsBackward(
-        kKernel, calls, SavedStates(calls, saved[5], saved, 6), grad_outputs[0].contiguous(), q,
-        saved[1], saved[2], ctx->saved_data["scale"].toDouble());
+    std::vector<torch::Tensor> grads = BackwardOfSaved(ctx, grad_outputs[0]);
     return {grads[0], grads[1], grads[2], torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+// The op over a packed qkv [tokens, 3, heads, head_dim]: one copy takes q, k, v apart into
+// contiguous tensors, and the backward stacks dq, dk, dv into the one gradient of qkv.
+class LibTorchAttentionQkvFunction : public torch::autograd::Function<LibTorchAttentionQkvFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
+                               const torch::Tensor& cu_seqlens,
+                               const torch::Tensor& prefix_lengths, int64_t mask, double scale) {
+    c10::cuda::CUDAGuard guard(qkv.device());
+    const torch::Tensor parts = qkv.permute({1, 0, 2, 3}).contiguous();  // [3, tokens, heads, head_dim]
+    return ForwardAndSave(ctx, parts[0], parts[1], parts[2], cu_seqlens, prefix_lengths, mask, scale);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_outputs) {
+    const std::vector<torch::Tensor> grads = BackwardOfSaved(ctx, grad_outputs[0]);
+    return {torch::stack(grads, 1), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -148,6 +182,13 @@ torch::Tensor LibTorchVarlenAttention(const torch::Tensor& q, const torch::Tenso
                                       double scale) {
   return LibTorchAttentionFunction::apply(q, k, v, cu_seqlens, prefix_lengths,
                                           static_cast<int64_t>(mask), scale);
+}
+
+torch::Tensor LibTorchVarlenAttentionQkv(const torch::Tensor& qkv, const torch::Tensor& cu_seqlens,
+                                         const torch::Tensor& prefix_lengths, MaskKind mask,
+                                         double scale) {
+  return LibTorchAttentionQkvFunction::apply(qkv, cu_seqlens, prefix_lengths,
+                                             static_cast<int64_t>(mask), scale);
 }
 
 LibTorchAttentionOutput LibTorchAttentionForward(const torch::Tensor& q, const torch::Tensor& k,

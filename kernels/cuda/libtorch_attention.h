@@ -36,6 +36,15 @@ torch::Tensor LibTorchVarlenAttention(const torch::Tensor& q, const torch::Tenso
                                       const torch::Tensor& prefix_lengths, MaskKind mask,
                                       double scale);
 
+// The same op over one packed projection qkv [tokens, 3, heads, head_dim] whose slices are
+// inputs as above. The kernels take contiguous q, k, v: one copy takes qkv apart (the three
+// slices' copies in one). Autograd gives qkv one gradient, dq, dk, dv stacked, where the
+// slices' gradients would be three zero-filled qkv-sized tensors that autograd sums; the
+// values are the same (sums with zeros are exact). Same errors.
+torch::Tensor LibTorchVarlenAttentionQkv(const torch::Tensor& qkv, const torch::Tensor& cu_seqlens,
+                                         const torch::Tensor& prefix_lengths, MaskKind mask,
+                                         double scale);
+
 // The forward without autograd, with the log-sum-exp of each row. Same inputs and errors.
 LibTorchAttentionOutput LibTorchAttentionForward(const torch::Tensor& q, const torch::Tensor& k,
                                                  const torch::Tensor& v,

@@ -1,6 +1,7 @@
 // Capture and replay of the training step.
 #include "train/torch/graphed_step.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
@@ -27,6 +28,17 @@ void Order(const c10::cuda::CUDAStream& earlier, const c10::cuda::CUDAStream& la
   c10::cuda::CUDAEvent done;
   done.record(earlier);
   done.block(later);
+}
+
+// Runs `undo`, one step of undoing a failed capture, and drops what it throws: the steps after
+// it still run. LibTorch throws c10::Error for a pool that is not open, std::out_of_range for
+// one it does not know.
+template <typename Undo>
+void DropErrors(const Undo& undo) noexcept {
+  try {
+    undo();
+  } catch (const std::exception&) {
+  }
 }
 
 }  // namespace
@@ -88,26 +100,33 @@ ReplayedFigures GraphedStep::Replay(const PolicyInputs& inputs, const LossNoise&
   return ReplayedFigures{figures[0].item<double>(), figures[1].item<double>()};
 }
 
+torch::Tensor CaptureOrAbandon(const CaptureCalls& calls) {
+  try {
+    calls.begin();
+    torch::Tensor figures = calls.record();
+    calls.end();
+    return figures;
+  } catch (const c10::OutOfMemoryError&) {
+    calls.abandon();
+    throw;  // not a capture problem: an eager step would run out of memory too
+  } catch (const std::exception& e) {
+    calls.abandon();
+    throw GraphCaptureError(std::string("capturing the training step in a CUDA graph failed (cuda_graph: off "
+                                        "trains without one): ") + e.what());
+  }
+}
+
 void GraphedStep::Capture() {
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
   Order(current, side_);
-  {
+  try {
     const c10::cuda::CUDAStreamGuard on_side(side_);
-    graph_.capture_begin();  // a private memory pool
-    try {
-      torch::Tensor figures = step_(inputs_, noise_, scalars_[0], scalars_[1]);
-      graph_.capture_end();
-      figures_ = std::move(figures);
-    } catch (const c10::OutOfMemoryError&) {
-      graph_.AbandonFailedCapture();
-      Order(side_, current);
-      throw;  // not a capture problem: an eager step would run out of memory too
-    } catch (const std::exception& e) {
-      graph_.AbandonFailedCapture();
-      Order(side_, current);
-      throw GraphCaptureError(std::string("capturing the training step in a CUDA graph failed (cuda_graph: off "
-                                          "trains without one): ") + e.what());
-    }
+    figures_ = CaptureOrAbandon({[this] { graph_.capture_begin(); },  // a private memory pool
+                                 [this] { return step_(inputs_, noise_, scalars_[0], scalars_[1]); },
+                                 [this] { graph_.capture_end(); }, [this] { graph_.AbandonFailedCapture(); }});
+  } catch (...) {
+    Order(side_, current);
+    throw;
   }
   Order(side_, current);
   captured_ = true;
@@ -115,27 +134,28 @@ void GraphedStep::Capture() {
 
 void RecoverableCudaGraph::AbandonFailedCapture() noexcept {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(capture_stream_.stream(), &status) == cudaSuccess &&
+  // capture_id_ is set once capture_begin() has started the stream's capture: any capture
+  // before that is not this graph's to end.
+  if (capture_id_ != 0 && cudaStreamIsCapturing(capture_stream_.stream(), &status) == cudaSuccess &&
       status != cudaStreamCaptureStatusNone) {
     cudaGraph_t partial = nullptr;
     (void)cudaStreamEndCapture(capture_stream_.stream(), &partial);  // an invalidated capture gives no graph
     if (partial != nullptr) (void)cudaGraphDestroy(partial);
   }
   (void)cudaGetLastError();  // the capture's error is the one reported
-  try {
-    c10::cuda::CUDACachingAllocator::endAllocateToPool(capture_dev_, mempool_id_);
-  } catch (const c10::Error&) {  // capture_end() had ended it before it failed
-  }
-  try {
-    // Once capture_end() got the graph, reset() releases the pool; before, nothing else does.
-    if (!capture_ended_) c10::cuda::CUDACachingAllocator::releasePool(capture_dev_, mempool_id_);
-  } catch (const c10::Error&) {
+  // capture_begin() names the pool just before it opens it: without a name nothing was opened.
+  if (mempool_id_ != decltype(mempool_id_){0, 0}) {
+    // capture_end() may have stopped allocating to the pools before it failed.
+    DropErrors([&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(capture_dev_, mempool_id_); });
+    DropErrors([&] { at::getHostAllocator(at::kCUDA)->end_allocate_to_pool(mempool_id_); });
+    // Once capture_end() got the graph, reset() releases the pools; before, nothing else does.
+    if (!capture_ended_) {
+      DropErrors([&] { c10::cuda::CUDACachingAllocator::releasePool(capture_dev_, mempool_id_); });
+      DropErrors([&] { at::getHostAllocator(at::kCUDA)->release_pool(mempool_id_); });
+    }
   }
   for (auto& generator : captured_generator_states_) generator.first->capturing_ = false;
-  try {
-    reset();
-  } catch (const c10::Error&) {
-  }
+  DropErrors([&] { reset(); });
 }
 
 }  // namespace roboloop::train

@@ -42,16 +42,32 @@ class GraphCaptureError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The calls that capture a step, apart from what a failure among them leads to
+// (CaptureOrAbandon), so that the latter runs without a GPU too.
+struct CaptureCalls {
+  std::function<void()> begin;            // starts the capture
+  std::function<torch::Tensor()> record;  // records the step; returns its figures
+  std::function<void()> end;              // ends the capture
+  std::function<void()> abandon;          // undoes a capture that failed anywhere; throws nothing
+};
+
+// Runs calls.begin, calls.record and calls.end and returns record's figures. When any of them
+// throws, runs calls.abandon and throws GraphCaptureError naming cuda_graph and the failure,
+// except c10::OutOfMemoryError, rethrown as it is (after abandon).
+torch::Tensor CaptureOrAbandon(const CaptureCalls& calls);
+
 // LibTorch's CUDA graph, which can also undo a capture that failed. CUDAGraph's own reset()
-// assumes capture_end() succeeded: after a failure inside the capture it leaves the caching
-// allocator routing allocations to the graph's pool (while it does, the allocator stops
-// recycling memory used across streams), the pool unreleased (pool() refuses to name it) and
-// the CUDA generator in capture mode (its next eager draw fails an internal assertion).
+// assumes capture_end() succeeded: after a failure inside capture_begin(), the capture or
+// capture_end() it leaves the caching allocators (device and pinned host) routing allocations
+// to the graph's pool (while they do, the device allocator stops recycling memory used across
+// streams), the pool unreleased (pool() refuses to name it) and the CUDA generator in capture
+// mode (its next eager draw fails an internal assertion).
 class RecoverableCudaGraph : public at::cuda::CUDAGraph {
  public:
-  // After capture_begin() and a failure before or inside capture_end(): ends the stream's
-  // capture if it is still on, stops allocating to the graph's pool and releases it, takes the
-  // generators out of capture mode and resets the graph. Throws nothing.
+  // After a failure anywhere from capture_begin() to capture_end(), on a graph that had not
+  // captured before: ends the stream's capture if capture_begin() started it and it is still
+  // on, stops allocating to the graph's pools and releases them where capture_begin() had
+  // opened them, takes the generators out of capture mode and resets the graph. Throws nothing.
   void AbandonFailedCapture() noexcept;
 };
 
