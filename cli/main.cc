@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {
     // Files left over after an option that takes one value: say how to pass several.
-    const std::string hint = UnexpectedFilesHint(app, std::vector<std::string>(argv + 1, argv + argc),
-                                                 [&runner](const CLI::Option& option) { return runner.TakesPatterns(option); });
+    const auto takes_patterns = [&runner](const CLI::Option& option) { return runner.TakesPatterns(option); };
+    const std::string hint = UnexpectedFilesHint(app, std::vector<std::string>(argv + 1, argv + argc), takes_patterns);
     app.exit(hint.empty() ? e : CLI::ExtrasError(std::string(e.what()) + "\n" + hint, e.get_exit_code()));
     return kExitUsage;
   } catch (const CLI::ParseError& e) {

@@ -54,8 +54,8 @@ std::string PatternOf(const std::vector<std::string>& files) {
   size_t shortest = files.front().size();
   for (const std::string& file : files) {
     prefix.resize(std::mismatch(prefix.begin(), prefix.end(), file.begin(), file.end()).first - prefix.begin());
-    const size_t common = std::mismatch(suffix.rbegin(), suffix.rend(), file.rbegin(), file.rend()).first - suffix.rbegin();
-    suffix.erase(0, suffix.size() - common);
+    const auto common_end = std::mismatch(suffix.rbegin(), suffix.rend(), file.rbegin(), file.rend()).first;
+    suffix.erase(0, suffix.size() - (common_end - suffix.rbegin()));
     shortest = std::min(shortest, file.size());
   }
   if (prefix.size() + suffix.size() > shortest) suffix.erase(0, prefix.size() + suffix.size() - shortest);
