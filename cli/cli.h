@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -32,7 +33,8 @@ enum class Format { kTable, kJson };
 // Adds `--format table|json` to `command`, storing the choice in `format`.
 void AddFormatOption(CLI::App* command, Format* format);
 
-// Holds the action chosen while parsing; main runs it once parsing succeeded.
+// Holds the action chosen while parsing; main runs it once parsing succeeded. Also knows which
+// options take glob patterns, for the hints of a refused command line (cli/usage_hints.h).
 class CommandRunner {
  public:
   // Makes `command` run `action` when it is the chosen subcommand.
@@ -47,8 +49,15 @@ class CommandRunner {
   // True when some bound command was chosen.
   bool HasAction() const { return static_cast<bool>(chosen_); }
 
+  // Records that a value of `option` may be a glob pattern, which the command expands itself.
+  void MarkTakesPatterns(const CLI::Option* option) { pattern_options_.insert(option); }
+
+  // True when MarkTakesPatterns recorded `option`.
+  bool TakesPatterns(const CLI::Option& option) const { return pattern_options_.count(&option) > 0; }
+
  private:
   std::function<absl::Status()> chosen_;
+  std::set<const CLI::Option*> pattern_options_;
 };
 
 // A usage error: printed like any error, but exits with kExitUsage.

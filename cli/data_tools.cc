@@ -231,7 +231,7 @@ void BindTool(CommandRunner& runner, CLI::App* command, const std::string& name,
 
 void AddMerge(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliOptions>& options) {
   CLI::App* merge = data->add_subcommand("merge", "Merge datasets of the same spec");
-  merge->add_option("inputs", options->inputs, "Input files (two or more)")->required();
+  merge->add_option("INPUTS", options->inputs, "Input files (two or more)")->required();
   merge->add_option("-o,--output", options->output, "Merged file")->required();
   merge->add_flag("--overwrite", options->overwrite, "Replace an existing output");
   runner.Bind(merge, [options]() -> absl::Status {
@@ -247,7 +247,7 @@ void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   CLI::App* import = data->add_subcommand("import", "Import episodes from another format");
   import->require_subcommand(1);
   CLI::App* aloha = import->add_subcommand("aloha", "A folder of ALOHA/ACT episode_<i>.hdf5");
-  aloha->add_option("dir", options->file, "Folder of episodes")->required();
+  aloha->add_option("DIR", options->file, "Folder of episodes")->required();
   aloha->add_option("-o,--output", options->output, "File to write (robomimic-layout HDF5)")->required();
   aloha->add_option("--env-args", options->env_args, "JSON object stored as the output's env_args");
   aloha->add_flag("--overwrite", options->overwrite, "Replace an existing output");
@@ -256,7 +256,7 @@ void AddImport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
     return UsageError(absl::StrCat("--env-args '", options->env_args, "': not a JSON object"));
   });
   CLI::App* lerobot = import->add_subcommand("lerobot", "A LeRobot v3 dataset folder (parquet tables, mp4 videos)");
-  lerobot->add_option("dir", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
+  lerobot->add_option("DIR", options->file, "LeRobot dataset folder (holding meta/info.json)")->required();
   lerobot->add_option("-o,--output", options->output, "File to write (robomimic-layout HDF5)")->required();
   lerobot->add_flag("--overwrite", options->overwrite, "Replace an existing output");
   BindTool(runner, lerobot, "import lerobot", ImportFromLeRobot, options);
@@ -266,7 +266,7 @@ void AddExport(CLI::App* data, CommandRunner& runner, const std::shared_ptr<CliO
   CLI::App* export_command = data->add_subcommand("export", "Export episodes to another format");
   export_command->require_subcommand(1);
   CLI::App* lerobot = export_command->add_subcommand("lerobot", "A LeRobot v3 dataset folder (parquet tables, mp4 videos)");
-  lerobot->add_option("file", options->file, "File to export (robomimic-layout HDF5)")->required();
+  lerobot->add_option("FILE", options->file, "File to export (robomimic-layout HDF5)")->required();
   lerobot->add_option("-o,--output", options->output, "LeRobot dataset folder to write")->required();
   CLI::Option* fps =
       lerobot->add_option("--fps", options->fps, "Frames per second (default: the file's, recorded by a LeRobot import)");
@@ -295,14 +295,14 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   options->resolve_input = std::move(resolve_input);
 
   CLI::App* info = data->add_subcommand("info", "Demos, lengths, features, stats, splits, lineage");
-  info->add_option("file", options->file, "Dataset file, or a registry reference (name:vN, name@latest, id)")
+  info->add_option("FILE", options->file, "Dataset file, or a registry reference (name:vN, name@latest, id)")
       ->required();
   AddFormat(info, options.get());
   AddRegistryTargetFlags(info, &options->registry);
   BindTool(runner, info, "info", Info, options);
 
   CLI::App* validate = data->add_subcommand("validate", "Check structure, lengths and values");
-  validate->add_option("file", options->file, "Dataset file, or a registry reference")->required();
+  validate->add_option("FILE", options->file, "Dataset file, or a registry reference")->required();
   AddRegistryTargetFlags(validate, &options->registry);
   validate->add_flag("--strict", options->strict, "NaN/Inf values are errors, not warnings");
   validate->add_flag("--structure-only", options->structure_only,
@@ -320,7 +320,7 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
 
   CLI::App* stats = data->add_subcommand(
       "stats", "Print normalization statistics; with --write also store them in the file's `stats` group");
-  stats->add_option("file", options->file, "Dataset file, or a registry reference (without --write)")->required();
+  stats->add_option("FILE", options->file, "Dataset file, or a registry reference (without --write)")->required();
   AddRegistryTargetFlags(stats, &options->registry);
   stats->add_flag("--write", options->write, "Store the statistics in the file (it is modified)");
   AddFormat(stats, options.get());
@@ -329,7 +329,7 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   AddMerge(data, runner, options);
 
   CLI::App* split = data->add_subcommand("split", "Write mask/train and mask/valid");
-  split->add_option("file", options->file, "Dataset file")->required();
+  split->add_option("FILE", options->file, "Dataset file")->required();
   split->add_option("--valid", options->valid_fraction,
                     "Fraction of demos held out, in [0, 1) (required: an existing split is replaced)")
       ->required();

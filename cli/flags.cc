@@ -2,10 +2,13 @@
 
 #include <cstdio>
 #include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/grpc_address.h"
 #include "common/status.h"
 #include "wiring/method_classes.h"
@@ -83,6 +86,42 @@ void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
                       "PEM private key of --registry-tls-client-cert");
 }
 
+namespace {
+
+// Sets, in `json` (`message` as protobuf prints it with the proto field names), each fixed64 field to its
+// StateHashHex; true when there was one. Well-known types (google.protobuf.Struct, ...), whose JSON is not
+// field by field, and maps are left as they are: none holds a hash.
+bool WithHexHashes(const google::protobuf::Message& message, nlohmann::ordered_json& json) {
+  using google::protobuf::FieldDescriptor;
+  if (absl::StartsWith(message.GetDescriptor()->file()->name(), "google/protobuf/")) return false;
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection.ListFields(message, &fields);
+  bool changed = false;
+  for (const FieldDescriptor* field : fields) {
+    if (field->is_map() || !json.contains(field->name())) continue;
+    nlohmann::ordered_json& value = json[field->name()];
+    const int count = field->is_repeated() ? reflection.FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      nlohmann::ordered_json& element = field->is_repeated() ? value[i] : value;
+      if (field->type() == FieldDescriptor::TYPE_FIXED64) {
+        element = StateHashHex(field->is_repeated() ? reflection.GetRepeatedUInt64(message, field, i)
+                                                    : reflection.GetUInt64(message, field));
+        changed = true;
+      } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        changed |= WithHexHashes(field->is_repeated() ? reflection.GetRepeatedMessage(message, field, i)
+                                                      : reflection.GetMessage(message, field),
+                                 element);
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+std::string StateHashHex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
+
 absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = layout == JsonLayout::kIndented;
@@ -91,7 +130,10 @@ absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, 
   if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
     return absl::InternalError(absl::StrCat("cannot print a ", message.GetDescriptor()->full_name(), " as JSON"));
   }
-  return json;
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(json);
+  if (!WithHexHashes(message, parsed)) return json;
+  // Indented as protobuf indents: one space per level.
+  return layout == JsonLayout::kIndented ? parsed.dump(1) : parsed.dump();
 }
 
 absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout) {

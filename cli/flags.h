@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <google/protobuf/message.h>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -50,8 +51,13 @@ void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target);
 // How JSON output is laid out: indented for one document, one line per message for streams (JSONL).
 enum class JsonLayout { kIndented, kOneLine };
 
-// `message` as JSON with the proto field names; InternalError naming its type if it cannot be
-// printed (e.g. a string that is not UTF-8).
+// A state hash (the proto's fixed64 fields) as tables and JSON show it and `sim replay --expect-hash`
+// takes it: 16 hex digits.
+std::string StateHashHex(uint64_t hash);
+
+// `message` as JSON with the proto field names, its fixed64 fields (state hashes, in sim's and eval's
+// episodes) as StateHashHex strings where protobuf would print decimal ones; InternalError naming its
+// type if it cannot be printed (e.g. a string that is not UTF-8).
 absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message,
                                       JsonLayout layout = JsonLayout::kIndented);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli/bench.h"
 #include "cli/cli.h"
@@ -17,6 +18,7 @@
 #include "cli/serve.h"
 #include "cli/sim.h"
 #include "cli/train.h"
+#include "cli/usage_hints.h"
 #include "cli/version.h"
 #include "common/logging.h"
 
@@ -69,6 +71,12 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // Files left over after an option that takes one value: say how to pass several.
+    const auto takes_patterns = [&runner](const CLI::Option& option) { return runner.TakesPatterns(option); };
+    const std::string hint = UnexpectedFilesHint(app, std::vector<std::string>(argv + 1, argv + argc), takes_patterns);
+    app.exit(hint.empty() ? e : CLI::ExtrasError(std::string(e.what()) + "\n" + hint, e.get_exit_code()));
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;

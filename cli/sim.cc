@@ -4,8 +4,6 @@
 #include <memory>
 #include <type_traits>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -100,19 +98,6 @@ absl::Status ListTasks(const SimFlags& flags) {
   return absl::OkStatus();
 }
 
-// A state hash as the rollout's table and JSON show it and `sim replay --expect-hash` takes it: 16 hex digits.
-std::string HashHex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
-
-// `r` as one line of JSON with the proto field names, its state hashes as HashHex strings (protobuf JSON would
-// give them as decimal strings).
-absl::StatusOr<std::string> EpisodeRecordJson(const v1::EpisodeRecord& r) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string proto_json, ProtoJson(r, JsonLayout::kOneLine));
-  nlohmann::ordered_json record = nlohmann::ordered_json::parse(proto_json);
-  record["state_hash_chain"] = HashHex(r.state_hash_chain());
-  record["final_state_hash"] = HashHex(r.final_state_hash());
-  return record.dump();
-}
-
 absl::Status Rollout(const SimFlags& flags) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.rollout.policy()));
   int64_t successes = 0, episodes = 0;
@@ -123,13 +108,12 @@ absl::Status Rollout(const SimFlags& flags) {
     successes += r.success() ? 1 : 0;
     total_return += r.episode_return();
     if (flags.format == Format::kJson) {
-      ROBOLOOP_ASSIGN_OR_RETURN(const std::string line, EpisodeRecordJson(r));
-      std::printf("%s\n", line.c_str());
+      ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(r, JsonLayout::kOneLine));
     } else {
       table.AddRow({absl::StrCat(r.episode_index()), absl::StrCat(r.seed()),
                     absl::StrFormat("%.3f", r.episode_return()), absl::StrCat(r.length()),
                     r.success() ? "yes" : "no", r.end_reason(),
-                    HashHex(r.state_hash_chain())});
+                    StateHashHex(r.state_hash_chain())});
     }
     return absl::OkStatus();
   });

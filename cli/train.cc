@@ -10,8 +10,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/flags.h"
+#include "cli/usage_hints.h"
 #include "common/cancellation.h"
 #include "common/config.h"
 #include "common/grpc_server.h"
@@ -35,6 +37,8 @@
 
 namespace roboloop::cli {
 namespace {
+
+constexpr char kDatasetFlag[] = "--dataset";  // HDF5 files, folders, glob patterns or registry references
 
 // `roboloop train`: the job its flags describe and its own command line (which local ranks
 // re-run, global flags included).
@@ -184,6 +188,19 @@ absl::Status CheckUsage(const v1::TrainConfig& config) {
   return absl::OkStatus();
 }
 
+// A usage error (exit 2) when CONFIG names an HDF5 file: most likely a second dataset of a pattern the
+// shell expanded (`--dataset d*.hdf5` unquoted), which took CONFIG's place.
+absl::Status CheckConfigIsNoDataset(const train::TrainJob& job) {
+  const std::string& config = job.config_path;
+  if (!absl::EndsWith(config, ".hdf5") && !absl::EndsWith(config, ".h5")) return absl::OkStatus();
+  const std::string problem = absl::StrCat("CONFIG ", config, " is an HDF5 file, not a YAML TrainConfig");
+  if (job.overrides.dataset().empty()) return UsageError(absl::StrCat(problem, ": give datasets with --dataset"));
+  std::vector<std::string> files = {job.overrides.dataset()};
+  files.insert(files.end(), job.overrides.datasets().begin(), job.overrides.datasets().end());
+  files.push_back(config);
+  return UsageError(absl::StrCat(problem, "; ", SeveralFilesHint({kDatasetFlag, true, true}, files)));
+}
+
 // A run TrainService started (--exit-with-parent <its pid>) is stopped (SIGTERM: it
 // checkpoints) when the service dies, so a killed service leaves no training behind.
 void ExitWithParentIfAsked(int parent) {
@@ -199,6 +216,7 @@ absl::Status Train(const TrainCommand& command) {
   // TrainService.
   if (rank.has_value()) return RunRank(job, *rank);
   ExitWithParentIfAsked(job.exit_with_parent);
+  ROBOLOOP_RETURN_IF_ERROR(CheckConfigIsNoDataset(job));
   // Check the config before spawning anything.
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig given, GivenConfig(job));
   ROBOLOOP_RETURN_IF_ERROR(CheckUsage(given));
@@ -261,6 +279,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner, int argc, char** argv
   command->argv.assign(argv, argv + argc);
   CLI::App* train = app.add_subcommand(train::kTrainSubcommand, "Train a policy (data-parallel with --nproc-per-node)");
   train::AddTrainJobFlags(train, &command->job);
+  runner.MarkTakesPatterns(train->get_option(kDatasetFlag));
   runner.Bind(train, [command] { return Train(*command); });
 }
 

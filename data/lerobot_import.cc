@@ -377,6 +377,12 @@ absl::StatusOr<std::vector<std::string>> ReadTasks(const std::string& dir) {
   return tasks;
 }
 
+// `path`, its write permissions taken off (MakeReadOnly).
+absl::StatusOr<std::string> MadeReadOnly(const std::string& path) {
+  ROBOLOOP_RETURN_IF_ERROR(MakeReadOnly(path));
+  return path;
+}
+
 }  // namespace
 
 absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& options) {
@@ -425,19 +431,22 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
 absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir) {
   ROBOLOOP_ASSIGN_OR_RETURN(std::string digest, lerobot::FolderDigest(dir, nullptr));
   const std::string path = JoinPath(cache_dir, absl::StrCat("lerobot-", digest, ".hdf5"));
-  if (PathExists(path)) return path;
+  // A file an older roboloop left writable becomes read-only too.
+  if (PathExists(path)) return MadeReadOnly(path);
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
   // Every rank of a job imports its datasets, on every node: the first to lock imports, the
   // others wait and then find its file.
   ROBOLOOP_ASSIGN_OR_RETURN(const UniqueFd lock, LockExclusively(absl::StrCat(path, ".lock")));
-  if (PathExists(path)) return path;
+  if (PathExists(path)) return MadeReadOnly(path);
   LeRobotImportOptions options;
   options.input_dir = dir;
   // A name of this import's own, so that imports that do not see each other's lock (a file
   // system that ignores flock) never write one file.
   options.output_path = absl::StrCat(path, ".import-", NewUuid());
   ROBOLOOP_RETURN_IF_ERROR(ImportLeRobot(options).status());
-  const absl::Status renamed = RenameDurable(options.output_path, path);
+  // Read-only before it is in place (a rename replaces a read-only file all the same).
+  absl::Status renamed = MakeReadOnly(options.output_path);
+  if (renamed.ok()) renamed = RenameDurable(options.output_path, path);
   if (!renamed.ok()) std::remove(options.output_path.c_str());
   ROBOLOOP_RETURN_IF_ERROR(renamed);
   return path;

@@ -51,8 +51,10 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
 // there is reused, so an unchanged folder is imported once. Safe for processes (threads, ranks,
 // nodes sharing `cache_dir`) importing at once: they take turns on an exclusive flock of
 // <path>.lock (left in place), the first imports under a name of its own and renames it to
-// <path>, the others then find <path>. Errors as ImportLeRobot, and a lock file that cannot be
-// created or locked.
+// <path>, the others then find <path>. The file is read-only (every write permission taken off,
+// also off one an older version left writable), so that what later runs read is not edited by
+// mistake; a deleted file is imported again. Errors as ImportLeRobot, and a lock file that cannot
+// be created or locked.
 absl::StatusOr<std::string> ImportLeRobotCached(const std::string& dir, const std::string& cache_dir);
 
 }  // namespace roboloop::data

@@ -23,7 +23,7 @@ namespace {
 // The sim endpoints of one evaluation, connected, with the protocol task as each one serves it.
 struct SimFleet {
   std::vector<std::unique_ptr<sim::SimClient>> clients;  // the endpoints that answered
-  std::vector<std::string> names;                        // their addresses
+  std::vector<std::string> names;                        // how errors name them (ConnectFleet)
   std::vector<Endpoint> endpoints;                       // views of `clients`
   std::vector<std::string> known_tasks;                  // tasks of the first endpoint
   std::vector<v1::ListTasksResponse> tasks;              // per endpoint in `endpoints`
@@ -56,15 +56,20 @@ absl::Status CheckEndpointsConfigured(const std::vector<std::string>& names, con
 }
 
 // Connects to every endpoint and lists its tasks; endpoints that do not answer are left out
-// (Unavailable naming them all when none answers).
-absl::StatusOr<SimFleet> ConnectFleet(const std::vector<std::string>& names, const std::string& token_file) {
-  if (names.empty()) return absl::InvalidArgumentError("an evaluation needs at least one sim endpoint");
+// (Unavailable naming them all when none answers). Endpoints are named by their `display_names`
+// entry when they have one, else by address.
+absl::StatusOr<SimFleet> ConnectFleet(const std::vector<std::string>& addresses, const std::string& token_file,
+                                      const std::map<std::string, std::string>& display_names) {
+  if (addresses.empty()) return absl::InvalidArgumentError("an evaluation needs at least one sim endpoint");
   SimFleet fleet;
   std::vector<std::string> failures;
-  for (const std::string& name : names) {
+  for (const std::string& address : addresses) {
     common::GrpcChannelOptions channel;
-    channel.target = name;
+    channel.target = address;
     channel.token_file = token_file;
+    const auto display_name = display_names.find(address);
+    if (display_name != display_names.end()) channel.display_name = display_name->second;
+    const std::string name = display_name != display_names.end() ? display_name->second : address;
     absl::StatusOr<std::unique_ptr<sim::SimClient>> client = sim::SimClient::Connect(channel);
     absl::StatusOr<v1::ListTasksResponse> tasks =
         client.ok() ? (*client)->ListTasks() : absl::StatusOr<v1::ListTasksResponse>(client.status());
@@ -223,7 +228,7 @@ absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRe
   std::vector<std::string> names(request.sim_endpoints().begin(), request.sim_endpoints().end());
   if (names.empty()) names = options_.default_sim_endpoints;
   ROBOLOOP_RETURN_IF_ERROR(CheckEndpointsConfigured(names, options_.default_sim_endpoints));
-  ROBOLOOP_ASSIGN_OR_RETURN(SimFleet fleet, ConnectFleet(names, options_.sim_token_file));
+  ROBOLOOP_ASSIGN_OR_RETURN(SimFleet fleet, ConnectFleet(names, options_.sim_token_file, options_.sim_display_names));
   ROBOLOOP_RETURN_IF_ERROR(ValidateProtocol(protocol, fleet.known_tasks));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::TaskInfo task, FleetTask(fleet, protocol.task()));
   ROBOLOOP_RETURN_IF_ERROR(PinTaskDefinition(task.definition_hash(), &protocol));

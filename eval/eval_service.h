@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ class EvalServiceHandler {
     // dials (nor sends its sim token to) an address a caller chose; when empty, it dials what
     // requests name.
     std::vector<std::string> default_sim_endpoints;
+    // How errors name sim endpoints the user knows by another name than their address (address ->
+    // name, e.g. a sim service this process started on a private unix socket); others by address.
+    std::map<std::string, std::string> sim_display_names;
     std::string sim_token_file = "";                // bearer token file for the sim endpoints
     int shards_per_endpoint = 2;                    // seed-range shards per endpoint
     int envs = 4;                                   // envs per shard rollout

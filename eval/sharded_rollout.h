@@ -37,7 +37,7 @@ struct ShardProgress {
 
 // A SimService endpoint and its name for messages.
 struct Endpoint {
-  std::string name;                   // the address
+  std::string name;                   // how errors name it: its address or a display name
   const sim::SimClient* client;       // not owned
 };
 

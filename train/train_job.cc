@@ -300,7 +300,7 @@ std::vector<std::string> TrainJobArgv(const std::string& program, const TrainJob
 }
 
 void AddTrainJobFlags(CLI::App* command, TrainJob* job) {
-  command->add_option("config", job->config_path, "YAML TrainConfig (proto/roboloop/v1/train.proto)");
+  command->add_option("CONFIG", job->config_path, "YAML TrainConfig (proto/roboloop/v1/train.proto)");
   for (const JobFlag& flag : Flags()) {
     const JobFlag* f = &flag;  // the table lives as long as the process
     CLI::Option* option =

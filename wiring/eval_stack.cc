@@ -2,6 +2,7 @@
 
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "wiring/services.h"
 #include "wiring/tasks.h"
 
 namespace roboloop::wiring {
@@ -19,6 +20,7 @@ absl::StatusOr<std::unique_ptr<EvalStack>> EvalStack::Open(const EvalStackOption
   handler.registry = &stack->registry_->client();
   handler.protocols_dir = options.protocols_dir;
   handler.default_sim_endpoints = stack->endpoints_;
+  if (options.sims.empty()) handler.sim_display_names = {{stack->endpoints_.front(), kEmbeddedSimName}};
   handler.sim_token_file = options.sims.empty() ? "" : options.sim_token_file;
   handler.shards_per_endpoint = options.shards_per_endpoint;
   handler.envs = options.envs;

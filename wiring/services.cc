@@ -50,7 +50,7 @@ absl::StatusOr<T> Named(absl::StatusOr<T> value, const std::string& what) {
   return value;
 }
 
-common::GrpcChannelOptions LocalChannel(const std::string& target, const std::string& display_name = "") {
+common::GrpcChannelOptions LocalChannel(const std::string& target, const std::string& display_name) {
   common::GrpcChannelOptions channel;
   channel.target = target;
   channel.display_name = display_name;
@@ -143,6 +143,7 @@ absl::Status EmbeddedServices::Parts::MakeEval(const StoreLayout& layout, const 
   eval_options.registry = registry.get();
   eval_options.protocols_dir = options.protocols_dir;
   eval_options.default_sim_endpoints = {services_target};
+  eval_options.sim_display_names = {{services_target, kEmbeddedSimName}};
   ROBOLOOP_ASSIGN_OR_RETURN(eval, eval::EvalServiceHandler::Create(eval_options));
   eval::EvalGrpcService::Options eval_service_options;
   eval_service_options.registry = registry.get();
@@ -174,9 +175,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedServices>> EmbeddedServices::Start(const 
                                                               p.eval_service.get()}),
                       "embedded sim, train and eval services"));
   services->targets_.registry = LocalChannel(registry_target, EmbeddedRegistryName(options.root));
-  services->targets_.train = LocalChannel(p.server->target());
-  services->targets_.eval = LocalChannel(p.server->target());
-  services->targets_.sims = {LocalChannel(p.server->target())};
+  services->targets_.train = LocalChannel(p.server->target(), kEmbeddedTrainName);
+  services->targets_.eval = LocalChannel(p.server->target(), kEmbeddedEvalName);
+  services->targets_.sims = {LocalChannel(p.server->target(), kEmbeddedSimName)};
   services->targets_.embedded = true;
   return services;
 }

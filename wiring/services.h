@@ -31,6 +31,11 @@ struct ServiceTargets {
 // Relative token and TLS paths are taken relative to the file's folder.
 absl::StatusOr<ServiceTargets> LoadServicesFile(const std::string& path);
 
+// How errors name the services embedded in a process (users never see their unix sockets).
+inline constexpr char kEmbeddedSimName[] = "the embedded simulation service";
+inline constexpr char kEmbeddedTrainName[] = "the embedded training service";
+inline constexpr char kEmbeddedEvalName[] = "the embedded evaluation service";
+
 // Settings of the embedded services.
 struct EmbeddedOptions {
   std::string root = ".roboloop";                    // registry store, runs, leaderboard, datasets
@@ -42,8 +47,8 @@ struct EmbeddedOptions {
 };
 
 // The registry, train, sim and eval services of one process, on unix sockets under
-// `<root>/run/` (removing first the sockets processes that are gone left there). Stops them
-// when destroyed.
+// `<root>/run/` (removing first the sockets processes that are gone left there), whose errors
+// name them as EmbeddedRegistryName and kEmbedded*Name do. Stops them when destroyed.
 class EmbeddedServices {
  public:
   // Starts every service; errors name the service that failed to start.

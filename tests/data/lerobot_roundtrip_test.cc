@@ -1,5 +1,9 @@
 // LeRobot export then import without LeRobot (fast): what roboloop writes, roboloop reads back with
 // the same values (frames within H.264's tolerance), and what has no LeRobot form is refused by name.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/fs.h"
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "data/lerobot_export.h"
@@ -257,6 +262,41 @@ TEST(LeRobotRoundTripTest, ConcurrentCachedImportsOfOneFolderShareOneFile) {
   }
   EXPECT_EQ(cached, (std::set<std::string>{*imported[0], *imported[0] + ".lock"}));
   EXPECT_EQ(testing::OpenOrDie(*imported[0])->layout().demos.size(), 2u);
+}
+
+// The permission bits of the file at `path`.
+mode_t Mode(const std::string& path) {
+  struct stat info;
+  EXPECT_EQ(stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 07777;
+}
+
+// Later runs read the cached import: it is read-only (one an older version left writable becomes so
+// when reused); deleted, it is imported again, and a changed folder is imported anew beside it.
+TEST(LeRobotRoundTripTest, CachedImportsAreReadOnlyAndImportedAgain) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
+  const std::string folder = dir.File("lerobot");
+  const absl::StatusOr<std::string> cached = ImportLeRobotCached(folder, dir.File("cache"));
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(Mode(*cached), 0444);
+  if (geteuid() != 0) EXPECT_LT(open(cached->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+
+  ASSERT_EQ(chmod(cached->c_str(), 0644), 0);
+  ASSERT_EQ(ImportLeRobotCached(folder, dir.File("cache")).value_or(""), *cached);
+  EXPECT_EQ(Mode(*cached), 0444) << "an older writable import";
+
+  ASSERT_EQ(std::remove(cached->c_str()), 0);
+  ASSERT_EQ(ImportLeRobotCached(folder, dir.File("cache")).value_or(""), *cached);
+  EXPECT_EQ(Mode(*cached), 0444);
+  EXPECT_EQ(testing::OpenOrDie(*cached)->layout().demos.size(), 2u);
+
+  std::ofstream(JoinPath(folder, "README.md")) << "changed\n";
+  const absl::StatusOr<std::string> changed = ImportLeRobotCached(folder, dir.File("cache"));
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_NE(*changed, *cached);
+  EXPECT_EQ(Mode(*changed), 0444);
+  EXPECT_EQ(testing::OpenOrDie(*changed)->layout().demos.size(), 2u);
 }
 
 TEST(LeRobotRoundTripTest, NextObsIsRefusedByName) {

@@ -136,6 +136,26 @@ TEST_F(CliEvalRunTest, EvalRunsCachesAndForces) {
   EXPECT_THAT(unknown.err, HasSubstr("tiny:v9"));
 }
 
+// `eval --format json` gives its episodes' state hashes as sim rollout does: 16 hex digits, not
+// protobuf's decimal strings.
+TEST_F(CliEvalRunTest, EvalJsonGivesStateHashesInHex) {
+  ProgramResult json = Roboloop({"eval", "tiny@latest", "--task", "cartpole-swingup", "--episodes", "3",
+                                 "--max-steps", "10", "--seed", "21", "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const std::regex hash_field("\"(state_hash_chain|final_state_hash)\": \"([^\"]*)\"");
+  const std::regex hex("[0-9a-f]{16}");
+  int hashes = 0;
+  bool letters = false;
+  for (std::sregex_iterator it(json.out.begin(), json.out.end(), hash_field), end; it != end; ++it) {
+    const std::string value = (*it)[2].str();
+    EXPECT_TRUE(std::regex_match(value, hex)) << (*it)[1].str() << ": " << value;
+    letters = letters || value.find_first_of("abcdef") != std::string::npos;
+    ++hashes;
+  }
+  EXPECT_EQ(hashes, 6) << json.out;
+  EXPECT_TRUE(letters) << "decimal digits only: " << json.out;
+}
+
 TEST_F(CliEvalRunTest, SimRolloutRunsACheckpointAndRefusesOneThatDoesNotFit) {
   const std::string binary = roboloop::testing::RoboloopBinary();
   const std::string root = *dir_ + "/store";

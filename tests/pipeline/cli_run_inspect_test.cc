@@ -1,6 +1,6 @@
 // Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
 // message for a mistyped --root; the status table's rows; `--format json` of runs and status;
-// `run --resume` from another folder.
+// `run --resume` from another folder; errors of the embedded services, which name them, not their sockets.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@ namespace roboloop {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ProgramResult;
 
 ProgramResult Roboloop(std::vector<std::string> args) {
@@ -67,6 +68,30 @@ TEST(CliRunInspectTest, AResumeFindsItsPipelineFileFromAnyFolder) {
       {binary, "run", "--resume", run, "--root", root, "--set", "demos.task=cartpole-swingup"}, {}, elsewhere);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_THAT(Roboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")));
+}
+
+// A stage's error names the embedded service it came from as the user knows it, never the
+// private unix socket under <root>/run/ the service listens on.
+TEST(CliRunInspectTest, EmbeddedServiceErrorsNameTheServiceNotItsSocket) {
+  const std::string dir = testing::MakeTempDir("embedded-names");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/gate.yaml", "task: cartpole-swingup\nepisodes: 2\nmax_steps: 5\n"
+                                                  "execution: {chunk: {mode: FULL_CHUNK}}\n")
+                  .ok());
+  const std::vector<std::pair<std::string, std::string>> stages = {
+      {"{name: demos, kind: collect, collect: {task: cartpole-swingup, policy: nosuch@latest, episodes: 2}}",
+       "Collect to the embedded simulation service: checkpoint nosuch@latest"},
+      {"{name: fit, kind: train, train: {dataset: nosuch:v1, model: m, steps: 2}}",
+       "Train to the embedded training service: "},
+      {"{name: gate, kind: evaluate, evaluate: {checkpoint: nosuch@latest, protocol: gate.yaml}}",
+       "Evaluate to the embedded evaluation service: checkpoint nosuch@latest"}};
+  for (const auto& [stage, error] : stages) {
+    ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - " + stage + "\n").ok());
+    const ProgramResult failed =
+        testing::RunProgram({testing::RoboloopBinary(), "run", "p.yaml", "--root", dir + "/store"}, {}, dir);
+    EXPECT_EQ(failed.exit_code, 1) << stage << failed.out << failed.err;
+    EXPECT_THAT(failed.err, HasSubstr(error)) << stage;
+    EXPECT_THAT(failed.out + failed.err, Not(HasSubstr(".sock"))) << stage;
+  }
 }
 
 TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {

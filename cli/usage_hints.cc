@@ -1,0 +1,118 @@
+#include "cli/usage_hints.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/fs.h"
+
+namespace roboloop::cli {
+namespace {
+
+constexpr size_t kFilesNamed = 3;  // files a hint names before "and N more"
+
+// `files` for a message: the first kFilesNamed, then how many more there are.
+std::string NameFiles(const std::vector<std::string>& files) {
+  if (files.size() <= kFilesNamed) return absl::StrJoin(files, " ");
+  return absl::StrCat(absl::StrJoin(files.begin(), files.begin() + kFilesNamed, " "), " and ",
+                      files.size() - kFilesNamed, " more");
+}
+
+// `app` and its parsed subcommands, outermost first.
+std::vector<const CLI::App*> ParsedChain(const CLI::App& app) {
+  std::vector<const CLI::App*> chain = {&app};
+  for (std::vector<CLI::App*> parsed = app.get_subcommands(); !parsed.empty();
+       parsed = parsed.front()->get_subcommands()) {
+    chain.push_back(parsed.front());
+  }
+  return chain;
+}
+
+// The option `name` of the innermost command of `chain` that has one; null when none has.
+const CLI::Option* FindOption(const std::vector<const CLI::App*>& chain, const std::string& name) {
+  for (auto app = chain.rbegin(); app != chain.rend(); ++app) {
+    if (const CLI::Option* option = (*app)->get_option_no_throw(name)) return option;
+  }
+  return nullptr;
+}
+
+bool IsSubcommandName(const std::vector<const CLI::App*>& chain, const std::string& token) {
+  return std::any_of(chain.begin() + 1, chain.end(), [&](const CLI::App* app) { return app->get_name() == token; });
+}
+
+bool TakesOneValuePerUse(const CLI::Option& option) {
+  return option.get_type_size_max() == 1 && (option.get_expected_max() == 1 || !option.get_allow_extra_args());
+}
+
+}  // namespace
+
+std::string PatternOf(const std::vector<std::string>& files) {
+  if (files.empty()) return "*";
+  std::string prefix = files.front();
+  std::string suffix = files.front();
+  size_t shortest = files.front().size();
+  for (const std::string& file : files) {
+    prefix.resize(std::mismatch(prefix.begin(), prefix.end(), file.begin(), file.end()).first - prefix.begin());
+    const auto common_end = std::mismatch(suffix.rbegin(), suffix.rend(), file.rbegin(), file.rend()).first;
+    suffix.erase(0, suffix.size() - (common_end - suffix.rbegin()));
+    shortest = std::min(shortest, file.size());
+  }
+  if (prefix.size() + suffix.size() > shortest) suffix.erase(0, prefix.size() + suffix.size() - shortest);
+  return absl::StrCat(prefix, "*", suffix);
+}
+
+std::string SeveralFilesHint(const OneValueOption& option, const std::vector<std::string>& files) {
+  const std::string given = absl::StrCat(files.size(), " files ", NameFiles(files));
+  if (option.takes_patterns) {
+    return absl::StrCat(option.name, " takes one value, not the ", given,
+                        " (a pattern the shell expanded?): quote the pattern so that roboloop expands it, e.g. ",
+                        option.name, " '", PatternOf(files), "'",
+                        option.repeatable ? absl::StrCat(", or give ", option.name, " once per file") : "");
+  }
+  if (option.repeatable) {
+    return absl::StrCat(option.name, " takes one file per use, not the ", given, ": give ", option.name,
+                        " once per file, e.g. ", option.name, " ", files[0], " ", option.name, " ", files[1]);
+  }
+  return absl::StrCat(option.name, " takes one file, not the ", given);
+}
+
+std::string UnexpectedFilesHint(const CLI::App& app, const std::vector<std::string>& args,
+                                const std::function<bool(const CLI::Option&)>& takes_patterns) {
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return "";
+  const std::vector<const CLI::App*> chain = ParsedChain(app);
+  const size_t first_extra = std::find(args.begin(), args.end(), extras.front()) - args.begin();
+  if (first_extra == args.size()) return "";
+  // The option token: the nearest one before the first unexpected argument.
+  size_t at = first_extra;
+  while (at > 0 && !absl::StartsWith(args[at - 1], "-")) {
+    if (IsSubcommandName(chain, args[--at])) return "";
+  }
+  if (at == 0) return "";
+  const size_t option_at = at - 1;
+  std::string name = args[option_at];
+  std::vector<std::string> files;
+  if (const size_t equals = name.find('='); equals != std::string::npos) {
+    files.push_back(name.substr(equals + 1));
+    name.resize(equals);
+  }
+  for (size_t i = option_at + 1; i < args.size() && !absl::StartsWith(args[i], "-"); ++i) files.push_back(args[i]);
+  const auto among_files = [&files](const std::string& extra) {
+    return std::find(files.begin(), files.end(), extra) != files.end();
+  };
+  if (files.size() < 2 || !std::all_of(extras.begin(), extras.end(), among_files) ||
+      !std::all_of(files.begin(), files.end(), PathExists)) {
+    return "";
+  }
+  const CLI::Option* option = FindOption(chain, name);
+  if (option == nullptr || !TakesOneValuePerUse(*option)) return "";
+  OneValueOption described;
+  described.name = name;
+  described.repeatable =
+      option->get_expected_max() > 1 || option->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw;
+  described.takes_patterns = takes_patterns(*option);
+  return SeveralFilesHint(described, files);
+}
+
+}  // namespace roboloop::cli
