@@ -153,8 +153,8 @@ absl::StatusOr<std::string> RunStore::CreateRun(const std::string& pipeline, con
   return id;
 }
 
-absl::Status RunStore::ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
-                                 const RunSettings& settings) {
+absl::Status RunStore::ReopenRun(const std::string& run_id, const std::string& spec_path,
+                                 const std::vector<std::string>& overrides, const RunSettings& settings) {
   const ProcessIdentity runner = CurrentProcess();
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(MarkRunsOfGoneRunnersInterrupted());
@@ -168,9 +168,9 @@ absl::Status RunStore::ReopenRun(const std::string& run_id, const std::vector<st
     }
   }
   return db_->Run("UPDATE runs SET status = 'running', message = '', runner_pid = ?2, runner_start_ticks = ?3, "
-                  "runner_host = ?4, overrides_json = ?5, settings_json = ?6 WHERE id = ?1",
+                  "runner_host = ?4, overrides_json = ?5, settings_json = ?6, spec_path = ?7 WHERE id = ?1",
                   {run_id, runner.pid, runner.start_ticks, runner.host, nlohmann::json(overrides).dump(),
-                   SettingsJson(settings)});
+                   SettingsJson(settings), spec_path});
 }
 
 absl::Status RunStore::FinishRun(const std::string& run_id, const std::string& status, const std::string& message) {

@@ -84,10 +84,10 @@ class RunStore {
   absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path,
                                         const std::vector<std::string>& overrides = {},
                                         const RunSettings& settings = {});
-  // Marks the run running again, by this process (resume), now with `overrides` and `settings`.
-  // NotFound for an unknown run; FailedPrecondition while its runner still runs.
-  absl::Status ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
-                         const RunSettings& settings);
+  // Marks the run running again, by this process (resume), now from `spec_path` with `overrides`
+  // and `settings`. NotFound for an unknown run; FailedPrecondition while its runner still runs.
+  absl::Status ReopenRun(const std::string& run_id, const std::string& spec_path,
+                         const std::vector<std::string>& overrides, const RunSettings& settings);
   // Ends the run with `status` and `message`.
   absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
 

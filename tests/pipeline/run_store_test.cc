@@ -86,7 +86,7 @@ TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
   EXPECT_THAT(RunOnce(*run, true).message(), HasSubstr("broken b"));
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "broken b").ok());
   inner_.fail.clear();
-  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {}, {}).ok());
   ASSERT_TRUE(RunOnce(*run, true).ok());
   EXPECT_EQ(inner_.calls["a"], 1) << "a finished in the first attempt and is reused";
   EXPECT_EQ(inner_.calls["b"], 2);
@@ -106,7 +106,7 @@ TEST_F(RunStoreTest, AStoppedStageContinuesFromTheLastResumePointItRecorded) {
   RecordingExecutor recording(&inner, store_.get(), *run, true);
   EXPECT_TRUE(absl::IsCancelled(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status()));
   ASSERT_TRUE(store_->FinishRun(*run, "cancelled", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {}, {}).ok());
   ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
   EXPECT_THAT(inner.given, ::testing::ElementsAre("", "b@2"));
   auto record = store_->GetRun(*run);
@@ -155,10 +155,10 @@ TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
   EXPECT_EQ(record->stages[0].status, "interrupted");
   EXPECT_EQ(record->stages[0].attempts, 1) << "it was in its first attempt";
 
-  EXPECT_TRUE(store_->ReopenRun(dead, {}, {}).ok());
+  EXPECT_TRUE(store_->ReopenRun(dead, "p.yaml", {}, {}).ok());
   EXPECT_EQ(store_->GetRun(dead)->status, "running");
   EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
-  EXPECT_THAT(store_->ReopenRun(*live, {}, {}).message(), HasSubstr("is still running"));
+  EXPECT_THAT(store_->ReopenRun(*live, "p.yaml", {}, {}).message(), HasSubstr("is still running"));
 }
 
 TEST_F(RunStoreTest, AStoreOfSchema1IsUpgradedAndKeepsItsRuns) {
@@ -237,7 +237,7 @@ TEST_F(RunStoreTest, ARunKeepsWhatItWasStartedWithAndAReopeningReplacesIt) {
   EXPECT_EQ(record->settings->services_file, "/s/services.yaml");
   EXPECT_EQ(record->settings->protocols_dir, "/s/protocols");
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run, {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"}).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"}).ok());
   record = store_->GetRun(*run);
   EXPECT_THAT(record->overrides, ::testing::ElementsAre("a.dataset_name=x", "b.dataset_name=y"));
   EXPECT_EQ(record->settings->protocols_dir, "/p");
