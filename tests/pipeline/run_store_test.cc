@@ -28,8 +28,15 @@ class CountingExecutor : public StageExecutor {
     if (fail.count(stage.name())) return absl::InternalError("broken " + stage.name());
     return StageOutputs{{"dataset", "ds-" + stage.name() + "-" + stage.merge().dataset_name()}};
   }
+  absl::StatusOr<std::vector<std::string>> ServedInputs(const v1::Stage& stage, const StageContext&) override {
+    absl::MutexLock lock(&mu_);
+    if (unserved.count(stage.name())) return absl::UnavailableError("no eval service for " + stage.name());
+    return served[stage.name()];
+  }
   std::map<std::string, int> calls;
   std::set<std::string> fail;
+  std::map<std::string, std::vector<std::string>> served;  // ServedInputs of each stage
+  std::set<std::string> unserved;                         // stages whose ServedInputs fail
 
  private:
   absl::Mutex mu_;
@@ -276,6 +283,27 @@ TEST_F(RunStoreTest, AChangedProtocolOrDatasetFileIsNotAnsweredFromTheCache) {
   ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
   EXPECT_EQ(inner_.calls["t"], 2) << "the dataset file changed: train again";
   EXPECT_EQ(inner_.calls["e"], 2) << "the protocol file changed: evaluate again";
+}
+
+TEST_F(RunStoreTest, AChangedServedInputIsNotAnsweredFromTheCacheAndOneThatFailsIsRecorded) {
+  inner_.served["a"] = {"protocol gate 1111"};
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["a"], 1) << "the same served inputs: the cache answers";
+  inner_.served["a"] = {"protocol gate 2222"};
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["a"], 2) << "the protocol the service loads changed: run again";
+  EXPECT_EQ(inner_.calls["b"], 1) << "b's own inputs did not change";
+
+  inner_.unserved.insert("a");
+  const std::string run = *store_->CreateRun("p", "p.yaml");
+  EXPECT_THAT(RunOnce(run, true).message(), HasSubstr("no eval service for a"));
+  EXPECT_EQ(inner_.calls["a"], 2);
+  auto record = store_->GetRun(run);
+  ASSERT_TRUE(record.ok()) << record.status();
+  ASSERT_EQ(record->stages.size(), 1u);
+  EXPECT_EQ(record->stages[0].status, "failed");
+  EXPECT_THAT(record->stages[0].message, HasSubstr("no eval service for a"));
 }
 
 TEST_F(RunStoreTest, RunsSurviveReopeningAndUnknownRunsAreNamed) {
