@@ -61,9 +61,9 @@ absl::StatusOr<std::string> StageServices::ServedProtocolHash(const std::string&
   if (!absl::IsUnimplemented(info.status())) return info.status();
   if (!noted_unhashed_protocols_.exchange(true)) {
     std::fprintf(stderr,
-                 "roboloop: note: the eval service is older than its GetProtocol call: stages naming a protocol "
-                 "by name (here '%s') are answered from the cache by the name only, so a protocol edited on that "
-                 "server is not seen (run with --no-cache after editing one)\n",
+                 "roboloop: note: the eval service has no GetProtocol (an older roboloop): stages naming a "
+                 "protocol by name (here '%s') are answered from the cache by the name only, so an edit of the "
+                 "protocol on that server is not seen (run with --no-cache after editing one)\n",
                  name.c_str());
   }
   return std::string();

@@ -296,7 +296,7 @@ TEST_F(StageKindTest, AnEvalServiceWithoutGetProtocolKeysANamedProtocolByNameAnd
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_THAT(*first, ::testing::ElementsAre("protocol gate "));
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_THAT(note, AllOf(HasSubstr("note: the eval service is older than its GetProtocol call"),
+  EXPECT_THAT(note, AllOf(HasSubstr("note: the eval service has no GetProtocol (an older roboloop)"),
                           HasSubstr("by the name only")));
   EXPECT_EQ(note.find("note:"), note.rfind("note:")) << "noted once: " << note;
 }
