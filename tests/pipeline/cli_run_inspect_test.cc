@@ -78,7 +78,8 @@ std::string OldRunWithARelativePath(const std::string& root, const std::string& 
   if (!store.ok()) return "";
   const absl::StatusOr<std::string> text = ReadFile(dir + "/p.yaml");
   EXPECT_TRUE(text.ok()) << text.status();
-  const std::string id = (*store)->CreateRun("p", "p.yaml", {}, pipeline::RunSettings{Sha256Hex(text.value_or(""))}).value();
+  const pipeline::RunSettings settings{Sha256Hex(text.value_or(""))};
+  const std::string id = (*store)->CreateRun("p", "p.yaml", {}, settings).value();
   EXPECT_TRUE((*store)->FinishRun(id, "failed", "stage demos failed").ok());
   return id;
 }

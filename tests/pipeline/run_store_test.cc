@@ -244,7 +244,9 @@ TEST_F(RunStoreTest, ARunKeepsWhatItWasStartedWithAndAReopeningReplacesIt) {
   EXPECT_EQ(record->settings->services_file, "/s/services.yaml");
   EXPECT_EQ(record->settings->protocols_dir, "/s/protocols");
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"}).ok());
+  ASSERT_TRUE(
+      store_->ReopenRun(*run, "p.yaml", {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"})
+          .ok());
   record = store_->GetRun(*run);
   EXPECT_THAT(record->overrides, ::testing::ElementsAre("a.dataset_name=x", "b.dataset_name=y"));
   EXPECT_EQ(record->settings->protocols_dir, "/p");

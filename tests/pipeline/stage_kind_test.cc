@@ -278,7 +278,9 @@ TEST_F(StageKindTest, AnEvalServiceWithoutGetProtocolKeysANamedProtocolByNameAnd
   ASSERT_TRUE(server.ok()) << server.status();
   wiring::ServiceTargets targets;
   targets.eval.target = (*server)->target();
-  for (common::GrpcChannelOptions* unused : {&targets.registry, &targets.train}) unused->target = "unix:" + dir + "/none.sock";
+  for (common::GrpcChannelOptions* unused : {&targets.registry, &targets.train}) {
+    unused->target = "unix:" + dir + "/none.sock";
+  }
   targets.sims.push_back(targets.registry);
   auto clients = wiring::ServiceClients::Connect(targets);
   ASSERT_TRUE(clients.ok()) << clients.status();
