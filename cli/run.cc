@@ -79,10 +79,9 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   if (!f.resume.empty()) {
     ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord previous, store->GetRun(f.resume));
     if (previous.status == "finished") return absl::FailedPreconditionError(absl::StrCat("run ", f.resume, " already finished"));
-    if (!f.file.empty() && pipeline::RecordedPath(f.file) != pipeline::RecordedPath(previous.spec_path)) {
-      return UsageError(absl::StrCat("--resume ", f.resume, " runs ", previous.spec_path, ", not ", f.file));
-    }
-    f.file = previous.spec_path;
+    absl::StatusOr<std::string> spec = pipeline::ResumedSpecPath(f.resume, previous.spec_path, f.file);
+    if (!spec.ok()) return UsageError(std::string(spec.status().message()));
+    f.file = *spec;
   }
   if (f.file.empty()) return UsageError("give a pipeline FILE (or --resume RUN)");
   common::CancellationToken cancel;

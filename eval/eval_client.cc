@@ -54,6 +54,15 @@ absl::StatusOr<v1::Comparison> EvalClient::Compare(const v1::CompareRequest& req
   return response;
 }
 
+absl::StatusOr<v1::ProtocolInfo> EvalClient::GetProtocol(const std::string& name) const {
+  auto context = channel_->NewContext();
+  v1::GetProtocolRequest request;
+  request.set_protocol_name(name);
+  v1::ProtocolInfo response;
+  ROBOLOOP_RETURN_IF_ERROR(channel_->CallStatus(stub_->GetProtocol(context.get(), request, &response), "GetProtocol"));
+  return response;
+}
+
 absl::StatusOr<v1::PromotionDecision> EvalClient::Promote(const v1::PromoteCandidateRequest& request,
                                                          absl::Duration deadline,
                                                          const common::CancellationToken* cancel) const {

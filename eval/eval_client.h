@@ -28,6 +28,9 @@ class EvalClient {
   // Thin wrappers over the unary RPCs.
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request) const;
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
+  // The protocol `name` stands for on the server, with its hash; Unimplemented from a server
+  // older than the GetProtocol RPC.
+  absl::StatusOr<v1::ProtocolInfo> GetProtocol(const std::string& name) const;
   // Promotes the candidate when it beats the champion (rollouts may run: `deadline` bounds
   // them; cancelling `cancel`, may be null, cancels the call).
   absl::StatusOr<v1::PromotionDecision> Promote(const v1::PromoteCandidateRequest& request,

@@ -67,4 +67,12 @@ grpc::Status EvalGrpcService::Promote(grpc::ServerContext* context, const v1::Pr
   return grpc::Status::OK;
 }
 
+grpc::Status EvalGrpcService::GetProtocol(grpc::ServerContext*, const v1::GetProtocolRequest* request,
+                                          v1::ProtocolInfo* response) {
+  absl::StatusOr<v1::ProtocolInfo> info = handler_->GetProtocol(request->protocol_name());
+  if (!info.ok()) return common::AbslToGrpc(info.status());
+  *response = *std::move(info);
+  return grpc::Status::OK;
+}
+
 }  // namespace roboloop::eval

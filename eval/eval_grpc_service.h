@@ -35,6 +35,8 @@ class EvalGrpcService final : public v1::EvalService::Service {
   // eval/promotion.h PromoteIfBetter over the handler and the options' registry.
   grpc::Status Promote(grpc::ServerContext* context, const v1::PromoteCandidateRequest* request,
                        v1::PromotionDecision* response) override;
+  grpc::Status GetProtocol(grpc::ServerContext* context, const v1::GetProtocolRequest* request,
+                           v1::ProtocolInfo* response) override;
 
  private:
   const EvalServiceHandler* handler_;

@@ -309,6 +309,14 @@ absl::StatusOr<v1::LeaderboardResponse> EvalServiceHandler::Leaderboard(const v1
   return response;
 }
 
+absl::StatusOr<v1::ProtocolInfo> EvalServiceHandler::GetProtocol(const std::string& name) const {
+  ROBOLOOP_RETURN_IF_ERROR(CheckServedProtocolName(name));
+  v1::ProtocolInfo info;
+  ROBOLOOP_ASSIGN_OR_RETURN(*info.mutable_protocol(), LoadProtocol(name, options_.protocols_dir));
+  info.set_protocol_hash(ProtocolHash(info.protocol()));
+  return info;
+}
+
 absl::StatusOr<v1::Comparison> EvalServiceHandler::Compare(const v1::CompareRequest& request) const {
   if (request.protocol_hash().empty()) return absl::InvalidArgumentError("compare needs a protocol hash");
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate,

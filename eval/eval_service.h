@@ -77,6 +77,10 @@ class EvalServiceHandler {
   // NotFound / FailedPrecondition naming the reference that has no usable evaluation.
   absl::StatusOr<v1::Comparison> Compare(const v1::CompareRequest& request) const;
 
+  // The protocol named `name` under protocols_dir with its ProtocolHash (the GetProtocol RPC):
+  // InvalidArgument for a name that is a path (CheckServedProtocolName), else LoadProtocol's errors.
+  absl::StatusOr<v1::ProtocolInfo> GetProtocol(const std::string& name) const;
+
   // Where named protocols live (Options::protocols_dir).
   const std::string& protocols_dir() const { return options_.protocols_dir; }
 

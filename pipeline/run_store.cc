@@ -108,7 +108,8 @@ std::string StageParamsJson(const v1::Stage& resolved) {
   return json;
 }
 
-std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files) {
+std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files,
+                          const std::vector<std::string>& served_inputs) {
   v1::Stage key = resolved;
   key.clear_name();
   key.clear_needs();
@@ -119,6 +120,7 @@ std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::stri
   (void)google::protobuf::util::MessageToJsonString(key, &json);
   nlohmann::json keyed = nlohmann::json::parse(json);
   for (const std::string& file : local_files) keyed["local_files"].push_back(FileStamp(file));
+  for (const std::string& input : served_inputs) keyed["served_inputs"].push_back(input);
   return Sha256Hex(keyed.dump());
 }
 
@@ -153,8 +155,8 @@ absl::StatusOr<std::string> RunStore::CreateRun(const std::string& pipeline, con
   return id;
 }
 
-absl::Status RunStore::ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
-                                 const RunSettings& settings) {
+absl::Status RunStore::ReopenRun(const std::string& run_id, const std::string& spec_path,
+                                 const std::vector<std::string>& overrides, const RunSettings& settings) {
   const ProcessIdentity runner = CurrentProcess();
   absl::MutexLock lock(&mu_);
   ROBOLOOP_RETURN_IF_ERROR(MarkRunsOfGoneRunnersInterrupted());
@@ -168,9 +170,9 @@ absl::Status RunStore::ReopenRun(const std::string& run_id, const std::vector<st
     }
   }
   return db_->Run("UPDATE runs SET status = 'running', message = '', runner_pid = ?2, runner_start_ticks = ?3, "
-                  "runner_host = ?4, overrides_json = ?5, settings_json = ?6 WHERE id = ?1",
+                  "runner_host = ?4, overrides_json = ?5, settings_json = ?6, spec_path = ?7 WHERE id = ?1",
                   {run_id, runner.pid, runner.start_ticks, runner.host, nlohmann::json(overrides).dump(),
-                   SettingsJson(settings)});
+                   SettingsJson(settings), spec_path});
 }
 
 absl::Status RunStore::FinishRun(const std::string& run_id, const std::string& status, const std::string& message) {
@@ -291,10 +293,16 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
 }
 
 absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
-  const std::string key =
-      StageCacheKey(stage, context.kind->local_files ? context.kind->local_files(stage) : std::vector<std::string>{});
   const std::string label = context.label.empty() ? stage.name() : context.label;
   const std::string log_path = log_dir_.empty() ? "" : StageLogPath(log_dir_, label);
+  const absl::StatusOr<std::vector<std::string>> served = inner_->ServedInputs(stage, context);
+  if (!served.ok()) {  // an attempt that failed before it had a key, recorded as such
+    ROBOLOOP_ASSIGN_OR_RETURN(int64_t id, store_->StartStage(run_id_, label, "", StageParamsJson(stage), log_path));
+    ROBOLOOP_RETURN_IF_ERROR(store_->FinishStage(id, "failed", 1, {}, std::string(served.status().message())));
+    return served.status();
+  }
+  const std::string key = StageCacheKey(
+      stage, context.kind->local_files ? context.kind->local_files(stage) : std::vector<std::string>{}, *served);
   ROBOLOOP_ASSIGN_OR_RETURN(std::optional<StageOutputs> cached, store_->FindCached(key, run_id_));
   if (!cached.has_value() && use_cache_ && context.kind->reusable_across_runs) {
     ROBOLOOP_ASSIGN_OR_RETURN(cached, store_->FindCached(key));

@@ -69,9 +69,11 @@ std::string StageLogPath(const std::string& log_dir, const std::string& label);
 std::string StageParamsJson(const v1::Stage& resolved);
 
 // sha256 over the stage's kind and its parameters as canonical JSON (name, needs, retries and
-// timeouts excluded: they do not change what the stage produces) and over the path, size and
-// modification time of each of `local_files` (StageKind::local_files; a missing one counts as such).
-std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files = {});
+// timeouts excluded: they do not change what the stage produces), over the path, size and
+// modification time of each of `local_files` (StageKind::local_files; a missing one counts as such)
+// and over `served_inputs` (StageExecutor::ServedInputs, e.g. a named protocol's hash).
+std::string StageCacheKey(const v1::Stage& resolved, const std::vector<std::string>& local_files = {},
+                          const std::vector<std::string>& served_inputs = {});
 
 class RunStore {
  public:
@@ -84,10 +86,10 @@ class RunStore {
   absl::StatusOr<std::string> CreateRun(const std::string& pipeline, const std::string& spec_path,
                                         const std::vector<std::string>& overrides = {},
                                         const RunSettings& settings = {});
-  // Marks the run running again, by this process (resume), now with `overrides` and `settings`.
-  // NotFound for an unknown run; FailedPrecondition while its runner still runs.
-  absl::Status ReopenRun(const std::string& run_id, const std::vector<std::string>& overrides,
-                         const RunSettings& settings);
+  // Marks the run running again, by this process (resume), now from `spec_path` with `overrides`
+  // and `settings`. NotFound for an unknown run; FailedPrecondition while its runner still runs.
+  absl::Status ReopenRun(const std::string& run_id, const std::string& spec_path,
+                         const std::vector<std::string>& overrides, const RunSettings& settings);
   // Ends the run with `status` and `message`.
   absl::Status FinishRun(const std::string& run_id, const std::string& status, const std::string& message);
 
@@ -129,7 +131,8 @@ class RunStore {
 // A StageExecutor that records every execution in a RunStore and answers stages from earlier
 // executions (recorded with status "cached") instead of running them: from its own run always
 // (that is what resuming is), from any run unless `use_cache` is off — except promote and
-// report, whose effects depend on more than their parameters. A stage it runs gets the newest
+// report, whose effects depend on more than their parameters. Its cache keys hold the inner
+// executor's ServedInputs of the stage. A stage it runs gets the newest
 // resume point an earlier execution of it (same run, label and parameters) recorded, and the
 // points it records are stored with its execution.
 class RecordingExecutor : public StageExecutor {

@@ -101,7 +101,7 @@ absl::StatusOr<ResolvedRun> Resolve(RunStore& store, const PipelineRunOptions& o
   PipelineRunOptions& o = resolved.options;
   if (!options.resume.empty()) {
     ROBOLOOP_ASSIGN_OR_RETURN(RunRecord previous, store.GetRun(options.resume));
-    if (o.file.empty()) o.file = previous.spec_path;
+    ROBOLOOP_ASSIGN_OR_RETURN(o.file, ResumedSpecPath(options.resume, previous.spec_path, options.file));
     o.overrides = OverridesOnTop(previous.overrides, options.overrides);
     if (previous.settings.has_value()) {
       if (o.services_file.empty()) o.services_file = previous.settings->services_file;
@@ -112,6 +112,17 @@ absl::StatusOr<ResolvedRun> Resolve(RunStore& store, const PipelineRunOptions& o
   }
   if (o.protocols_dir.empty()) o.protocols_dir = eval::kDefaultProtocolsDir;
   return resolved;
+}
+
+// True when `path` (absolute) ends with the parts of `tail` (relative), its leading ".." left out.
+bool EndsWithPath(const std::filesystem::path& path, const std::filesystem::path& tail) {
+  std::vector<std::string> parts;
+  for (const std::filesystem::path& part : tail.lexically_normal()) {
+    if (part != "..") parts.push_back(part.string());
+  }
+  std::vector<std::string> ends;
+  for (const std::filesystem::path& part : path) ends.push_back(part.string());
+  return !parts.empty() && parts.size() <= ends.size() && std::equal(parts.rbegin(), parts.rend(), ends.rbegin());
 }
 
 // FailedPrecondition when the pipeline file no longer holds the text the resumed run started
@@ -134,7 +145,7 @@ absl::StatusOr<std::string> StartOrReopenRun(RunStore& store, const LoadedPipeli
   if (options.resume.empty()) {
     return store.CreateRun(loaded.pipeline.name(), RecordedPath(options.file), options.overrides, settings);
   }
-  ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume, options.overrides, settings));
+  ROBOLOOP_RETURN_IF_ERROR(store.ReopenRun(options.resume, RecordedPath(options.file), options.overrides, settings));
   return options.resume;
 }
 
@@ -234,6 +245,21 @@ absl::Status CheckTaskFiles(const LoadedPipeline& loaded) {
 
 std::string RecordedPath(const std::string& path) {
   return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+}
+
+absl::StatusOr<std::string> ResumedSpecPath(const std::string& run_id, const std::string& recorded,
+                                            const std::string& given) {
+  const bool relative = std::filesystem::path(recorded).is_relative();
+  if (!given.empty()) {
+    const std::string path = RecordedPath(given);
+    if (relative ? EndsWithPath(path, recorded) : path == recorded) return given;
+    return absl::InvalidArgumentError(absl::StrCat("--resume ", run_id, " runs ", recorded, ", not ", given));
+  }
+  if (!relative || PathExists(recorded)) return recorded;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "run ", run_id, " was recorded with the relative pipeline path ", recorded, ", which is not found from ",
+      std::filesystem::current_path().string(), ": resume it from the folder it was started in, or pass the file: ",
+      "roboloop run <path to ", recorded, "> --resume ", run_id));
 }
 
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& given) {

@@ -65,9 +65,20 @@ absl::Status CheckTaskFiles(const LoadedPipeline& loaded);
 // normal, so that `--resume` finds them from any working folder ("" stays "").
 std::string RecordedPath(const std::string& path);
 
+// The pipeline file to resume run `run_id` with, which recorded `recorded`, given the FILE
+// argument `given` ("" when none). Runs record absolute paths; a run recorded before they did
+// holds its file relative to the folder it was started from: that path is taken from the working
+// folder, and a given FILE counts as the run's own when its path ends with it (the pipeline text's
+// hash, where recorded, is checked when the run starts). FailedPrecondition naming the relative
+// path when it is not found from here (resume from the folder the run was started in, or pass
+// FILE); InvalidArgument naming both when `given` is another file.
+absl::StatusOr<std::string> ResumedSpecPath(const std::string& run_id, const std::string& recorded,
+                                            const std::string& given);
+
 // Runs the pipeline. Errors before the run is recorded (unreadable or invalid pipeline,
-// unreachable services, an unknown run to resume, a resumed run's pipeline file whose text
-// changed: FailedPrecondition naming the file) are the returned status; once recorded, the
+// unreachable services, an unknown run to resume, a resumed run's pipeline file as
+// ResumedSpecPath finds it, one whose text changed: FailedPrecondition naming the file) are the
+// returned status; once recorded, the
 // run's end is in the result and in the run store ("finished", "cancelled" or "failed").
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& options);
 

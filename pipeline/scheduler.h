@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,6 +29,13 @@ class StageExecutor {
  public:
   virtual ~StageExecutor() = default;
   virtual absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) = 0;
+  // Text that stands for what `stage` reads through the services beyond its parameters (a
+  // protocol the eval service loads by name: its hash) and changes when that does, for the
+  // stage's cache key (RecordingExecutor); none by default. An error fails the attempt.
+  virtual absl::StatusOr<std::vector<std::string>> ServedInputs(const v1::Stage& /*stage*/,
+                                                                 const StageContext& /*context*/) {
+    return std::vector<std::string>{};
+  }
 };
 
 // A stage's progress, reported to the observer.

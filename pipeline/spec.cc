@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <google/protobuf/struct.pb.h>
 #include <regex>
 #include <yaml-cpp/yaml.h>
@@ -219,10 +220,16 @@ class Validator {
     return it != stages_.end() && it->second.stage == &stage ? &it->second : nullptr;
   }
 
-  // True for an indexed stage of a known kind that repeats its body (a loop).
+  // The entry of this very stage, indexed or not. Precondition: IndexStages visited it.
+  const Entry& CheckedEntryOf(const v1::Stage& stage) const {
+    const Entry* indexed = EntryOf(stage);
+    return indexed != nullptr ? *indexed : unindexed_.at(&stage);
+  }
+
+  // True for a stage of a known kind that repeats its body (a loop), indexed or not.
   bool IsLoop(const v1::Stage& stage) const {
-    const Entry* entry = EntryOf(stage);
-    return entry != nullptr && entry->kind != nullptr && entry->kind->repeats_body;
+    const StageKind* kind = CheckedEntryOf(stage).kind;
+    return kind != nullptr && kind->repeats_body;
   }
 
   // Keeps the problem `status` reports (if any); validation goes on to find the others.
@@ -251,29 +258,43 @@ class Validator {
     }
   }
 
-  // Indexes every stage with a good, unique name (the others are noted and left out), with its
-  // kind (null when unknown), and the bodies of loops.
+  // Enters every stage, the bodies of loops included, with its kind (null when unknown), noting
+  // what is wrong with its name, kind and parameters. Stages with a good, unique name are indexed
+  // by it; the others are kept apart (unindexed_) and checked all the same, so that a user who
+  // renames one meets no new errors.
   void IndexStages(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* loop) {
-    static const std::regex kName("[A-Za-z][A-Za-z0-9_-]*");
     for (const v1::Stage& stage : stages) {
-      if (!std::regex_match(stage.name(), kName)) {
-        Note(Error(stage, stage.name().empty()
-                              ? "has no name"
-                              : "a stage name must start with a letter and hold letters, digits, '_' or '-'"));
-        continue;
+      const bool indexable = CheckName(stage);
+      const Entry entry{&stage, loop, CheckKind(stage)};
+      if (indexable) {
+        stages_.emplace(stage.name(), entry);
+      } else {
+        unindexed_.emplace(&stage, entry);
+        // Its seeds are no part of the run (CheckSeeds leaves it out), but its protocol must load.
+        if (entry.kind != nullptr && entry.kind->seeds) ClaimedProtocol(stage, entry.kind->seeds(stage));
       }
-      if (stage.name() == "vars") {
-        Note(Error(stage, "'vars' is reserved for pipeline variables"));
-        continue;
-      }
-      if (auto first = stages_.find(stage.name()); first != stages_.end()) {
-        Note(Error(stage, absl::StrCat("is defined twice (first at line ", LineOf(*first->second.stage), ")")));
-        continue;
-      }
-      const StageKind* kind = CheckKind(stage);
-      stages_.emplace(stage.name(), Entry{&stage, loop, kind});
-      if (kind != nullptr && kind->repeats_body) IndexStages(stage.loop().stages(), &stage);
+      if (IsLoop(stage)) IndexStages(stage.loop().stages(), &stage);
     }
+  }
+
+  // True when `stage` has a good name no stage indexed so far has; else notes why not.
+  bool CheckName(const v1::Stage& stage) {
+    static const std::regex kName("[A-Za-z][A-Za-z0-9_-]*");
+    if (!std::regex_match(stage.name(), kName)) {
+      Note(Error(stage, stage.name().empty()
+                            ? "has no name"
+                            : "a stage name must start with a letter and hold letters, digits, '_' or '-'"));
+      return false;
+    }
+    if (stage.name() == "vars") {
+      Note(Error(stage, "'vars' is reserved for pipeline variables"));
+      return false;
+    }
+    if (auto first = stages_.find(stage.name()); first != stages_.end()) {
+      Note(Error(stage, absl::StrCat("is defined twice (first at line ", LineOf(*first->second.stage), ")")));
+      return false;
+    }
+    return true;
   }
 
   // The stage's kind (null when unknown), noting what is wrong with its parameters and settings.
@@ -336,7 +357,7 @@ class Validator {
   absl::StatusOr<const Entry*> Visible(const v1::Stage& from, const std::string& name, const v1::Stage* scope) const {
     auto it = stages_.find(name);
     if (it == stages_.end()) return Error(from, absl::StrCat("refers to unknown stage '", name, "'"));
-    for (const v1::Stage* s = scope;; s = stages_.at(s->name()).loop) {
+    for (const v1::Stage* s = scope;; s = CheckedEntryOf(*s).loop) {
       if (it->second.loop == s) return &it->second;
       if (s == nullptr) break;
     }
@@ -348,10 +369,9 @@ class Validator {
   // unknown kind may (its kind is noted).
   bool BodyProduces(const v1::Stage& loop, const std::string& output) const {
     for (const v1::Stage& inner : loop.loop().stages()) {
-      const Entry* entry = EntryOf(inner);
-      if (entry == nullptr) continue;  // its name is noted
-      if (entry->kind == nullptr) return true;
-      if (entry->kind->outputs.count(output) && (!entry->kind->repeats_body || BodyProduces(inner, output))) return true;
+      const StageKind* kind = CheckedEntryOf(inner).kind;
+      if (kind == nullptr) return true;
+      if (kind->outputs.count(output) && (!kind->repeats_body || BodyProduces(inner, output))) return true;
     }
     return false;
   }
@@ -385,11 +405,13 @@ class Validator {
     return absl::OkStatus();
   }
 
-  // Notes the problems of the needs, references, loops and cycles of one scope's stages.
+  // Notes the problems of the needs, references, loops and cycles of one scope's stages (of
+  // unindexed stages too, whose dependencies are no part of the plan).
   void CheckScope(const google::protobuf::RepeatedPtrField<v1::Stage>& stages, const v1::Stage* scope, Plan* plan) {
     for (const v1::Stage& stage : stages) {
-      std::set<std::string>& deps = plan->depends_on[stage.name()];
-      if (EntryOf(stage) == nullptr) continue;  // its name is noted
+      std::set<std::string>& planned = plan->depends_on[stage.name()];
+      std::set<std::string> unplanned;
+      std::set<std::string>& deps = EntryOf(stage) != nullptr ? planned : unplanned;
       for (const std::string& need : stage.needs()) {
         absl::StatusOr<const Entry*> target = Visible(stage, need, scope);
         if (!target.ok()) {
@@ -417,7 +439,7 @@ class Validator {
     std::set<std::string> deps;
     std::vector<std::string> names(inner.needs().begin(), inner.needs().end());
     for (const std::string& ref : ReferencesOfStage(inner)) names.push_back(ref.substr(0, ref.find('.')));
-    const v1::Stage* outer = stages_.at(loop->name()).loop;
+    const v1::Stage* outer = CheckedEntryOf(*loop).loop;
     for (const std::string& name : names) {
       auto it = stages_.find(name);
       if (it != stages_.end() && it->second.loop == outer) deps.insert(name);
@@ -540,13 +562,9 @@ class Validator {
         range.label = absl::StrCat("stage ", name, " (", range.label, ")");
         used.push_back(range);
       }
-      if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) continue;
-      absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
-      if (!loaded.ok()) {
-        Note(Error(s, std::string(loaded.status().message())));
-        continue;
-      }
-      protocols[name] = *loaded;
+      std::optional<v1::Protocol> loaded = ClaimedProtocol(s, claims);
+      if (!loaded.has_value()) continue;
+      protocols[name] = *std::move(loaded);
       if (claims.gate) gates.insert(name);
       if (claims.feeds_training) feeding_training.insert(name);
     }
@@ -571,11 +589,24 @@ class Validator {
     }
   }
 
+  // The protocol `claims` names, loaded; none when it names none or a reference, or when it does
+  // not load (noted).
+  std::optional<v1::Protocol> ClaimedProtocol(const v1::Stage& stage, const SeedClaims& claims) {
+    if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) return std::nullopt;
+    absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
+    if (!loaded.ok()) {
+      Note(Error(stage, std::string(loaded.status().message())));
+      return std::nullopt;
+    }
+    return *std::move(loaded);
+  }
+
   const LoadedPipeline& loaded_;
   const StageKindRegistry& kinds_;
   const ValidationOptions& options_;
   std::map<const v1::Stage*, int> lines_;  // every stage -> the line of its entry
   std::map<std::string, Entry> stages_;
+  std::map<const v1::Stage*, Entry> unindexed_;  // stages with a bad or duplicate name
   std::vector<std::string> problems_;  // one line each, in the order found
 };
 

@@ -17,6 +17,9 @@ class ServiceStageExecutor : public StageExecutor {
 
   // InvalidArgument when the context names no kind or a kind that cannot run (a loop).
   absl::StatusOr<StageOutputs> Run(const v1::Stage& stage, const StageContext& context) override;
+  // "protocol <name> <hash>" for each of the kind's served_protocols, the hash as the eval
+  // service reports it (StageServices::ServedProtocolHash).
+  absl::StatusOr<std::vector<std::string>> ServedInputs(const v1::Stage& stage, const StageContext& context) override;
 
   // What the stages use; also what the kinds' summaries get.
   StageServices& services() { return services_; }

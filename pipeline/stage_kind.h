@@ -87,6 +87,11 @@ struct StageKind {
   // dataset files); their sizes and modification times are part of its cache key (StageCacheKey),
   // so a changed file is not answered from the cache (empty function: none).
   std::function<std::vector<std::string>(const v1::Stage&)> local_files;
+  // The protocols a stage names that the eval service loads by name (from its own protocols
+  // folder, which may be on another machine); the hash the service reports for each is part of
+  // its cache key (StageExecutor::ServedInputs), so a protocol edited there is not answered from
+  // the cache (empty function: none).
+  std::function<std::vector<std::string>(const v1::Stage&)> served_protocols;
   // Runs one attempt of `stage` (references already substituted); must return soon after
   // `context.cancel` is raised. Empty only for the loop.
   std::function<absl::StatusOr<StageOutputs>(const v1::Stage&, const StageContext&, StageServices&)> run;

@@ -1,5 +1,7 @@
 #include "pipeline/stage_services.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
@@ -51,6 +53,20 @@ absl::StatusOr<v1::Evaluation> StageServices::EvaluateOnService(const std::strin
                    "episodes", absl::StrCat(progress.successes(), " successes", progress.cached() ? " (cached)" : ""));
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::string> StageServices::ServedProtocolHash(const std::string& name) {
+  absl::StatusOr<v1::ProtocolInfo> info = clients().eval().GetProtocol(name);
+  if (info.ok()) return info->protocol_hash();
+  if (!absl::IsUnimplemented(info.status())) return info.status();
+  if (!noted_unhashed_protocols_.exchange(true)) {
+    std::fprintf(stderr,
+                 "roboloop: note: the eval service has no GetProtocol (an older roboloop): stages naming a "
+                 "protocol by name (here '%s') are answered from the cache by the name only, so an edit of the "
+                 "protocol on that server is not seen (run with --no-cache after editing one)\n",
+                 name.c_str());
+  }
+  return std::string();
 }
 
 absl::StatusOr<std::string> StageServices::RegisterFailures(const v1::Evaluation& evaluation, const std::string& name,

@@ -4,6 +4,7 @@
 // receives one (StageKind::run).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -52,6 +53,10 @@ class StageServices {
   // Runs `checkpoint` under `protocol` on EvalService, reporting episodes as progress.
   absl::StatusOr<v1::Evaluation> EvaluateOnService(const std::string& checkpoint, const std::string& protocol,
                                                    bool force, const StageContext& context);
+  // The hash the eval service reports for protocol `name` (GetProtocol; its errors as they come).
+  // An eval service older than that RPC reports none: "" then, and a note on stderr (once) says
+  // that stages naming protocols are cached by the name only.
+  absl::StatusOr<std::string> ServedProtocolHash(const std::string& name);
   // Registers the failed episodes of `evaluation` (rolled out again with its checkpoint, which
   // is deterministic) as a dataset; "" when every episode succeeded.
   absl::StatusOr<std::string> RegisterFailures(const v1::Evaluation& evaluation, const std::string& name,
@@ -60,6 +65,7 @@ class StageServices {
  private:
   wiring::ServiceClients* clients_;
   ExecutorOptions options_;
+  std::atomic<bool> noted_unhashed_protocols_{false};
 };
 
 }  // namespace roboloop::pipeline

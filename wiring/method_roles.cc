@@ -29,6 +29,7 @@ const common::MethodRoles& ServiceMethodRoles() {
       {"/roboloop.v1.SimService/Relabel", Role::kWrite},
       {"/roboloop.v1.EvalService/Leaderboard", Role::kRead},
       {"/roboloop.v1.EvalService/Compare", Role::kRead},
+      {"/roboloop.v1.EvalService/GetProtocol", Role::kRead},
       {"/roboloop.v1.EvalService/Evaluate", Role::kWrite},
       {"/roboloop.v1.EvalService/Promote", Role::kAdmin},
   };

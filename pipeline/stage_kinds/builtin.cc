@@ -10,6 +10,11 @@ std::vector<std::string> ProtocolFiles(const std::string& protocol) {
   return {protocol};
 }
 
+std::vector<std::string> ServedProtocols(const std::string& protocol) {
+  if (protocol.empty() || eval::IsProtocolPath(protocol)) return {};
+  return {protocol};
+}
+
 absl::Status RegisterBuiltinStageKinds(StageKindRegistry* kinds) {
   ROBOLOOP_RETURN_IF_ERROR(kinds->Register(CollectStageKind()));
   ROBOLOOP_RETURN_IF_ERROR(kinds->Register(RelabelStageKind()));

@@ -24,6 +24,10 @@ StageKind LoopStageKind();      // repeats a body of stages until a condition ho
 // a protocol the eval service loads by name), for StageKind::local_files.
 std::vector<std::string> ProtocolFiles(const std::string& protocol);
 
+// The protocol name `protocol` is ({protocol} when it is a name the eval service loads; none for a
+// file path or ""), for StageKind::served_protocols.
+std::vector<std::string> ServedProtocols(const std::string& protocol);
+
 // Registers every kind above into `kinds`, in that order.
 absl::Status RegisterBuiltinStageKinds(StageKindRegistry* kinds);
 

@@ -60,6 +60,7 @@ StageKind CompareStageKind() {
   kind.outputs = {"verdict", "p_value", "candidate.success", "baseline.success", "pairs", "reason"};
   kind.numeric_outputs = {"p_value", "candidate.success", "baseline.success", "pairs"};
   kind.local_files = [](const v1::Stage& stage) { return ProtocolFiles(stage.compare().protocol()); };
+  kind.served_protocols = [](const v1::Stage& stage) { return ServedProtocols(stage.compare().protocol()); };
   kind.run = RunCompare;
   kind.summarize = SummarizeCompare;
   return kind;

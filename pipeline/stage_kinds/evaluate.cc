@@ -60,6 +60,7 @@ StageKind EvaluateStageKind() {
     return SeedClaims{{}, stage.evaluate().protocol(), false, stage.evaluate().keep_failures()};
   };
   kind.local_files = [](const v1::Stage& stage) { return ProtocolFiles(stage.evaluate().protocol()); };
+  kind.served_protocols = [](const v1::Stage& stage) { return ServedProtocols(stage.evaluate().protocol()); };
   kind.run = RunEvaluate;
   kind.summarize = SummarizeEvaluate;
   return kind;

@@ -56,6 +56,7 @@ StageKind PromoteStageKind() {
   kind.reusable_across_runs = false;  // the champion it compares with lives outside its parameters
   kind.seeds = [](const v1::Stage& stage) { return SeedClaims{{}, stage.promote().protocol(), true}; };
   kind.local_files = [](const v1::Stage& stage) { return ProtocolFiles(stage.promote().protocol()); };
+  kind.served_protocols = [](const v1::Stage& stage) { return ServedProtocols(stage.promote().protocol()); };
   kind.run = RunPromote;
   kind.summarize = SummarizePromote;
   return kind;

@@ -341,5 +341,37 @@ TEST_F(EvalServiceTest, TheGrpcServiceEvaluatesStreamsProgressAndAnswersQueries)
   EXPECT_THAT(decision.status().message(), HasSubstr("is a file path"));
 }
 
+TEST_F(EvalServiceTest, GetProtocolReportsTheServersProtocolAndItsHash) {
+  EvalGrpcService service(handler_.get(), EvalGrpcService::Options());
+  common::GrpcServerOptions options;
+  options.listen_address = "unix:" + dir_ + "/eval.sock";
+  auto server = common::GrpcServer::Create(options, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+  common::GrpcChannelOptions channel;
+  channel.target = (*server)->target();
+  auto client = EvalClient::Connect(channel);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  auto info = (*client)->GetProtocol("swing");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->protocol().name(), "swing");
+  EXPECT_EQ(info->protocol().episodes(), 12);
+  EXPECT_EQ(info->protocol_hash(), ProtocolHash(info->protocol()));
+  std::ofstream(dir_ + "/protocols/swing.yaml")
+      << "task: cartpole-swingup\nbase_seed: 3\nseed_start: 500\nepisodes: 13\nmax_steps: 30\n"
+         "execution: {chunk: {mode: RECEDING_HORIZON, receding_steps: 2}}\n";
+  auto edited = (*client)->GetProtocol("swing");
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  EXPECT_EQ(edited->protocol().episodes(), 13);
+  EXPECT_NE(edited->protocol_hash(), info->protocol_hash());
+
+  const absl::Status unknown = (*client)->GetProtocol("nosuch").status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("protocol 'nosuch' not found"));
+  const absl::Status path = (*client)->GetProtocol(dir_ + "/protocols/swing.yaml").status();
+  EXPECT_EQ(path.code(), absl::StatusCode::kInvalidArgument) << path;
+  EXPECT_THAT(path.message(), HasSubstr("is a file path"));
+}
+
 }  // namespace
 }  // namespace roboloop::eval

@@ -1,6 +1,7 @@
 // Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
 // message for a mistyped --root; the status table's rows; `--format json` of runs and status;
-// `run --resume` from another folder; errors of the embedded services, which name them, not their sockets.
+// `run --resume` from another folder, and of a run recorded with a path relative to its folder;
+// errors of the embedded services, which name them, not their sockets.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 
 #include "cli/table.h"
 #include "common/fs.h"
+#include "common/sha256.h"
 #include "common/store_layout.h"
 #include "pipeline/run_store.h"
 #include "pipeline/runner.h"
@@ -92,6 +94,52 @@ TEST(CliRunInspectTest, EmbeddedServiceErrorsNameTheServiceNotItsSocket) {
     EXPECT_THAT(failed.err, HasSubstr(error)) << stage;
     EXPECT_THAT(failed.out + failed.err, Not(HasSubstr(".sock"))) << stage;
   }
+}
+
+// A failed run of `dir`/p.yaml as roboloop recorded runs before they kept absolute paths: the
+// path relative to the folder it was started in; returns its id.
+std::string OldRunWithARelativePath(const std::string& root, const std::string& dir) {
+  auto store = pipeline::RunStore::Open(StoreLayout(root).PipelineRuns());
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return "";
+  const absl::StatusOr<std::string> text = ReadFile(dir + "/p.yaml");
+  EXPECT_TRUE(text.ok()) << text.status();
+  const pipeline::RunSettings settings{Sha256Hex(text.value_or(""))};
+  const std::string id = (*store)->CreateRun("p", "p.yaml", {}, settings).value();
+  EXPECT_TRUE((*store)->FinishRun(id, "failed", "stage demos failed").ok());
+  return id;
+}
+
+TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
+  const std::string dir = testing::MakeTempDir("resume-relative");
+  const std::string root = dir + "/store";
+  const std::string elsewhere = dir + "/elsewhere";
+  ASSERT_TRUE(MakeDirs(elsewhere).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - {name: demos, kind: collect, "
+                                               "collect: {task: cartpole-swingup, policy: random, episodes: 2}}\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(elsewhere + "/q.yaml", "name: q\nstages: []\n").ok());
+  const std::string binary = testing::RoboloopBinary();
+  const std::string run = OldRunWithARelativePath(root, dir);
+
+  const ProgramResult lost = testing::RunProgram({binary, "run", "--resume", run, "--root", root}, {}, elsewhere);
+  EXPECT_EQ(lost.exit_code, 2) << lost.out << lost.err;
+  EXPECT_THAT(lost.err, HasSubstr("run " + run + " was recorded with the relative pipeline path p.yaml"));
+  EXPECT_THAT(lost.err, HasSubstr("resume it from the folder it was started in, or pass the file"));
+  const ProgramResult other =
+      testing::RunProgram({binary, "run", "q.yaml", "--resume", run, "--root", root}, {}, elsewhere);
+  EXPECT_EQ(other.exit_code, 2) << other.out << other.err;
+  EXPECT_THAT(other.err, HasSubstr("--resume " + run + " runs p.yaml, not q.yaml"));
+
+  const ProgramResult resumed = testing::RunProgram({binary, "run", "--resume", run, "--root", root}, {}, dir);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(Roboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")))
+      << "the resumed run records the absolute path";
+
+  const std::string passed_run = OldRunWithARelativePath(root, dir);
+  const ProgramResult passed =
+      testing::RunProgram({binary, "run", "../p.yaml", "--resume", passed_run, "--root", root}, {}, elsewhere);
+  EXPECT_EQ(passed.exit_code, 0) << passed.out << passed.err;
 }
 
 TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {

@@ -28,8 +28,15 @@ class CountingExecutor : public StageExecutor {
     if (fail.count(stage.name())) return absl::InternalError("broken " + stage.name());
     return StageOutputs{{"dataset", "ds-" + stage.name() + "-" + stage.merge().dataset_name()}};
   }
+  absl::StatusOr<std::vector<std::string>> ServedInputs(const v1::Stage& stage, const StageContext&) override {
+    absl::MutexLock lock(&mu_);
+    if (unserved.count(stage.name())) return absl::UnavailableError("no eval service for " + stage.name());
+    return served[stage.name()];
+  }
   std::map<std::string, int> calls;
   std::set<std::string> fail;
+  std::map<std::string, std::vector<std::string>> served;  // ServedInputs of each stage
+  std::set<std::string> unserved;                         // stages whose ServedInputs fail
 
  private:
   absl::Mutex mu_;
@@ -86,7 +93,7 @@ TEST_F(RunStoreTest, ResumeSkipsFinishedStagesAndRunsTheRest) {
   EXPECT_THAT(RunOnce(*run, true).message(), HasSubstr("broken b"));
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "broken b").ok());
   inner_.fail.clear();
-  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {}, {}).ok());
   ASSERT_TRUE(RunOnce(*run, true).ok());
   EXPECT_EQ(inner_.calls["a"], 1) << "a finished in the first attempt and is reused";
   EXPECT_EQ(inner_.calls["b"], 2);
@@ -106,7 +113,7 @@ TEST_F(RunStoreTest, AStoppedStageContinuesFromTheLastResumePointItRecorded) {
   RecordingExecutor recording(&inner, store_.get(), *run, true);
   EXPECT_TRUE(absl::IsCancelled(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).status()));
   ASSERT_TRUE(store_->FinishRun(*run, "cancelled", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run, {}, {}).ok());
+  ASSERT_TRUE(store_->ReopenRun(*run, "p.yaml", {}, {}).ok());
   ASSERT_TRUE(RunPipeline(loaded_, plan_, recording, SchedulerOptions()).ok());
   EXPECT_THAT(inner.given, ::testing::ElementsAre("", "b@2"));
   auto record = store_->GetRun(*run);
@@ -155,10 +162,10 @@ TEST_F(RunStoreTest, ARunWhoseRunnerDiedReadsAsInterruptedAndCanBeReopened) {
   EXPECT_EQ(record->stages[0].status, "interrupted");
   EXPECT_EQ(record->stages[0].attempts, 1) << "it was in its first attempt";
 
-  EXPECT_TRUE(store_->ReopenRun(dead, {}, {}).ok());
+  EXPECT_TRUE(store_->ReopenRun(dead, "p.yaml", {}, {}).ok());
   EXPECT_EQ(store_->GetRun(dead)->status, "running");
   EXPECT_EQ(store_->GetRun(dead)->runner.pid, getpid());
-  EXPECT_THAT(store_->ReopenRun(*live, {}, {}).message(), HasSubstr("is still running"));
+  EXPECT_THAT(store_->ReopenRun(*live, "p.yaml", {}, {}).message(), HasSubstr("is still running"));
 }
 
 TEST_F(RunStoreTest, AStoreOfSchema1IsUpgradedAndKeepsItsRuns) {
@@ -237,7 +244,9 @@ TEST_F(RunStoreTest, ARunKeepsWhatItWasStartedWithAndAReopeningReplacesIt) {
   EXPECT_EQ(record->settings->services_file, "/s/services.yaml");
   EXPECT_EQ(record->settings->protocols_dir, "/s/protocols");
   ASSERT_TRUE(store_->FinishRun(*run, "failed", "").ok());
-  ASSERT_TRUE(store_->ReopenRun(*run, {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"}).ok());
+  ASSERT_TRUE(
+      store_->ReopenRun(*run, "p.yaml", {"a.dataset_name=x", "b.dataset_name=y"}, RunSettings{"abc", false, "", "/p"})
+          .ok());
   record = store_->GetRun(*run);
   EXPECT_THAT(record->overrides, ::testing::ElementsAre("a.dataset_name=x", "b.dataset_name=y"));
   EXPECT_EQ(record->settings->protocols_dir, "/p");
@@ -276,6 +285,27 @@ TEST_F(RunStoreTest, AChangedProtocolOrDatasetFileIsNotAnsweredFromTheCache) {
   ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
   EXPECT_EQ(inner_.calls["t"], 2) << "the dataset file changed: train again";
   EXPECT_EQ(inner_.calls["e"], 2) << "the protocol file changed: evaluate again";
+}
+
+TEST_F(RunStoreTest, AChangedServedInputIsNotAnsweredFromTheCacheAndOneThatFailsIsRecorded) {
+  inner_.served["a"] = {"protocol gate 1111"};
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["a"], 1) << "the same served inputs: the cache answers";
+  inner_.served["a"] = {"protocol gate 2222"};
+  ASSERT_TRUE(RunOnce(*store_->CreateRun("p", "p.yaml"), true).ok());
+  EXPECT_EQ(inner_.calls["a"], 2) << "the protocol the service loads changed: run again";
+  EXPECT_EQ(inner_.calls["b"], 1) << "b's own inputs did not change";
+
+  inner_.unserved.insert("a");
+  const std::string run = *store_->CreateRun("p", "p.yaml");
+  EXPECT_THAT(RunOnce(run, true).message(), HasSubstr("no eval service for a"));
+  EXPECT_EQ(inner_.calls["a"], 2);
+  auto record = store_->GetRun(run);
+  ASSERT_TRUE(record.ok()) << record.status();
+  ASSERT_EQ(record->stages.size(), 1u);
+  EXPECT_EQ(record->stages[0].status, "failed");
+  EXPECT_THAT(record->stages[0].message, HasSubstr("no eval service for a"));
 }
 
 TEST_F(RunStoreTest, RunsSurviveReopeningAndUnknownRunsAreNamed) {

@@ -319,6 +319,62 @@ TEST_F(SpecTest, DuplicateAndMalformedNamesAreRefused) {
               HasSubstr("must start with a letter"));
 }
 
+// A stage left out of the plan for its name is still checked: its kind, parameters, protocol,
+// needs and references, and a loop's body and condition, are reported with the name in one go.
+TEST_F(SpecTest, AStageWithADuplicateOrBadNameIsCheckedAsWell) {
+  const std::string path = Write(R"(name: twice
+stages:
+  - name: demos
+    kind: collect
+    collect: {task: cartpole-swingup, episodes: 10}
+  - name: demos
+    kind: evaluate
+    needs: [phantom]
+    evaluate: {checkpoint: "${ghost.checkpoint}", protocol: nosuch}
+    retries: -1
+  - name: demos
+    kind: ship
+  - name: 1bad
+    kind: merge
+    merge: {datasets: ["${demos.checkpoint}"]}
+  - name: improve
+    kind: loop
+    loop:
+      max_iterations: 1
+      stages:
+        - {name: gate, kind: evaluate, evaluate: {checkpoint: c, protocol: gate}}
+  - name: improve
+    kind: loop
+    loop:
+      max_iterations: 0
+      until: "${nosuch.success.lower} >= 0.5"
+      stages:
+        - {name: gate, kind: evaluate, evaluate: {checkpoint: c, protocol: gate}}
+        - {name: tune, kind: train, train: {dataset: "${lost.dataset}", steps: 10}}
+)");
+  auto loaded = LoadPipeline(path, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ValidationOptions options;
+  options.protocols_dir = dir_;
+  const absl::Status status = ValidatePipeline(*loaded, BuiltinStageKinds(), options).status();
+  EXPECT_THAT(Lines(status),
+              ElementsAre(HasSubstr(":6: stage 'demos': is defined twice (first at line 3)"),
+                          HasSubstr(":6: stage 'demos': retries, backoff_s and timeout_s must not be negative"),
+                          HasSubstr(":6: stage 'demos': protocol 'nosuch' not found"),
+                          HasSubstr(":11: stage 'demos': is defined twice (first at line 3)"),
+                          HasSubstr(":11: stage 'demos': unknown kind 'ship'"),
+                          HasSubstr(":13: stage '1bad': a stage name must start with a letter"),
+                          HasSubstr(":22: stage 'improve': is defined twice (first at line 16)"),
+                          HasSubstr(":22: stage 'improve': loop.max_iterations must be at least 1"),
+                          HasSubstr(":28: stage 'gate': is defined twice (first at line 21)"),
+                          HasSubstr(":6: stage 'demos': refers to unknown stage 'phantom'"),
+                          HasSubstr(":6: stage 'demos': refers to unknown stage 'ghost'"),
+                          HasSubstr(":13: stage '1bad': ${demos.checkpoint}: a collect stage has no output 'checkpoint'"),
+                          HasSubstr(":29: stage 'tune': refers to unknown stage 'lost'"),
+                          HasSubstr(":22: stage 'improve': loop.until must test an output of a stage inside the loop")))
+      << status.message();
+}
+
 TEST_F(SpecTest, NonFiniteNumbersAndBadRanksAreRefused) {
   EXPECT_THAT(Validate(kLoop, {{"train.optimizer.lr", "nan"}}).status().message(),
               HasSubstr("stage 'train': config key optimizer.lr (--lr) must be a finite number > 0, got nan"));

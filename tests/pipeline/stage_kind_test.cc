@@ -1,6 +1,7 @@
 // A stage kind added from this file alone (issue 27, req 1): its record, one registration line,
 // and a pipeline that uses it — validated, overridden from the command line, run by the
-// product's executor and by the runner API over embedded services.
+// product's executor and by the runner API over embedded services; the protocols it names that the
+// eval service loads by name key its cached results by their hash.
 #include "pipeline/stage_kind.h"
 
 #include <gmock/gmock.h>
@@ -12,6 +13,8 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_server.h"
 #include "common/store_layout.h"
 #include "eval/protocol.h"
 #include "pipeline/run_store.h"
@@ -20,7 +23,9 @@
 #include "pipeline/spec.h"
 #include "pipeline/stage_executor.h"
 #include "pipeline/stage_kinds/builtin.h"
+#include "roboloop/v1/eval.grpc.pb.h"
 #include "tests/util/subprocess.h"
+#include "wiring/services.h"
 
 namespace roboloop::pipeline {
 namespace {
@@ -219,6 +224,83 @@ TEST_F(StageKindTest, AResumeRefusesAPipelineFileThatChangedSinceTheRunStarted) 
   const std::string recorded = RecordedPath(options.file);
   EXPECT_THAT(refused.message(), AllOf(HasSubstr(recorded + " changed since run " + first->run_id),
                                        HasSubstr("start a new run with roboloop run " + recorded)));
+}
+
+// `judge`: a shout that names, in its parameter's text, a protocol the eval service loads by name.
+StageKind JudgeStageKind() {
+  StageKind kind = ShoutStageKind();
+  kind.name = "judge";
+  kind.served_protocols = [](const v1::Stage& stage) {
+    return std::vector<std::string>{stage.params().fields().at("value").string_value()};
+  };
+  return kind;
+}
+
+TEST_F(StageKindTest, AProtocolEditedOnTheEvalServiceIsNotAnsweredFromTheCache) {
+  ASSERT_TRUE(kinds_.Register(JudgeStageKind()).ok());
+  const std::string dir = testing::MakeTempDir("served-protocol");
+  const std::string protocol = dir + "/protocols/gate.yaml";
+  ASSERT_TRUE(std::filesystem::create_directories(dir + "/protocols"));
+  const std::string text = "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000\nmax_steps: 50\n"
+                           "execution: {chunk: {mode: FULL_CHUNK}}\n";
+  std::ofstream(protocol) << text << "episodes: 10\n";
+  std::ofstream(dir + "/p.yaml") << "name: p\nstages:\n  - {name: judge, kind: judge, params: {value: gate}}\n";
+  PipelineRunOptions options;
+  options.file = dir + "/p.yaml";
+  options.root = dir + "/store";
+  options.protocols_dir = dir + "/protocols";  // the embedded eval service's
+  options.kinds = &kinds_;
+  auto store = RunStore::Open(StoreLayout(options.root).PipelineRuns());
+  ASSERT_TRUE(store.ok()) << store.status();
+  const auto run_status = [&]() -> std::string {
+    auto result = RunPipelineFile(options);
+    if (!result.ok()) return result.status().ToString();
+    auto record = (*store)->GetRun(result->run_id);
+    if (!record.ok()) return record.status().ToString();
+    return absl::StrJoin(StageStatuses(*record), ",");
+  };
+  EXPECT_EQ(run_status(), "judge:finished");
+  EXPECT_EQ(run_status(), "judge:cached");
+  std::ofstream(protocol) << text << "episodes: 20\n";
+  EXPECT_EQ(run_status(), "judge:finished") << "the protocol the eval service loads changed";
+  EXPECT_EQ(run_status(), "judge:cached");
+}
+
+// An EvalService as served before GetProtocol: every call is unimplemented.
+class EvalServiceWithoutGetProtocol final : public v1::EvalService::Service {};
+
+TEST_F(StageKindTest, AnEvalServiceWithoutGetProtocolKeysANamedProtocolByNameAndSaysSo) {
+  const std::string dir = testing::MakeTempDir("older-eval");
+  EvalServiceWithoutGetProtocol service;
+  common::GrpcServerOptions server_options;
+  server_options.listen_address = "unix:" + dir + "/eval.sock";
+  auto server = common::GrpcServer::Create(server_options, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+  wiring::ServiceTargets targets;
+  targets.eval.target = (*server)->target();
+  for (common::GrpcChannelOptions* unused : {&targets.registry, &targets.train}) {
+    unused->target = "unix:" + dir + "/none.sock";
+  }
+  targets.sims.push_back(targets.registry);
+  auto clients = wiring::ServiceClients::Connect(targets);
+  ASSERT_TRUE(clients.ok()) << clients.status();
+  ServiceStageExecutor executor(clients->get(), ExecutorOptions());
+  const StageKind judge = JudgeStageKind();
+  StageContext context;
+  context.kind = &judge;
+  v1::Stage stage;
+  (*stage.mutable_params()->mutable_fields())["value"].set_string_value("gate");
+
+  ::testing::internal::CaptureStderr();
+  auto first = executor.ServedInputs(stage, context);
+  auto second = executor.ServedInputs(stage, context);
+  const std::string note = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(*first, ::testing::ElementsAre("protocol gate "));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(note, AllOf(HasSubstr("note: the eval service has no GetProtocol (an older roboloop)"),
+                          HasSubstr("by the name only")));
+  EXPECT_EQ(note.find("note:"), note.rfind("note:")) << "noted once: " << note;
 }
 
 TEST_F(StageKindTest, ALoopIsRecordedWithItsIterationsAndLogLikeAStage) {
