@@ -204,6 +204,13 @@ absl::Status MakeReadOnly(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status MakeOwnFileReadOnly(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return ErrnoStatus(errno, path);
+  if (info.st_uid != geteuid() && geteuid() != 0) return absl::OkStatus();
+  return MakeReadOnly(path);
+}
+
 std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a.empty()) return std::string(b);
   if (b.empty()) return std::string(a);

@@ -92,6 +92,10 @@ absl::Status RemoveFile(const std::string& path);
 // any is left alone. Errors name the path.
 absl::Status MakeReadOnly(const std::string& path);
 
+// MakeReadOnly for a file found in a cache that several users may share: a file another user
+// owns (only they may change its mode) is left as it is.
+absl::Status MakeOwnFileReadOnly(const std::string& path);
+
 // Joins two path parts with exactly one '/' between them.
 std::string JoinPath(absl::string_view a, absl::string_view b);
 

@@ -377,9 +377,10 @@ absl::StatusOr<std::vector<std::string>> ReadTasks(const std::string& dir) {
   return tasks;
 }
 
-// `path`, its write permissions taken off (MakeReadOnly).
+// `path`, a cached import found in place, its write permissions taken off where this user
+// owns it (MakeOwnFileReadOnly).
 absl::StatusOr<std::string> MadeReadOnly(const std::string& path) {
-  ROBOLOOP_RETURN_IF_ERROR(MakeReadOnly(path));
+  ROBOLOOP_RETURN_IF_ERROR(MakeOwnFileReadOnly(path));
   return path;
 }
 

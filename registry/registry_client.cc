@@ -101,7 +101,11 @@ absl::StatusOr<std::string> RegistryClient::CachedCopy(const std::string& sha256
   ROBOLOOP_RETURN_IF_ERROR(MakeDirs(cache_dir));
   const std::string path = JoinPath(cache_dir, sha256 + suffix);
   const bool intact = PathExists(path) && Sha256File(path).value_or("") == sha256;
-  if (!intact) ROBOLOOP_RETURN_IF_ERROR(DownloadToFile(sha256, path));
+  if (intact) {
+    ROBOLOOP_RETURN_IF_ERROR(MakeOwnFileReadOnly(path));
+    return path;
+  }
+  ROBOLOOP_RETURN_IF_ERROR(DownloadToFile(sha256, path));
   ROBOLOOP_RETURN_IF_ERROR(MakeReadOnly(path));
   return path;
 }

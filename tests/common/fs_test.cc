@@ -1,7 +1,11 @@
 #include "common/fs.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -57,6 +61,53 @@ TEST_F(FsTest, WriteIntoMissingDirectoryFailsWithPath) {
   absl::Status status = WriteFileAtomic(JoinPath(dir_, "no/such/dir/f"), "x");
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("no/such/dir"), std::string::npos);
+}
+
+// The permission bits of `path`.
+mode_t ModeOf(const std::string& path) {
+  struct stat info {};
+  EXPECT_EQ(stat(path.c_str(), &info), 0) << path;
+  return info.st_mode & 07777;
+}
+
+TEST_F(FsTest, MakeReadOnlyTakesOffEveryWriteBitAndKeepsTheRest) {
+  ASSERT_TRUE(MakeDirs(dir_).ok());
+  const std::string path = JoinPath(dir_, "cached");
+  ASSERT_TRUE(WriteFileAtomic(path, "x").ok());
+  ASSERT_EQ(chmod(path.c_str(), 0776), 0);
+  ASSERT_TRUE(MakeReadOnly(path).ok());
+  EXPECT_EQ(ModeOf(path), 0554);
+  ASSERT_TRUE(MakeOwnFileReadOnly(path).ok());
+  EXPECT_EQ(ModeOf(path), 0554);
+  EXPECT_EQ(MakeOwnFileReadOnly(JoinPath(dir_, "missing")).code(), absl::StatusCode::kNotFound);
+}
+
+// A cache shared by several users: a file root wrote stays as it is for user `nobody`, who may
+// not change its mode; MakeReadOnly says so, MakeOwnFileReadOnly accepts the file.
+TEST_F(FsTest, AnotherUsersCachedFileIsLeftAsItIs) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  // Under /tmp: the test's own temp folder (TMPDIR) is closed to other users.
+  dir_ = JoinPath("/tmp", "roboloop-shared-" + NewUuid());
+  ASSERT_TRUE(MakeDirs(dir_).ok());
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  const std::string path = JoinPath(dir_, "shared");
+  ASSERT_TRUE(WriteFileAtomic(path, "x").ok());
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setuid(65534) != 0) _exit(3);
+    if (MakeReadOnly(path).ok()) _exit(4);
+    const absl::Status own = MakeOwnFileReadOnly(path);
+    if (!own.ok()) fprintf(stderr, "%s\n", own.ToString().c_str());
+    _exit(own.ok() ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setuid failed, 4: MakeReadOnly changed another user's file, "
+                                       "5: MakeOwnFileReadOnly refused it";
+  EXPECT_EQ(ModeOf(path), 0666);
 }
 
 TEST(PathHelpers, JoinAndParent) {
