@@ -414,7 +414,7 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
                                        "--root", root, "--init-from", "cp@latest", "--steps", "2"};
   const ProgramResult wrong_dims = RunProgram(mismatch);
   EXPECT_EQ(wrong_dims.exit_code, 1);
-  EXPECT_THAT(wrong_dims.err, HasSubstr("checkpoint cp@latest reads obs_dim"));
+  EXPECT_THAT(wrong_dims.err, HasSubstr("dataset " + *dir_ + "/pendulum.hdf5: checkpoint cp@latest reads obs_dim"));
   EXPECT_THAT(wrong_dims.err, HasSubstr("but the dataset has obs_dim"));
 
   // Corrupt the stored policy blob of cp:v1: fetching it must fail on its digest.
