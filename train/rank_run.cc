@@ -146,7 +146,11 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
     ROBOLOOP_ASSIGN_OR_RETURN(data.store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
     return data;
   }
-  if (leader) {
+  if (leader && fits) {
+    spdlog::info("{}: {} bytes of training data fit the data cache of {} bytes, but the resumed run streamed them: "
+                 "streaming to continue its sequence", p.dataset.Describe(), cache->total_bytes(),
+                 cache->capacity_bytes());
+  } else if (leader) {
     spdlog::info("{}: {} bytes of training data exceed the data cache of {} bytes (--data-cache-mb): streaming",
                  p.dataset.Describe(), cache->total_bytes(), cache->capacity_bytes());
   }

@@ -360,6 +360,20 @@ TEST_F(TrainCliTest, ResumeContinuesTheCheckpointsRun) {
   EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
 }
 
+// A streamed run resumed with a cache its data fits in goes on streaming, and its log says why.
+TEST_F(TrainCliTest, ResumedStreamingRunSaysWhyItStillStreams) {
+  const std::string root = testing::MakeTempDir("resume_stream");
+  const ProgramResult first =
+      RunProgram(Train(root, {"--steps", "4", "--checkpoint-every", "2", "--model", "s", "--data-cache-mb", "0.01"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.err, HasSubstr("exceed the data cache of 10485 bytes (--data-cache-mb): streaming"));
+  const ProgramResult resumed = RunProgram(Train(root, {"--resume", "s:v1", "--data-cache-mb", "64"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // QA: the log claimed the data exceeded the 64 MiB cache.
+  EXPECT_THAT(resumed.err, HasSubstr("fit the data cache of 67108864 bytes, but the resumed run streamed them"));
+  EXPECT_THAT(resumed.err, Not(HasSubstr("exceed the data cache")));
+}
+
 // Ctrl-C is exit 130 with one line naming the checkpoint to resume, with one rank and with two.
 TEST_F(TrainCliTest, CancelledRunExits130WithTheCheckpointToResume) {
   for (const char* ranks : {"1", "2"}) {
