@@ -127,7 +127,8 @@ std::vector<std::string> ResolvedDatasetSet::paths() const {
 
 std::string ResolvedDatasetSet::Describe() const {
   if (members.size() == 1) return members.front().path;
-  return absl::StrCat(members.front().path, " (and ", members.size() - 1, " more files of its set)");
+  const size_t more = members.size() - 1;
+  return absl::StrCat(members.front().path, " (and ", more, more == 1 ? " more file" : " more files", " of its set)");
 }
 
 std::string DatasetSetBlob(const std::vector<std::string>& member_ids) {
