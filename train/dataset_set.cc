@@ -30,7 +30,10 @@ absl::StatusOr<std::vector<std::string>> FolderFiles(const std::string& dir) {
     const std::string path = JoinPath(dir, name);
     if (absl::EndsWith(name, ".hdf5") && std::filesystem::is_regular_file(path)) files.push_back(path);
   }
-  if (files.empty()) return absl::InvalidArgumentError(absl::StrCat("dataset folder ", dir, " has no *.hdf5 files"));
+  if (files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset folder ", dir, " has no *.hdf5 files and is no LeRobot dataset (no meta/info.json)"));
+  }
   return files;
 }
 
