@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/grpc_server.h"
 #include "common/grpc_signals.h"
+#include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
 #include "data/validation_in_child.h"
@@ -150,7 +151,16 @@ absl::Status CheckRegisterTarget(const SimFlags& flags) {
 absl::Status Collect(const SimFlags& flags) {
   ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.collect.rollout().policy()));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Collect(flags.collect));
+  common::CancellationToken cancel;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
+  absl::StatusOr<v1::DatasetWritten> collected = backend->Collect(flags.collect, &cancel);
+  signals.reset();
+  if (cancel.IsCancelled()) {
+    return WithExitCode(absl::CancelledError(absl::StrCat("collect cancelled; ", flags.collect.output_path(),
+                                                          " was not written")),
+                        kExitCancelled);
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, std::move(collected));
   PrintWritten("collected", written);
   std::printf("%lld episodes run, %lld successful\n", static_cast<long long>(written.episodes_run()),
               static_cast<long long>(written.successes()));

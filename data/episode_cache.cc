@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -50,6 +51,13 @@ int64_t StepBytes(const DatasetLayout& layout, const EpisodeStore::Options& opti
     bytes += row;
   }
   return bytes;
+}
+
+// The size of the file at `path`, or -1 when it cannot be had.
+int64_t FileBytes(const std::string& path) {
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+  return error ? -1 : static_cast<int64_t>(bytes);
 }
 
 // Opens `path`, one file of `episodes`, and checks that its split and features exist.
@@ -124,6 +132,7 @@ EpisodeCache::EpisodeCache(std::vector<std::unique_ptr<DatasetReader>> readers, 
       demos_(std::move(demos)),
       step_bytes_(step_bytes),
       capacity_bytes_(capacity_bytes) {
+  for (const std::unique_ptr<DatasetReader>& reader : readers_) file_bytes_.push_back(FileBytes(reader->path()));
   for (size_t e = 0; e < demos_.size(); ++e) {
     lengths_.push_back(readers_[files_[e]]->layout().FindDemo(demos_[e])->num_samples);
     total_steps_ += lengths_.back();
@@ -162,7 +171,7 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
   absl::MutexLock relock(&mu_);
   reading_.erase(episode);
   reserved_bytes_ -= bytes;
-  if (!loaded.ok()) return loaded.status();
+  if (!loaded.ok()) return NoteChangedFile(loaded.status(), episode);
   std::shared_ptr<const EpisodeStore> store(std::move(loaded).value());
   recency_.push_front(episode);
   entries_[episode] = Entry{store, recency_.begin()};
@@ -171,6 +180,15 @@ absl::StatusOr<std::shared_ptr<const EpisodeStore>> EpisodeCache::Get(int64_t ep
   counters_.resident_bytes += store->memory_bytes();
   counters_.peak_resident_bytes = std::max(counters_.peak_resident_bytes, counters_.resident_bytes);
   return store;
+}
+
+absl::Status EpisodeCache::NoteChangedFile(const absl::Status& status, int64_t episode) const {
+  const int64_t opened = file_bytes_[files_[episode]];
+  const int64_t now = FileBytes(episode_path(episode));
+  if (now == opened) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), " (", episode_path(episode), " was ", opened,
+                                                  " bytes when training opened it and is ", now,
+                                                  " now: it changed while being read)"));
 }
 
 int64_t EpisodeCache::EvictFor(int64_t bytes) {

@@ -82,7 +82,9 @@ class EpisodeCache {
   // glibc stay within about an eighth of the capacity. A thread
   // asking for an episode another thread is reading waits for that read and takes its episode
   // (reading it itself when that read failed). Errors: the load's (I/O,
-  // NaN/Inf under a strict policy, float32 range), naming the file and demo.
+  // NaN/Inf under a strict policy, float32 range), naming the file and demo; when the file's
+  // size is no longer what it was when the cache opened it (truncated or rewritten while
+  // training streams from it), the error says so.
   absl::StatusOr<std::shared_ptr<const EpisodeStore>> Get(int64_t episode);
 
   // Counters so far.
@@ -97,6 +99,9 @@ class EpisodeCache {
   // being read (or none is left); returns the bytes dropped.
   int64_t EvictFor(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // `status`, a failed read of `episode`, with a note when its file's size changed since Open.
+  absl::Status NoteChangedFile(const absl::Status& status, int64_t episode) const;
+
   struct Entry {
     std::shared_ptr<const EpisodeStore> store;
     std::list<int64_t>::iterator recency;  // position in recency_
@@ -105,6 +110,7 @@ class EpisodeCache {
   const std::vector<std::unique_ptr<DatasetReader>> readers_;
   const EpisodeStore::Options episodes_;
   const std::vector<int> files_;  // index in readers_ of each episode's file
+  std::vector<int64_t> file_bytes_;  // size of each file of readers_ when opened (-1: unknown)
   const std::vector<std::string> demos_;
   std::vector<int64_t> lengths_;
   int64_t total_steps_ = 0;

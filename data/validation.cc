@@ -267,6 +267,39 @@ absl::StatusOr<std::optional<ValidationIssue>> ScanFeatureValues(hid_t file,
                                  array.ElementsPerStep(), path);
 }
 
+// At most this many bytes of one feature are read at once by ReadThrough.
+constexpr int64_t kReadThroughBlockBytes = int64_t{16} << 20;
+
+// Reads every row of `feature` in `demo`, block by block, so that a chunk that does not decode
+// (a damaged camera frame, say) is an error naming the dataset (and, for frames, the frame).
+absl::Status ReadThrough(hid_t file, const DemoLayout& demo, const FeatureSpec& feature) {
+  const std::string path = FeaturePath(demo.name, feature.name);
+  ROBOLOOP_ASSIGN_OR_RETURN(h5::Handle dataset, h5::OpenDataset(file, path, path));
+  int64_t row_bytes = DTypeSize(feature.dtype);
+  for (int64_t side : feature.step_shape) row_bytes *= side;
+  const int64_t block_rows = std::clamp<int64_t>(kReadThroughBlockBytes / std::max<int64_t>(row_bytes, 1), 1,
+                                                 std::max<int64_t>(demo.num_samples, 1));
+  std::vector<uint8_t> block(static_cast<size_t>(block_rows * row_bytes));
+  for (int64_t first = 0; first < demo.num_samples; first += block_rows) {
+    const int64_t rows = std::min(block_rows, demo.num_samples - first);
+    ROBOLOOP_RETURN_IF_ERROR(h5::ReadRows(dataset.get(), feature.dtype, first, rows, block.data(), path));
+  }
+  return absl::OkStatus();
+}
+
+// Reads every feature ScanValues does not (integers, camera frames) so that each stored chunk of
+// the file has been decoded once; the first that does not is an error prefixed with `file_name`.
+absl::Status ReadNonFloatFeatures(hid_t file, const std::string& file_name, const DatasetLayout& layout) {
+  for (const DemoLayout& demo : layout.demos) {
+    for (const FeatureSpec& feature : layout.spec) {
+      if (IsFloating(feature.dtype)) continue;
+      const absl::Status read = ReadThrough(file, demo, feature);
+      if (!read.ok()) return Annotate(read, file_name);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const DemoLayout* DatasetLayout::FindDemo(const std::string& name) const {
@@ -340,6 +373,7 @@ absl::StatusOr<ValidationResult> ValidateFile(const std::string& path,
   if (options.scan_values) {
     ROBOLOOP_RETURN_IF_ERROR(internal::ScanValues(file.get(), path, result.layout,
                                                   options.nan_policy, &result.warnings));
+    ROBOLOOP_RETURN_IF_ERROR(ReadNonFloatFeatures(file.get(), path, result.layout));
     ROBOLOOP_RETURN_IF_ERROR(internal::CheckStoredStats(file.get(), path, result.layout));
   }
   return result;

@@ -28,6 +28,8 @@ struct ValidationOptions {
   NanPolicy nan_policy = NanPolicy::kStrict;  // handling of NaN/Inf values
   // Read every float feature to look for NaN/Inf (reads the data once), and check the stored
   // `stats` group: values finite, one per element of its feature, std >= 0, min <= max.
+  // ValidateFile also reads every other feature (integers, camera frames), so that a chunk that
+  // does not decode is an error naming the file, dataset and frame; DatasetReader::Open does not.
   bool scan_values = true;
 };
 

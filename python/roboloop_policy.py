@@ -396,9 +396,12 @@ class ExportedPolicy:
         if bool((history_length < 1).any()) or bool((history_length > self.history).any()):
             raise ValueError(f"history_length entries must lie in 1..{self.history}")
         if self.image_bytes:
-            images = torch.as_tensor(images, dtype=torch.uint8) if images is not None else None
+            images = torch.as_tensor(images) if images is not None else None
             if images is None or images.numel() != obs.shape[0] * self.image_bytes:
                 raise ValueError(f"images must be uint8 [batch, {self.image_bytes}] for the policy's cameras")
+            if images.dtype != torch.uint8:
+                raise ValueError(f"images are {images.dtype}, but the policy reads uint8 RGB frames (0..255); "
+                                 "frames scaled to [0, 1] must be scaled back")
             images = images.reshape(obs.shape[0], self.image_bytes)
         elif images is not None:
             raise ValueError("the policy has no cameras but images were given")

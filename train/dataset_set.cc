@@ -30,7 +30,10 @@ absl::StatusOr<std::vector<std::string>> FolderFiles(const std::string& dir) {
     const std::string path = JoinPath(dir, name);
     if (absl::EndsWith(name, ".hdf5") && std::filesystem::is_regular_file(path)) files.push_back(path);
   }
-  if (files.empty()) return absl::InvalidArgumentError(absl::StrCat("dataset folder ", dir, " has no *.hdf5 files"));
+  if (files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset folder ", dir, " has no *.hdf5 files and is no LeRobot dataset (no meta/info.json)"));
+  }
   return files;
 }
 
@@ -127,7 +130,8 @@ std::vector<std::string> ResolvedDatasetSet::paths() const {
 
 std::string ResolvedDatasetSet::Describe() const {
   if (members.size() == 1) return members.front().path;
-  return absl::StrCat(members.front().path, " (and ", members.size() - 1, " more files of its set)");
+  const size_t more = members.size() - 1;
+  return absl::StrCat(members.front().path, " (and ", more, more == 1 ? " more file" : " more files", " of its set)");
 }
 
 std::string DatasetSetBlob(const std::vector<std::string>& member_ids) {

@@ -74,7 +74,11 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   const std::string& ref = config.resume().empty() ? config.init_from() : config.resume();
   if (!ref.empty()) {
     ROBOLOOP_ASSIGN_OR_RETURN(FetchedCheckpoint checkpoint, FetchCheckpoint(*options.registry, ref, cache));
-    ROBOLOOP_ASSIGN_OR_RETURN(p.policy_options, PolicyOptionsFromCheckpoint(checkpoint, ref, p.features));
+    absl::StatusOr<nlohmann::json> policy_options = PolicyOptionsFromCheckpoint(checkpoint, ref, p.features);
+    if (!policy_options.ok()) {
+      return Annotate(policy_options.status(), absl::StrCat("dataset ", p.dataset.Describe()));
+    }
+    p.policy_options = *std::move(policy_options);
     ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest.normalization));
     if (!config.resume().empty() && checkpoint.trainer_state_path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from"));
@@ -142,7 +146,11 @@ absl::StatusOr<TrainingData> OpenTrainingData(const Prepared& p, const v1::Train
     ROBOLOOP_ASSIGN_OR_RETURN(data.store, LoadStore(p, config, config.split(), /*log_conversions=*/leader));
     return data;
   }
-  if (leader) {
+  if (leader && fits) {
+    spdlog::info("{}: {} bytes of training data fit the data cache of {} bytes, but the resumed run streamed them: "
+                 "streaming to continue its sequence", p.dataset.Describe(), cache->total_bytes(),
+                 cache->capacity_bytes());
+  } else if (leader) {
     spdlog::info("{}: {} bytes of training data exceed the data cache of {} bytes (--data-cache-mb): streaming",
                  p.dataset.Describe(), cache->total_bytes(), cache->capacity_bytes());
   }

@@ -72,7 +72,7 @@ class TorchTrainer {
 
   // One optimisation step at global step `step`. DataLoss naming the step when the loss or
   // gradient is NaN/Inf (no update applied); Internal for any other failure (a peer rank
-  // that died, a LibTorch error).
+  // that died, a LibTorch error), "step <step>: training step: <what>".
   absl::StatusOr<TrainStepFigures> Step(const RoboloopTrainBatch& batch, int64_t step);
   // Stages `batch` for Step at global step `step` (RoboloopTorchApi::trainer_stage): on a GPU
   // its copy overlaps the step called before that one. Internal on failure.

@@ -37,8 +37,9 @@ absl::Status SimBackend::Rollout(const v1::RolloutRequest& request, const sim::E
   return client_ ? client_->Rollout(request, on_episode) : handler_->Rollout(request, on_episode, nullptr);
 }
 
-absl::StatusOr<v1::DatasetWritten> SimBackend::Collect(const v1::CollectRequest& request) const {
-  return client_ ? client_->Collect(request) : handler_->Collect(request, nullptr);
+absl::StatusOr<v1::DatasetWritten> SimBackend::Collect(const v1::CollectRequest& request,
+                                                       const common::CancellationToken* cancel) const {
+  return client_ ? client_->Collect(request, absl::Hours(24), cancel) : handler_->Collect(request, cancel);
 }
 
 absl::StatusOr<v1::DatasetWritten> SimBackend::Relabel(const v1::RelabelRequest& request) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 #include "sim/sim_client.h"
 #include "sim/sim_service.h"
 #include "sim/task_registry.h"
@@ -34,7 +35,10 @@ class SimBackend {
 
   absl::StatusOr<v1::ListTasksResponse> ListTasks() const;
   absl::Status Rollout(const v1::RolloutRequest& request, const sim::EpisodeCallback& on_episode) const;
-  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request) const;
+  // Writes the request's dataset; once `cancel` (may be null) is cancelled the rollout stops,
+  // no file is left and the answer is Cancelled.
+  absl::StatusOr<v1::DatasetWritten> Collect(const v1::CollectRequest& request,
+                                             const common::CancellationToken* cancel = nullptr) const;
   absl::StatusOr<v1::DatasetWritten> Relabel(const v1::RelabelRequest& request) const;
 
  private:

@@ -171,6 +171,29 @@ TEST_F(ValidationTest, NanIsAnErrorWhenStrictAndAWarningWhenLenient) {
   EXPECT_EQ(result->warnings[0].ToString(), "data/demo_1/obs/qpos: 2 NaN/Inf values (first at step 2)");
 }
 
+TEST(ValidationFramesTest, ACameraFrameThatDoesNotInflateIsAnError) {
+  TempDir dir;
+  const std::string path = dir.File("frames.hdf5");
+  WriteDataset(path, {6, 5}, R"({"env_name": "Lift"})", testing::MakeBandedImageEpisode);
+  {
+    auto file = h5::OpenFile(path, /*writable=*/true);
+    ASSERT_TRUE(file.ok()) << file.status();
+    const std::string key = FeaturePath("demo_1", testing::kImageKey);
+    auto frames = h5::OpenDataset(file->get(), key, key);
+    ASSERT_TRUE(frames.ok()) << frames.status();
+    const hsize_t frame_3[4] = {3, 0, 0, 0};
+    const std::vector<uint8_t> not_zlib(40, 0xab);
+    ASSERT_GE(H5Dwrite_chunk(frames->get(), H5P_DEFAULT, 0, frame_3, not_zlib.size(), not_zlib.data()), 0);
+  }
+  const auto result = ValidateFile(path, ValidationOptions());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(std::string(result.status().message()),
+            path + ": data/demo_1/obs/agentview_image: frame 3: corrupt chunk (not a zlib stream)");
+  ValidationOptions structure_only;
+  structure_only.scan_values = false;
+  EXPECT_TRUE(ValidateFile(path, structure_only).ok());
+}
+
 TEST_F(ValidationTest, MaskNamingUnknownDemo) {
   Mutate([](hid_t file) {
     auto mask = h5::EnsureGroup(file, "mask");

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -264,6 +267,40 @@ TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
   }
   EXPECT_EQ(hashes[0].size(), 64u);
   EXPECT_EQ(hashes[0], hashes[1]);
+}
+
+// Names of the entries of `dir`.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
+  return names;
+}
+
+// QA: Ctrl-C during `sim collect` left `<output>.partial-<uuid>` behind; now the rollout stops, no partial
+// file is left and an earlier file under the output name stays as it was.
+TEST(CliSimTest, InterruptedCollectLeavesNoFileAndKeepsTheOldOne) {
+  const std::string dir = testing::MakeTempDir("clisimint");
+  const std::string output = dir + "/demos.hdf5";
+  const std::vector<std::string> collect = {testing::RoboloopBinary(), "sim", "collect", "--task", "cartpole-balance",
+                                            "--policy", "random", "--max-steps", "60", "-o", output, "--overwrite",
+                                            "--episodes"};
+  std::vector<std::string> small = collect;
+  small.push_back("2");
+  ASSERT_EQ(testing::RunProgram(small).exit_code, 0);
+  const std::string before = testing::ReadWholeFile(output);
+  for (int signal : {SIGINT, SIGTERM}) {
+    std::vector<std::string> large = collect;
+    large.push_back("1000000");
+    const testing::RunningProgram running = testing::StartProgram(large);
+    for (int i = 0; i < 600 && Entries(dir).size() < 2; ++i) usleep(50'000);  // until the partial file exists
+    ASSERT_EQ(Entries(dir).size(), 2u) << "no partial file appeared";
+    kill(running.pid, signal);
+    const ProgramResult stopped = testing::FinishProgram(running);
+    EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+    EXPECT_THAT(stopped.err, HasSubstr("collect cancelled; " + output + " was not written"));
+    EXPECT_THAT(Entries(dir), ::testing::ElementsAre("demos.hdf5"));
+    EXPECT_EQ(testing::ReadWholeFile(output), before);
+  }
 }
 
 // The state hash chain of `sim rollout --format json`, pasted as it is into `sim replay --expect-hash`.

@@ -235,6 +235,26 @@ TEST_F(ExportPythonTest, MlpWithTwoCameras) {
                                                 "(agentview 16x16x3, wrist 8x12x3) -> actions [3, 2] per row"));
 }
 
+TEST_F(ExportPythonTest, FramesThatAreNotUint8AreRefused) {
+  nlohmann::json spec = {{"kind", "mlp"}, {"obs_dim", 5}, {"action_dim", 2}, {"history", 1},
+                         {"chunk", 3}, {"hidden", {8}}, {"activation", "relu"}};
+  spec.update(TwoCameraOptions());
+  const std::string policy_dir = MakePolicy(spec, 9);
+  // QA: float frames in [0, 1] (torchvision's and LeRobot's convention) were cast to uint8, all zeros.
+  const std::string script = "import sys, torch\n"
+                             "sys.path.insert(0, sys.argv[1])\n"
+                             "import roboloop_policy\n"
+                             "policy = roboloop_policy.load_policy(sys.argv[2])\n"
+                             "obs = torch.zeros(2, 1, 5)\n"
+                             "policy.act(obs, None, torch.zeros(2, policy.image_bytes, dtype=torch.uint8))\n"
+                             "policy.act(obs, None, torch.full((2, policy.image_bytes), 0.5))\n";
+  roboloop::testing::ProgramResult ran = roboloop::testing::RunProgram(
+      {testing::kTorchPython, "-c", script, ROBOLOOP_SOURCE_DIR "/python", policy_dir});
+  EXPECT_NE(ran.exit_code, 0);
+  EXPECT_THAT(ran.err, ::testing::HasSubstr("ValueError: images are torch.float32, but the policy reads uint8 RGB "
+                                            "frames (0..255)"));
+}
+
 TEST_F(ExportPythonTest, SelfCheckNamesAMalformedJsonFile) {
   const std::string policy_dir = MakePolicy({{"kind", "mlp"}, {"obs_dim", 3}, {"action_dim", 2}, {"history", 1},
                                              {"chunk", 2}, {"hidden", {8}}, {"activation", "relu"}},

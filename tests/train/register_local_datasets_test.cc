@@ -34,6 +34,16 @@ class RegisterLocalDatasetsTest : public ::testing::Test {
   std::unique_ptr<registry::RegistryClient> client_;
 };
 
+TEST(ResolvedDatasetSetTest, DescribeNamesTheFirstFileAndCountsTheOthers) {
+  ResolvedDatasetSet set;
+  set.members.push_back({"a.hdf5", "", ""});
+  EXPECT_EQ(set.Describe(), "a.hdf5");
+  set.members.push_back({"b.hdf5", "", ""});
+  EXPECT_EQ(set.Describe(), "a.hdf5 (and 1 more file of its set)");
+  set.members.push_back({"c.hdf5", "", ""});
+  EXPECT_EQ(set.Describe(), "a.hdf5 (and 2 more files of its set)");
+}
+
 TEST_F(RegisterLocalDatasetsTest, LocalFilesBecomeRegisteredIdsAndEverythingElseStays) {
   std::filesystem::create_directories(dir_ + "/parts");
   std::filesystem::create_directories(dir_ + "/lerobot/meta");

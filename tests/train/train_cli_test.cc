@@ -187,7 +187,7 @@ class TrainCliTest : public ::testing::Test {
       testing::FinishProgram(rank1);
       EXPECT_NE(survivor.exit_code, 0);
       EXPECT_LT(seconds, 60);
-      EXPECT_THAT(survivor.err, HasSubstr("training step"));
+      EXPECT_THAT(survivor.err, ::testing::ContainsRegex("step [0-9]+: training step: "));
       return;
     }
     FAIL() << "three free ports were taken before rank 0 could bind them";
@@ -360,6 +360,20 @@ TEST_F(TrainCliTest, ResumeContinuesTheCheckpointsRun) {
   EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
 }
 
+// A streamed run resumed with a cache its data fits in goes on streaming, and its log says why.
+TEST_F(TrainCliTest, ResumedStreamingRunSaysWhyItStillStreams) {
+  const std::string root = testing::MakeTempDir("resume_stream");
+  const ProgramResult first =
+      RunProgram(Train(root, {"--steps", "4", "--checkpoint-every", "2", "--model", "s", "--data-cache-mb", "0.01"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.err, HasSubstr("exceed the data cache of 10485 bytes (--data-cache-mb): streaming"));
+  const ProgramResult resumed = RunProgram(Train(root, {"--resume", "s:v1", "--data-cache-mb", "64"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // QA: the log claimed the data exceeded the 64 MiB cache.
+  EXPECT_THAT(resumed.err, HasSubstr("fit the data cache of 67108864 bytes, but the resumed run streamed them"));
+  EXPECT_THAT(resumed.err, Not(HasSubstr("exceed the data cache")));
+}
+
 // Ctrl-C is exit 130 with one line naming the checkpoint to resume, with one rank and with two.
 TEST_F(TrainCliTest, CancelledRunExits130WithTheCheckpointToResume) {
   for (const char* ranks : {"1", "2"}) {
@@ -414,7 +428,7 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
                                        "--root", root, "--init-from", "cp@latest", "--steps", "2"};
   const ProgramResult wrong_dims = RunProgram(mismatch);
   EXPECT_EQ(wrong_dims.exit_code, 1);
-  EXPECT_THAT(wrong_dims.err, HasSubstr("checkpoint cp@latest reads obs_dim"));
+  EXPECT_THAT(wrong_dims.err, HasSubstr("dataset " + *dir_ + "/pendulum.hdf5: checkpoint cp@latest reads obs_dim"));
   EXPECT_THAT(wrong_dims.err, HasSubstr("but the dataset has obs_dim"));
 
   // Corrupt the stored policy blob of cp:v1: fetching it must fail on its digest.

@@ -130,6 +130,12 @@ TEST_F(TrainDatasetSetTest, AFileWithOtherObservationsIsNamedBeforeTraining) {
                                             "--dataset", Parts() + "/nothing-*.hdf5"});
   EXPECT_NE(nothing.exit_code, 0);
   EXPECT_THAT(nothing.err, HasSubstr("nothing-*.hdf5' matches no file"));
+  // QA: a LeRobot folder that lost its meta/info.json was only said to have no *.hdf5 files.
+  const std::string empty = testing::MakeTempDir("set_empty");
+  const ProgramResult no_files =
+      RunProgram({RoboloopBinary(), "train", *dir_ + "/config.yaml", "--root", root, "--dataset", empty + "/"});
+  EXPECT_NE(no_files.exit_code, 0);
+  EXPECT_THAT(no_files.err, HasSubstr("has no *.hdf5 files and is no LeRobot dataset (no meta/info.json)"));
 }
 
 TEST_F(TrainDatasetSetTest, TheCheckpointsLineageListsTheSetAndEveryFile) {
