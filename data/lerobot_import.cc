@@ -212,8 +212,11 @@ class Source {
     return row;
   }
 
-  // Rows [row, row + count) of every numeric feature and the matching camera frames.
-  absl::StatusOr<Episode> ReadBlock(const EpisodeRef& episode, int64_t row, int64_t count, int64_t* frames) {
+  // Rows [row, row + count) of every numeric feature and the matching camera frames, frames
+  // [first_frame, first_frame + count) of `episode`. A frame that cannot be read is an error
+  // naming its camera feature, episode and frame index before the video's own error.
+  absl::StatusOr<Episode> ReadBlock(const EpisodeRef& episode, int64_t row, int64_t first_frame, int64_t count,
+                                    int64_t* frames) {
     Episode block;
     for (const NumericFeature& feature : plan_.numeric) {
       ROBOLOOP_ASSIGN_OR_RETURN(block[feature.feature],
@@ -229,10 +232,15 @@ class Source {
         return absl::InvalidArgumentError(absl::StrCat(path, ": frames of ", video->width(), "x", video->height(),
                                                        ", info.json says ", camera.width, "x", camera.height));
       }
-      std::vector<double> times;
-      for (float t : timestamps.Values<float>()) times.push_back(from_timestamp + t);
+      const absl::Span<const float> times = timestamps.Values<float>();
+      const int64_t frame_bytes = int64_t{camera.height} * camera.width * 3;
       Array images = Array::Zeros(DType::kUint8, {count, camera.height, camera.width, 3});
-      ROBOLOOP_RETURN_IF_ERROR(video->ReadFrames(times, lerobot::kTimestampToleranceS, images.bytes.data()));
+      for (int64_t k = 0; k < count; ++k) {
+        const absl::Status read = video->ReadFrames({from_timestamp + times[k]}, lerobot::kTimestampToleranceS,
+                                                    images.bytes.data() + k * frame_bytes);
+        ROBOLOOP_RETURN_IF_ERROR(Annotate(read, absl::StrCat(camera.key, ", episode ", episode.index, ", frame ",
+                                                             first_frame + k)));
+      }
       block[camera.feature] = std::move(images);
       *frames += count;
     }
@@ -295,7 +303,7 @@ class BlockReader {
     block.episode = episode_;
     block.first = done_ == 0;
     block.last = done_ + count == episode.length;
-    ROBOLOOP_ASSIGN_OR_RETURN(block.rows, source_->ReadBlock(episode, first_row_ + done_, count, &block.frames));
+    ROBOLOOP_ASSIGN_OR_RETURN(block.rows, source_->ReadBlock(episode, first_row_ + done_, done_, count, &block.frames));
     done_ = block.last ? 0 : done_ + count;
     if (block.last) ++episode_;
     return std::optional<SourceBlock>(std::move(block));

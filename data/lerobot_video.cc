@@ -1,8 +1,15 @@
 #include "data/lerobot_video.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -14,6 +21,8 @@ extern "C" {
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/status.h"
 
 namespace roboloop::data::lerobot {
@@ -28,6 +37,128 @@ std::string AvError(int code) {
 absl::Status AvStatus(int code, const std::string& path, const std::string& what) {
   if (code >= 0) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(path, ": ", what, ": ", AvError(code)));
+}
+
+// FFmpeg's error messages about one video since it was opened: the first and the last few, folded
+// into roboloop's error instead of reaching the terminal (frame threads report a damaged packet
+// a few frames after it was read, and concealed damage before the failure says where it began).
+// Add is called from FFmpeg's decoding threads, hence the lock.
+class FfmpegMessages {
+ public:
+  void Add(std::string message) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++count_;
+    if (first_.size() < kKept) {
+      first_.push_back(std::move(message));
+      return;
+    }
+    last_.push_back(std::move(message));
+    if (last_.size() > kKept) last_.pop_front();
+  }
+
+  // "; FFmpeg said: a; b; c; ...; y; z (N messages)", or "" when FFmpeg said nothing.
+  std::string Summary() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (count_ == 0) return "";
+    std::vector<std::string> shown = first_;
+    if (count_ > static_cast<int64_t>(first_.size() + last_.size())) shown.push_back("...");
+    shown.insert(shown.end(), last_.begin(), last_.end());
+    return absl::StrCat("; FFmpeg said: ", absl::StrJoin(shown, "; "),
+                        count_ > 1 ? absl::StrCat(" (", count_, " messages)") : "");
+  }
+
+ private:
+  static constexpr size_t kKept = 3;
+  std::mutex mutex_;
+  std::vector<std::string> first_;
+  std::deque<std::string> last_;
+  int64_t count_ = 0;
+};
+
+// The messages of the video this thread is opening or decoding (FFmpeg's decoding threads find
+// theirs through their codec context's `opaque`, which FFmpeg copies into each thread's context).
+thread_local FfmpegMessages* current_messages = nullptr;
+
+// Sets current_messages for its lifetime.
+class CurrentMessages {
+ public:
+  explicit CurrentMessages(FfmpegMessages* messages) : previous_(current_messages) { current_messages = messages; }
+  ~CurrentMessages() { current_messages = previous_; }
+  CurrentMessages(const CurrentMessages&) = delete;
+  CurrentMessages& operator=(const CurrentMessages&) = delete;
+
+ private:
+  FfmpegMessages* previous_;
+};
+
+// The level from which FFmpeg's own log reaches stderr: AV_LOG_QUIET unless ROBOLOOP_FFMPEG_LOG
+// names one of error, warning, info, verbose, debug (docs/lerobot.md).
+int PassedThroughLevel() {
+  const char* name = std::getenv("ROBOLOOP_FFMPEG_LOG");
+  if (name == nullptr) return AV_LOG_QUIET;
+  static const std::pair<const char*, int> kLevels[] = {{"error", AV_LOG_ERROR},   {"warning", AV_LOG_WARNING},
+                                                        {"info", AV_LOG_INFO},     {"verbose", AV_LOG_VERBOSE},
+                                                        {"debug", AV_LOG_DEBUG}};
+  for (const auto& [level_name, level] : kLevels) {
+    if (std::strcmp(name, level_name) == 0) return level;
+  }
+  return AV_LOG_QUIET;
+}
+
+// Where a log line of FFmpeg's `context` is kept: its codec context's messages, else this thread's
+// (nullptr: nowhere).
+FfmpegMessages* MessagesOf(void* context) {
+  if (context != nullptr) {
+    const AVClass* av_class = *static_cast<AVClass**>(context);
+    if (av_class != nullptr && std::strcmp(av_class->class_name, "AVCodecContext") == 0) {
+      if (void* opaque = static_cast<AVCodecContext*>(context)->opaque; opaque != nullptr) {
+        return static_cast<FfmpegMessages*>(opaque);
+      }
+    }
+  }
+  return current_messages;
+}
+
+std::atomic<int> passed_through_level{AV_LOG_QUIET};
+
+// FFmpeg's log callback: errors are kept with the video they concern; what ROBOLOOP_FFMPEG_LOG
+// asks for also goes to stderr through FFmpeg's own printer.
+void KeepFfmpegMessage(void* context, int level, const char* format, va_list args) {
+  if (level <= passed_through_level) {
+    va_list copy;
+    va_copy(copy, args);
+    av_log_default_callback(context, level, format, copy);
+    va_end(copy);
+  }
+  if (level > AV_LOG_ERROR) return;
+  FfmpegMessages* messages = MessagesOf(context);
+  if (messages == nullptr) return;
+  char text[512];
+  std::vsnprintf(text, sizeof(text), format, args);
+  const AVClass* av_class = context == nullptr ? nullptr : *static_cast<AVClass**>(context);
+  const char* name = av_class == nullptr ? nullptr
+                     : av_class->item_name != nullptr ? av_class->item_name(context)
+                                                      : av_class->class_name;
+  // The demuxer's parser logs through a codec context named "NULL", which says nothing.
+  const bool named = name != nullptr && std::strcmp(name, "NULL") != 0;
+  const std::string source = named ? absl::StrCat(name, ": ") : "";
+  messages->Add(absl::StrCat(source, absl::StripSuffix(absl::StripAsciiWhitespace(text), ".")));
+}
+
+// `status` with `messages`' summary appended; OK stays OK.
+absl::Status WithMessages(const absl::Status& status, FfmpegMessages& messages) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), messages.Summary()));
+}
+
+// Routes FFmpeg's log through KeepFfmpegMessage, once per process.
+void InstallFfmpegLog() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    passed_through_level = PassedThroughLevel();
+    av_log_set_level(std::max(AV_LOG_ERROR, passed_through_level.load()));
+    av_log_set_callback(KeepFfmpegMessage);
+  });
 }
 
 struct FormatCloser {
@@ -50,6 +181,7 @@ struct ScaleFreer {
 
 struct VideoReader::State {
   std::string path;
+  FfmpegMessages messages;  // declared before the contexts, whose threads add to it, so it outlives them
   std::unique_ptr<AVFormatContext, FormatCloser> format;
   std::unique_ptr<AVCodecContext, CodecFreer> codec;
   std::unique_ptr<AVFrame, FrameFreer> frame{av_frame_alloc()};
@@ -131,6 +263,25 @@ struct VideoReader::State {
     return absl::OkStatus();
   }
 
+  // Opens `path` and its best video stream with a decoder.
+  absl::Status Open() {
+    AVFormatContext* opened = nullptr;
+    ROBOLOOP_RETURN_IF_ERROR(AvStatus(avformat_open_input(&opened, path.c_str(), nullptr, nullptr), path, "opening"));
+    format.reset(opened);
+    ROBOLOOP_RETURN_IF_ERROR(AvStatus(avformat_find_stream_info(opened, nullptr), path, "reading stream info"));
+    const AVCodec* decoder = nullptr;
+    stream = av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
+    ROBOLOOP_RETURN_IF_ERROR(AvStatus(stream, path, "finding a video stream with a decoder"));
+    const AVStream* video = opened->streams[stream];
+    time_base = av_q2d(video->time_base);
+    codec.reset(avcodec_alloc_context3(decoder));
+    codec->opaque = &messages;
+    ROBOLOOP_RETURN_IF_ERROR(
+        AvStatus(avcodec_parameters_to_context(codec.get(), video->codecpar), path, "reading codec parameters"));
+    codec->thread_count = 0;  // FFmpeg picks the number of threads
+    return AvStatus(avcodec_open2(codec.get(), decoder, nullptr), path, absl::StrCat("opening decoder ", decoder->name));
+  }
+
   // Decodes until the frame shown at `time`, within `tolerance`.
   absl::Status FindFrame(double time, double tolerance) {
     if (have_frame && frame_time > time + tolerance) ROBOLOOP_RETURN_IF_ERROR(SeekBefore(time));
@@ -153,28 +304,15 @@ VideoReader::VideoReader(std::unique_ptr<State> state) : state_(std::move(state)
 VideoReader::~VideoReader() = default;
 
 absl::StatusOr<std::unique_ptr<VideoReader>> VideoReader::Open(const std::string& path) {
-  av_log_set_level(AV_LOG_ERROR);  // FFmpeg's progress notes would drown roboloop's output
+  InstallFfmpegLog();
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such video file"));
   }
   auto state = std::make_unique<State>();
   state->path = path;
-  AVFormatContext* format = nullptr;
-  ROBOLOOP_RETURN_IF_ERROR(AvStatus(avformat_open_input(&format, path.c_str(), nullptr, nullptr), path, "opening"));
-  state->format.reset(format);
-  ROBOLOOP_RETURN_IF_ERROR(AvStatus(avformat_find_stream_info(format, nullptr), path, "reading stream info"));
-  const AVCodec* decoder = nullptr;
-  state->stream = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
-  ROBOLOOP_RETURN_IF_ERROR(AvStatus(state->stream, path, "finding a video stream with a decoder"));
-  const AVStream* stream = format->streams[state->stream];
-  state->time_base = av_q2d(stream->time_base);
-  state->codec.reset(avcodec_alloc_context3(decoder));
-  ROBOLOOP_RETURN_IF_ERROR(
-      AvStatus(avcodec_parameters_to_context(state->codec.get(), stream->codecpar), path, "reading codec parameters"));
-  state->codec->thread_count = 0;  // FFmpeg picks the number of threads
-  ROBOLOOP_RETURN_IF_ERROR(AvStatus(avcodec_open2(state->codec.get(), decoder, nullptr), path,
-                                    absl::StrCat("opening decoder ", decoder->name)));
+  const CurrentMessages current(&state->messages);
+  ROBOLOOP_RETURN_IF_ERROR(WithMessages(state->Open(), state->messages));
   return std::unique_ptr<VideoReader>(new VideoReader(std::move(state)));
 }
 
@@ -182,9 +320,10 @@ int VideoReader::width() const { return state_->codec->width; }
 int VideoReader::height() const { return state_->codec->height; }
 
 absl::Status VideoReader::ReadFrames(const std::vector<double>& times, double tolerance_s, uint8_t* out) {
+  const CurrentMessages current(&state_->messages);
   const int64_t frame_bytes = int64_t{width()} * height() * 3;
   for (size_t i = 0; i < times.size(); ++i) {
-    ROBOLOOP_RETURN_IF_ERROR(state_->FindFrame(times[i], tolerance_s));
+    ROBOLOOP_RETURN_IF_ERROR(WithMessages(state_->FindFrame(times[i], tolerance_s), state_->messages));
     if (state_->frame->width != width() || state_->frame->height != height()) {
       return absl::DataLossError(absl::StrCat(state_->path, ": a frame of ", state_->frame->width, "x",
                                               state_->frame->height, " in a ", width(), "x", height(), " video"));
@@ -253,7 +392,7 @@ VideoWriter::VideoWriter(std::unique_ptr<State> state) : state_(std::move(state)
 VideoWriter::~VideoWriter() = default;
 
 absl::StatusOr<std::unique_ptr<VideoWriter>> VideoWriter::Open(const VideoWriterOptions& options) {
-  av_log_set_level(AV_LOG_ERROR);
+  InstallFfmpegLog();
   if (options.width <= 0 || options.height <= 0 || options.width % 2 != 0 || options.height % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(options.path, ": frames of ", options.width, "x", options.height,
                                                    "; yuv420p video needs an even width and height"));

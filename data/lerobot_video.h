@@ -29,7 +29,11 @@ class VideoReader {
 
   // Writes into `out` (times.size() · height · width · 3 bytes) the frames shown at `times`
   // (seconds, ascending): for each, the decoded frame whose timestamp lies within `tolerance_s`.
-  // A time with no such frame is OutOfRange naming the file, the time and the nearest frame.
+  // A time with no such frame is OutOfRange naming the file, the time and the nearest frame. A
+  // frame FFmpeg cannot decode is DataLoss naming the file, ending in the first and last few
+  // error messages FFmpeg logged about the file since Open ("; FFmpeg said: ..."); so do errors
+  // of Open. FFmpeg's own log is kept
+  // from stderr unless ROBOLOOP_FFMPEG_LOG names a level (error, warning, info, verbose, debug).
   absl::Status ReadFrames(const std::vector<double>& times, double tolerance_s, uint8_t* out);
 
  private:

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/fs.h"
@@ -26,6 +28,9 @@
 namespace roboloop::data {
 namespace {
 
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 
 constexpr int kHeight = 16;
@@ -238,6 +243,46 @@ TEST(LeRobotRoundTripTest, EpisodesReadInSeveralBlocksImportAsInOne) {
     ASSERT_EQ(whole->size(), blocks->size());
     for (const auto& [feature, array] : *whole) EXPECT_EQ(blocks->at(feature).bytes, array.bytes) << demo.name << " " << feature;
   }
+}
+
+// Zeroes the middle third of the mp4 at `path`'s media data (its mdat box), as a damaged disk or a
+// broken copy may.
+void ZeroMiddleOfMediaData(const std::string& path) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), {});
+  const size_t mdat = bytes.find("mdat");
+  ASSERT_TRUE(mdat != std::string::npos && mdat >= 4) << path;
+  const auto* size_bytes = reinterpret_cast<const uint8_t*>(bytes.data() + mdat - 4);
+  const size_t size = (size_t{size_bytes[0]} << 24) | (size_t{size_bytes[1]} << 16) | (size_t{size_bytes[2]} << 8) |
+                      size_bytes[3];
+  ASSERT_GT(size, 30u) << path;
+  file.seekp(static_cast<std::streamoff>(mdat + size / 3));
+  file.write(std::string(size / 3, '\0').data(), static_cast<std::streamsize>(size / 3));
+  ASSERT_TRUE(file.good()) << path;
+}
+
+// QA: a video with zeroed bytes printed FFmpeg's own lines ("[h264 @ 0x...] Invalid NAL unit size"),
+// which name no file, and the error said only "decoding: Invalid data found when processing input".
+// Now FFmpeg prints nothing and the error names the feature, episode, frame and file and ends in
+// FFmpeg's messages.
+TEST(LeRobotRoundTripTest, ADamagedVideoIsAnErrorNamingItsFrameWithFfmpegsMessagesWhichItDoesNotPrint) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
+  const std::string video = dir.File("lerobot/videos/observation.images.cam/chunk-000/file-000.mp4");
+  ASSERT_NO_FATAL_FAILURE(ZeroMiddleOfMediaData(video));
+  LeRobotImportOptions options;
+  options.input_dir = dir.File("lerobot");
+  options.output_path = dir.File("back.hdf5");
+  ::testing::internal::CaptureStderr();
+  const absl::StatusOr<LeRobotImportResult> imported = ImportLeRobot(options);
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(imported.ok());
+  const std::string message(imported.status().message());
+  EXPECT_THAT(message, ContainsRegex("^observation\\.images\\.cam, episode [01], frame [0-9]+: "));
+  EXPECT_THAT(message, HasSubstr(video + ": decoding"));
+  EXPECT_THAT(message, HasSubstr("; FFmpeg said: h264: "));
+  EXPECT_THAT(printed, Not(HasSubstr("h264")));
+  EXPECT_FALSE(std::filesystem::exists(options.output_path));
 }
 
 // Every rank of a training job imports its LeRobot datasets into the shared cache, all at once:
