@@ -12,11 +12,18 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/fs.h"
 #include "common/status.h"
+#include "train/rank_failure.h"
 
 extern char** environ;
 
@@ -109,15 +116,21 @@ class RememberedSignals {
   struct sigaction old_term_ {};
 };
 
+// How a rank ended.
+struct RankEnd {
+  int status = 0;                   // waitpid's
+  int exit_order = 0;               // 0 for the first rank to exit
+  bool killed_after_grace = false;  // the launcher killed it after a peer had failed
+};
+
 // Waits for every rank. A remembered signal is forwarded to the ranks still running, once; `grace_seconds` after
-// the first rank fails, the rest are killed. After a forwarded signal, CANCELLED (naming a rank that failed while
-// stopping, if one did); else the first failure, naming its rank and how it ended; else OK.
-absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds, int cancelled_exit_code) {
+// the first rank fails, the rest are killed.
+std::vector<RankEnd> WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds) {
+  std::vector<RankEnd> ends(pids.size());
   std::vector<bool> done(pids.size(), false);
   size_t remaining = pids.size();
-  std::string failure;
   auto failed_at = std::chrono::steady_clock::time_point::max();
-  bool forwarded = false, terminated = false, any_cancelled = false;
+  bool forwarded = false, terminated = false;
   while (remaining > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -125,13 +138,10 @@ absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds, 
       for (size_t i = 0; i < pids.size(); ++i) {
         if (pids[i] != pid || done[i]) continue;
         done[i] = true;
+        ends[i] = {status, static_cast<int>(pids.size() - remaining), terminated};
         --remaining;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        const bool cancelled =
-            forwarded_signal.load() != 0 && WIFEXITED(status) && WEXITSTATUS(status) == cancelled_exit_code;
-        any_cancelled = any_cancelled || cancelled;
-        if (!ok && !cancelled && failure.empty()) {
-          failure = absl::StrCat("rank ", i, " of ", pids.size(), " ", DescribeExit(status));
+        if (!ok && failed_at == std::chrono::steady_clock::time_point::max()) {
           failed_at = std::chrono::steady_clock::now();
         }
       }
@@ -148,14 +158,98 @@ absl::Status WaitForRanks(const std::vector<pid_t>& pids, double grace_seconds, 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  return ends;
+}
+
+// The failed rank to blame: of those that recorded a failure of their own, the earliest; else the first to exit
+// of those that failed without a record and were not killed by the launcher (e.g. killed by the system); else the
+// earliest record; else the first failed rank to exit. -1 when none failed.
+int OriginRank(const std::vector<RankEnd>& ends, const std::vector<bool>& failed,
+               const std::vector<std::optional<RankFailure>>& records) {
+  const auto earliest = [&](auto&& eligible, auto&& key) {
+    int best = -1;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      if (failed[i] && eligible(i) && (best < 0 || key(i) < key(best))) best = static_cast<int>(i);
+    }
+    return best;
+  };
+  const auto record_time = [&](size_t i) { return records[i]->unix_micros; };
+  const auto exit_order = [&](size_t i) { return int64_t{ends[i].exit_order}; };
+  const int own = earliest([&](size_t i) { return records[i] && !records[i]->maybe_consequence; }, record_time);
+  if (own >= 0) return own;
+  const int unrecorded = earliest([&](size_t i) { return !records[i] && !ends[i].killed_after_grace; }, exit_order);
+  if (unrecorded >= 0) return unrecorded;
+  const int recorded = earliest([&](size_t i) { return records[i].has_value(); }, record_time);
+  return recorded >= 0 ? recorded : earliest([](size_t) { return true; }, exit_order);
+}
+
+// "rank R of N <how it ended>[: <its error>][; then, as a consequence, rank A <how>, ...]", naming the origin
+// (OriginRank) first and the other failed ranks after it; "" when no rank failed.
+std::string DescribeFailure(const std::vector<RankEnd>& ends, const std::vector<bool>& failed,
+                            const std::string& failure_dir) {
+  std::vector<std::optional<RankFailure>> records;
+  for (size_t i = 0; i < ends.size(); ++i) records.push_back(ReadRankFailure(failure_dir, static_cast<int>(i)));
+  const int origin = OriginRank(ends, failed, records);
+  if (origin < 0) return "";
+  std::string text = absl::StrCat("rank ", origin, " of ", ends.size(), " ", DescribeExit(ends[origin].status));
+  if (records[origin]) absl::StrAppend(&text, ": ", records[origin]->message);
+  std::vector<std::string> consequences;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (failed[i] && static_cast<int>(i) != origin) {
+      consequences.push_back(absl::StrCat("rank ", i, " ", DescribeExit(ends[i].status)));
+    }
+  }
+  if (!consequences.empty()) {
+    absl::StrAppend(&text, "; then, as a consequence, ", absl::StrJoin(consequences, ", "));
+  }
+  return text;
+}
+
+// After a forwarded signal, CANCELLED (naming a rank that failed while stopping, if one did); else the failure
+// (DescribeFailure); else OK.
+absl::Status Outcome(const std::vector<RankEnd>& ends, int cancelled_exit_code, const std::string& failure_dir) {
+  const bool signalled = forwarded_signal.load() != 0;
+  std::vector<bool> failed;
+  bool any_cancelled = false;
+  for (const RankEnd& end : ends) {
+    const bool ok = WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0;
+    const bool cancelled = signalled && WIFEXITED(end.status) && WEXITSTATUS(end.status) == cancelled_exit_code;
+    any_cancelled = any_cancelled || cancelled;
+    failed.push_back(!ok && !cancelled);
+  }
+  const std::string failure = DescribeFailure(ends, failed, failure_dir);
   // Asked to stop, a rank that fails (e.g. one still meeting the others when a peer left) fails the stop, not the run.
-  if (!failure.empty() && forwarded_signal.load() != 0) {
+  if (!failure.empty() && signalled) {
     return absl::CancelledError(absl::StrCat("training cancelled; while stopping, ", failure));
   }
   if (!failure.empty()) return absl::AbortedError(absl::StrCat("training failed: ", failure));
-  if (any_cancelled) return absl::CancelledError(absl::StrCat("training cancelled (", pids.size(), " ranks)"));
+  if (any_cancelled) return absl::CancelledError(absl::StrCat("training cancelled (", ends.size(), " ranks)"));
   return absl::OkStatus();
 }
+
+// A new empty folder for the ranks' failure records, removed with this object.
+class FailureDir {
+ public:
+  static absl::StatusOr<FailureDir> Create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = JoinPath(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "roboloop-ranks-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) return ErrnoStatus(errno, pattern);
+    return FailureDir(pattern);
+  }
+  ~FailureDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  FailureDir(FailureDir&& other) noexcept : path_(std::exchange(other.path_, "")) {}
+  FailureDir(const FailureDir&) = delete;
+  FailureDir& operator=(const FailureDir&) = delete;
+  FailureDir& operator=(FailureDir&&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit FailureDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 }  // namespace
 
@@ -182,9 +276,12 @@ absl::Status LaunchLocalRanks(const LaunchOptions& options) {
   if (port == 0) {
     ROBOLOOP_ASSIGN_OR_RETURN(port, FreeLocalPort());
   }
-  ROBOLOOP_ASSIGN_OR_RETURN(const std::vector<pid_t> pids, StartRanks(options, port));
+  ROBOLOOP_ASSIGN_OR_RETURN(const FailureDir failure_dir, FailureDir::Create());
+  LaunchOptions with_records = options;
+  with_records.extra_env.push_back(absl::StrCat(kRankFailureDirVariable, "=", failure_dir.path()));
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::vector<pid_t> pids, StartRanks(with_records, port));
   const RememberedSignals remembered;
-  return WaitForRanks(pids, options.grace_seconds, options.cancelled_exit_code);
+  return Outcome(WaitForRanks(pids, options.grace_seconds), options.cancelled_exit_code, failure_dir.path());
 }
 
 }  // namespace roboloop::train

@@ -28,10 +28,13 @@ absl::StatusOr<int> FreeLocalPort();
 
 // Starts the ranks, forwards SIGINT/SIGTERM to them, and waits. When a rank fails the others
 // are given `grace_seconds` to notice (they normally fail fast on the broken collective)
-// before being terminated. OK when every rank exits 0; CANCELLED "training cancelled" when a
-// signal was forwarded and a rank exited `cancelled_exit_code` (rank 0 said where to resume) or
-// failed (naming the first that did); otherwise the error names the first rank that failed and
-// how (exit code or signal).
+// before being terminated. The ranks record why they failed (train/rank_failure.h) in a
+// temporary folder named by $ROBOLOOP_RANK_FAILURE_DIR. OK when every rank exits 0; CANCELLED
+// "training cancelled" when a signal was forwarded and a rank exited `cancelled_exit_code`
+// (rank 0 said where to resume) or failed; otherwise ABORTED "training failed: rank R of N
+// exited with code C: <R's error>; then, as a consequence, rank S exited with code D", where R
+// is the rank whose failure came first on its own (a peer's broken collective does not count;
+// without records, the first to exit) and the others that failed follow.
 absl::Status LaunchLocalRanks(const LaunchOptions& options);
 
 }  // namespace roboloop::train

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "train/lookahead_batches.h"
 #include "train/policy_spec_options.h"
+#include "train/rank_failure.h"
 #include "train/rank_run.h"
 #include "train/train_config_check.h"
 
@@ -100,6 +101,7 @@ class RankLoop {
     absl::StatusOr<TrainStepFigures> figures = run_.trainer->Step(BatchView(*batch), step);
     if (!figures.ok()) {
       if (common::IsCancelled(options_.cancel)) return std::nullopt;
+      step_failed_ = true;
       return figures.status();
     }
     const int64_t completed = step + 1;
@@ -197,8 +199,10 @@ class RankLoop {
     return run_.recorder->Emit(event);
   }
 
-  // Emits `failed` (rank 0) and returns `status`.
+  // Records the failure for the launcher (a failed step's collective may have been broken by a peer), emits
+  // `failed` (rank 0) and returns `status`.
   absl::Status Fail(const absl::Status& status) {
+    RecordRankFailure(options_.rank.rank, status, step_failed_);
     if (leader_) {
       v1::TrainEvent event;
       event.mutable_failed()->set_message(std::string(status.message()));
@@ -223,6 +227,7 @@ class RankLoop {
   std::string config_json_;
   std::optional<double> validation_loss_;  // the latest, computed after `validated_step_` steps
   int64_t validated_step_ = -1;
+  bool step_failed_ = false;  // the trainer's step (and so its collective) failed
   TrainRunResult result_;
 };
 }  // namespace
@@ -261,8 +266,13 @@ v1::TrainConfig WithDefaults(v1::TrainConfig c) {
 absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options) {
   ROBOLOOP_CHECK(options.registry != nullptr);
   ROBOLOOP_RETURN_IF_ERROR(CheckTrainConfig(options.config));
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<RankRun> run, PrepareRankRun(options));
-  return RankLoop(options, *run).Run();
+  absl::StatusOr<std::unique_ptr<RankRun>> run = PrepareRankRun(options);
+  if (!run.ok()) {
+    // Unavailable: the rendezvous failed, which a peer that failed before it causes.
+    RecordRankFailure(options.rank.rank, run.status(), absl::IsUnavailable(run.status()));
+    return run.status();
+  }
+  return RankLoop(options, **run).Run();
 }
 
 }  // namespace roboloop::train

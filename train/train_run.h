@@ -55,7 +55,8 @@ v1::TrainConfig WithDefaults(v1::TrainConfig config);
 // Runs this rank. Everything that can be checked is checked before the first step: the
 // ranges of the config's numbers (CheckTrainConfig), the dataset and its features, the policy kind (unknown names list the known ones), obs/action
 // dims against a resumed or fine-tuned checkpoint, the checkpoint's blobs. A NaN/Inf loss
-// stops the run with DataLoss naming the step; the checkpoints registered before stay.
+// stops the run with DataLoss naming the step; the checkpoints registered before stay. A
+// failure is recorded for the launcher (RecordRankFailure, train/rank_failure.h).
 absl::StatusOr<TrainRunResult> RunTraining(const TrainRunOptions& options);
 
 }  // namespace roboloop::train

@@ -390,6 +390,20 @@ TEST_F(TrainCliTest, CancelledRunExits130WithTheCheckpointToResume) {
   }
 }
 
+// QA: when rank 1 failed, the launcher blamed rank 0, which exited first because its collective broke. Rank 1
+// cannot open its sample trace (a folder stands in its place): the launcher names rank 1 and its error, and rank
+// 0 as a consequence.
+TEST_F(TrainCliTest, TheLauncherNamesTheRankThatFailedAndItsError) {
+  const std::string root = testing::MakeTempDir("rank1fails"), trace = testing::MakeTempDir("trace");
+  fs::create_directories(trace + "/rank-1.tsv");
+  const ProgramResult run = RunProgram(Train(root, {"--steps", "20", "--batch-size", "8", "--nproc-per-node", "2"}),
+                                       {"ROBOLOOP_SAMPLE_TRACE=" + trace});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("training failed: rank 1 of 2 exited with code 1: cannot open the sample trace " +
+                                 trace + "/rank-1.tsv"));
+  EXPECT_THAT(run.err, Not(HasSubstr("training failed: rank 0")));
+}
+
 // Usage errors exit 2 and name the flag; a folder given as the config file is named.
 TEST_F(TrainCliTest, UsageErrorsExit2NamingTheFlag) {
   const std::string root = testing::MakeTempDir("usage");
