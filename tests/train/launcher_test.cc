@@ -40,7 +40,7 @@ TEST(LauncherTest, TheRankThatFailedOnItsOwnIsBlamedThoughItsPeerExitedFirst) {
                              Record(2000, true, "step 0: training step: Connection closed by peer") + "; exit 1";
   const absl::Status status = LaunchTwo(script);
   EXPECT_TRUE(absl::IsAborted(status)) << status;
-  EXPECT_EQ(status.message(),
+  EXPECT_EQ(std::string(status.message()),
             "training failed: rank 1 of 2 exited with code 1: chunk 3 is corrupt; then, as a consequence, rank 0 "
             "exited with code 1");
 }
@@ -63,7 +63,7 @@ TEST(LauncherTest, ARankKilledWithoutARecordIsBlamedBeforePeersThatLostIt) {
 
 TEST(LauncherTest, WithoutRecordsTheFirstRankToExitIsBlamed) {
   const absl::Status status = LaunchTwo("if [ \"$RANK\" = 0 ]; then sleep 1; exit 5; fi; exit 6");
-  EXPECT_EQ(status.message(),
+  EXPECT_EQ(std::string(status.message()),
             "training failed: rank 1 of 2 exited with code 6; then, as a consequence, rank 0 exited with code 5");
 }
 
