@@ -21,6 +21,8 @@
 #include "data/dataset_writer.h"
 #include "data/lerobot_export.h"
 #include "data/lerobot_import.h"
+#include "data/lerobot_format.h"
+#include "data/lerobot_video.h"
 #include "nlohmann/json.hpp"
 #include "tests/data/lerobot_test_util.h"
 #include "tests/data/test_util.h"
@@ -283,6 +285,42 @@ TEST(LeRobotRoundTripTest, ADamagedVideoIsAnErrorNamingItsFrameWithFfmpegsMessag
   EXPECT_THAT(message, HasSubstr("; FFmpeg said: h264: "));
   EXPECT_THAT(printed, Not(HasSubstr("h264")));
   EXPECT_FALSE(std::filesystem::exists(options.output_path));
+}
+
+// FFmpeg's messages go to the reader whose video they concern, whichever of FFmpeg's threads logs
+// them: readers of the damaged video decoding at once each fail with their own messages, and a
+// reader of an intact video beside them reads every frame.
+TEST(LeRobotRoundTripTest, ReadersDecodingAtOnceKeepTheirOwnFfmpegMessages) {
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(ExportTwoCameraEpisodes(dir));
+  const std::string intact = dir.File("intact.mp4");
+  std::filesystem::copy_file(dir.File("lerobot/videos/observation.images.cam/chunk-000/file-000.mp4"), intact);
+  const std::string damaged = dir.File("lerobot/videos/observation.images.cam/chunk-000/file-000.mp4");
+  ASSERT_NO_FATAL_FAILURE(ZeroMiddleOfMediaData(damaged));
+  constexpr int kReaders = 4;
+  std::vector<absl::Status> results(kReaders + 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i <= kReaders; ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<std::unique_ptr<lerobot::VideoReader>> reader = lerobot::VideoReader::Open(i < kReaders ? damaged
+                                                                                                             : intact);
+      if (!reader.ok()) {
+        results[i] = reader.status();
+        return;
+      }
+      std::vector<double> times;
+      for (int frame = 0; frame < 11; ++frame) times.push_back(frame / 15.0);
+      std::vector<uint8_t> frames(times.size() * (*reader)->width() * (*reader)->height() * 3);
+      results[i] = (*reader)->ReadFrames(times, lerobot::kTimestampToleranceS, frames.data());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kReaders; ++i) {
+    EXPECT_THAT(std::string(results[i].message()), HasSubstr(damaged + ": decoding")) << i;
+    EXPECT_THAT(std::string(results[i].message()), HasSubstr("; FFmpeg said: ")) << i;
+    EXPECT_THAT(std::string(results[i].message()), HasSubstr("h264: ")) << i;  // the decoder's, from its threads
+  }
+  EXPECT_TRUE(results[kReaders].ok()) << results[kReaders];
 }
 
 // Every rank of a training job imports its LeRobot datasets into the shared cache, all at once:
