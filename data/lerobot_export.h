@@ -49,9 +49,9 @@ struct LeRobotExportResult {
 // obs/timestamp and obs/task_index -> timestamp and task_index, states -> states,
 // obs/<k> -> observation.<k>. info.json keeps the file's env_args but their "lerobot" part under
 // lerobot::kEnvArgsField (its task and env_kwargs, which an import restores). next_obs/* features and numeric features of rank above 1 are
-// refused by name, as is a size option that is not positive. The folder is written as `<output_dir>.partial-<uuid>` and renamed when complete;
-// on error or cancellation it is removed and an earlier `output_dir` stays as it was. Errors name the input, feature
-// or output file.
+// refused by name, as is a size option that is not positive. The folder is written as
+// `<output_dir>.partial-<uuid>` and renamed when complete; on error or cancellation it is removed and an earlier
+// `output_dir` stays as it was. Errors name the input, feature or output file.
 absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options);
 
 }  // namespace roboloop::data

@@ -70,7 +70,9 @@ void WriteCameraDataset(const std::string& path, int demos, int steps) {
     for (int t = 0; t < steps; ++t) {
       for (int k = 0; k < 4; ++k) obs.push_back(0.1f * d + 0.01f * t + k);
       actions.push_back(0.5f - 0.05f * t);
-      for (int p = 0; p < 64 * 64 * 3; ++p) pixels.push_back(static_cast<uint8_t>((d * 53 + p / 192 * 29 + p % 3 * 7) % 256));
+      for (int p = 0; p < 64 * 64 * 3; ++p) {
+        pixels.push_back(static_cast<uint8_t>((d * 53 + p / 192 * 29 + p % 3 * 7) % 256));
+      }
     }
     data::Episode episode;
     episode["obs/qpos"] = data::Array::From<float>({steps, 4}, obs);
