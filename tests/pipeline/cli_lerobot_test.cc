@@ -25,9 +25,9 @@ using ::testing::Not;
 using ::testing::StartsWith;
 using testing::ProgramResult;
 
-// The camera datasets of the interruption tests: demos of the one imported (its import takes over a second after the
+// The camera datasets of the interruption tests: demos of the one imported (its import takes over two seconds after the
 // partial file appears), demos of the one exported with AV1 (seconds), and the steps of each demo.
-constexpr int kImportedDemos = 64;
+constexpr int kImportedDemos = 128;
 constexpr int kExportedDemos = 8;
 constexpr int kCameraSteps = 100;
 
