@@ -9,8 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/flags.h"
+#include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "data/aloha_import.h"
+#include "data/dataset_reader.h"
 #include "data/lerobot_runtime.h"
 #include "data/tools.h"
 #include "data/validation_in_child.h"
@@ -51,6 +53,20 @@ absl::Status CheckNotLeRobotFolder(const std::string& file) {
   return absl::InvalidArgumentError(absl::StrCat(
       file, ": is a LeRobot dataset folder, expected an HDF5 file (`roboloop data import lerobot ", file,
       " -o FILE.hdf5` converts it; `data register` and `train` also take the folder as is)"));
+}
+
+// Runs `work` with SIGINT and SIGTERM cancelling the token it is given. When they stopped it, the error says
+// the command was interrupted and `output` was not written, and the command exits kExitCancelled.
+absl::Status RunInterruptible(const std::string& output,
+                              const std::function<absl::Status(const common::CancellationToken*)>& work) {
+  common::CancellationToken cancel;
+  ROBOLOOP_ASSIGN_OR_RETURN(auto signals, common::SignalCancellation::Create(&cancel));
+  const absl::Status status = work(&cancel);
+  signals.reset();
+  if (status.ok() || !cancel.IsCancelled()) return status;
+  return WithExitCode(
+      absl::CancelledError(absl::StrCat("interrupted (", cancel.Reason(), "); ", output, " was not written")),
+      kExitCancelled);
 }
 
 void AddFormat(CLI::App* command, CliOptions* options) {
@@ -145,8 +161,12 @@ absl::Status Merge(const CliOptions& options, std::ostream& out) {
   merge.inputs = options.inputs;
   merge.output = options.output;
   merge.overwrite = options.overwrite;
-  absl::StatusOr<DatasetLayout> layout = MergeDatasets(merge);
-  if (!layout.ok()) return layout.status();
+  absl::StatusOr<DatasetLayout> layout;
+  ROBOLOOP_RETURN_IF_ERROR(RunInterruptible(options.output, [&](const common::CancellationToken* cancel) {
+    merge.cancel = cancel;
+    layout = MergeDatasets(merge);
+    return layout.status();
+  }));
   out << absl::StrFormat("%s: merged %d files, %d demos, %d steps\n", options.output,
                          options.inputs.size(), layout->demos.size(), layout->total_steps);
   return absl::OkStatus();
@@ -182,18 +202,32 @@ absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
   import.output_path = options.output;
   import.overwrite = options.overwrite;
   ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
-  absl::StatusOr<LeRobotImportResult> result = lerobot->import_lerobot(import);
-  if (!result.ok()) return result.status();
+  absl::StatusOr<LeRobotImportResult> result;
+  ROBOLOOP_RETURN_IF_ERROR(RunInterruptible(options.output, [&](const common::CancellationToken* cancel) {
+    import.cancel = cancel;
+    result = lerobot->import_lerobot(import);
+    return result.status();
+  }));
   out << absl::StrFormat("%s: imported %d episodes, %d steps, %d video frames from %s\n", options.output,
                          result->num_episodes, result->total_steps, result->frames_decoded, options.file);
   for (const std::string& feature : result->features) out << "  " << feature << "\n";
   return absl::OkStatus();
 }
 
+// Without --fps the export takes the frame rate `file` records; one that records none is a usage error (exit 2).
+absl::Status CheckRecordedFramesPerSecond(const std::string& file) {
+  DatasetReader::Options reader_options;
+  reader_options.path = file;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));
+  const absl::Status recorded = RecordedFramesPerSecond(file, reader->layout().env_args_json).status();
+  return recorded.ok() ? recorded : WithExitCode(recorded, kExitUsage);
+}
+
 absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   LeRobotExportOptions export_options;
   ROBOLOOP_RETURN_IF_ERROR(CheckNotLeRobotFolder(options.file));
   ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(options.file));
+  if (options.fps == 0) ROBOLOOP_RETURN_IF_ERROR(CheckRecordedFramesPerSecond(options.file));
   export_options.input_path = options.file;
   export_options.output_dir = options.output;
   export_options.overwrite = options.overwrite;
@@ -204,8 +238,12 @@ absl::Status ExportToLeRobot(const CliOptions& options, std::ostream& out) {
   export_options.video_file_mb = options.video_file_mb;
   export_options.files_per_chunk = options.files_per_chunk;
   ROBOLOOP_ASSIGN_OR_RETURN(const LeRobotApi* lerobot, LoadLeRobot());
-  absl::StatusOr<LeRobotExportResult> result = lerobot->export_lerobot(export_options);
-  if (!result.ok()) return result.status();
+  absl::StatusOr<LeRobotExportResult> result;
+  ROBOLOOP_RETURN_IF_ERROR(RunInterruptible(options.output, [&](const common::CancellationToken* cancel) {
+    export_options.cancel = cancel;
+    result = lerobot->export_lerobot(export_options);
+    return result.status();
+  }));
   out << absl::StrFormat("%s: exported %d episodes, %d frames, %d video frames (%s) from %s\n", options.output,
                          result->num_episodes, result->total_frames, result->frames_encoded, options.codec,
                          options.file);

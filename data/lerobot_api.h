@@ -12,8 +12,9 @@
 
 namespace roboloop::data {
 
-// Bumped when the table below changes.
-inline constexpr int kLeRobotApiVersion = 2;
+// Bumped when the table below or the option and result structs it passes change (3: the options'
+// cancellation token).
+inline constexpr int kLeRobotApiVersion = 3;
 
 // What the library offers: the functions of lerobot_import.h and lerobot_export.h.
 struct LeRobotApi {

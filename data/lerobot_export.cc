@@ -17,6 +17,7 @@
 #include "data/lerobot_parquet.h"
 #include "data/lerobot_video.h"
 #include "data/stats.h"
+#include "data/tools.h"
 
 namespace roboloop::data {
 namespace {
@@ -175,6 +176,10 @@ absl::Status CheckSizes(const LeRobotExportOptions& options) {
 
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
 
+// Frames handed to the video encoder at a time, between checks for cancellation (AV1 takes tens of
+// milliseconds a frame).
+constexpr int64_t kFramesBetweenChecks = 4;
+
 class Exporter {
  public:
   Exporter(const LeRobotExportOptions& options, const DatasetReader& reader, std::vector<Target> targets,
@@ -189,9 +194,11 @@ class Exporter {
     for (size_t i = 0; i < reader_.layout().demos.size(); ++i) {
       const std::vector<std::string> tasks = i < episodes.size() ? episodes[i].value("tasks", std::vector<std::string>{})
                                                                  : std::vector<std::string>{tasks_.front()};
+      ROBOLOOP_RETURN_IF_ERROR(CheckNotCancelled());
       ROBOLOOP_RETURN_IF_ERROR(AddDemo(reader_.layout().demos[i], tasks));
     }
     for (auto& [key, videos] : progress_.videos) ROBOLOOP_RETURN_IF_ERROR(videos.writer->Close());
+    ROBOLOOP_RETURN_IF_ERROR(CheckNotCancelled());
     ROBOLOOP_RETURN_IF_ERROR(WriteDataFiles());
     ROBOLOOP_RETURN_IF_ERROR(WriteEpisodes());
     ROBOLOOP_RETURN_IF_ERROR(WriteTasks());
@@ -202,6 +209,13 @@ class Exporter {
   LeRobotExportResult result() const { return result_; }
 
  private:
+  // Cancelled, naming the export, once options_.cancel is cancelled; else OK.
+  absl::Status CheckNotCancelled() const {
+    if (!common::IsCancelled(options_.cancel)) return absl::OkStatus();
+    return absl::CancelledError(
+        absl::StrCat("export of ", options_.input_path, " cancelled (", options_.cancel->Reason(), ")"));
+  }
+
   bool Has(const std::string& key) const {
     return std::any_of(targets_.begin(), targets_.end(), [&](const Target& t) { return t.key == key; });
   }
@@ -255,7 +269,12 @@ class Exporter {
     if (videos.writer == nullptr || VideoFileFull(videos)) ROBOLOOP_RETURN_IF_ERROR(OpenNextVideo(target, videos));
     videos.episode_file.push_back(videos.file);
     videos.episode_from.push_back(videos.frames);
-    ROBOLOOP_RETURN_IF_ERROR(videos.writer->Write(frames.bytes.data(), frames.Steps()));
+    const int64_t frame_bytes = frames.Steps() == 0 ? 0 : static_cast<int64_t>(frames.bytes.size()) / frames.Steps();
+    for (int64_t first = 0; first < frames.Steps(); first += kFramesBetweenChecks) {
+      ROBOLOOP_RETURN_IF_ERROR(CheckNotCancelled());
+      const int64_t count = std::min(kFramesBetweenChecks, frames.Steps() - first);
+      ROBOLOOP_RETURN_IF_ERROR(videos.writer->Write(frames.bytes.data() + first * frame_bytes, count));
+    }
     videos.frames += frames.Steps();
     result_.frames_encoded += frames.Steps();
     return absl::OkStatus();
@@ -429,7 +448,9 @@ class Exporter {
 
   // meta/stats.json from the file's exact statistics (data/stats.h), by LeRobot key.
   absl::Status WriteStats() {
-    ROBOLOOP_ASSIGN_OR_RETURN(DatasetStats computed, ComputeStats(reader_, StatsOptions()));
+    StatsOptions stats_options;
+    stats_options.cancel = options_.cancel;
+    ROBOLOOP_ASSIGN_OR_RETURN(DatasetStats computed, ComputeStats(reader_, stats_options));
     nlohmann::json stats = nlohmann::json::object();
     for (const FeatureStats& feature : computed) {
       const auto target = std::find_if(targets_.begin(), targets_.end(),
@@ -480,15 +501,12 @@ class Exporter {
   LeRobotExportResult result_;
 };
 
-absl::StatusOr<double> FramesPerSecond(const LeRobotExportOptions& options, const nlohmann::json& env) {
+absl::StatusOr<double> FramesPerSecond(const LeRobotExportOptions& options, const std::string& env_args_json) {
   if (options.fps != 0) {
     if (std::isfinite(options.fps) && options.fps > 0) return options.fps;
     return absl::InvalidArgumentError(absl::StrCat("fps ", options.fps, ": expected a positive, finite number"));
   }
-  const nlohmann::json fps = env.value("/lerobot/fps"_json_pointer, nlohmann::json());
-  if (fps.is_number() && fps.get<double>() > 0) return fps.get<double>();
-  return absl::InvalidArgumentError(
-      absl::StrCat(options.input_path, ": no frame rate recorded (env_args lerobot.fps); pass --fps"));
+  return RecordedFramesPerSecond(options.input_path, env_args_json);
 }
 
 // Refuses an existing output that the export must not replace: any without `overwrite`, and with it anything but an
@@ -524,7 +542,7 @@ absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& op
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader, DatasetReader::Open(reader_options));
   const nlohmann::json env = nlohmann::json::parse(reader->layout().env_args_json, nullptr, false);
   const nlohmann::json env_object = env.is_object() ? env : nlohmann::json::object();
-  ROBOLOOP_ASSIGN_OR_RETURN(double fps, FramesPerSecond(options, env_object));
+  ROBOLOOP_ASSIGN_OR_RETURN(double fps, FramesPerSecond(options, reader->layout().env_args_json));
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<Target> targets, PlanTargets(options.input_path, reader->layout(), env_object));
   const std::string partial = PartialPathFor(options.output_dir);
   Exporter exporter(options, *reader, std::move(targets), env_object, partial);

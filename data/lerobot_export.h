@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 
 namespace roboloop::data {
 
@@ -26,6 +27,8 @@ struct LeRobotExportOptions {
   // episode starts the next file (info.json video_files_size_in_mb).
   double video_file_mb = 200;
   int64_t files_per_chunk = 1000;  // files per chunk-NNN folder (info.json chunks_size)
+  // Once cancelled (may be null), the export stops between demos or video frames with Cancelled.
+  const common::CancellationToken* cancel = nullptr;
 };
 
 // What an export wrote.
@@ -46,8 +49,9 @@ struct LeRobotExportResult {
 // obs/timestamp and obs/task_index -> timestamp and task_index, states -> states,
 // obs/<k> -> observation.<k>. info.json keeps the file's env_args but their "lerobot" part under
 // lerobot::kEnvArgsField (its task and env_kwargs, which an import restores). next_obs/* features and numeric features of rank above 1 are
-// refused by name, as is a size option that is not positive. The folder is written as `<output_dir>.partial` and renamed when complete;
-// errors name the input, feature or output file.
+// refused by name, as is a size option that is not positive. The folder is written as
+// `<output_dir>.partial-<uuid>` and renamed when complete; on error or cancellation it is removed and an earlier
+// `output_dir` stays as it was. Errors name the input, feature or output file.
 absl::StatusOr<LeRobotExportResult> ExportLeRobot(const LeRobotExportOptions& options);
 
 }  // namespace roboloop::data

@@ -281,14 +281,23 @@ struct SourceBlock {
   int64_t frames = 0;   // video frames decoded for it
 };
 
+// Cancelled, naming the import of `dir`, once `cancel` (may be null) is cancelled; else OK.
+absl::Status CheckNotCancelled(const std::string& dir, const common::CancellationToken* cancel) {
+  if (!common::IsCancelled(cancel)) return absl::OkStatus();
+  return absl::CancelledError(absl::StrCat("import of ", dir, " cancelled (", cancel->Reason(), ")"));
+}
+
 // The blocks of every episode in order, at most `block_rows` rows each, read from `source`.
 class BlockReader {
  public:
-  BlockReader(std::string dir, Source* source, const std::vector<EpisodeRef>& episodes, int64_t block_rows)
-      : dir_(std::move(dir)), source_(source), episodes_(episodes), block_rows_(block_rows) {}
+  BlockReader(std::string dir, Source* source, const std::vector<EpisodeRef>& episodes, int64_t block_rows,
+              const common::CancellationToken* cancel)
+      : dir_(std::move(dir)), source_(source), episodes_(episodes), block_rows_(block_rows), cancel_(cancel) {}
 
-  // The next block, nullopt after the last; errors name the file (Source) or the episode.
+  // The next block, nullopt after the last; errors name the file (Source) or the episode; Cancelled once
+  // the token is.
   absl::StatusOr<std::optional<SourceBlock>> Next() {
+    ROBOLOOP_RETURN_IF_ERROR(CheckNotCancelled(dir_, cancel_));
     if (episode_ == episodes_.size()) return std::optional<SourceBlock>();
     const EpisodeRef& episode = episodes_[episode_];
     if (done_ == 0) {
@@ -314,6 +323,7 @@ class BlockReader {
   Source* source_;
   const std::vector<EpisodeRef>& episodes_;
   int64_t block_rows_;
+  const common::CancellationToken* cancel_;
   size_t episode_ = 0;     // the episode being read
   int64_t done_ = 0;       // its rows read so far
   int64_t first_row_ = 0;  // its first row in its data table
@@ -418,12 +428,13 @@ absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& op
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer, DatasetWriter::Create(writer_options));
   Source source(dir, plan);
   const int64_t block_rows = std::max<int64_t>(1, options.max_block_bytes / std::max<int64_t>(1, source.RowBytes()));
-  BlockReader reader(dir, &source, episodes, block_rows);
+  BlockReader reader(dir, &source, episodes, block_rows, options.cancel);
   // Block k + 1 is read and decoded while block k is compressed and written.
   RunAhead<SourceBlock> blocks([&reader] { return reader.Next(); });
   while (true) {
     ROBOLOOP_ASSIGN_OR_RETURN(std::optional<SourceBlock> block, blocks.Next());
     if (!block.has_value()) break;
+    ROBOLOOP_RETURN_IF_ERROR(CheckNotCancelled(dir, options.cancel));
     if (block->first) ROBOLOOP_RETURN_IF_ERROR(writer->BeginEpisode());
     ROBOLOOP_RETURN_IF_ERROR(writer->Append(block->rows));
     result.frames_decoded += block->frames;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 #include "data/lineage.h"
 #include "data/storage_options.h"
 
@@ -21,6 +22,8 @@ struct LeRobotImportOptions {
   // An episode's rows are read and written in blocks of at most this size; the next block is read (videos decoded)
   // while one is written, so two blocks are held at a time.
   int64_t max_block_bytes = int64_t{64} << 20;
+  // Once cancelled (may be null), the import stops between blocks with Cancelled and leaves no output file.
+  const common::CancellationToken* cancel = nullptr;
 };
 
 // What an import produced.
@@ -42,8 +45,8 @@ struct LeRobotImportResult {
 // robot type, the task strings, each episode's index and tasks and each feature's key, dtype,
 // shape and names. Features of dtype image or string, or numeric features of rank above 1, are
 // refused naming the feature. Errors name the file (info.json, a parquet table, a video) and
-// what is wrong, e.g. an episode whose rows lie past its data table; on error no output file is
-// left behind.
+// what is wrong, e.g. an episode whose rows lie past its data table; on error or cancellation no
+// output file is left behind and an earlier file at output_path stays as it was.
 absl::StatusOr<LeRobotImportResult> ImportLeRobot(const LeRobotImportOptions& options);
 
 // Imports the LeRobot folder `dir` once into `cache_dir`/lerobot-<digest>.hdf5, where digest is

@@ -221,6 +221,10 @@ absl::StatusOr<DatasetStats> ComputeStats(const DatasetReader& reader,
   for (const FeatureSpec& feature : reader.layout().spec) {
     const bool image = IsImageKey(feature.name);
     if (!image && feature.step_shape.size() > 1) continue;
+    if (common::IsCancelled(options.cancel)) {
+      return absl::CancelledError(
+          absl::StrCat("statistics of ", reader.path(), " cancelled (", options.cancel->Reason(), ")"));
+    }
     ROBOLOOP_ASSIGN_OR_RETURN(FeatureStats feature_stats, image ? ComputeImageStats(reader, feature)
                                                                 : ComputeFeatureStats(reader, feature, options));
     stats.push_back(std::move(feature_stats));

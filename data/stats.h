@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 #include "nlohmann/json.hpp"
 #include "data/dataset_reader.h"
 
@@ -43,6 +44,8 @@ struct StatsOptions {
   // The computation holds one feature of the whole dataset as doubles (8 * steps * elements
   // bytes); a feature needing more is an error rather than a swap storm.
   int64_t memory_limit_bytes = int64_t{2} << 30;
+  // Once cancelled (may be null), the computation stops before its next feature with Cancelled.
+  const common::CancellationToken* cancel = nullptr;
 };
 
 // The q-quantile of ascending `sorted` (non-empty) with linear interpolation between ranks.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cancellation.h"
 #include "nlohmann/json.hpp"
 #include "data/stats.h"
 #include "data/storage_options.h"
@@ -41,14 +42,21 @@ struct MergeOptions {
   bool overwrite = false;           // replace an existing output file
   StorageOptions storage;           // chunking and compression of the output
   bool compute_stats = true;        // compute and store statistics of the merged file
+  // Once cancelled (may be null), the merge stops between demos (or statistics features) with Cancelled.
+  const common::CancellationToken* cancel = nullptr;
 };
 
 // Writes every demo of every input, in order, to `output` as demo_0, demo_1, ...; all inputs
 // must have the same spec and the same task (env_args env_name; InvalidArgument naming both files
 // and tasks otherwise); env_args are taken from the first. Masks are carried over (demo
 // names renamed) when every input has the same split names, otherwise none are written.
-// The lineage lists each input with its sha256. Returns the merged file's layout.
+// The lineage lists each input with its sha256. The file, statistics included, is put in place only once complete:
+// on error or cancellation no file is left and an earlier `output` stays as it was. Returns the merged file's layout.
 absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options);
+
+// The frame rate a LeRobot import recorded in a file's `env_args_json` (env_args lerobot.fps, a positive
+// number); InvalidArgument naming `path` and saying to pass --fps where it records none.
+absl::StatusOr<double> RecordedFramesPerSecond(const std::string& path, const std::string& env_args_json);
 
 // A split of a dataset's demos into training and held-out ones.
 struct SplitAssignment {

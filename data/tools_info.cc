@@ -110,4 +110,12 @@ std::string InfoToTable(const DatasetInfo& info) {
   return out.str();
 }
 
+absl::StatusOr<double> RecordedFramesPerSecond(const std::string& path, const std::string& env_args_json) {
+  const nlohmann::json env = nlohmann::json::parse(env_args_json, nullptr, false);
+  const nlohmann::json fps =
+      env.is_object() ? env.value("/lerobot/fps"_json_pointer, nlohmann::json()) : nlohmann::json();
+  if (fps.is_number() && fps.get<double>() > 0) return fps.get<double>();
+  return absl::InvalidArgumentError(absl::StrCat(path, ": no frame rate recorded (env_args lerobot.fps); pass --fps"));
+}
+
 }  // namespace roboloop::data

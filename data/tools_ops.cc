@@ -5,7 +5,9 @@
 #include <set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs.h"
 #include "common/status.h"
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
@@ -36,23 +38,26 @@ bool SameSplitNames(const std::vector<std::unique_ptr<DatasetReader>>& readers) 
   return true;
 }
 
-// Copies every demo of `reader` and returns old name -> new name.
-absl::StatusOr<std::map<std::string, std::string>> CopyDemos(const DatasetReader& reader,
-                                                             DatasetWriter* writer) {
+// Copies every demo of `reader` and returns old name -> new name; Cancelled once `cancel` (may be null) is.
+absl::StatusOr<std::map<std::string, std::string>> CopyDemos(const DatasetReader& reader, DatasetWriter* writer,
+                                                             const common::CancellationToken* cancel) {
   std::map<std::string, std::string> renamed;
   for (const DemoLayout& demo : reader.layout().demos) {
+    if (common::IsCancelled(cancel)) {
+      return absl::CancelledError(absl::StrCat("merge cancelled (", cancel->Reason(), ")"));
+    }
     ROBOLOOP_ASSIGN_OR_RETURN(Episode episode, reader.ReadEpisode(demo.name));
     ROBOLOOP_ASSIGN_OR_RETURN(renamed[demo.name], writer->WriteEpisode(episode));
   }
   return renamed;
 }
 
-absl::Status WriteMergedDemos(const std::vector<std::unique_ptr<DatasetReader>>& readers,
-                              DatasetWriter* writer) {
+absl::Status WriteMergedDemos(const std::vector<std::unique_ptr<DatasetReader>>& readers, DatasetWriter* writer,
+                              const common::CancellationToken* cancel) {
   const bool carry_masks = SameSplitNames(readers);
   std::map<std::string, std::vector<std::string>> masks;
   for (const auto& reader : readers) {
-    ROBOLOOP_ASSIGN_OR_RETURN(auto renamed, CopyDemos(*reader, writer));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto renamed, CopyDemos(*reader, writer, cancel));
     if (!carry_masks) continue;
     for (const auto& [split, demos] : reader->layout().masks) {
       for (const std::string& demo : demos) masks[split].push_back(renamed.at(demo));
@@ -112,19 +117,28 @@ absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
     ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(input));
     writer_options.lineage.parents.push_back({"dataset", input, sha256});
   }
-  writer_options.path = options.output;
+  std::error_code error;
+  if (!options.overwrite && std::filesystem::exists(options.output, error)) {
+    return absl::AlreadyExistsError(absl::StrCat(options.output, ": already exists"));
+  }
+  // Written and given its statistics under a name of its own, then renamed into place whole.
+  writer_options.path = PartialPathFor(options.output);
+  absl::Cleanup remove_unfinished = [&writer_options] { std::remove(writer_options.path.c_str()); };
   std::vector<std::string> env_args;
   for (const auto& reader : readers) env_args.push_back(reader->layout().env_args_json);
   ROBOLOOP_ASSIGN_OR_RETURN(writer_options.env_args_json, MergedEnvArgs(env_args));
   writer_options.storage = options.storage;
-  writer_options.overwrite = options.overwrite;
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
                             DatasetWriter::Create(writer_options));
-  ROBOLOOP_RETURN_IF_ERROR(WriteMergedDemos(readers, writer.get()));
+  ROBOLOOP_RETURN_IF_ERROR(WriteMergedDemos(readers, writer.get(), options.cancel));
   ROBOLOOP_RETURN_IF_ERROR(writer->Close());
   if (options.compute_stats) {
-    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(options.output, StatsOptions()).status());
+    StatsOptions stats_options;
+    stats_options.cancel = options.cancel;
+    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(writer_options.path, stats_options).status());
   }
+  ROBOLOOP_RETURN_IF_ERROR(RenameDurable(writer_options.path, options.output));
+  std::move(remove_unfinished).Cancel();
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> merged, OpenStrict(options.output));
   return merged->layout();
 }

@@ -442,6 +442,41 @@ TEST(LeRobotRoundTripTest, OverwriteReplacesOnlyAnEarlierExport) {
   EXPECT_TRUE(std::filesystem::exists(dir.File("lerobot/meta/info.json")));
 }
 
+// A cancelled export or import (as Ctrl-C cancels the commands) returns Cancelled, leaves nothing under a temporary
+// name and keeps the earlier output as it was.
+TEST(LeRobotRoundTripTest, CancelledExportAndImportLeaveNoOutputAndKeepTheOldOne) {
+  TempDir dir;
+  ExportTwoCameraEpisodes(dir);
+  LeRobotImportOptions import_options;
+  import_options.input_dir = dir.File("lerobot");
+  import_options.output_path = dir.File("back.hdf5");
+  ASSERT_TRUE(ImportLeRobot(import_options).ok());
+  const std::set<std::string> before = {"back.hdf5", "in.hdf5", "lerobot"};
+  const std::string info_before = ReadFile(dir.File("lerobot/meta/info.json")).value_or("");
+  const std::string back_before = ReadFile(dir.File("back.hdf5")).value_or("");
+  common::CancellationToken cancel;
+  cancel.Cancel("received SIGINT");
+
+  LeRobotExportOptions export_options = InToLeRobot(dir);
+  export_options.fps = 30;
+  export_options.overwrite = true;
+  export_options.cancel = &cancel;
+  absl::StatusOr<LeRobotExportResult> exported = ExportLeRobot(export_options);
+  EXPECT_EQ(exported.status().code(), absl::StatusCode::kCancelled) << exported.status();
+  EXPECT_EQ(exported.status().message(), "export of " + dir.File("in.hdf5") + " cancelled (received SIGINT)");
+  import_options.overwrite = true;
+  import_options.cancel = &cancel;
+  absl::StatusOr<LeRobotImportResult> imported = ImportLeRobot(import_options);
+  EXPECT_EQ(imported.status().code(), absl::StatusCode::kCancelled) << imported.status();
+  EXPECT_EQ(imported.status().message(), "import of " + dir.File("lerobot") + " cancelled (received SIGINT)");
+
+  std::set<std::string> after;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) after.insert(entry.path().filename());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(ReadFile(dir.File("lerobot/meta/info.json")).value_or(""), info_before);
+  EXPECT_EQ(ReadFile(dir.File("back.hdf5")).value_or(""), back_before);
+}
+
 TEST(LeRobotRoundTripTest, AFileWithoutAFrameRateNeedsTheFlag) {
   TempDir dir;
   Write(dir.File("in.hdf5"), {CameraEpisode(3, 0)});

@@ -109,5 +109,19 @@ TEST(StatsTest, MemoryLimitIsCheckedBeforeGathering) {
   EXPECT_THAT(stats.status().message(), HasSubstr("statistics of actions need 1600 bytes"));
 }
 
+// A cancelled token (data merge and export lerobot pass Ctrl-C's) stops the computation with Cancelled.
+TEST(StatsTest, ACancelledComputationStops) {
+  TempDir dir;
+  const std::string path = dir.File("d.hdf5");
+  WriteDataset(path, {5});
+  common::CancellationToken cancel;
+  cancel.Cancel("received SIGTERM");
+  StatsOptions options;
+  options.cancel = &cancel;
+  const absl::StatusOr<DatasetStats> stats = ComputeFileStats(path, options);
+  EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(stats.status().message(), "statistics of " + path + " cancelled (received SIGTERM)");
+}
+
 }  // namespace
 }  // namespace roboloop::data

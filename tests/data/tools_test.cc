@@ -6,6 +6,7 @@
 
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
+#include "common/fs.h"
 #include "common/sha256.h"
 #include "data/seed_ranges.h"
 #include "data/tools.h"
@@ -57,6 +58,27 @@ TEST(MergeTest, KeepsEverySampleExactlyOnceInOrder) {
   EXPECT_EQ(layout->lineage.parents[1].path, dir.File("b.hdf5"));
   EXPECT_EQ(layout->lineage.parents[1].sha256, *Sha256File(dir.File("b.hdf5")));
   EXPECT_EQ(layout->lineage.parents[0].kind, "dataset");
+}
+
+// A merge cancelled (as Ctrl-C cancels `data merge`) returns Cancelled, leaves no file under a temporary name and
+// keeps the file an earlier merge wrote as it was.
+TEST(MergeTest, ACancelledMergeLeavesNoFileAndKeepsTheOldOne) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {4, 6});
+  MergeOptions options;
+  options.inputs = {dir.File("a.hdf5"), dir.File("a.hdf5")};
+  options.output = dir.File("m.hdf5");
+  ASSERT_TRUE(MergeDatasets(options).ok());
+  const std::string before = ReadFile(options.output).value_or("");
+  common::CancellationToken cancel;
+  cancel.Cancel("received SIGINT");
+  options.overwrite = true;
+  options.cancel = &cancel;
+  const absl::StatusOr<DatasetLayout> layout = MergeDatasets(options);
+  EXPECT_EQ(layout.status().code(), absl::StatusCode::kCancelled) << layout.status();
+  EXPECT_EQ(layout.status().message(), "merge cancelled (received SIGINT)");
+  EXPECT_THAT(testing::NamesStartingWith(dir.path(), "m.hdf5"), ElementsAre("m.hdf5"));
+  EXPECT_EQ(ReadFile(options.output).value_or(""), before);
 }
 
 TEST(MergeTest, CarriesMasksRenamed) {

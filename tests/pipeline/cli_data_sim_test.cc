@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -269,13 +268,6 @@ TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
   EXPECT_EQ(hashes[0], hashes[1]);
 }
 
-// Names of the entries of `dir`.
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
-  return names;
-}
-
 // QA: Ctrl-C during `sim collect` left `<output>.partial-<uuid>` behind; now the rollout stops, no partial
 // file is left and an earlier file under the output name stays as it was.
 TEST(CliSimTest, InterruptedCollectLeavesNoFileAndKeepsTheOldOne) {
@@ -291,14 +283,11 @@ TEST(CliSimTest, InterruptedCollectLeavesNoFileAndKeepsTheOldOne) {
   for (int signal : {SIGINT, SIGTERM}) {
     std::vector<std::string> large = collect;
     large.push_back("1000000");
-    const testing::RunningProgram running = testing::StartProgram(large);
-    for (int i = 0; i < 600 && Entries(dir).size() < 2; ++i) usleep(50'000);  // until the partial file exists
-    ASSERT_EQ(Entries(dir).size(), 2u) << "no partial file appeared";
-    kill(running.pid, signal);
-    const ProgramResult stopped = testing::FinishProgram(running);
-    EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
-    EXPECT_THAT(stopped.err, HasSubstr("collect cancelled; " + output + " was not written"));
-    EXPECT_THAT(Entries(dir), ::testing::ElementsAre("demos.hdf5"));
+    const testing::InterruptedProgram stopped = testing::InterruptOncePartialAppears(large, dir, signal);
+    ASSERT_TRUE(stopped.partial_seen) << "no partial file appeared";
+    EXPECT_EQ(stopped.result.exit_code, 130) << stopped.result.err;
+    EXPECT_THAT(stopped.result.err, HasSubstr("collect cancelled; " + output + " was not written"));
+    EXPECT_THAT(testing::DirectoryEntries(dir), ::testing::ElementsAre("demos.hdf5"));
     EXPECT_EQ(testing::ReadWholeFile(output), before);
   }
 }

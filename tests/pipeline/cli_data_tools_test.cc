@@ -1,4 +1,5 @@
 // The `roboloop data ...` tools through the real binary: output, exit codes 0 / 1 / 2.
+#include <csignal>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,10 @@ struct CliRun {
   std::string out;
   std::string err;
 };
+
+// The large merge of InterruptedMergeLeavesNoFileAndKeepsTheOldOne: demos of its input, and times it is merged.
+constexpr int kLargeMergeDemos = 100;
+constexpr int kLargeMergeInputs = 4;
 
 CliRun RunCli(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
@@ -274,6 +279,33 @@ TEST(DataCliTest, StatsMergeSplitAndImport) {
   const CliRun import = RunCli({"data", "import", "aloha", dir.File("none"), "-o", dir.File("i.hdf5")});
   EXPECT_EQ(import.code, 1);
   EXPECT_THAT(import.err, StartsWith("roboloop: data import aloha: " + dir.File("none")));
+}
+
+// QA: Ctrl-C during `data merge` left `<output>.partial-<uuid>` behind; now the merge stops, no partial file is left
+// and an earlier file under the output name stays as it was.
+TEST(DataCliTest, InterruptedMergeLeavesNoFileAndKeepsTheOldOne) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {3, 4});
+  const std::string out_dir = dir.File("out");
+  std::filesystem::create_directory(out_dir);
+  const std::string output = out_dir + "/m.hdf5";
+  ASSERT_EQ(RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("a.hdf5"), "-o", output}).code, 0);
+  const std::string before = roboloop::testing::ReadWholeFile(output);
+  // One input merged many times over: seconds of copying from a file written in a fraction of that.
+  WriteDataset(dir.File("large.hdf5"), std::vector<int>(kLargeMergeDemos, 50), R"({"env_name": "Lift"})",
+               data::testing::MakeImageEpisode);
+  std::vector<std::string> merge = {roboloop::testing::RoboloopBinary(), "data", "merge", "-o", output, "--overwrite"};
+  for (int i = 0; i < kLargeMergeInputs; ++i) merge.push_back(dir.File("large.hdf5"));
+  for (int signal : {SIGINT, SIGTERM}) {
+    const roboloop::testing::InterruptedProgram stopped =
+        roboloop::testing::InterruptOncePartialAppears(merge, out_dir, signal);
+    ASSERT_TRUE(stopped.partial_seen) << "no partial file appeared";
+    EXPECT_EQ(stopped.result.exit_code, 130) << stopped.result.err;
+    EXPECT_THAT(stopped.result.err, HasSubstr("roboloop: data merge: interrupted (received SIG"));
+    EXPECT_THAT(stopped.result.err, HasSubstr("; " + output + " was not written\n"));
+    EXPECT_THAT(roboloop::testing::DirectoryEntries(out_dir), ::testing::ElementsAre("m.hdf5"));
+    EXPECT_EQ(roboloop::testing::ReadWholeFile(output), before);
+  }
 }
 
 }  // namespace

@@ -5,11 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "data/dataset_writer.h"
 #include "tests/util/subprocess.h"
 
@@ -21,6 +24,12 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 using testing::ProgramResult;
+
+// The camera datasets of the interruption tests: demos of the one imported (its import takes over two seconds after the
+// partial file appears), demos of the one exported with AV1 (seconds), and the steps of each demo.
+constexpr int kImportedDemos = 128;
+constexpr int kExportedDemos = 8;
+constexpr int kCameraSteps = 100;
 
 ProgramResult Roboloop(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {testing::RoboloopBinary()};
@@ -46,6 +55,43 @@ void WriteDataset(const std::string& path, int demos) {
     ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
   }
   ASSERT_TRUE((*writer)->Close().ok());
+}
+
+// `demos` demos of `steps` steps with a 64x64 camera obs/front_image (a still picture per demo, which H.264 encodes
+// fast) besides obs/qpos and actions.
+void WriteCameraDataset(const std::string& path, int demos, int steps) {
+  data::DatasetWriter::Options options;
+  options.path = path;
+  auto writer = data::DatasetWriter::Create(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int d = 0; d < demos; ++d) {
+    std::vector<float> obs, actions;
+    std::vector<uint8_t> pixels;
+    for (int t = 0; t < steps; ++t) {
+      for (int k = 0; k < 4; ++k) obs.push_back(0.1f * d + 0.01f * t + k);
+      actions.push_back(0.5f - 0.05f * t);
+      for (int p = 0; p < 64 * 64 * 3; ++p) {
+        pixels.push_back(static_cast<uint8_t>((d * 53 + p / 192 * 29 + p % 3 * 7) % 256));
+      }
+    }
+    data::Episode episode;
+    episode["obs/qpos"] = data::Array::From<float>({steps, 4}, obs);
+    episode["actions"] = data::Array::From<float>({steps, 1}, actions);
+    episode["obs/front_image"] = data::Array::From<uint8_t>({steps, 64, 64, 3}, pixels);
+    ASSERT_TRUE((*writer)->WriteEpisode(episode).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+// Every file under `folder` (relative path -> bytes).
+std::map<std::string, std::string> FolderContents(const std::string& folder) {
+  std::map<std::string, std::string> contents;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (entry.is_regular_file()) {
+      contents[fs::relative(entry.path(), folder).string()] = testing::ReadWholeFile(entry.path().string());
+    }
+  }
+  return contents;
 }
 
 // The LeRobot imports in the store at `root` (lerobot-<digest>.hdf5, not the .lock files beside them).
@@ -89,13 +135,68 @@ TEST_F(CliLeRobotTest, BadInputExitsOneNamingIt) {
   const ProgramResult no_folder = Roboloop({"data", "import", "lerobot", dir_ + "/none", "-o", dir_ + "/x.hdf5"});
   EXPECT_EQ(no_folder.exit_code, 1);
   EXPECT_THAT(no_folder.err, StartsWith("roboloop: data import lerobot: " + dir_ + "/none/meta/info.json"));
-  const ProgramResult no_fps = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/other"});
-  EXPECT_EQ(no_fps.exit_code, 1);
-  EXPECT_THAT(no_fps.err, HasSubstr("--fps"));
   const ProgramResult exists = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20"});
   EXPECT_EQ(exists.exit_code, 1);
   EXPECT_THAT(exists.err, HasSubstr("already exists"));
   EXPECT_EQ(Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/x", "--codec", "vp9"}).exit_code, 2);
+}
+
+// A file that records no frame rate exported without --fps: the setting is missing from the command line, a usage
+// error (exit 2) saying so.
+TEST_F(CliLeRobotTest, ExportWithoutARecordedFrameRateNeedsFps) {
+  const ProgramResult no_fps = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/other"});
+  EXPECT_EQ(no_fps.exit_code, 2);
+  EXPECT_EQ(no_fps.err, "roboloop: data export lerobot: " + dir_ +
+                            "/demos.hdf5: no frame rate recorded (env_args lerobot.fps); pass --fps\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/other"));
+  // An import records the rate: its file needs no --fps.
+  ASSERT_EQ(Roboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"}).exit_code, 0);
+  const ProgramResult recorded = Roboloop({"data", "export", "lerobot", dir_ + "/back.hdf5", "-o", dir_ + "/other"});
+  EXPECT_EQ(recorded.exit_code, 0) << recorded.err;
+}
+
+// QA: Ctrl-C or SIGTERM during `data import lerobot` left `<output>.partial-<uuid>` behind; now the import stops,
+// no partial file is left and an earlier file under the output name stays as it was.
+TEST_F(CliLeRobotTest, InterruptedImportLeavesNoFileAndKeepsTheOldOne) {
+  const std::string out_dir = dir_ + "/out";
+  fs::create_directory(out_dir);
+  const std::string output = out_dir + "/back.hdf5";
+  ASSERT_EQ(Roboloop({"data", "import", "lerobot", Folder(), "-o", output}).exit_code, 0);
+  const std::string before = testing::ReadWholeFile(output);
+  WriteCameraDataset(dir_ + "/camera.hdf5", kImportedDemos, kCameraSteps);
+  const std::string camera_folder = dir_ + "/camera_lerobot";
+  const ProgramResult exported =
+      Roboloop({"data", "export", "lerobot", dir_ + "/camera.hdf5", "-o", camera_folder, "--fps", "20"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  for (int signal : {SIGINT, SIGTERM}) {
+    const testing::InterruptedProgram stopped = testing::InterruptOncePartialAppears(
+        {testing::RoboloopBinary(), "data", "import", "lerobot", camera_folder, "-o", output, "--overwrite"}, out_dir,
+        signal);
+    ASSERT_TRUE(stopped.partial_seen) << "no partial file appeared";
+    EXPECT_EQ(stopped.result.exit_code, 130) << stopped.result.err;
+    EXPECT_EQ(stopped.result.err, absl::StrCat("roboloop: data import lerobot: interrupted (received ",
+                                               signal == SIGINT ? "SIGINT" : "SIGTERM", "); ", output,
+                                               " was not written\n"));
+    EXPECT_THAT(testing::DirectoryEntries(out_dir), ::testing::ElementsAre("back.hdf5"));
+    EXPECT_EQ(testing::ReadWholeFile(output), before);
+  }
+}
+
+// QA: Ctrl-C during `data export lerobot --codec av1` left `<output>.partial-<uuid>/` behind; now the export stops,
+// no partial folder is left and an earlier export under the output name stays as it was.
+TEST_F(CliLeRobotTest, InterruptedExportLeavesNoFolderAndKeepsTheOldOne) {
+  const std::map<std::string, std::string> before = FolderContents(Folder());
+  WriteCameraDataset(dir_ + "/camera.hdf5", kExportedDemos, kCameraSteps);
+  const testing::InterruptedProgram stopped = testing::InterruptOncePartialAppears(
+      {testing::RoboloopBinary(), "data", "export", "lerobot", dir_ + "/camera.hdf5", "-o", Folder(), "--fps", "20",
+       "--codec", "av1", "--overwrite"},
+      dir_, SIGINT);
+  ASSERT_TRUE(stopped.partial_seen) << "no partial folder appeared";
+  EXPECT_EQ(stopped.result.exit_code, 130) << stopped.result.err;
+  EXPECT_EQ(stopped.result.err,
+            "roboloop: data export lerobot: interrupted (received SIGINT); " + Folder() + " was not written\n");
+  EXPECT_THAT(testing::DirectoryEntries(dir_), ::testing::ElementsAre("camera.hdf5", "demos.hdf5", "lerobot"));
+  EXPECT_EQ(FolderContents(Folder()), before);
 }
 
 TEST_F(CliLeRobotTest, RegisterImportsTheFolderOnce) {

@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -73,6 +76,32 @@ ProgramResult FinishProgram(const RunningProgram& running) {
 ProgramResult RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          const std::string& cwd) {
   return FinishProgram(StartProgram(argv, env, cwd));
+}
+
+std::vector<std::string> DirectoryEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+InterruptedProgram InterruptOncePartialAppears(const std::vector<std::string>& argv, const std::string& dir,
+                                               int signal) {
+  const auto has_partial = [&dir] {
+    const std::vector<std::string> names = DirectoryEntries(dir);
+    return std::any_of(names.begin(), names.end(),
+                       [](const std::string& name) { return name.find(".partial-") != std::string::npos; });
+  };
+  InterruptedProgram stopped;
+  const RunningProgram running = StartProgram(argv);
+  for (int i = 0; i < 3000 && !stopped.partial_seen; ++i) {
+    stopped.partial_seen = has_partial();
+    if (!stopped.partial_seen) usleep(10'000);
+  }
+  kill(running.pid, signal);
+  stopped.result = FinishProgram(running);
+  return stopped;
 }
 
 std::string RoboloopBinary() { return std::string(ROBOLOOP_BINARY_DIR) + "/bin/roboloop"; }

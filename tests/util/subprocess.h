@@ -33,6 +33,20 @@ RunningProgram StartProgram(const std::vector<std::string>& argv,
 // Waits for a started program and collects its result (removing the output files).
 ProgramResult FinishProgram(const RunningProgram& running);
 
+// Names of the entries of the folder `dir` (empty when it cannot be read), sorted.
+std::vector<std::string> DirectoryEntries(const std::string& dir);
+
+// A program stopped by InterruptOncePartialAppears.
+struct InterruptedProgram {
+  bool partial_seen = false;  // an entry "*.partial-*" appeared in the folder before the signal was sent
+  ProgramResult result;       // the program's outcome
+};
+
+// Starts `argv`, waits until the folder `dir` holds an entry whose name contains ".partial-" (checked every
+// 10 ms, for at most 30 s), sends the program `signal` and waits for it to end.
+InterruptedProgram InterruptOncePartialAppears(const std::vector<std::string>& argv, const std::string& dir,
+                                               int signal);
+
 // Path of the built `roboloop` binary.
 std::string RoboloopBinary();
 
