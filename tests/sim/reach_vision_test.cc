@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/camera_renderer.h"
 #include "sim/env.h"
@@ -74,7 +76,7 @@ int WhitePixels(const std::vector<uint8_t>& frame) {
 }
 
 // A vision task whose pixels saturate teaches nothing: across episodes, almost no pixel is white,
-// the table (the frame's corners) is a mid grey and the target's centre is clearly red.
+// the table (the frame's corners) is a mid grey and the target's centre is clearly red, unsaturated.
 TEST(ReachVisionTest, TheCameraSeesAGreyTableAndARedTargetWithoutSaturating) {
   auto task = testing::BuiltinTask("reach-vision");
   ASSERT_NE(task, nullptr);
@@ -100,10 +102,11 @@ TEST(ReachVisionTest, TheCameraSeesAGreyTableAndARedTargetWithoutSaturating) {
     task->ObservePrivileged(task->model(), (*env)->data(), target.data());
     const auto [row, column] = TopCameraPixel(task->model(), target[0], target[1]);
     const uint8_t* red = pixel(row, column);
-    EXPECT_GE(int{red[0]}, 96) << "episode " << episode << ": target pixel " << row << "," << column;
-    EXPECT_GT(red[0], 2 * std::max(red[1], red[2])) << "episode " << episode << ": target pixel " << row << ","
-                                                    << column << " (" << int{red[0]} << ", " << int{red[1]}
-                                                    << ", " << int{red[2]} << ")";
+    const std::string where = absl::StrCat("episode ", episode, ": target pixel ", row, ",", column, " (",
+                                           red[0], ", ", red[1], ", ", red[2], ")");
+    EXPECT_GE(int{red[0]}, 96) << where;
+    EXPECT_LT(int{red[0]}, 255) << where << " saturates";
+    EXPECT_GT(int{red[0]}, 4 * std::max(red[1], red[2])) << where << " is not clearly red";
   }
 }
 
