@@ -272,9 +272,9 @@ const v1::Evaluation* ChampionRow(const v1::Checkpoint& champion, const std::vec
   return row == rows.end() ? nullptr : &*row;
 }
 
-// The protocol of the champion's best leaderboard row ("" when it has none).
-std::string ChampionProtocol(const v1::Checkpoint& champion, const std::vector<v1::Evaluation>& rows) {
-  const v1::Evaluation* row = ChampionRow(champion, rows);
+// The protocol of `checkpoint`'s best leaderboard row ("" when it has none).
+std::string BestRowProtocol(const v1::Checkpoint& checkpoint, const std::vector<v1::Evaluation>& rows) {
+  const v1::Evaluation* row = ChampionRow(checkpoint, rows);
   return row == nullptr ? "" : row->protocol().name();
 }
 
@@ -353,7 +353,10 @@ absl::StatusOr<std::string> WriteModelReport(wiring::ServiceClients& clients, co
     std::vector<v1::Checkpoint> chain = {*champion};
     absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(champion->id());
     if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
-    absl::StrAppend(&html, ClosedLoopSection(clients, chain, rows, ChampionProtocol(*champion, rows)));
+    // Under the newest checkpoint's protocol: the loop evaluates it by the gate alone, where an earlier
+    // checkpoint's best row may be a feedback evaluation the newest one never had.
+    const std::vector<v1::Checkpoint> loop = ClosedLoopChain(clients, *champion);
+    absl::StrAppend(&html, ClosedLoopSection(clients, loop, rows, BestRowProtocol(loop.front(), rows)));
     absl::StrAppend(&html, ChampionAnimation(clients, request, *champion, rows));
     if (!request.train_root.empty()) absl::StrAppend(&html, LossSection(request.train_root, chain));
     absl::StrAppend(&html, LineageSection(clients, *champion));

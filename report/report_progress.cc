@@ -44,13 +44,33 @@ std::string PairedTestLine(wiring::ServiceClients& clients, const Step& first, c
       eval::VerdictName(c->verdict()), HtmlEscape(c->reason()));
 }
 
+// `checkpoint` followed by its ancestors, newest first; only `checkpoint` when the lineage is unavailable.
+std::vector<v1::Checkpoint> WithAncestors(wiring::ServiceClients& clients, const v1::Checkpoint& checkpoint) {
+  std::vector<v1::Checkpoint> chain = {checkpoint};
+  absl::StatusOr<v1::LineageResponse> lineage = clients.registry().Lineage(checkpoint.id());
+  if (lineage.ok()) chain.insert(chain.end(), lineage->ancestors().begin(), lineage->ancestors().end());
+  return chain;
+}
+
 }  // namespace
+
+std::vector<v1::Checkpoint> ClosedLoopChain(wiring::ServiceClients& clients, const v1::Checkpoint& champion) {
+  std::vector<v1::Checkpoint> champion_chain = WithAncestors(clients, champion);
+  absl::StatusOr<v1::Checkpoint> latest = clients.registry().GetCheckpoint(champion.model() + "@latest");
+  if (!latest.ok() || latest->id() == champion.id()) return champion_chain;
+  std::vector<v1::Checkpoint> latest_chain = WithAncestors(clients, *latest);
+  const bool follows_champion = std::any_of(latest_chain.begin(), latest_chain.end(),
+                                            [&](const v1::Checkpoint& c) { return c.id() == champion.id(); });
+  return follows_champion ? latest_chain : champion_chain;
+}
 
 std::string ClosedLoopSection(wiring::ServiceClients& clients, const std::vector<v1::Checkpoint>& chain,
                               const std::vector<v1::Evaluation>& rows, const std::string& protocol) {
   const std::vector<Step> steps = EvaluatedSteps(chain, rows, protocol);
   if (steps.size() < 2) return "";
-  std::string html = absl::StrCat("<h2>Closed loop</h2><p class='muted'>the champion's lineage under ",
+  const v1::Checkpoint& newest = *steps.back().checkpoint;
+  std::string html = absl::StrCat("<h2>Closed loop</h2><p class='muted'>the lineage of ",
+                                  HtmlEscape(absl::StrCat(newest.model(), ":v", newest.version())), " under ",
                                   HtmlEscape(protocol), ", oldest first</p><table><tr><th>checkpoint</th><th>step</th>"
                                   "<th>success</th><th>95 % interval</th><th>successes</th></tr>");
   for (const Step& s : steps) {
