@@ -47,14 +47,26 @@ std::string StartedRunId(const ProgramResult& result) {
   return start == std::string::npos || end == std::string::npos ? "" : result.out.substr(start + 4, end - start - 4);
 }
 
-TEST(CliRunInspectTest, AResumeFindsItsPipelineFileFromAnyFolder) {
-  const std::string dir = testing::MakeTempDir("resume-folder");
-  const std::string root = dir + "/store";
-  const std::string elsewhere = dir + "/elsewhere";
-  ASSERT_TRUE(MakeDirs(elsewhere).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - {name: demos, kind: collect, "
+// A temp folder holding p.yaml (one collect stage of a random policy), its store root `root` and
+// an empty folder `elsewhere` beside it.
+struct ResumeFolders {
+  std::string dir;
+  std::string root;
+  std::string elsewhere;
+};
+
+ResumeFolders MakeResumeFolders(const std::string& name) {
+  const std::string dir = testing::MakeTempDir(name);
+  const ResumeFolders folders{dir, dir + "/store", dir + "/elsewhere"};
+  EXPECT_TRUE(MakeDirs(folders.elsewhere).ok());
+  EXPECT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - {name: demos, kind: collect, "
                                                "collect: {task: cartpole-swingup, policy: random, episodes: 2}}\n")
                   .ok());
+  return folders;
+}
+
+TEST(CliRunInspectTest, AResumeFindsItsPipelineFileFromAnyFolder) {
+  const auto [dir, root, elsewhere] = MakeResumeFolders("resume-folder");
   const std::string binary = testing::RoboloopBinary();
   const ProgramResult failed =
       testing::RunProgram({binary, "run", "p.yaml", "--root", root, "--set", "demos.task=nosuch"}, {}, dir);
@@ -104,20 +116,15 @@ std::string OldRunWithARelativePath(const std::string& root, const std::string& 
   if (!store.ok()) return "";
   const absl::StatusOr<std::string> text = ReadFile(dir + "/p.yaml");
   EXPECT_TRUE(text.ok()) << text.status();
-  const pipeline::RunSettings settings{Sha256Hex(text.value_or(""))};
+  pipeline::RunSettings settings;
+  settings.spec_sha256 = Sha256Hex(text.value_or(""));
   const std::string id = (*store)->CreateRun("p", "p.yaml", {}, settings).value();
   EXPECT_TRUE((*store)->FinishRun(id, "failed", "stage demos failed").ok());
   return id;
 }
 
 TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
-  const std::string dir = testing::MakeTempDir("resume-relative");
-  const std::string root = dir + "/store";
-  const std::string elsewhere = dir + "/elsewhere";
-  ASSERT_TRUE(MakeDirs(elsewhere).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - {name: demos, kind: collect, "
-                                               "collect: {task: cartpole-swingup, policy: random, episodes: 2}}\n")
-                  .ok());
+  const auto [dir, root, elsewhere] = MakeResumeFolders("resume-relative");
   ASSERT_TRUE(WriteFileAtomic(elsewhere + "/q.yaml", "name: q\nstages: []\n").ok());
   const std::string binary = testing::RoboloopBinary();
   const std::string run = OldRunWithARelativePath(root, dir);
