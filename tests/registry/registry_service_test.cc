@@ -275,7 +275,9 @@ TEST_F(RawUploadTest, CachedCopiesAreReadOnlyAndReplacedWhenChanged) {
   auto copy = client->CachedCopy(sha256, cache, ".hdf5");
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(Mode(*copy), 0444);
-  if (geteuid() != 0) EXPECT_LT(open(copy->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+  if (geteuid() != 0) {
+    EXPECT_LT(open(copy->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+  }
 
   ASSERT_EQ(chmod(copy->c_str(), 0644), 0);
   ASSERT_EQ(client->CachedCopy(sha256, cache, ".hdf5").value_or(""), *copy);
