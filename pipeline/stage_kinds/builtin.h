@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "pipeline/stage_kind.h"
+#include "roboloop/v1/eval.pb.h"
 
 namespace roboloop::pipeline {
 
@@ -19,6 +20,11 @@ StageKind CompareStageKind();   // evaluates two checkpoints and compares them p
 StageKind PromoteStageKind();   // promotes a candidate over the champion when it is better
 StageKind ReportStageKind();    // writes a model's HTML report
 StageKind LoopStageKind();      // repeats a body of stages until a condition holds
+
+// A compare stage's outputs for its two evaluations and their comparison. `p_value` keeps six
+// significant digits, so that a p far below 1e-6 is not written as 0.
+StageOutputs ComparisonOutputs(const v1::Evaluation& candidate, const v1::Evaluation& baseline,
+                               const v1::Comparison& comparison);
 
 // The protocol file `protocol` names ({protocol} when it is a path, eval::IsProtocolPath; none for
 // a protocol the eval service loads by name), for StageKind::local_files.

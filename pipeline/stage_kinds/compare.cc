@@ -17,16 +17,9 @@ absl::StatusOr<StageOutputs> RunCompare(const v1::Stage& stage, const StageConte
   request.set_baseline(baseline.id());
   request.set_protocol_hash(candidate.protocol_hash());
   ROBOLOOP_ASSIGN_OR_RETURN(v1::Comparison comparison, services.clients().eval().Compare(request));
-  const auto rate = [](const v1::Evaluation& e) { return absl::StrFormat("%.6f", e.aggregates().success().rate()); };
-  return StageOutputs{{"verdict", eval::VerdictName(comparison.verdict())},
-                      {"p_value", absl::StrFormat("%.6f", comparison.mcnemar_p())},
-                      {"candidate.success", rate(candidate)},
-                      {"baseline.success", rate(baseline)},
-                      {"pairs", absl::StrCat(comparison.pairs())},
-                      {"reason", comparison.reason()}};
+  return ComparisonOutputs(candidate, baseline, comparison);
 }
 
-// A checkpoint reference for a summary line: a 64-hex id shortened to 12 digits.
 std::string ShortReference(const std::string& reference) {
   return reference.size() == 64 && reference.find_first_not_of("0123456789abcdef") == std::string::npos
              ? reference.substr(0, 12)
@@ -52,6 +45,17 @@ std::vector<std::string> SummarizeCompare(const v1::Stage& stage, const StageOut
 }
 
 }  // namespace
+
+StageOutputs ComparisonOutputs(const v1::Evaluation& candidate, const v1::Evaluation& baseline,
+                               const v1::Comparison& comparison) {
+  const auto rate = [](const v1::Evaluation& e) { return absl::StrFormat("%.6f", e.aggregates().success().rate()); };
+  return StageOutputs{{"verdict", eval::VerdictName(comparison.verdict())},
+                      {"p_value", absl::StrFormat("%.6g", comparison.mcnemar_p())},
+                      {"candidate.success", rate(candidate)},
+                      {"baseline.success", rate(baseline)},
+                      {"pairs", absl::StrCat(comparison.pairs())},
+                      {"reason", comparison.reason()}};
+}
 
 StageKind CompareStageKind() {
   StageKind kind;

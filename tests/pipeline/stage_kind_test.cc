@@ -72,6 +72,24 @@ stages:
   - {name: again, kind: shout, params: {value: "${hello.text}!"}}
 )";
 
+// QA: a compare of 177 vs 0 paired successes (p ≈ 1e-53) was written and summarised as "p 0".
+TEST(ComparisonOutputsTest, APValueKeepsSixSignificantDigitsHoweverSmall) {
+  v1::Evaluation candidate;
+  candidate.mutable_aggregates()->mutable_success()->set_rate(1.0);
+  v1::Evaluation baseline;
+  baseline.mutable_aggregates()->mutable_success()->set_rate(0.115);
+  v1::Comparison comparison;
+  comparison.set_pairs(200);
+  comparison.set_mcnemar_p(1.0e-53);
+  const StageOutputs tiny = ComparisonOutputs(candidate, baseline, comparison);
+  EXPECT_EQ(tiny.at("p_value"), "1e-53");
+  EXPECT_EQ(tiny.at("candidate.success"), "1.000000");
+  EXPECT_EQ(tiny.at("baseline.success"), "0.115000");
+  EXPECT_EQ(tiny.at("pairs"), "200");
+  comparison.set_mcnemar_p(0.015625);
+  EXPECT_EQ(ComparisonOutputs(candidate, baseline, comparison).at("p_value"), "0.015625");
+}
+
 TEST_F(StageKindTest, AKindRegisteredHereValidatesAndRunsThroughTheProductExecutor) {
   auto loaded = Load(kTwoShouts);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
