@@ -44,10 +44,8 @@ class CliEvalTest : public ::testing::Test {
   }
 
   ProgramResult Roboloop(std::vector<std::string> args) {
-    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--root", root_, "--protocols-dir", protocols_});
-    return roboloop::testing::RunProgram(argv);
+    args.insert(args.end(), {"--root", root_, "--protocols-dir", protocols_});
+    return roboloop::testing::RunRoboloop(args);
   }
 
   std::string dir_, root_, protocols_;

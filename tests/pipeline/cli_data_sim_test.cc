@@ -21,12 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::ProgramResult;
-
-ProgramResult Roboloop(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {testing::RoboloopBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::RunProgram(argv);
-}
+using testing::RunRoboloop;
 
 // Writes a small robomimic file of `demos` demos whose values depend on `seed`.
 void WriteDataset(const std::string& path, int demos, float seed) {
@@ -54,26 +49,26 @@ TEST(CliDataTest, RegisterRecordsStatsAndRegisteredParents) {
   std::string root = dir + "/store";
   WriteDataset(dir + "/a.hdf5", 3, 1.0f);
   WriteDataset(dir + "/b.hdf5", 2, 2.0f);
-  ProgramResult a = Roboloop({"data", "register", dir + "/a.hdf5", "--name", "demos", "--root", root});
+  ProgramResult a = RunRoboloop({"data", "register", dir + "/a.hdf5", "--name", "demos", "--root", root});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_THAT(a.out, HasSubstr("registered dataset demos:v1"));
 
-  ProgramResult merged = Roboloop({"data", "merge", dir + "/a.hdf5", dir + "/b.hdf5", "-o", dir + "/ab.hdf5"});
+  ProgramResult merged = RunRoboloop({"data", "merge", dir + "/a.hdf5", dir + "/b.hdf5", "-o", dir + "/ab.hdf5"});
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
-  ProgramResult ab = Roboloop({"data", "register", dir + "/ab.hdf5", "--name", "demos", "--root", root});
+  ProgramResult ab = RunRoboloop({"data", "register", dir + "/ab.hdf5", "--name", "demos", "--root", root});
   ASSERT_EQ(ab.exit_code, 0) << ab.err;
   EXPECT_THAT(ab.out, HasSubstr("demos:v2"));
   EXPECT_THAT(ab.out, HasSubstr("(1 parents)"));  // a is registered, b is not
 
-  ProgramResult show = Roboloop({"registry", "show", "demos:v2", "--root", root});
+  ProgramResult show = RunRoboloop({"registry", "show", "demos:v2", "--root", root});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   nlohmann::json dataset = nlohmann::json::parse(show.out);
   nlohmann::json metadata = nlohmann::json::parse(dataset["metadata_json"].get<std::string>());
   EXPECT_TRUE(metadata.dump().find("q99") != std::string::npos) << metadata.dump();
-  ProgramResult lineage = Roboloop({"registry", "lineage", "demos:v2", "--root", root});
+  ProgramResult lineage = RunRoboloop({"registry", "lineage", "demos:v2", "--root", root});
   EXPECT_THAT(lineage.out, ::testing::ContainsRegex("self +dataset +[0-9a-f]+ +demos:v2"));
   EXPECT_THAT(lineage.out, ::testing::ContainsRegex("made-from +dataset +[0-9a-f]+ +demos:v1"));
-  ProgramResult descendants = Roboloop({"registry", "lineage", "demos:v1", "--root", root});
+  ProgramResult descendants = RunRoboloop({"registry", "lineage", "demos:v1", "--root", root});
   ASSERT_EQ(descendants.exit_code, 0) << descendants.err;
   EXPECT_THAT(descendants.out, ::testing::ContainsRegex("made-into +dataset +[0-9a-f]+ +demos:v2"));
 }
@@ -98,22 +93,22 @@ TEST(CliDataTest, InfoTakesARegistryReference) {
 TEST(CliDataTest, ToolsRunFromTheMainBinaryWithExitCodes) {
   std::string dir = testing::MakeTempDir("clidata");
   WriteDataset(dir + "/a.hdf5", 2, 0.5f);
-  ProgramResult info = Roboloop({"data", "info", dir + "/a.hdf5", "--format", "json"});
+  ProgramResult info = RunRoboloop({"data", "info", dir + "/a.hdf5", "--format", "json"});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_THAT(info.out, HasSubstr("obs/qpos"));
-  ProgramResult missing = Roboloop({"data", "validate", dir + "/missing.hdf5"});
+  ProgramResult missing = RunRoboloop({"data", "validate", dir + "/missing.hdf5"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("missing.hdf5"));
-  ProgramResult usage = Roboloop({"data", "merge", dir + "/a.hdf5"});
+  ProgramResult usage = RunRoboloop({"data", "merge", dir + "/a.hdf5"});
   EXPECT_EQ(usage.exit_code, 2);
-  ProgramResult bad_register = Roboloop({"data", "register", dir + "/missing.hdf5", "--name", "x",
+  ProgramResult bad_register = RunRoboloop({"data", "register", dir + "/missing.hdf5", "--name", "x",
                                          "--root", dir + "/store"});
   EXPECT_EQ(bad_register.exit_code, 1);
   EXPECT_THAT(bad_register.err, HasSubstr("missing.hdf5"));
 }
 
 TEST(CliSimTest, TasksAndDeterministicRollouts) {
-  ProgramResult tasks = Roboloop({"sim", "tasks", "--format", "json"});
+  ProgramResult tasks = RunRoboloop({"sim", "tasks", "--format", "json"});
   ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
   EXPECT_THAT(tasks.out, HasSubstr("cartpole-swingup"));
   EXPECT_THAT(tasks.out, HasSubstr("reacher"));
@@ -127,10 +122,10 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
     }
     return out;
   };
-  ProgramResult one = Roboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
+  ProgramResult one = RunRoboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
                                 "4", "--seed", "7", "--format", "json"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  ProgramResult many = Roboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
+  ProgramResult many = RunRoboloop({"sim", "rollout", "--task", "reacher", "--policy", "expert", "--episodes",
                                  "4", "--seed", "7", "--envs", "3", "--threads", "2", "--format", "json"});
   ASSERT_EQ(many.exit_code, 0) << many.err;
   std::vector<std::string> a = hashes(one.out), b = hashes(many.out);
@@ -139,14 +134,14 @@ TEST(CliSimTest, TasksAndDeterministicRollouts) {
   std::sort(b.begin(), b.end());
   EXPECT_EQ(a, b);
 
-  ProgramResult table = Roboloop({"sim", "rollout", "--task", "cartpole-balance", "--policy", "expert",
+  ProgramResult table = RunRoboloop({"sim", "rollout", "--task", "cartpole-balance", "--policy", "expert",
                                   "--episodes", "2"});
   EXPECT_THAT(table.out, HasSubstr("success 2/2"));
-  ProgramResult unknown = Roboloop({"sim", "rollout", "--task", "cartpole", "--policy", "expert",
+  ProgramResult unknown = RunRoboloop({"sim", "rollout", "--task", "cartpole", "--policy", "expert",
                                     "--episodes", "1"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("known tasks: cartpole-balance"));
-  ProgramResult bad_plugin = Roboloop({"sim", "tasks", "--task-plugin", "/nonexistent/libtask.so"});
+  ProgramResult bad_plugin = RunRoboloop({"sim", "tasks", "--task-plugin", "/nonexistent/libtask.so"});
   EXPECT_EQ(bad_plugin.exit_code, 1);
   EXPECT_THAT(bad_plugin.err, HasSubstr("/nonexistent/libtask.so"));
 }
@@ -172,14 +167,14 @@ TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
   for (const Case& c : cases) {
     std::vector<std::string> args = c.command;
     args.insert(args.end(), c.flags.begin(), c.flags.end());
-    ProgramResult result = Roboloop(args);
+    ProgramResult result = RunRoboloop(args);
     EXPECT_EQ(result.exit_code, 2) << c.expected << ": " << result.err;
     EXPECT_THAT(result.err, HasSubstr(c.expected));
     EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << c.expected;
   }
   std::vector<std::string> unreachable = collect;
   unreachable.insert(unreachable.end(), {"--episodes", "1", "--register", "ok", "--registry", "127.0.0.1:1"});
-  ProgramResult result = Roboloop(unreachable);
+  ProgramResult result = RunRoboloop(unreachable);
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_THAT(result.err, HasSubstr("--register: checking the registry before any work"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/c.hdf5")) << "nothing is collected for an unreachable registry";
@@ -188,9 +183,9 @@ TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
 // `sim tasks` shows one line per task: a YAML task's folded description is cut to its first
 // clause, with no trailing newline leaving a blank line in the table.
 TEST(CliSimTest, TasksTableHasOneLinePerTask) {
-  ProgramResult tasks = Roboloop({"sim", "tasks", "--task-yaml", ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml"});
+  ProgramResult tasks = RunRoboloop({"sim", "tasks", "--task-yaml", ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml"});
   ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
-  ProgramResult json = Roboloop({"sim", "tasks", "--format", "json", "--task-yaml",
+  ProgramResult json = RunRoboloop({"sim", "tasks", "--format", "json", "--task-yaml",
                                  ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const size_t task_count = nlohmann::json::parse(json.out)["tasks"].size();
@@ -217,37 +212,37 @@ std::string WordAfter(const std::string& text, const std::string& label) {
 TEST(CliSimTest, CollectRegistersAndRelabelRecordsTheRegisteredParent) {
   const std::string dir = testing::MakeTempDir("clisimcollect");
   const std::string root = dir + "/store";
-  ProgramResult collect = Roboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
+  ProgramResult collect = RunRoboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
                                     "--episodes", "3", "--seed", "8", "--max-steps", "40", "--envs", "2",
                                     "-o", dir + "/demos.hdf5", "--register", "pend", "--root", root});
   ASSERT_EQ(collect.exit_code, 0) << collect.err;
   EXPECT_THAT(collect.out, HasSubstr("3 demos, 120 steps"));
   EXPECT_THAT(collect.out, HasSubstr("registered dataset pend:v1"));
-  ProgramResult info = Roboloop({"data", "info", dir + "/demos.hdf5", "--format", "json"});
+  ProgramResult info = RunRoboloop({"data", "info", dir + "/demos.hdf5", "--format", "json"});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   nlohmann::json json = nlohmann::json::parse(info.out);
   EXPECT_EQ(json["num_demos"], 3);
   EXPECT_EQ(json["lineage"]["operation"], "collect");
   EXPECT_THAT(json["env_args"].dump(), HasSubstr("pendulum-swingup"));
 
-  ProgramResult relabel = Roboloop({"sim", "relabel", dir + "/demos.hdf5", "-o", dir + "/dagger.hdf5",
+  ProgramResult relabel = RunRoboloop({"sim", "relabel", dir + "/demos.hdf5", "-o", dir + "/dagger.hdf5",
                                     "--register", "pend-dagger", "--root", root});
   ASSERT_EQ(relabel.exit_code, 0) << relabel.err;
   EXPECT_THAT(relabel.out, HasSubstr("(1 parents)"));
-  ProgramResult lineage = Roboloop({"registry", "lineage", "pend-dagger:v1", "--root", root});
+  ProgramResult lineage = RunRoboloop({"registry", "lineage", "pend-dagger:v1", "--root", root});
   EXPECT_THAT(lineage.out, HasSubstr("pend:v1"));
 
-  ProgramResult again = Roboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
+  ProgramResult again = RunRoboloop({"sim", "collect", "--task", "pendulum-swingup", "--policy", "expert",
                                   "--episodes", "1", "-o", dir + "/demos.hdf5"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("demos.hdf5"));
-  ProgramResult missing = Roboloop({"sim", "relabel", dir + "/none.hdf5", "-o", dir + "/x.hdf5"});
+  ProgramResult missing = RunRoboloop({"sim", "relabel", dir + "/none.hdf5", "-o", dir + "/x.hdf5"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("none.hdf5"));
 
   // An input that crashes libhdf5 (docs/RELIABILITY.md) is an error naming it, checked before the relabel reads it.
   const std::string hostile = std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_memcpy_overlap.hdf5";
-  ProgramResult crashing = Roboloop({"sim", "relabel", hostile, "-o", dir + "/y.hdf5"});
+  ProgramResult crashing = RunRoboloop({"sim", "relabel", hostile, "-o", dir + "/y.hdf5"});
   EXPECT_EQ(crashing.exit_code, 1);
   EXPECT_THAT(crashing.err, HasSubstr(hostile + ": validation "));
   EXPECT_THAT(crashing.err, HasSubstr("the file is likely corrupt"));
@@ -258,7 +253,7 @@ TEST(CliSimTest, CollectGivesTheSameFileForAnyEnvs) {
   const std::string dir = testing::MakeTempDir("clisimdet");
   std::vector<std::string> hashes;
   for (const char* envs : {"1", "3"}) {
-    ProgramResult collect = Roboloop({"sim", "collect", "--task", "cartpole-balance", "--policy", "random",
+    ProgramResult collect = RunRoboloop({"sim", "collect", "--task", "cartpole-balance", "--policy", "random",
                                       "--episodes", "5", "--max-steps", "60", "--envs", envs, "--threads", "2",
                                       "-o", dir + "/envs" + envs + ".hdf5"});
     ASSERT_EQ(collect.exit_code, 0) << collect.err;
@@ -294,7 +289,7 @@ TEST(CliSimTest, InterruptedCollectLeavesNoFileAndKeepsTheOldOne) {
 
 // The state hash chain of `sim rollout --format json`, pasted as it is into `sim replay --expect-hash`.
 TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
-  ProgramResult rollout = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
+  ProgramResult rollout = RunRoboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
                                     "--episodes", "2", "--seed", "3", "--max-steps", "80", "--format", "json"});
   ASSERT_EQ(rollout.exit_code, 0) << rollout.err;
   std::istringstream lines(rollout.out);
@@ -304,20 +299,20 @@ TEST(CliSimTest, ReplayVerifiesTheHashChainOfARolloutEpisode) {
   nlohmann::json record = nlohmann::json::parse(line);
   const std::string hex = record["state_hash_chain"].get<std::string>();  // pasted as the JSON gives it
   EXPECT_THAT(hex, ::testing::MatchesRegex("[0-9a-f]{16}"));
-  ProgramResult table = Roboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
+  ProgramResult table = RunRoboloop({"sim", "rollout", "--task", "cartpole-swingup", "--policy", "expert",
                                   "--episodes", "2", "--seed", "3", "--max-steps", "80"});
   EXPECT_THAT(table.out, HasSubstr(hex)) << "the table shows the hash as the JSON does";
   const std::string episode = record["episode_index"].get<std::string>();  // int64 is a JSON string
-  ProgramResult ok = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert", "--seed", "3",
+  ProgramResult ok = RunRoboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert", "--seed", "3",
                                "--max-steps", "80", "--episode", episode, "--expect-hash", hex});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(ok.out, HasSubstr("replayed bit for bit"));
-  ProgramResult other_seed = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
+  ProgramResult other_seed = RunRoboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
                                        "--seed", "4", "--max-steps", "80", "--episode", episode,
                                        "--expect-hash", hex});
   EXPECT_EQ(other_seed.exit_code, 1);
   EXPECT_THAT(other_seed.err, HasSubstr(std::string("expected ") + hex));
-  ProgramResult bad = Roboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
+  ProgramResult bad = RunRoboloop({"sim", "replay", "--task", "cartpole-swingup", "--policy", "expert",
                                 "--episode", "0", "--expect-hash", "not-hex"});
   EXPECT_EQ(bad.exit_code, 2);
 }

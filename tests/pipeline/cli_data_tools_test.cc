@@ -22,40 +22,29 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using data::testing::TempDir;
 using data::testing::WriteDataset;
-
-struct CliRun {
-  int code;
-  std::string out;
-  std::string err;
-};
+using roboloop::testing::ProgramResult;
+using roboloop::testing::RunRoboloop;
 
 // The large merge of InterruptedMergeLeavesNoFileAndKeepsTheOldOne: demos of its input, and times it is merged.
 constexpr int kLargeMergeDemos = 100;
 constexpr int kLargeMergeInputs = 4;
 
-CliRun RunCli(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  roboloop::testing::ProgramResult result = roboloop::testing::RunProgram(argv);
-  return {result.exit_code, result.out, result.err};
-}
-
 TEST(DataCliTest, InfoPrintsTableAndJson) {
   TempDir dir;
   const std::string path = dir.File("d.hdf5");
   WriteDataset(path, {3, 4});
-  const CliRun table = RunCli({"data", "info", path});
-  EXPECT_EQ(table.code, 0) << table.err;
+  const ProgramResult table = RunRoboloop({"data", "info", path});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_THAT(table.out, HasSubstr("demos      2 (7 steps"));
-  const CliRun json = RunCli({"data", "info", path, "--format", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  const ProgramResult json = RunRoboloop({"data", "info", path, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(nlohmann::json::parse(json.out)["total_steps"], 7);
 }
 
 TEST(DataCliTest, ErrorsAreOneLineNamingTheInput) {
   TempDir dir;
-  const CliRun missing = RunCli({"data", "info", dir.File("nope.hdf5")});
-  EXPECT_EQ(missing.code, 1);
+  const ProgramResult missing = RunRoboloop({"data", "info", dir.File("nope.hdf5")});
+  EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.err, "roboloop: data info: " + dir.File("nope.hdf5") + ": no such file\n");
   EXPECT_TRUE(missing.out.empty());
 }
@@ -65,18 +54,18 @@ TEST(DataCliTest, FoldersAndUnknownReferencesAreNamedAsSuch) {
   const std::string folder = dir.File("adir");
   std::filesystem::create_directory(folder);
   for (const char* tool : {"info", "validate", "stats"}) {
-    const CliRun run = RunCli({"data", tool, folder});
-    EXPECT_EQ(run.code, 1) << tool;
+    const ProgramResult run = RunRoboloop({"data", tool, folder});
+    EXPECT_EQ(run.exit_code, 1) << tool;
     EXPECT_EQ(run.err, std::string("roboloop: data ") + tool + ": " + folder + ": is a folder, expected an HDF5 file\n");
   }
   std::filesystem::create_directories(folder + "/meta");
   std::ofstream(folder + "/meta/info.json") << "{}";
-  const CliRun lerobot = RunCli({"data", "info", folder});
-  EXPECT_EQ(lerobot.code, 1);
+  const ProgramResult lerobot = RunRoboloop({"data", "info", folder});
+  EXPECT_EQ(lerobot.exit_code, 1);
   EXPECT_THAT(lerobot.err, HasSubstr(folder + ": is a LeRobot dataset folder, expected an HDF5 file"));
   EXPECT_THAT(lerobot.err, HasSubstr("data import lerobot"));
-  const CliRun unknown = RunCli({"data", "info", "nosuch:v1", "--root", dir.File("store")});
-  EXPECT_EQ(unknown.code, 1);
+  const ProgramResult unknown = RunRoboloop({"data", "info", "nosuch:v1", "--root", dir.File("store")});
+  EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.err, HasSubstr("'nosuch:v1' is neither a file nor a dataset in the registry"));
 }
 
@@ -85,25 +74,25 @@ TEST(DataCliTest, InfoValidateAndStatsFindAReferenceInTheStoreTheirFlagsName) {
   const std::string path = dir.File("d.hdf5");
   WriteDataset(path, {3, 4});
   const std::string store = dir.File("other-store");
-  ASSERT_EQ(RunCli({"registry", "put", path, "--dataset", "cp", "--root", store}).code, 0);
-  const CliRun info = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
-  ASSERT_EQ(info.code, 0) << info.err;
+  ASSERT_EQ(RunRoboloop({"registry", "put", path, "--dataset", "cp", "--root", store}).exit_code, 0);
+  const ProgramResult info = RunRoboloop({"data", "info", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
   const nlohmann::json json = nlohmann::json::parse(info.out);
   EXPECT_EQ(json["total_steps"], 7);
-  const CliRun validate = RunCli({"data", "validate", "cp:v1", "--root", store});
-  EXPECT_EQ(validate.code, 0) << validate.err;
+  const ProgramResult validate = RunRoboloop({"data", "validate", "cp:v1", "--root", store});
+  EXPECT_EQ(validate.exit_code, 0) << validate.err;
   EXPECT_THAT(validate.out, HasSubstr("cp:v1: valid (2 demos, 7 steps)"));
-  const CliRun stats = RunCli({"data", "stats", "cp:v1", "--root", store, "--format", "json"});
-  ASSERT_EQ(stats.code, 0) << stats.err;
+  const ProgramResult stats = RunRoboloop({"data", "stats", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["actions"]["count"], 7);
-  const CliRun write = RunCli({"data", "stats", "cp:v1", "--root", store, "--write"});
-  EXPECT_EQ(write.code, 1);
+  const ProgramResult write = RunRoboloop({"data", "stats", "cp:v1", "--root", store, "--write"});
+  EXPECT_EQ(write.exit_code, 1);
   EXPECT_THAT(write.err, HasSubstr("cp:v1: --write needs a file; a registered dataset is never modified"));
   // A cached copy edited in place is noticed (its sha256 no longer matches) and fetched again.
   const std::string cached = json["path"];
-  ASSERT_EQ(RunCli({"data", "split", cached, "--valid", "0.5"}).code, 0);
-  const CliRun again = RunCli({"data", "info", "cp:v1", "--root", store, "--format", "json"});
-  ASSERT_EQ(again.code, 0) << again.err;
+  ASSERT_EQ(RunRoboloop({"data", "split", cached, "--valid", "0.5"}).exit_code, 0);
+  const ProgramResult again = RunRoboloop({"data", "info", "cp:v1", "--root", store, "--format", "json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(nlohmann::json::parse(again.out)["splits"].empty()) << again.out;
 }
 
@@ -112,43 +101,43 @@ TEST(DataCliTest, RegisterLeavesTheFileAsItWasWhenRegistrationFails) {
   const std::string path = dir.File("d.hdf5");
   WriteDataset(path, {3, 4});
   const std::string before = roboloop::testing::ReadWholeFile(path);
-  const CliRun failed =
-      RunCli({"data", "register", path, "--name", "d", "--registry", "127.0.0.1:1", "--root", dir.File("store")});
-  EXPECT_EQ(failed.code, 1);
+  const ProgramResult failed =
+      RunRoboloop({"data", "register", path, "--name", "d", "--registry", "127.0.0.1:1", "--root", dir.File("store")});
+  EXPECT_EQ(failed.exit_code, 1);
   EXPECT_EQ(roboloop::testing::ReadWholeFile(path), before);
   EXPECT_TRUE(data::testing::NamesStartingWith(dir.path(), "d.hdf5.partial").empty());
   // Once registered, the file holds the statistics and is the registered blob.
-  const CliRun registered = RunCli({"data", "register", path, "--name", "d", "--root", dir.File("store")});
-  ASSERT_EQ(registered.code, 0) << registered.err;
-  const CliRun show = RunCli({"registry", "show", "d:v1", "--root", dir.File("store")});
+  const ProgramResult registered = RunRoboloop({"data", "register", path, "--name", "d", "--root", dir.File("store")});
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const ProgramResult show = RunRoboloop({"registry", "show", "d:v1", "--root", dir.File("store")});
   EXPECT_THAT(show.out, HasSubstr("q99"));
   EXPECT_THAT(show.out, HasSubstr(*Sha256File(path)));
   EXPECT_TRUE(data::testing::NamesStartingWith(dir.path(), "d.hdf5.partial").empty());
 }
 
 TEST(DataCliTest, UsageErrorsExitTwo) {
-  EXPECT_EQ(RunCli({"data"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "info"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "info", "f", "--format", "yaml"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "merge", "only_one.hdf5", "-o", "x.hdf5"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "frobnicate"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "split", "f", "--valid", "abc"}).code, 2);
+  EXPECT_EQ(RunRoboloop({"data"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "info"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "info", "f", "--format", "yaml"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "merge", "only_one.hdf5", "-o", "x.hdf5"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "frobnicate"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "split", "f", "--valid", "abc"}).exit_code, 2);
   // --valid is required: a split replaces the file's masks and is never made with a default.
-  EXPECT_EQ(RunCli({"data", "split", "f"}).code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "split", "f"}).exit_code, 2);
   for (const char* fraction : {"1", "nan", "-0.5"}) {
-    const CliRun split = RunCli({"data", "split", "f", "--valid", fraction});
-    EXPECT_EQ(split.code, 2) << fraction;
+    const ProgramResult split = RunRoboloop({"data", "split", "f", "--valid", fraction});
+    EXPECT_EQ(split.exit_code, 2) << fraction;
     EXPECT_THAT(split.err, HasSubstr("expected a fraction in [0, 1)")) << fraction;
   }
   for (const char* fps : {"nan", "0", "inf", "-3"}) {
-    const CliRun exported = RunCli({"data", "export", "lerobot", "f.hdf5", "-o", "out", "--fps", fps});
-    EXPECT_EQ(exported.code, 2) << fps;
+    const ProgramResult exported = RunRoboloop({"data", "export", "lerobot", "f.hdf5", "-o", "out", "--fps", fps});
+    EXPECT_EQ(exported.exit_code, 2) << fps;
     EXPECT_THAT(exported.err, HasSubstr("--fps")) << fps;
     EXPECT_THAT(exported.err, HasSubstr("expected a positive, finite number")) << fps;
   }
-  EXPECT_EQ(RunCli({"data", "validate", "f", "--time-limit-s", "nan"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "import", "aloha", "d", "-o", "o.hdf5", "--env-args", "{bad"}).code, 2);
-  EXPECT_EQ(RunCli({"data", "--help"}).code, 0);
+  EXPECT_EQ(RunRoboloop({"data", "validate", "f", "--time-limit-s", "nan"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "import", "aloha", "d", "-o", "o.hdf5", "--env-args", "{bad"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "--help"}).exit_code, 0);
 }
 
 // The descriptions under "Subcommands:" in `help`, one per subcommand.
@@ -172,8 +161,8 @@ std::vector<std::string> SubcommandDescriptions(const std::string& help) {
 TEST(DataCliTest, SubcommandHelpLinesStartWithACapital) {
   for (const std::vector<std::string>& command : {std::vector<std::string>{"--help"}, {"data", "--help"},
                                                   {"data", "import", "--help"}, {"data", "export", "--help"}}) {
-    const CliRun help = RunCli(command);
-    ASSERT_EQ(help.code, 0) << help.err;
+    const ProgramResult help = RunRoboloop(command);
+    ASSERT_EQ(help.exit_code, 0) << help.err;
     const std::vector<std::string> descriptions = SubcommandDescriptions(help.out);
     EXPECT_FALSE(descriptions.empty()) << help.out;
     for (const std::string& description : descriptions) {
@@ -186,11 +175,11 @@ TEST(DataCliTest, ValidateIsLenientUnlessStrict) {
   TempDir dir;
   const std::string path = dir.File("d.hdf5");
   WriteDataset(path, {3});
-  const CliRun ok = RunCli({"data", "validate", path});
-  EXPECT_EQ(ok.code, 0);
+  const ProgramResult ok = RunRoboloop({"data", "validate", path});
+  EXPECT_EQ(ok.exit_code, 0);
   EXPECT_THAT(ok.out, HasSubstr("valid (1 demos, 3 steps)"));
-  const CliRun strict = RunCli({"data", "validate", path, "--strict", "--format", "json"});
-  EXPECT_EQ(strict.code, 0) << strict.err;
+  const ProgramResult strict = RunRoboloop({"data", "validate", path, "--strict", "--format", "json"});
+  EXPECT_EQ(strict.exit_code, 0) << strict.err;
   EXPECT_EQ(nlohmann::json::parse(strict.out)["valid"], true);
 }
 
@@ -207,28 +196,28 @@ TEST(DataCliTest, ValidateStructureOnlyReadsNoValues) {
   TempDir dir;
   const std::string path = dir.File("nan.hdf5");
   WriteDataset(path, {3}, R"({"env_name": "Lift"})", EpisodeWithANaN);
-  const CliRun strict = RunCli({"data", "validate", path, "--strict"});
-  EXPECT_EQ(strict.code, 1);
+  const ProgramResult strict = RunRoboloop({"data", "validate", path, "--strict"});
+  EXPECT_EQ(strict.exit_code, 1);
   EXPECT_THAT(strict.err, HasSubstr("data/demo_0/obs/qpos: 1 NaN/Inf values"));
-  const CliRun lenient = RunCli({"data", "validate", path});
-  EXPECT_EQ(lenient.code, 0) << lenient.err;
+  const ProgramResult lenient = RunRoboloop({"data", "validate", path});
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
   EXPECT_THAT(lenient.out, HasSubstr("warning: data/demo_0/obs/qpos: 1 NaN/Inf values"));
-  const CliRun structure = RunCli({"data", "validate", path, "--structure-only"});
-  EXPECT_EQ(structure.code, 0) << structure.err;
+  const ProgramResult structure = RunRoboloop({"data", "validate", path, "--structure-only"});
+  EXPECT_EQ(structure.exit_code, 0) << structure.err;
   EXPECT_EQ(structure.out, path + ": valid (1 demos, 3 steps)\n");
-  EXPECT_EQ(RunCli({"data", "validate", path, "--structure-only", "--strict"}).code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "validate", path, "--structure-only", "--strict"}).exit_code, 2);
 }
 
 // A file that makes libhdf5 loop forever (docs/RELIABILITY.md) is an error naming it once the
 // time limit has passed; the command does not hang.
 TEST(DataCliTest, ValidateStopsAFileThatHangsLibhdf5) {
   const std::string path = std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_hang.hdf5";
-  const CliRun hung = RunCli({"data", "validate", path, "--time-limit-s", "1"});
-  EXPECT_EQ(hung.code, 1);
+  const ProgramResult hung = RunRoboloop({"data", "validate", path, "--time-limit-s", "1"});
+  EXPECT_EQ(hung.exit_code, 1);
   EXPECT_EQ(hung.err, "roboloop: data validate: " + path +
                           ": validation did not finish within 1s and was stopped; the file is likely corrupt "
                           "(libhdf5 can loop forever on one)\n");
-  EXPECT_EQ(RunCli({"data", "validate", path, "--time-limit-s", "-1"}).code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "validate", path, "--time-limit-s", "-1"}).exit_code, 2);
 }
 
 // `data stats` leaves the file alone unless --write, and says which it did, naming the file.
@@ -237,20 +226,20 @@ TEST(DataCliTest, StatsSaysWhetherItWroteTheFile) {
   const std::string path = dir.File("s.hdf5");
   WriteDataset(path, {3, 4});
   auto stored = [&] {
-    const CliRun info = RunCli({"data", "info", path, "--format", "json"});
-    EXPECT_EQ(info.code, 0) << info.err;
+    const ProgramResult info = RunRoboloop({"data", "info", path, "--format", "json"});
+    EXPECT_EQ(info.exit_code, 0) << info.err;
     return !nlohmann::json::parse(info.out)["stats"].is_null();
   };
-  const CliRun printed = RunCli({"data", "stats", path});
-  ASSERT_EQ(printed.code, 0) << printed.err;
+  const ProgramResult printed = RunRoboloop({"data", "stats", path});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
   EXPECT_THAT(printed.out, HasSubstr(path + ": not modified (pass --write"));
   EXPECT_FALSE(stored());
-  const CliRun written = RunCli({"data", "stats", path, "--write"});
-  ASSERT_EQ(written.code, 0) << written.err;
+  const ProgramResult written = RunRoboloop({"data", "stats", path, "--write"});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
   EXPECT_THAT(written.out, HasSubstr(path + ": statistics stored in the file's `stats` group"));
   EXPECT_TRUE(stored());
-  const CliRun json = RunCli({"data", "stats", path, "--format", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  const ProgramResult json = RunRoboloop({"data", "stats", path, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(nlohmann::json::parse(json.out)["actions"]["count"], 7);
   EXPECT_THAT(json.err, HasSubstr(path + ": not modified"));
 }
@@ -259,25 +248,25 @@ TEST(DataCliTest, StatsMergeSplitAndImport) {
   TempDir dir;
   WriteDataset(dir.File("a.hdf5"), {3, 4});
   WriteDataset(dir.File("b.hdf5"), {5});
-  const CliRun stats = RunCli({"data", "stats", dir.File("a.hdf5"), "--format", "json"});
-  ASSERT_EQ(stats.code, 0) << stats.err;
+  const ProgramResult stats = RunRoboloop({"data", "stats", dir.File("a.hdf5"), "--format", "json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["actions"]["count"], 7);
 
-  const CliRun merge =
-      RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
-  ASSERT_EQ(merge.code, 0) << merge.err;
+  const ProgramResult merge =
+      RunRoboloop({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
   EXPECT_THAT(merge.out, HasSubstr("merged 2 files, 3 demos, 12 steps"));
-  const CliRun again =
-      RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
-  EXPECT_EQ(again.code, 1);
+  const ProgramResult again =
+      RunRoboloop({"data", "merge", dir.File("a.hdf5"), dir.File("b.hdf5"), "-o", dir.File("m.hdf5")});
+  EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("already exists"));
 
-  const CliRun split = RunCli({"data", "split", dir.File("m.hdf5"), "--valid", "0.34", "--seed", "5"});
-  ASSERT_EQ(split.code, 0) << split.err;
+  const ProgramResult split = RunRoboloop({"data", "split", dir.File("m.hdf5"), "--valid", "0.34", "--seed", "5"});
+  ASSERT_EQ(split.exit_code, 0) << split.err;
   EXPECT_THAT(split.out, HasSubstr("mask/train 2 demos, mask/valid 1 demos"));
 
-  const CliRun import = RunCli({"data", "import", "aloha", dir.File("none"), "-o", dir.File("i.hdf5")});
-  EXPECT_EQ(import.code, 1);
+  const ProgramResult import = RunRoboloop({"data", "import", "aloha", dir.File("none"), "-o", dir.File("i.hdf5")});
+  EXPECT_EQ(import.exit_code, 1);
   EXPECT_THAT(import.err, StartsWith("roboloop: data import aloha: " + dir.File("none")));
 }
 
@@ -289,7 +278,7 @@ TEST(DataCliTest, InterruptedMergeLeavesNoFileAndKeepsTheOldOne) {
   const std::string out_dir = dir.File("out");
   std::filesystem::create_directory(out_dir);
   const std::string output = out_dir + "/m.hdf5";
-  ASSERT_EQ(RunCli({"data", "merge", dir.File("a.hdf5"), dir.File("a.hdf5"), "-o", output}).code, 0);
+  ASSERT_EQ(RunRoboloop({"data", "merge", dir.File("a.hdf5"), dir.File("a.hdf5"), "-o", output}).exit_code, 0);
   const std::string before = roboloop::testing::ReadWholeFile(output);
   // One input merged many times over: seconds of copying from a file written in a fraction of that.
   WriteDataset(dir.File("large.hdf5"), std::vector<int>(kLargeMergeDemos, 50), R"({"env_name": "Lift"})",

@@ -76,10 +76,8 @@ class CliEvalRunTest : public ::testing::Test {
   void SetUp() override { ASSERT_FALSE(checkpoint_->empty()); }
 
   static ProgramResult Roboloop(std::vector<std::string> args) {
-    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--root", *dir_ + "/store", "--protocols-dir", *dir_ + "/protocols"});
-    return roboloop::testing::RunProgram(argv);
+    args.insert(args.end(), {"--root", *dir_ + "/store", "--protocols-dir", *dir_ + "/protocols"});
+    return roboloop::testing::RunRoboloop(args);
   }
 
   static std::string EvaluationId(const std::string& out) {
@@ -283,9 +281,9 @@ TEST_F(CliEvalRunTest, ServedSimRefusesADatasetThatCrashesLibhdf5AndGoesOnServin
   const std::string store = *dir_ + "/hostile-store";
   ServerProcess sim({"serve", "sim", "--listen", "unix:" + sim_socket, "--root", store}, sim_socket);
   const auto sim_command = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {roboloop::testing::RoboloopBinary(), "sim"});
+    args.insert(args.begin(), "sim");
     args.insert(args.end(), {"--sim", "unix:" + sim_socket});
-    return roboloop::testing::RunProgram(args);
+    return roboloop::testing::RunRoboloop(args);
   };
   std::filesystem::create_directories(store + "/datasets");
   std::filesystem::copy_file(std::string(ROBOLOOP_THIRD_PARTY_FINDINGS) + "/hdf5_h5hg_read_memcpy_overlap.hdf5",

@@ -44,10 +44,8 @@ class CliExportTest : public ::testing::Test {
   }
 
   ProgramResult Roboloop(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--root", root_});
-    return testing::RunProgram(argv, env);
+    args.insert(args.end(), {"--root", root_});
+    return testing::RunRoboloop(args, env);
   }
 
   std::string WriteFile(const std::string& name, const std::string& data) {

@@ -24,18 +24,13 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 using testing::ProgramResult;
+using testing::RunRoboloop;
 
 // The camera datasets of the interruption tests: demos of the one imported (its import takes over two seconds after the
 // partial file appears), demos of the one exported with AV1 (seconds), and the steps of each demo.
 constexpr int kImportedDemos = 128;
 constexpr int kExportedDemos = 8;
 constexpr int kCameraSteps = 100;
-
-ProgramResult Roboloop(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {testing::RoboloopBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::RunProgram(argv);
-}
 
 // A small robomimic file: `demos` demos of 12 steps, obs/qpos [12, 4], actions [12, 1].
 void WriteDataset(const std::string& path, int demos) {
@@ -111,7 +106,7 @@ class CliLeRobotTest : public ::testing::Test {
     dir_ = testing::MakeTempDir("cli_lerobot");
     WriteDataset(dir_ + "/demos.hdf5", 3);
     const ProgramResult exported =
-        Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20", "--task", "balance"});
+        RunRoboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20", "--task", "balance"});
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
     EXPECT_THAT(exported.out, HasSubstr("exported 3 episodes, 36 frames"));
   }
@@ -122,36 +117,36 @@ class CliLeRobotTest : public ::testing::Test {
 };
 
 TEST_F(CliLeRobotTest, ExportThenImport) {
-  const ProgramResult imported = Roboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"});
+  const ProgramResult imported = RunRoboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"});
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_THAT(imported.out, HasSubstr("imported 3 episodes, 36 steps"));
   EXPECT_THAT(imported.out, HasSubstr("observation.qpos -> obs/qpos"));
-  const ProgramResult info = Roboloop({"data", "info", dir_ + "/back.hdf5", "--format", "json"});
+  const ProgramResult info = RunRoboloop({"data", "info", dir_ + "/back.hdf5", "--format", "json"});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_THAT(info.out, HasSubstr("\"total_steps\": 36"));
 }
 
 TEST_F(CliLeRobotTest, BadInputExitsOneNamingIt) {
-  const ProgramResult no_folder = Roboloop({"data", "import", "lerobot", dir_ + "/none", "-o", dir_ + "/x.hdf5"});
+  const ProgramResult no_folder = RunRoboloop({"data", "import", "lerobot", dir_ + "/none", "-o", dir_ + "/x.hdf5"});
   EXPECT_EQ(no_folder.exit_code, 1);
   EXPECT_THAT(no_folder.err, StartsWith("roboloop: data import lerobot: " + dir_ + "/none/meta/info.json"));
-  const ProgramResult exists = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20"});
+  const ProgramResult exists = RunRoboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", Folder(), "--fps", "20"});
   EXPECT_EQ(exists.exit_code, 1);
   EXPECT_THAT(exists.err, HasSubstr("already exists"));
-  EXPECT_EQ(Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/x", "--codec", "vp9"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/x", "--codec", "vp9"}).exit_code, 2);
 }
 
 // A file that records no frame rate exported without --fps: the setting is missing from the command line, a usage
 // error (exit 2) saying so.
 TEST_F(CliLeRobotTest, ExportWithoutARecordedFrameRateNeedsFps) {
-  const ProgramResult no_fps = Roboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/other"});
+  const ProgramResult no_fps = RunRoboloop({"data", "export", "lerobot", dir_ + "/demos.hdf5", "-o", dir_ + "/other"});
   EXPECT_EQ(no_fps.exit_code, 2);
   EXPECT_EQ(no_fps.err, "roboloop: data export lerobot: " + dir_ +
                             "/demos.hdf5: no frame rate recorded (env_args lerobot.fps); pass --fps\n");
   EXPECT_FALSE(fs::exists(dir_ + "/other"));
   // An import records the rate: its file needs no --fps.
-  ASSERT_EQ(Roboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"}).exit_code, 0);
-  const ProgramResult recorded = Roboloop({"data", "export", "lerobot", dir_ + "/back.hdf5", "-o", dir_ + "/other"});
+  ASSERT_EQ(RunRoboloop({"data", "import", "lerobot", Folder(), "-o", dir_ + "/back.hdf5"}).exit_code, 0);
+  const ProgramResult recorded = RunRoboloop({"data", "export", "lerobot", dir_ + "/back.hdf5", "-o", dir_ + "/other"});
   EXPECT_EQ(recorded.exit_code, 0) << recorded.err;
 }
 
@@ -161,12 +156,12 @@ TEST_F(CliLeRobotTest, InterruptedImportLeavesNoFileAndKeepsTheOldOne) {
   const std::string out_dir = dir_ + "/out";
   fs::create_directory(out_dir);
   const std::string output = out_dir + "/back.hdf5";
-  ASSERT_EQ(Roboloop({"data", "import", "lerobot", Folder(), "-o", output}).exit_code, 0);
+  ASSERT_EQ(RunRoboloop({"data", "import", "lerobot", Folder(), "-o", output}).exit_code, 0);
   const std::string before = testing::ReadWholeFile(output);
   WriteCameraDataset(dir_ + "/camera.hdf5", kImportedDemos, kCameraSteps);
   const std::string camera_folder = dir_ + "/camera_lerobot";
   const ProgramResult exported =
-      Roboloop({"data", "export", "lerobot", dir_ + "/camera.hdf5", "-o", camera_folder, "--fps", "20"});
+      RunRoboloop({"data", "export", "lerobot", dir_ + "/camera.hdf5", "-o", camera_folder, "--fps", "20"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   for (int signal : {SIGINT, SIGTERM}) {
     const testing::InterruptedProgram stopped = testing::InterruptOncePartialAppears(
@@ -201,13 +196,13 @@ TEST_F(CliLeRobotTest, InterruptedExportLeavesNoFolderAndKeepsTheOldOne) {
 
 TEST_F(CliLeRobotTest, RegisterImportsTheFolderOnce) {
   const std::string root = dir_ + "/store";
-  const ProgramResult first = Roboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
+  const ProgramResult first = RunRoboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_THAT(first.out, HasSubstr("imported LeRobot dataset " + Folder()));
   EXPECT_THAT(first.out, HasSubstr("registered dataset lerobot-demos:v1"));
   ASSERT_EQ(CachedImports(root).size(), 1u);
   const fs::file_time_type written = fs::last_write_time(CachedImports(root).front());
-  const ProgramResult second = Roboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
+  const ProgramResult second = RunRoboloop({"data", "register", Folder(), "--name", "lerobot-demos", "--root", root});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(fs::last_write_time(CachedImports(root).front()), written);
 }
@@ -215,7 +210,7 @@ TEST_F(CliLeRobotTest, RegisterImportsTheFolderOnce) {
 TEST_F(CliLeRobotTest, TrainTakesALeRobotFolder) {
   std::ofstream(dir_ + "/config.yaml") << "policy:\n  kind: mlp\n  history: 1\n  chunk: 2\nbatch_size: 4\nsteps: 3\nseed: 1\n";
   const std::string root = dir_ + "/train_store";
-  const ProgramResult run = Roboloop({"train", dir_ + "/config.yaml", "--dataset", Folder(), "--root", root});
+  const ProgramResult run = RunRoboloop({"train", dir_ + "/config.yaml", "--dataset", Folder(), "--root", root});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(CachedImports(root).size(), 1u);
 }

@@ -37,10 +37,8 @@ class CliPolicyFileTest : public ::testing::Test {
   void SetUp() override { root_ = testing::MakeTempDir("cli-policy-file-store"); }
 
   ProgramResult Roboloop(std::vector<std::string> args) {
-    std::vector<std::string> argv = {testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--root", root_});
-    return testing::RunProgram(argv);
+    args.insert(args.end(), {"--root", root_});
+    return testing::RunRoboloop(args);
   }
 
   static std::string File(const std::string& name) { return *dir_ + "/" + name; }

@@ -33,13 +33,8 @@ class CliRegistryTest : public ::testing::Test {
   }
 
   ProgramResult Roboloop(std::vector<std::string> args, bool with_root = true) {
-    std::vector<std::string> argv = {testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (with_root) {
-      argv.push_back("--root");
-      argv.push_back(root_);
-    }
-    return testing::RunProgram(argv);
+    if (with_root) args.insert(args.end(), {"--root", root_});
+    return testing::RunRoboloop(args);
   }
 
   std::string WriteFile(const std::string& name, const std::string& data) {

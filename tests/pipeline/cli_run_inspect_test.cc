@@ -21,11 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ProgramResult;
-
-ProgramResult Roboloop(std::vector<std::string> args) {
-  args.insert(args.begin(), testing::RoboloopBinary());
-  return testing::RunProgram(args);
-}
+using testing::RunRoboloop;
 
 TEST(CliRunInspectTest, ARootWithoutARunStoreIsAnErrorAndStaysAbsent) {
   const std::string typo = testing::MakeTempDir("inspect") + "/typo";
@@ -33,7 +29,7 @@ TEST(CliRunInspectTest, ARootWithoutARunStoreIsAnErrorAndStaysAbsent) {
        {std::vector<std::string>{"runs"}, {"status"}, {"logs", "some-run"}}) {
     std::vector<std::string> args = command;
     args.insert(args.end(), {"--root", typo});
-    const ProgramResult result = Roboloop(args);
+    const ProgramResult result = RunRoboloop(args);
     EXPECT_EQ(result.exit_code, 1) << command[0] << result.out << result.err;
     EXPECT_THAT(result.err, HasSubstr("--root " + typo + " holds no pipeline runs")) << command[0];
     EXPECT_FALSE(PathExists(typo)) << command[0] << " created the folder";
@@ -81,7 +77,7 @@ TEST(CliRunInspectTest, AResumeFindsItsPipelineFileFromAnyFolder) {
   const ProgramResult resumed = testing::RunProgram(
       {binary, "run", "--resume", run, "--root", root, "--set", "demos.task=cartpole-swingup"}, {}, elsewhere);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-  EXPECT_THAT(Roboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")));
+  EXPECT_THAT(RunRoboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")));
 }
 
 // A stage's error names the embedded service it came from as the user knows it, never the
@@ -140,7 +136,7 @@ TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
 
   const ProgramResult resumed = testing::RunProgram({binary, "run", "--resume", run, "--root", root}, {}, dir);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-  EXPECT_THAT(Roboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")))
+  EXPECT_THAT(RunRoboloop({"runs", "--root", root}).out, HasSubstr(pipeline::RecordedPath(dir + "/p.yaml")))
       << "the resumed run records the absolute path";
 
   const std::string passed_run = OldRunWithARelativePath(root, dir);
@@ -177,7 +173,7 @@ TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
   const std::string root = testing::MakeTempDir("inspect") + "/store";
   const std::string id = StoreWithOneRun(root);
 
-  const ProgramResult runs = Roboloop({"runs", "--root", root, "--format", "json"});
+  const ProgramResult runs = RunRoboloop({"runs", "--root", root, "--format", "json"});
   ASSERT_EQ(runs.exit_code, 0) << runs.err;
   const nlohmann::json listed = nlohmann::json::parse(runs.out);
   ASSERT_EQ(listed["runs"].size(), 1u) << runs.out;
@@ -186,7 +182,7 @@ TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
   EXPECT_EQ(listed["runs"][0]["status"], "failed");
   EXPECT_GT(listed["runs"][0]["finished_unix_us"].get<int64_t>(), 0);
 
-  const ProgramResult status = Roboloop({"status", id, "--root", root, "--format", "json"});
+  const ProgramResult status = RunRoboloop({"status", id, "--root", root, "--format", "json"});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   const nlohmann::json run = nlohmann::json::parse(status.out);
   EXPECT_EQ(run["message"], "stage train failed");
@@ -197,7 +193,7 @@ TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
   EXPECT_EQ(run["stages"][1]["attempts"], 2);
   EXPECT_EQ(run["stages"][1]["message"], "out of memory");
 
-  EXPECT_EQ(Roboloop({"runs", "--root", root, "--format", "yaml"}).exit_code, 2);
+  EXPECT_EQ(RunRoboloop({"runs", "--root", root, "--format", "yaml"}).exit_code, 2);
 }
 
 }  // namespace

@@ -18,14 +18,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using roboloop::testing::MakeTempDir;
 using roboloop::testing::ProgramResult;
-using roboloop::testing::RoboloopBinary;
-using roboloop::testing::RunProgram;
-
-ProgramResult RunCli(const std::vector<std::string>& args, const std::string& cwd = "") {
-  std::vector<std::string> argv = {RoboloopBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProgram(argv, {}, cwd);
-}
+using roboloop::testing::RunRoboloop;
 
 // A folder holding empty files of these names (what a pattern expands to).
 std::string FolderWith(const std::vector<std::string>& names) {
@@ -55,7 +48,7 @@ void CollectCommands(const std::vector<std::string>& command, std::vector<std::v
   all->push_back(command);
   std::vector<std::string> help_args = command;
   help_args.push_back("--help");
-  const ProgramResult help = RunCli(help_args);
+  const ProgramResult help = RunRoboloop(help_args);
   ASSERT_EQ(help.exit_code, 0) << help.err;
   for (const std::string& sub : SectionNames(help.out, "Subcommands:")) {
     std::vector<std::string> child = command;
@@ -72,7 +65,7 @@ TEST(CliUsageTest, EveryPositionalIsNamedInCapitals) {
   int positionals = 0;
   for (std::vector<std::string> command : commands) {
     command.push_back("--help");
-    const ProgramResult help = RunCli(command);
+    const ProgramResult help = RunRoboloop(command);
     for (const std::string& name : SectionNames(help.out, "Positionals:")) {
       ++positionals;
       const bool lowercase = std::any_of(name.begin(), name.end(), [](char c) { return std::islower(c) != 0; });
@@ -86,13 +79,14 @@ TEST(CliUsageTest, EveryPositionalIsNamedInCapitals) {
 // error says to quote the pattern (roboloop expands it) or to repeat --dataset.
 TEST(CliUsageTest, ExpandedDatasetPatternSaysToQuoteIt) {
   const std::string dir = FolderWith({"d1.hdf5", "d2.hdf5", "d3.hdf5"});
-  const ProgramResult refused = RunCli({"train", "--dataset", "d1.hdf5", "d2.hdf5", "d3.hdf5", "--steps", "2"}, dir);
+  const ProgramResult refused =
+      RunRoboloop({"train", "--dataset", "d1.hdf5", "d2.hdf5", "d3.hdf5", "--steps", "2"}, {}, dir);
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err, HasSubstr("The following argument was not expected: d3.hdf5\n"
                                      "--dataset takes one value, not the 3 files d1.hdf5 d2.hdf5 d3.hdf5"));
   EXPECT_THAT(refused.err, HasSubstr("quote the pattern so that roboloop expands it, e.g. --dataset 'd*.hdf5', "
                                      "or give --dataset once per file"));
-  const ProgramResult joined = RunCli({"train", "cfg.yaml", "--dataset=d1.hdf5", "d2.hdf5"}, dir);
+  const ProgramResult joined = RunRoboloop({"train", "cfg.yaml", "--dataset=d1.hdf5", "d2.hdf5"}, {}, dir);
   EXPECT_EQ(joined.exit_code, 2);
   EXPECT_THAT(joined.err, HasSubstr("e.g. --dataset 'd*.hdf5'"));
 }
@@ -100,7 +94,7 @@ TEST(CliUsageTest, ExpandedDatasetPatternSaysToQuoteIt) {
 // Two files: the second takes the place of CONFIG, which is then named as an HDF5 file with the same hint.
 TEST(CliUsageTest, ExpandedPatternInConfigPlaceSaysToQuoteIt) {
   const std::string dir = FolderWith({"run-a.hdf5", "run-b.hdf5"});
-  const ProgramResult refused = RunCli({"train", "--dataset", "run-a.hdf5", "run-b.hdf5"}, dir);
+  const ProgramResult refused = RunRoboloop({"train", "--dataset", "run-a.hdf5", "run-b.hdf5"}, {}, dir);
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err, HasSubstr("CONFIG run-b.hdf5 is an HDF5 file, not a YAML TrainConfig; --dataset takes "
                                      "one value, not the 2 files run-a.hdf5 run-b.hdf5"));
@@ -111,11 +105,11 @@ TEST(CliUsageTest, ExpandedPatternInConfigPlaceSaysToQuoteIt) {
 // message alone.
 TEST(CliUsageTest, OtherOneValueOptionsSayTheyTakeOneFile) {
   const std::string dir = FolderWith({"a.token", "b.token"});
-  const ProgramResult files = RunCli({"sim", "tasks", "--sim-token-file", "a.token", "b.token"}, dir);
+  const ProgramResult files = RunRoboloop({"sim", "tasks", "--sim-token-file", "a.token", "b.token"}, {}, dir);
   EXPECT_EQ(files.exit_code, 2);
   EXPECT_THAT(files.err, HasSubstr("--sim-token-file takes one file, not the 2 files a.token b.token\n"));
   EXPECT_THAT(files.err, Not(HasSubstr("quote")));
-  const ProgramResult words = RunCli({"leaderboard", "--model", "a.token", "other"}, dir);
+  const ProgramResult words = RunRoboloop({"leaderboard", "--model", "a.token", "other"}, {}, dir);
   EXPECT_EQ(words.exit_code, 2);
   EXPECT_EQ(words.err, "The following argument was not expected: other\nRun with --help for more information.\n");
 }

@@ -226,9 +226,8 @@ TEST(DiskFullTest, RegistryPutCommandExitsNonZeroAndVerifyIsClean) {
   const std::string source = testing::MakeTempDir("disk-full-cli") + "/big.bin";
   ASSERT_TRUE(WriteFileAtomic(source, Bytes(2 * kMountBytes, 'c')).ok());
   auto roboloop = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), testing::RoboloopBinary());
     args.insert(args.end(), {"--root", root});
-    return testing::RunProgram(args);
+    return testing::RunRoboloop(args);
   };
 
   testing::ProgramResult put = roboloop({"registry", "put", source, "--dataset", "big"});

@@ -18,9 +18,7 @@ using testing::RunProgram;
 // Runs roboloop with `args` and returns the /proc/self/maps it reported at exit.
 std::string MapsOf(const std::vector<std::string>& args, int* exit_code) {
   std::string report = testing::MakeTempDir("maps") + "/maps.txt";
-  std::vector<std::string> argv = {testing::RoboloopBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  testing::ProgramResult r = RunProgram(argv, {"ROBOLOOP_MAPS_REPORT=" + report});
+  testing::ProgramResult r = testing::RunRoboloop(args, {"ROBOLOOP_MAPS_REPORT=" + report});
   *exit_code = r.exit_code;
   return ReadWholeFile(report);
 }

@@ -171,10 +171,9 @@ class ExportPythonTest : public ::testing::Test {
 
   // Runs the roboloop binary; fails the test when it fails.
   void Roboloop(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {roboloop::testing::RoboloopBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    roboloop::testing::ProgramResult r = roboloop::testing::RunProgram(argv);
-    ASSERT_EQ(r.exit_code, 0) << absl::StrJoin(argv, " ") << "\n" << r.err;
+    roboloop::testing::ProgramResult r = roboloop::testing::RunRoboloop(args);
+    ASSERT_EQ(r.exit_code, 0) << roboloop::testing::RoboloopBinary() << " " << absl::StrJoin(args, " ") << "\n"
+                              << r.err;
   }
 
   const TorchRuntime* runtime_ = nullptr;

@@ -68,10 +68,10 @@ class TrainDatasetSetTest : public ::testing::Test {
   static std::string Train(const std::vector<std::string>& datasets, const std::vector<std::string>& extra = {},
                            std::string root = "") {
     if (root.empty()) root = testing::MakeTempDir("set_root");
-    std::vector<std::string> argv = {RoboloopBinary(), "train", *dir_ + "/config.yaml", "--root", root};
-    for (const std::string& dataset : datasets) argv.insert(argv.end(), {"--dataset", dataset});
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    const ProgramResult run = RunProgram(argv);
+    std::vector<std::string> args = {"train", *dir_ + "/config.yaml", "--root", root};
+    for (const std::string& dataset : datasets) args.insert(args.end(), {"--dataset", dataset});
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProgramResult run = testing::RunRoboloop(args);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     *last_err_ = run.err;
     return root;

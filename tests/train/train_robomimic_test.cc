@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ProgramResult;
-using testing::RoboloopBinary;
 using testing::RunProgram;
+using testing::RunRoboloop;
 
 // Eight demos of 20-27 steps, float64 obs and actions; demo_6 and demo_7 are mask/valid.
 constexpr char kWriteScript[] = R"PY(
@@ -70,10 +70,10 @@ class TrainRobomimicTest : public ::testing::Test {
   static std::string Dataset() { return *dir_ + "/robomimic.hdf5"; }
 
   static ProgramResult Train(const std::string& root, std::vector<std::string> extra) {
-    std::vector<std::string> argv = {RoboloopBinary(), "train", *dir_ + "/config.yaml", "--dataset", Dataset(),
-                                     "--root", root, "--steps", "6"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return RunProgram(argv);
+    std::vector<std::string> args = {"train", *dir_ + "/config.yaml", "--dataset", Dataset(), "--root", root,
+                                     "--steps", "6"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunRoboloop(args);
   }
 
   // The records of the only run's JSONL log under `root`.

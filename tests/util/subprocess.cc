@@ -106,6 +106,13 @@ InterruptedProgram InterruptOncePartialAppears(const std::vector<std::string>& a
 
 std::string RoboloopBinary() { return std::string(ROBOLOOP_BINARY_DIR) + "/bin/roboloop"; }
 
+ProgramResult RunRoboloop(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                          const std::string& cwd) {
+  std::vector<std::string> argv = {RoboloopBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv, env, cwd);
+}
+
 std::string MakeTempDir(const std::string& prefix) {
   std::string path = ::testing::TempDir() + "/" + prefix + "XXXXXX";
   if (mkdtemp(path.data()) == nullptr) return "";

@@ -50,6 +50,13 @@ InterruptedProgram InterruptOncePartialAppears(const std::vector<std::string>& a
 // Path of the built `roboloop` binary.
 std::string RoboloopBinary();
 
+// Runs the built `roboloop` binary with the arguments `args` (without the program itself), like
+// RunProgram: `env` entries ("NAME=value") are added to the current environment, `cwd` (empty =
+// the current folder) is the folder it runs in, stdin is /dev/null. Waits for it to end and
+// returns its exit code and output.
+ProgramResult RunRoboloop(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                          const std::string& cwd = "");
+
 // A fresh empty directory under the test run's private temp folder (tests/util/test_main.cc
 // removes it after a passing run).
 std::string MakeTempDir(const std::string& prefix);
