@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/grpc_address.h"
 #include "common/status.h"
+#include "sim/plugin_call_guard.h"
 #include "wiring/method_classes.h"
 #include "wiring/method_roles.h"
 
@@ -84,6 +85,18 @@ void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target) {
                       "PEM client certificate for --registry (the admin second factor; with --registry-tls-client-key)");
   command->add_option("--registry-tls-client-key", target->tls_client_key_file,
                       "PEM private key of --registry-tls-client-cert");
+}
+
+void AddPluginCallTimeoutFlag(CLI::App* command) {
+  command->add_option_function<double>(
+      kPluginCallTimeoutFlag,
+      [](const double& seconds) {
+        const absl::Status status = sim::SetPluginCallTimeout(seconds, kPluginCallTimeoutFlag);
+        if (status.ok()) return;
+        throw CLI::ValidationError(std::string(status.message()), CLI::ExitCodes::ValidationError);
+      },
+      absl::StrCat("Seconds one call into a task plug-in may take before the process ends (0 = no limit; "
+                   "default: $", sim::kPluginCallTimeoutVariable, ", else 60)"));
 }
 
 namespace {

@@ -48,6 +48,14 @@ common::GrpcServerOptions ServerOptionsFrom(const ServerFlags& flags);
 // --registry-tls-client-cert and --registry-tls-client-key to `command`.
 void AddRegistryTargetFlags(CLI::App* command, wiring::RegistryTarget* target);
 
+// The flag of AddPluginCallTimeoutFlag.
+inline constexpr char kPluginCallTimeoutFlag[] = "--plugin-call-timeout";
+
+// Adds --plugin-call-timeout SECONDS to `command`, one that takes --task-plugin: the time limit of
+// one call into a task plug-in this process loads, over $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S
+// (sim::SetPluginCallTimeout; a value that is not a number of seconds >= 0 is a usage error).
+void AddPluginCallTimeoutFlag(CLI::App* command);
+
 // How JSON output is laid out: indented for one document, one line per message for streams (JSONL).
 enum class JsonLayout { kIndented, kOneLine };
 

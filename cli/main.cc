@@ -75,6 +75,12 @@ int main(int argc, char** argv) {
     // Files left over after an option that takes one value: say how to pass several.
     const auto takes_patterns = [&runner](const CLI::Option& option) { return runner.TakesPatterns(option); };
     const std::string hint = UnexpectedFilesHint(app, std::vector<std::string>(argv + 1, argv + argc), takes_patterns);
+    // Else positionals the command does not take: say which command, which arguments, and its usage.
+    const std::string unexpected = hint.empty() ? UnexpectedPositionalsMessage(app) : "";
+    if (!unexpected.empty()) {
+      std::fputs(unexpected.c_str(), stderr);
+      return kExitUsage;
+    }
     app.exit(hint.empty() ? e : CLI::ExtrasError(std::string(e.what()) + "\n" + hint, e.get_exit_code()));
     return kExitUsage;
   } catch (const CLI::ParseError& e) {

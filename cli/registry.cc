@@ -582,6 +582,7 @@ void AddRegistryCommands(CLI::App& app, CommandRunner& runner) {
                   "Normalization JSON {obs: {mean, std}, action: {mean, std}} of --policy-file (default: identity)");
   put->add_option("--task-plugin", f->task_plugins, "Shared library adding tasks (repeatable)");
   put->add_option("--task-yaml", f->yaml_tasks, "Declarative task YAML (repeatable)");
+  AddPluginCallTimeoutFlag(put);
   put->add_option("--manifest", f->manifest, "Hand-written checkpoint manifest JSON (docs/manifest.md)");
   put->add_option("--blob", f->blobs, "ROLE=PATH blob of the checkpoint (repeatable)");
   put->add_option("--metadata", f->metadata, "Dataset metadata JSON")->capture_default_str();

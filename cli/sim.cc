@@ -235,6 +235,7 @@ void AddTaskSourceOptions(CLI::App* command, SimFlags* flags) {
   command->add_option("--task-plugin", flags->task_plugins,
                       "Shared library adding tasks, a path (a bare name is a file here; repeatable)");
   command->add_option("--task-yaml", flags->yaml_tasks, "Declarative task YAML (repeatable)");
+  AddPluginCallTimeoutFlag(command);
 }
 
 void AddRemoteOptions(CLI::App* command, SimFlags* flags) {

@@ -45,6 +45,26 @@ bool TakesOneValuePerUse(const CLI::Option& option) {
   return option.get_type_size_max() == 1 && (option.get_expected_max() == 1 || !option.get_allow_extra_args());
 }
 
+// Why `extras`, positional arguments left over, do not fit `command`: not one of its subcommands
+// (naming them) when it takes no positionals but has subcommands, else more than it takes.
+std::string WhatIsUnexpected(const CLI::App& command, const std::vector<std::string>& extras) {
+  const std::string quoted = absl::StrCat("'", absl::StrJoin(extras, "' '"), "'");
+  std::vector<std::string> positionals;
+  for (const CLI::Option* option : command.get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+    positionals.push_back(option->get_name());
+  }
+  std::vector<std::string> subcommands;
+  for (const CLI::App* sub : command.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) {
+    subcommands.push_back(sub->get_name());
+  }
+  if (positionals.empty() && !subcommands.empty()) {
+    return absl::StrCat("unknown command ", quoted, " (its commands: ", absl::StrJoin(subcommands, ", "), ")");
+  }
+  return absl::StrCat(extras.size() == 1 ? "unexpected argument " : "unexpected arguments ", quoted,
+                      "; the command takes ",
+                      positionals.empty() ? "no positional arguments" : absl::StrJoin(positionals, " "));
+}
+
 }  // namespace
 
 std::string PatternOf(const std::vector<std::string>& files) {
@@ -113,6 +133,21 @@ std::string UnexpectedFilesHint(const CLI::App& app, const std::vector<std::stri
       option->get_expected_max() > 1 || option->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw;
   described.takes_patterns = takes_patterns(*option);
   return SeveralFilesHint(described, files);
+}
+
+std::string UnexpectedPositionalsMessage(const CLI::App& app) {
+  const std::vector<std::string> extras = app.remaining(true);
+  const auto looks_like_option = [](const std::string& arg) { return absl::StartsWith(arg, "-"); };
+  if (extras.empty() || std::any_of(extras.begin(), extras.end(), looks_like_option)) return "";
+  const std::vector<const CLI::App*> chain = ParsedChain(app);
+  std::vector<std::string> given;  // the commands' names, after the program's
+  for (auto command = chain.begin() + 1; command != chain.end(); ++command) given.push_back((*command)->get_name());
+  const std::string command_line = absl::StrJoin(given, " ");
+  return absl::StrCat("roboloop: ", command_line, command_line.empty() ? "" : ": ",
+                      WhatIsUnexpected(*chain.back(), extras), "\n",
+                      CLI::Formatter().make_usage(chain.back(), absl::StrCat("roboloop", given.empty() ? "" : " ",
+                                                                              command_line)),
+                      "Run with --help for more information.\n");
 }
 
 }  // namespace roboloop::cli

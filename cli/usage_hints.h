@@ -1,5 +1,6 @@
 // Hints for command lines the parser refuses: several files where an option takes one value, as
-// when the shell expands an unquoted pattern (`roboloop train --dataset d*.hdf5`).
+// when the shell expands an unquoted pattern (`roboloop train --dataset d*.hdf5`), and positional
+// arguments a command does not take.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -32,5 +33,14 @@ std::string SeveralFilesHint(const OneValueOption& option, const std::vector<std
 // saying which options take patterns; "" otherwise.
 std::string UnexpectedFilesHint(const CLI::App& app, const std::vector<std::string>& args,
                                 const std::function<bool(const CLI::Option&)>& takes_patterns);
+
+// For `app` that parsed with arguments left over (CLI::ExtrasError), all of them positional (none
+// starting with '-'): a message naming the innermost command given, the unexpected arguments and
+// what the command takes, then its usage line, e.g.
+//   roboloop: data info: unexpected argument 'b.hdf5'; the command takes FILE
+//   Usage: roboloop data info [OPTIONS] FILE
+// (a command made of subcommands says the argument is not one of them and lists them); "" when an
+// argument left over looks like an option.
+std::string UnexpectedPositionalsMessage(const CLI::App& app);
 
 }  // namespace roboloop::cli

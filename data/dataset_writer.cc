@@ -289,6 +289,7 @@ absl::Status DatasetWriter::Publish() {
   }
   absl::Status status = h5::CloseFile(std::move(*file_), partial_path_);
   file_.reset();
+  if (status.ok() && options_.before_publish) status = options_.before_publish(partial_path_);
   if (status.ok()) {
     UniqueFd fd(::open(partial_path_.c_str(), O_RDONLY | O_CLOEXEC));
     status = fd.valid() ? FsyncFd(fd.get(), partial_path_)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,8 +29,9 @@ class Handle;
 // (StorageOptions bounds), so WriteEpisode stores each feature of an episode in one chunk;
 // image keys (IsImageKey) must be uint8 [T, H, W, 3] and are stored one frame per chunk,
 // deflated (ImageStorage()), the frames of a block compressed in parallel (data/frame_chunks.h).
-// The file is written as `<path>.partial` and renamed to `path` by Close(); a writer
-// destroyed without Close() removes the partial file. Not thread-safe: one thread at a time.
+// The file is written as `<path>.partial-<uuid>` (PartialPathFor) and renamed to `path` by
+// Close(); a writer destroyed without Close() removes the partial file. Not thread-safe: one
+// thread at a time.
 class DatasetWriter {
  public:
   struct Options {
@@ -42,6 +44,11 @@ class DatasetWriter {
     int frame_threads = 0;             // threads compressing the frames of image keys (0: one per
                                        // hardware thread, fewer for small blocks); the file's bytes
                                        // are the same whatever the count (data/frame_codec.h)
+    // Optional: run by Close() on the complete, closed file under its temporary name (its
+    // argument) before the file is fsynced and renamed to `path`, e.g. to store its statistics, so
+    // that nothing appears under `path` before this has finished. Its error fails Close() (and the
+    // temporary file is removed).
+    std::function<absl::Status(const std::string& temporary_file)> before_publish;
   };
 
   // Starts a new file; fails when `path` exists (unless overwrite) or env_args is not a JSON
@@ -70,9 +77,9 @@ class DatasetWriter {
   // Records split `split` (e.g. "train") as the given demo names, written by Close().
   absl::Status SetMask(const std::string& split, const std::vector<std::string>& demos);
 
-  // Writes the dataset attributes and masks, closes and fsyncs the file and renames it into
-  // place. On error (e.g. ResourceExhausted: no space left, naming the partial file) nothing
-  // appears under `path` and the partial file is removed.
+  // Writes the dataset attributes and masks, closes the file, runs Options::before_publish,
+  // fsyncs the file and renames it into place. On error (e.g. ResourceExhausted: no space left,
+  // naming the partial file) nothing appears under `path` and the partial file is removed.
   absl::Status Close();
 
   // The spec fixed by the first Append (empty before).
@@ -85,7 +92,8 @@ class DatasetWriter {
  private:
   explicit DatasetWriter(const Options& options);
   absl::Status CheckBlock(const Episode& block, int64_t* rows) const;
-  // Closes, fsyncs and renames the partial file into place (the last step of Close).
+  // Closes the partial file, runs before_publish, fsyncs and renames it into place (the last step
+  // of Close).
   absl::Status Publish();
   // The storage of `feature`: ImageStorage() for image keys, else options_.storage.
   StorageOptions StorageOf(const std::string& feature) const;

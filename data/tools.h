@@ -51,7 +51,9 @@ struct MergeOptions {
 // and tasks otherwise); env_args are taken from the first. Masks are carried over (demo
 // names renamed) when every input has the same split names, otherwise none are written.
 // The lineage lists each input with its sha256. The file, statistics included, is put in place only once complete:
-// on error or cancellation no file is left and an earlier `output` stays as it was. Returns the merged file's layout.
+// on error or cancellation no file is left and an earlier `output` stays as it was. An error writing names
+// `output` ("writing <output>: " before the writer's error about its temporary file), one reading names the input.
+// Returns the merged file's layout.
 absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options);
 
 // The frame rate a LeRobot import recorded in a file's `env_args_json` (env_args lerobot.fps, a positive

@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
@@ -38,32 +38,53 @@ bool SameSplitNames(const std::vector<std::unique_ptr<DatasetReader>>& readers) 
   return true;
 }
 
-// Copies every demo of `reader` and returns old name -> new name; Cancelled once `cancel` (may be null) is.
+// `status` naming `file` first, unless it is OK or already names it.
+absl::Status NamingFile(const absl::Status& status, const std::string& file) {
+  if (status.ok() || absl::StartsWith(status.message(), file)) return status;
+  return Annotate(status, file);
+}
+
+// `status` of writing the merged file `output`: errors about the temporary file the writer writes
+// (`output`.partial-<uuid>) are prefixed with the output the user asked for; those that name
+// `output` itself (it already exists) stay as they are.
+absl::Status WritingOutput(const absl::Status& status, const std::string& output) {
+  if (status.ok() || absl::StartsWith(status.message(), absl::StrCat(output, ": "))) return status;
+  return Annotate(status, absl::StrCat("writing ", output));
+}
+
+// Copies every demo of `reader` to `writer`, which writes `output`, and returns old name -> new name;
+// Cancelled once `cancel` (may be null) is. A failed read names the input, a failed write `output`.
 absl::StatusOr<std::map<std::string, std::string>> CopyDemos(const DatasetReader& reader, DatasetWriter* writer,
+                                                             const std::string& output,
                                                              const common::CancellationToken* cancel) {
   std::map<std::string, std::string> renamed;
   for (const DemoLayout& demo : reader.layout().demos) {
     if (common::IsCancelled(cancel)) {
       return absl::CancelledError(absl::StrCat("merge cancelled (", cancel->Reason(), ")"));
     }
-    ROBOLOOP_ASSIGN_OR_RETURN(Episode episode, reader.ReadEpisode(demo.name));
-    ROBOLOOP_ASSIGN_OR_RETURN(renamed[demo.name], writer->WriteEpisode(episode));
+    absl::StatusOr<Episode> episode = reader.ReadEpisode(demo.name);
+    if (!episode.ok()) return NamingFile(episode.status(), reader.path());
+    absl::StatusOr<std::string> written = writer->WriteEpisode(*episode);
+    if (!written.ok()) return WritingOutput(written.status(), output);
+    renamed[demo.name] = *std::move(written);
   }
   return renamed;
 }
 
 absl::Status WriteMergedDemos(const std::vector<std::unique_ptr<DatasetReader>>& readers, DatasetWriter* writer,
-                              const common::CancellationToken* cancel) {
+                              const std::string& output, const common::CancellationToken* cancel) {
   const bool carry_masks = SameSplitNames(readers);
   std::map<std::string, std::vector<std::string>> masks;
   for (const auto& reader : readers) {
-    ROBOLOOP_ASSIGN_OR_RETURN(auto renamed, CopyDemos(*reader, writer, cancel));
+    ROBOLOOP_ASSIGN_OR_RETURN(auto renamed, CopyDemos(*reader, writer, output, cancel));
     if (!carry_masks) continue;
     for (const auto& [split, demos] : reader->layout().masks) {
       for (const std::string& demo : demos) masks[split].push_back(renamed.at(demo));
     }
   }
-  for (const auto& [split, demos] : masks) ROBOLOOP_RETURN_IF_ERROR(writer->SetMask(split, demos));
+  for (const auto& [split, demos] : masks) {
+    ROBOLOOP_RETURN_IF_ERROR(WritingOutput(writer->SetMask(split, demos), output));
+  }
   return absl::OkStatus();
 }
 
@@ -117,28 +138,25 @@ absl::StatusOr<DatasetLayout> MergeDatasets(const MergeOptions& options) {
     ROBOLOOP_ASSIGN_OR_RETURN(std::string sha256, Sha256File(input));
     writer_options.lineage.parents.push_back({"dataset", input, sha256});
   }
-  std::error_code error;
-  if (!options.overwrite && std::filesystem::exists(options.output, error)) {
-    return absl::AlreadyExistsError(absl::StrCat(options.output, ": already exists"));
-  }
-  // Written and given its statistics under a name of its own, then renamed into place whole.
-  writer_options.path = PartialPathFor(options.output);
-  absl::Cleanup remove_unfinished = [&writer_options] { std::remove(writer_options.path.c_str()); };
+  // The writer writes under a temporary name and renames the file into place whole, statistics
+  // included (before_publish).
+  writer_options.path = options.output;
+  writer_options.overwrite = options.overwrite;
   std::vector<std::string> env_args;
   for (const auto& reader : readers) env_args.push_back(reader->layout().env_args_json);
   ROBOLOOP_ASSIGN_OR_RETURN(writer_options.env_args_json, MergedEnvArgs(env_args));
   writer_options.storage = options.storage;
-  ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer,
-                            DatasetWriter::Create(writer_options));
-  ROBOLOOP_RETURN_IF_ERROR(WriteMergedDemos(readers, writer.get(), options.cancel));
-  ROBOLOOP_RETURN_IF_ERROR(writer->Close());
   if (options.compute_stats) {
-    StatsOptions stats_options;
-    stats_options.cancel = options.cancel;
-    ROBOLOOP_RETURN_IF_ERROR(ComputeAndStoreStats(writer_options.path, stats_options).status());
+    writer_options.before_publish = [&options](const std::string& temporary_file) {
+      StatsOptions stats_options;
+      stats_options.cancel = options.cancel;
+      return ComputeAndStoreStats(temporary_file, stats_options).status();
+    };
   }
-  ROBOLOOP_RETURN_IF_ERROR(RenameDurable(writer_options.path, options.output));
-  std::move(remove_unfinished).Cancel();
+  absl::StatusOr<std::unique_ptr<DatasetWriter>> writer = DatasetWriter::Create(writer_options);
+  if (!writer.ok()) return WritingOutput(writer.status(), options.output);
+  ROBOLOOP_RETURN_IF_ERROR(WriteMergedDemos(readers, writer->get(), options.output, options.cancel));
+  ROBOLOOP_RETURN_IF_ERROR(WritingOutput((*writer)->Close(), options.output));
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> merged, OpenStrict(options.output));
   return merged->layout();
 }

@@ -10,14 +10,20 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iterator>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status.h"
 
 namespace roboloop::sim {
@@ -26,6 +32,7 @@ namespace {
 constexpr double kDefaultCallLimitS = 60.0;
 constexpr double kMaxCallLimitS = 1e9;  // keeps the limit in nanoseconds within int64
 constexpr size_t kAltStackBytes = 64 * 1024;
+constexpr auto kFlushGrace = std::chrono::seconds(1);  // how long a timed-out process tries to flush
 
 // The calls of one thread. Slots are never freed (the watchdog may be reading one): a thread
 // that ends hands its slot on to the next thread that calls a plug-in.
@@ -51,6 +58,16 @@ SlotTable& Slots() {
 }
 
 std::atomic<int64_t> call_limit_ns{0};  // 0 = no limit
+// What set call_limit_ns, as the watchdog's message names it: the variable or an override's source.
+std::atomic<const char*> call_limit_source{kPluginCallTimeoutVariable};
+
+// A limit set by SetPluginCallTimeout, over the environment's. Never freed (the watchdog reads its
+// source); null while none is set.
+struct CallLimitOverride {
+  int64_t limit_ns = 0;
+  std::string source;
+};
+std::atomic<const CallLimitOverride*> call_limit_override{nullptr};
 
 // Trivially initialised and initial-exec (roboloop links this module statically), so the crash
 // handler may read it and a call reaches it with one load.
@@ -192,12 +209,35 @@ void InstallCrashHandler() {
 
 // --- Watchdog ---
 
+// Flushes every stdio stream (stdout keeps what the process printed after its last newline, or
+// everything when it is not line-buffered; spdlog's sinks write through stdio), waiting at most
+// kFlushGrace. The flush runs on a thread of its own because it may never end: the hung thread may
+// hold a stream's lock (it hung inside printf, or holds flockfile) or stdout may be a pipe that no
+// one reads. Past the grace the watchdog stops waiting, and _Exit ends the flushing thread with the
+// process: output can still be lost then, but the process never deadlocks on its way out.
+void FlushOutputWithinGrace() {
+  auto flushed = std::make_shared<std::atomic<bool>>(false);
+  try {
+    std::thread([flushed] {
+      std::fflush(nullptr);
+      flushed->store(true);
+    }).detach();
+  } catch (const std::system_error&) {
+    return;  // no thread to spare: exit without flushing rather than risk blocking here
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kFlushGrace;
+  while (!flushed->load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 [[noreturn]] void ExitForHungCall(const PluginCallSite& site, int64_t limit_ns) {
   const std::string message =
       absl::StrCat("roboloop: ", site.plugin(), " has not returned from its ", site.callback(), " within the limit of ",
-                   static_cast<double>(limit_ns) / 1e9, " s (", kPluginCallTimeoutVariable,
+                   static_cast<double>(limit_ns) / 1e9, " s (", call_limit_source.load(),
                    "); a hung call cannot be cancelled, so the process exits\n");
   WriteToStderr(message.c_str());
+  FlushOutputWithinGrace();
   std::_Exit(kPluginCallTimeoutExitCode);
 }
 
@@ -237,16 +277,36 @@ const PluginCallSite* FindHungCall(int64_t now_ns, int64_t limit_ns) {
   }
 }
 
-absl::StatusOr<int64_t> CallLimitFromEnvironment() {
-  const char* value = std::getenv(kPluginCallTimeoutVariable);
-  if (value == nullptr || *value == '\0') return static_cast<int64_t>(kDefaultCallLimitS * 1e9);
-  double seconds = 0.0;
-  if (!absl::SimpleAtod(value, &seconds) || !std::isfinite(seconds) || seconds < 0.0 || seconds > kMaxCallLimitS) {
-    return absl::InvalidArgumentError(absl::StrCat(kPluginCallTimeoutVariable, "='", value,
+// `seconds` as a limit in nanoseconds; InvalidArgument naming `source` and `text` (the value as
+// given) when it is not a number of seconds >= 0.
+absl::StatusOr<int64_t> CallLimitNs(double seconds, absl::string_view source, absl::string_view text) {
+  if (!std::isfinite(seconds) || seconds < 0.0 || seconds > kMaxCallLimitS) {
+    return absl::InvalidArgumentError(absl::StrCat(source, "='", text,
                                                    "' must be the time limit of one plug-in call in seconds, "
                                                    "a number >= 0 (0 = no limit)"));
   }
   return static_cast<int64_t>(seconds * 1e9);
+}
+
+absl::StatusOr<int64_t> CallLimitFromEnvironment() {
+  const char* value = std::getenv(kPluginCallTimeoutVariable);
+  if (value == nullptr || *value == '\0') return static_cast<int64_t>(kDefaultCallLimitS * 1e9);
+  double seconds = 0.0;
+  if (!absl::SimpleAtod(value, &seconds)) seconds = -1.0;  // refused below, naming the text
+  return CallLimitNs(seconds, kPluginCallTimeoutVariable, value);
+}
+
+// The limit calls get and what set it: an override, else the environment (or the default).
+absl::Status ChooseCallLimit() {
+  if (const CallLimitOverride* chosen = call_limit_override.load()) {
+    call_limit_ns.store(chosen->limit_ns);
+    call_limit_source.store(chosen->source.c_str());
+    return absl::OkStatus();
+  }
+  ROBOLOOP_ASSIGN_OR_RETURN(const int64_t limit_ns, CallLimitFromEnvironment());
+  call_limit_ns.store(limit_ns);
+  call_limit_source.store(kPluginCallTimeoutVariable);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -263,9 +323,14 @@ const PluginCallSite* NewPluginCallSite(std::string plugin, std::string callback
   return &sites->emplace_back(std::move(plugin), std::move(callback));
 }
 
+absl::Status SetPluginCallTimeout(double seconds, std::string source) {
+  ROBOLOOP_ASSIGN_OR_RETURN(const int64_t limit_ns, CallLimitNs(seconds, source, absl::StrCat(seconds)));
+  call_limit_override.store(new CallLimitOverride{limit_ns, std::move(source)});
+  return absl::OkStatus();
+}
+
 absl::Status StartPluginCallGuard() {
-  ROBOLOOP_ASSIGN_OR_RETURN(const int64_t limit_ns, CallLimitFromEnvironment());
-  call_limit_ns.store(limit_ns);
+  ROBOLOOP_RETURN_IF_ERROR(ChooseCallLimit());
   static std::once_flag started;
   std::call_once(started, [] {
     InstallCrashHandler();

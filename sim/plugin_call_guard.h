@@ -5,9 +5,12 @@
 //   signal, then the process dies of that signal (default action); a crash anywhere else goes to
 //   the handler installed before roboloop's (a sanitizer's, or the default);
 // - a watchdog thread ends the process (exit status kPluginCallTimeoutExitCode) with a message
-//   naming the plug-in, the callback and the limit when one call runs longer than the limit of
-//   $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S (seconds, default 60, 0 = no limit). A thread cannot be
-//   cancelled safely, so a hung call ends the process.
+//   naming the plug-in, the callback and the limit when one call runs longer than the limit
+//   (seconds, 0 = no limit): SetPluginCallTimeout's (a command's --plugin-call-timeout), else
+//   $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S, else 60. A thread cannot be cancelled safely, so a hung call
+//   ends the process; before it exits the watchdog flushes stdio (what the process printed but had
+//   not written yet), giving up after a second when the flush blocks (the hung thread may hold
+//   stdout's lock).
 // A guarded call costs a thread-local load and three stores, no clock read: the watchdog, which
 // looks every quarter of the limit (at most every second), times the calls it sees in progress.
 #pragma once
@@ -48,9 +51,17 @@ class PluginCallSite {
 // A site that lives for the rest of the process. Thread-safe.
 const PluginCallSite* NewPluginCallSite(std::string plugin, std::string callback);
 
-// Reads the call limit from $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S (InvalidArgument naming the variable
-// and its value when it is not a number of seconds >= 0) and, the first time, installs the crash
-// handler and starts the watchdog. Call before the first call into a plug-in. Thread-safe.
+// Sets the call limit of this process to `seconds` (0 = no limit), over
+// $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S, which is then not read; `source` names the setting in errors and
+// in the watchdog's message (e.g. "--plugin-call-timeout"). InvalidArgument naming `source` and
+// the value when it is not a number of seconds >= 0. Takes effect at the next
+// StartPluginCallGuard. Thread-safe.
+absl::Status SetPluginCallTimeout(double seconds, std::string source);
+
+// Takes the call limit from SetPluginCallTimeout or else from $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S
+// (InvalidArgument naming the variable and its value when it is not a number of seconds >= 0;
+// unset: 60 s) and, the first time, installs the crash handler and starts the watchdog. Call
+// before the first call into a plug-in. Thread-safe.
 absl::Status StartPluginCallGuard();
 
 // Marks a call into `site` as in progress on this thread for the object's lifetime (also when

@@ -10,7 +10,7 @@
 namespace roboloop::sim {
 
 // Starts the guard of plug-in calls (sim/plugin_call_guard.h: crash messages, the watchdog with
-// $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S), dlopens `path` (a file path; a name without a '/' is a file in
+// the limit of SetPluginCallTimeout or $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S), dlopens `path` (a file path; a name without a '/' is a file in
 // the working directory, never a search of the library path), checks the ABI version of the library
 // and of each task, validates each task's description and registers it; the tasks' observations
 // are checked for writes past their declared size. Errors name the path: an invalid

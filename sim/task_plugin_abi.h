@@ -51,8 +51,8 @@ enum RoboloopSuccessKind {
 /* One task. All callbacks must be thread-safe for distinct mjData (keep no state; keep
  * goals in mjData, e.g. in mocap bodies). Actions go to ctrl unchanged (after clipping to
  * the actuators' ctrlrange). A callback that crashes is named on stderr before the process
- * dies of the signal; one that runs longer than $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S seconds
- * (default 60) ends the process (docs/adding-a-task.md, "When a plug-in fails"). */
+ * dies of the signal; one that runs longer than the call limit (--plugin-call-timeout, else
+ * $ROBOLOOP_PLUGIN_CALL_TIMEOUT_S seconds, default 60) ends the process (docs/adding-a-task.md, "When a plug-in fails"). */
 typedef struct RoboloopTaskV1 {
   uint32_t abi_version;     /* ROBOLOOP_TASK_PLUGIN_ABI_VERSION the plugin was built with */
   const char* name;         /* registry name, unique */

@@ -1,9 +1,11 @@
-// Dataset tools: info, merge (every sample exactly once), split (deterministic partition) and
-// the registration metadata.
+// Dataset tools: info, merge (every sample exactly once; errors name the output or the input at
+// fault), split (deterministic partition) and the registration metadata.
+#include <hdf5.h>
+
+#include <fstream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-
 #include "data/dataset_reader.h"
 #include "data/dataset_writer.h"
 #include "common/fs.h"
@@ -79,6 +81,58 @@ TEST(MergeTest, ACancelledMergeLeavesNoFileAndKeepsTheOldOne) {
   EXPECT_EQ(layout.status().message(), "merge cancelled (received SIGINT)");
   EXPECT_THAT(testing::NamesStartingWith(dir.path(), "m.hdf5"), ElementsAre("m.hdf5"));
   EXPECT_EQ(ReadFile(options.output).value_or(""), before);
+}
+
+// Overwrites the stored (compressed) chunk `index` of the chunked dataset `dataset` in the HDF5 file
+// at `path` with 0xAB bytes, so that it no longer inflates.
+void CorruptChunk(const std::string& path, const std::string& dataset, hsize_t index) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  const hid_t data = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  ASSERT_GE(data, 0) << dataset;
+  const hsize_t coord[4] = {index, 0, 0, 0};
+  unsigned filters = 0;
+  haddr_t address = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(data, coord, &filters, &address, &size), 0) << dataset;
+  H5Dclose(data);
+  H5Fclose(file);
+  std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
+  out.seekp(static_cast<std::streamoff>(address));
+  out.write(std::string(size, '\xAB').data(), static_cast<std::streamsize>(size));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// QA: an output that could not be written was named by a temporary name derived twice
+// (m.hdf5.partial-<uuid>.partial-<uuid>): the merge wrote to a temporary and the writer to its own.
+// Now the error names the output asked for, the one temporary after it, and nothing is left.
+TEST(MergeTest, AnOutputThatCannotBeWrittenIsNamedWithOneTemporary) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {4, 6});
+  MergeOptions options;
+  options.inputs = {dir.File("a.hdf5"), dir.File("a.hdf5")};
+  options.output = dir.File("missing/m.hdf5");
+  const absl::StatusOr<DatasetLayout> layout = MergeDatasets(options);
+  ASSERT_FALSE(layout.ok());
+  EXPECT_THAT(std::string(layout.status().message()),
+              ::testing::StartsWith("writing " + options.output + ": " + options.output + ".partial-"));
+  EXPECT_THAT(std::string(layout.status().message()), Not(::testing::ContainsRegex("partial-[0-9a-f-]*\\.partial")));
+  EXPECT_THAT(testing::NamesStartingWith(dir.path(), "m"), ::testing::IsEmpty());
+}
+
+// An input whose demo cannot be read is named, and the output is not written.
+TEST(MergeTest, AnUnreadableInputIsNamedAndNoOutputIsLeft) {
+  TempDir dir;
+  WriteDataset(dir.File("a.hdf5"), {3, 3}, R"({"env_name": "Lift"})", testing::MakeBandedImageEpisode);
+  WriteDataset(dir.File("b.hdf5"), {3, 3}, R"({"env_name": "Lift"})", testing::MakeBandedImageEpisode);
+  ASSERT_NO_FATAL_FAILURE(CorruptChunk(dir.File("b.hdf5"), std::string("data/demo_1/") + testing::kImageKey, 1));
+  MergeOptions options;
+  options.inputs = {dir.File("a.hdf5"), dir.File("b.hdf5")};
+  options.output = dir.File("m.hdf5");
+  const absl::StatusOr<DatasetLayout> layout = MergeDatasets(options);
+  ASSERT_FALSE(layout.ok());
+  EXPECT_THAT(std::string(layout.status().message()), ::testing::StartsWith(dir.File("b.hdf5") + ": "));
+  EXPECT_THAT(testing::NamesStartingWith(dir.path(), "m.hdf5"), ::testing::IsEmpty());
 }
 
 TEST(MergeTest, CarriesMasksRenamed) {

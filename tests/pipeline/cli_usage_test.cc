@@ -101,8 +101,8 @@ TEST(CliUsageTest, ExpandedPatternInConfigPlaceSaysToQuoteIt) {
   EXPECT_THAT(refused.err, HasSubstr("e.g. --dataset 'run-*.hdf5'"));
 }
 
-// An option without patterns is said to take one file; arguments that are not files get CLI11's
-// message alone.
+// An option without patterns is said to take one file; arguments that are not files are named as
+// arguments the command does not take.
 TEST(CliUsageTest, OtherOneValueOptionsSayTheyTakeOneFile) {
   const std::string dir = FolderWith({"a.token", "b.token"});
   const ProgramResult files = RunRoboloop({"sim", "tasks", "--sim-token-file", "a.token", "b.token"}, {}, dir);
@@ -111,7 +111,32 @@ TEST(CliUsageTest, OtherOneValueOptionsSayTheyTakeOneFile) {
   EXPECT_THAT(files.err, Not(HasSubstr("quote")));
   const ProgramResult words = RunRoboloop({"leaderboard", "--model", "a.token", "other"}, {}, dir);
   EXPECT_EQ(words.exit_code, 2);
-  EXPECT_EQ(words.err, "The following argument was not expected: other\nRun with --help for more information.\n");
+  EXPECT_EQ(words.err,
+            "roboloop: leaderboard: unexpected argument 'other'; the command takes no positional arguments\n"
+            "Usage: roboloop leaderboard [OPTIONS]\n"
+            "Run with --help for more information.\n");
+}
+
+// A positional argument a command does not take is named with the command and its usage line, in
+// every command (one place in main); an unknown option keeps CLI11's message.
+TEST(CliUsageTest, AnExtraPositionalNamesTheCommandTheArgumentAndTheUsage) {
+  const ProgramResult info = RunCli({"data", "info", "a.hdf5", "b.hdf5"});
+  EXPECT_EQ(info.exit_code, 2);
+  EXPECT_EQ(info.err,
+            "roboloop: data info: unexpected argument 'b.hdf5'; the command takes FILE\n"
+            "Usage: roboloop data info [OPTIONS] FILE\n"
+            "Run with --help for more information.\n");
+  EXPECT_EQ(info.out, "");
+  const ProgramResult tasks = RunCli({"sim", "tasks", "one", "two"});
+  EXPECT_EQ(tasks.exit_code, 2);
+  EXPECT_THAT(tasks.err, HasSubstr("roboloop: sim tasks: unexpected arguments 'one' 'two'; the command takes no "
+                                   "positional arguments\nUsage: roboloop sim tasks [OPTIONS]\n"));
+  const ProgramResult command = RunCli({"evaluate"});
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_THAT(command.err, HasSubstr("roboloop: unknown command 'evaluate' (its commands: registry, data, sim, "));
+  const ProgramResult option = RunCli({"data", "info", "a.hdf5", "--bogus"});
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_THAT(option.err, HasSubstr("The following argument was not expected: --bogus"));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Task plug-ins that crash or hang (sim/plugin_call_guard.h), each run by `roboloop sim rollout`
 // in a child process: a crash in a callback is named (plug-in, library, callback, signal) on
 // stderr before the process dies of that same signal; a callback that never returns ends the
-// process with a message and exit status 124 once ROBOLOOP_PLUGIN_CALL_TIMEOUT_S has passed. A
-// crash outside plug-in code, in a forked child that loaded a plug-in, keeps its usual end.
+// process with a message and exit status 124 once the limit (--plugin-call-timeout, else
+// ROBOLOOP_PLUGIN_CALL_TIMEOUT_S) has passed, what the process printed still written to stdout unless
+// the hung call holds stdout's lock. A crash outside plug-in code, in a forked child that loaded a
+// plug-in, keeps its usual end.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -37,6 +39,7 @@ struct ChildEnd {
   bool signalled = false;  // killed by a signal (then `signal`), else it exited (`exit_code`)
   int signal = 0;
   int exit_code = -1;
+  std::string out;         // its stdout
   std::string err;         // its stderr
   double seconds = 0.0;    // from start to end
 };
@@ -56,16 +59,17 @@ int WaitWithDeadline(pid_t pid, std::chrono::steady_clock::time_point start) {
   return status;
 }
 
-// Forks a child that runs `body` (which must not return: it execs or _exits) with stdout
-// discarded, stderr in `err_path` and no core dumps; returns how it ended.
-ChildEnd RunInChild(const std::string& err_path, const std::function<void()>& body) {
+// Forks a child that runs `body` (which must not return: it execs or _exits) with stdout in
+// `<files>.stdout`, stderr in `<files>.stderr` and no core dumps; returns how it ended.
+ChildEnd RunInChild(const std::string& files, const std::function<void()>& body) {
+  const std::string out_path = files + ".stdout", err_path = files + ".stderr";
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
     const rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
     dup2(open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
-    dup2(open("/dev/null", O_WRONLY), STDOUT_FILENO);
+    dup2(open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDOUT_FILENO);
     body();
     _exit(127);
   }
@@ -79,15 +83,18 @@ ChildEnd RunInChild(const std::string& err_path, const std::function<void()>& bo
   end.signalled = WIFSIGNALED(status);
   end.signal = end.signalled ? WTERMSIG(status) : 0;
   end.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  end.out = roboloop::testing::ReadWholeFile(out_path);
   end.err = roboloop::testing::ReadWholeFile(err_path);
   return end;
 }
 
 // Runs `roboloop sim rollout` of the test plug-in `plugin` (random policy, 2 episodes) with the
-// extra environment entries `env`; returns how it ended.
-ChildEnd RollOutInChild(const std::string& plugin, const std::vector<std::string>& env = {}) {
+// extra environment entries `env` and the extra arguments `extra_args`; returns how it ended.
+ChildEnd RollOutInChild(const std::string& plugin, const std::vector<std::string>& env = {},
+                        const std::vector<std::string>& extra_args = {}) {
   std::vector<std::string> args = {roboloop::testing::RoboloopBinary(), "sim", "rollout", "--task-plugin", plugin,
                                    "--task", "test-plugin", "--policy", "random", "--episodes", "2"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -96,7 +103,7 @@ ChildEnd RollOutInChild(const std::string& plugin, const std::vector<std::string
   for (char** entry = environ; *entry != nullptr; ++entry) envp.push_back(*entry);
   for (std::string& entry : env_entries) envp.push_back(entry.data());
   envp.push_back(nullptr);
-  return RunInChild(plugin + ".stderr", [&] { execve(argv[0], argv.data(), envp.data()); });
+  return RunInChild(plugin, [&] { execve(argv[0], argv.data(), envp.data()); });
 }
 
 // Loads `plugin` in this (forked, so fresh) process, installing the guard, then crashes outside
@@ -149,7 +156,7 @@ TEST(PluginFailureTest, AStackOverflowInACallbackIsNamedToo) {
 
 TEST(PluginFailureTest, ACrashOutsidePluginsKeepsTheDefaultAction) {
   const std::string plugin = BuildTestPlugin("outside_default");
-  const ChildEnd end = RunInChild(plugin + ".stderr", [&] { LoadPluginThenCrashInRoboloop(plugin); });
+  const ChildEnd end = RunInChild(plugin, [&] { LoadPluginThenCrashInRoboloop(plugin); });
   EXPECT_TRUE(end.signalled) << "exit " << end.exit_code << ": " << end.err;
   EXPECT_EQ(end.signal, SIGSEGV) << end.err;
   EXPECT_THAT(end.err, Not(HasSubstr("plug-in"))) << "no plug-in was running";
@@ -157,7 +164,7 @@ TEST(PluginFailureTest, ACrashOutsidePluginsKeepsTheDefaultAction) {
 
 TEST(PluginFailureTest, ACrashOutsidePluginsGoesToTheHandlerInstalledBefore) {
   const std::string plugin = BuildTestPlugin("outside_chained");
-  const ChildEnd end = RunInChild(plugin + ".stderr", [&] {
+  const ChildEnd end = RunInChild(plugin, [&] {
     struct sigaction previous {};
     previous.sa_handler = ExitWithFortyTwo;
     sigemptyset(&previous.sa_mask);
@@ -179,6 +186,49 @@ TEST(PluginFailureTest, ACallbackThatNeverReturnsEndsTheProcessOnceTheLimitHasPa
                                  "(ROBOLOOP_PLUGIN_CALL_TIMEOUT_S); a hung call cannot be cancelled, so the "
                                  "process exits\n"));
   EXPECT_LT(end.seconds, 30.0) << "the watchdog ends the process soon after the limit";
+}
+
+// What the process printed but had not yet written (here the plug-in's own text, without a
+// newline, on line-buffered stdout) is flushed before the watchdog ends the process.
+TEST(PluginFailureTest, AHungCallEndsTheProcessWithWhatItPrintedWritten) {
+  const std::string plugin =
+      BuildTestPlugin("hang_printed", "-DHANG_IN_OBSERVE -DPRINT_BEFORE_HANG='\"printed before the hang\"'");
+  const ChildEnd end = RollOutInChild(plugin, {"ROBOLOOP_PLUGIN_CALL_TIMEOUT_S=0.3"});
+  EXPECT_EQ(end.exit_code, 124) << end.err;
+  EXPECT_THAT(end.out, HasSubstr("printed before the hang"));
+}
+
+// A hung call that holds stdout's lock cannot have stdout flushed: the watchdog gives up waiting
+// for the flush and still ends the process, soon, with its message.
+TEST(PluginFailureTest, AHungCallHoldingStdoutsLockStillEndsTheProcess) {
+  const std::string plugin = BuildTestPlugin(
+      "hang_locked", "-DHANG_IN_OBSERVE -DLOCK_STDOUT_IN_HANG -DPRINT_BEFORE_HANG='\"printed before the hang\"'");
+  const ChildEnd end = RollOutInChild(plugin, {"ROBOLOOP_PLUGIN_CALL_TIMEOUT_S=0.3"});
+  EXPECT_FALSE(end.signalled) << "signal " << end.signal << ": " << end.err;
+  EXPECT_EQ(end.exit_code, 124) << end.err;
+  EXPECT_THAT(end.err, HasSubstr("has not returned from its observe callback within the limit of 0.3 s"));
+  EXPECT_LT(end.seconds, 30.0) << "the flush that cannot take the lock does not hold the process";
+}
+
+// --plugin-call-timeout sets the limit where the plug-in is given, over the environment variable.
+TEST(PluginFailureTest, TheCommandsFlagSetsTheLimitOverTheEnvironmentVariable) {
+  const std::string plugin = BuildTestPlugin("hang_flag", "-DHANG_IN_OBSERVE");
+  const ChildEnd end =
+      RollOutInChild(plugin, {"ROBOLOOP_PLUGIN_CALL_TIMEOUT_S=600"}, {"--plugin-call-timeout", "0.3"});
+  EXPECT_FALSE(end.signalled) << "signal " << end.signal << ": " << end.err;
+  EXPECT_EQ(end.exit_code, 124) << end.err;
+  EXPECT_THAT(end.err, HasSubstr("has not returned from its observe callback within the limit of 0.3 s "
+                                 "(--plugin-call-timeout); a hung call cannot be cancelled"));
+  EXPECT_LT(end.seconds, 30.0) << "the flag's limit, not the variable's 600 s";
+}
+
+TEST(PluginFailureTest, AnInvalidTimeoutFlagIsAUsageErrorNamingTheFlag) {
+  const std::string plugin = BuildTestPlugin("valid_flag");
+  const ChildEnd end = RollOutInChild(plugin, {}, {"--plugin-call-timeout=-1"});
+  EXPECT_FALSE(end.signalled) << end.err;
+  EXPECT_EQ(end.exit_code, 2) << end.err;
+  EXPECT_THAT(end.err, HasSubstr("--plugin-call-timeout='-1' must be the time limit of one plug-in call in "
+                                 "seconds, a number >= 0 (0 = no limit)"));
 }
 
 TEST(PluginFailureTest, AWellBehavedPluginRunsToTheEndUnderTheWatchdog) {

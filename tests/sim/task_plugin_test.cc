@@ -1,8 +1,10 @@
 // Out-of-tree task plugins (issue 4, req 2b): the reference example is compiled here as its
 // own shared library, against the public headers only, then loaded, rolled out and checked;
-// its camera is rendered; a plugin for another ABI version, a missing file and a duplicate name
+// its camera is rendered and shows the scene, lit without saturating; a plugin for another ABI version, a missing file and a duplicate name
 // are refused, as is a model without actuators; a reward or an observation that is NaN stops the rollout, as
 // does an observe callback that writes past its declared size.
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -10,7 +12,10 @@
 
 #include "common/status.h"
 #include "gtest/gtest.h"
+#include "sim/camera_renderer.h"
+#include "sim/env.h"
 #include "sim/random_policy.h"
+#include "sim/rng.h"
 #include "sim/rollout.h"
 #include "sim/task_plugin.h"
 #include "tests/sim/plugin_build.h"
@@ -59,6 +64,61 @@ TEST(TaskPluginTest, LoadsTheExamplePluginAndRollsItOut) {
   ASSERT_EQ(sink.frames[0].size(), 20u * 32 * 32 * 3) << "the side camera is rendered at every step";
   EXPECT_NE(sink.frames[0], sink.frames[1]) << "the cart shows in the frames";
   EXPECT_EQ(LoadTaskPlugin(plugin, &registry).code(), absl::StatusCode::kAlreadyExists);
+}
+
+// The share of a frame's pixels that are saturated (255 in some channel), and its mean value.
+struct FrameLight {
+  double saturated = 0.0;
+  double mean = 0.0;
+};
+
+FrameLight LightOf(const std::vector<uint8_t>& frame) {
+  FrameLight light;
+  int saturated = 0;
+  for (size_t i = 0; i + 2 < frame.size(); i += 3) {
+    saturated += std::max({frame[i], frame[i + 1], frame[i + 2]}) == 255;
+    light.mean += frame[i] + frame[i + 1] + frame[i + 2];
+  }
+  light.saturated = 3.0 * saturated / frame.size();
+  light.mean /= frame.size();
+  return light;
+}
+
+// Whether some pixel of `frame` is clearly of colour channel `c` (0 red, 2 blue).
+bool HasPixelOfColour(const std::vector<uint8_t>& frame, int c) {
+  for (size_t i = 0; i + 2 < frame.size(); i += 3) {
+    const int others = std::max({c == 0 ? 0 : frame[i], c == 1 ? 0 : frame[i + 1], c == 2 ? 0 : frame[i + 2]});
+    if (frame[i + c] >= 96 && frame[i + c] > 2 * others) return true;
+  }
+  return false;
+}
+
+// The example's side camera sees the scene: a mid-grey frame, not black and not blown out, with
+// the blue cart and the red target in it, whatever the episode's target.
+TEST(TaskPluginTest, TheExamplesSideCameraShowsTheLitSceneWithoutSaturating) {
+  const std::string plugin =
+      BuildPlugin(ROBOLOOP_SOURCE_DIR "/sim/examples/task_plugin/slider_reach_plugin.c", "slider_light");
+  TaskRegistry registry;
+  ASSERT_TRUE(LoadTaskPlugin(plugin, &registry).ok());
+  auto task = registry.Create("plugin-slider-reach");
+  ASSERT_TRUE(task.ok()) << task.status();
+  auto env = Env::Create(task->get(), EnvOptions());
+  ASSERT_TRUE(env.ok()) << env.status();
+  auto renderer =
+      CameraRenderer::Create((*task)->model(), (*task)->obs_spec().cameras, CameraRenderer::Options());
+  ASSERT_TRUE(renderer.ok()) << renderer.status();
+  std::vector<float> obs((*task)->obs_spec().size());
+  std::vector<uint8_t> frame((*task)->obs_spec().image_bytes());
+  for (int episode = 0; episode < 5; ++episode) {
+    ASSERT_TRUE((*env)->Reset(EpisodeSeed(11, episode), episode, obs.data()).ok());
+    ASSERT_TRUE((*renderer)->Render((*task)->model(), (*env)->data(), frame.data()).ok());
+    const FrameLight light = LightOf(frame);
+    EXPECT_GE(light.mean, 64.0) << "episode " << episode << ": the frame is dark";
+    EXPECT_LE(light.mean, 192.0) << "episode " << episode << ": the frame is washed out";
+    EXPECT_LT(light.saturated, 0.05) << "episode " << episode;
+    EXPECT_TRUE(HasPixelOfColour(frame, 2)) << "episode " << episode << ": no blue cart";
+    EXPECT_TRUE(HasPixelOfColour(frame, 0)) << "episode " << episode << ": no red target at " << obs[2];
+  }
 }
 
 // Rolls out 3 episodes of the test plug-in built with `flags` (as lib<name>.so) with a random

@@ -5,8 +5,10 @@
  * writes past its one declared float once the simulated time exceeds OBS_OVERFLOW_AFTER),
  * SEGFAULT_IN_REWARD (reward writes through a null pointer), ABORT_IN_RESET (reset calls abort),
  * STACK_OVERFLOW_IN_SUCCESS (success_condition recurses without end), HANG_IN_OBSERVE (observe
- * never returns) and ABORT_IN_ENTRY (the entry point calls abort). */
+ * never returns; first printing PRINT_BEFORE_HANG to stdout, without a newline, when defined, and
+ * locking stdout when LOCK_STDOUT_IN_HANG is) and ABORT_IN_ENTRY (the entry point calls abort). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -62,6 +64,12 @@ static void Observe(const mjModel* m, const mjData* d, float* obs) {
   }
 #endif
 #ifdef HANG_IN_OBSERVE
+#ifdef PRINT_BEFORE_HANG
+  fputs(PRINT_BEFORE_HANG, stdout);
+#endif
+#ifdef LOCK_STDOUT_IN_HANG
+  flockfile(stdout);
+#endif
   for (;;) sleep(1);
 #endif
 }

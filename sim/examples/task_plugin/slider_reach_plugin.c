@@ -8,16 +8,26 @@
 
 #include "sim/task_plugin_abi.h"
 
+/* The camera 'side' looks down at the rail from the front (51 degrees below the horizon), so the
+ * grey floor fills its frame: a blue cart on the rail and, in front of it, a red disk on the floor
+ * marking the target. Headlight and overhead light give 0.7 of each colour without specular
+ * highlights, so the frame is lit but not saturated (the floor a mid grey); the light casts no
+ * shadow (a shadow map costs more than a 32x32 frame). */
 static const char kMjcf[] =
     "<mujoco model='slider_reach'>"
     "  <option timestep='0.01'><flag contact='disable' gravity='disable'/></option>"
+    "  <visual><headlight ambient='0.2 0.2 0.2' diffuse='0.3 0.3 0.3' specular='0 0 0'/></visual>"
     "  <worldbody>"
+    "    <light pos='0 0 2' dir='0 0 -1' castshadow='false' diffuse='0.2 0.2 0.2' specular='0 0 0'/>"
+    "    <geom name='floor' type='plane' pos='0 0 -0.06' size='2 2 0.1' rgba='.8 .8 .8 1'/>"
     "    <body name='cart'>"
     "      <joint name='rail' type='slide' axis='1 0 0' damping='0.5'/>"
-    "      <geom type='box' size='0.05 0.05 0.05' mass='1'/>"
+    "      <geom type='box' size='0.06 0.06 0.06' mass='1' rgba='.2 .3 .9 1'/>"
     "    </body>"
-    "    <body name='target' mocap='true'><site name='target' size='0.02'/></body>"
-    "    <camera name='side' pos='0 -1.5 0.3' xyaxes='1 0 0 0 0.2 1'/>"
+    "    <body name='target' mocap='true' pos='0 -0.14 -0.06'>"
+    "      <geom type='cylinder' size='0.06 0.001' contype='0' conaffinity='0' rgba='.95 .1 .1 1'/>"
+    "    </body>"
+    "    <camera name='side' pos='0 -0.8 1' xyaxes='1 0 0 0 1 0.8' fovy='60'/>"
     "  </worldbody>"
     "  <actuator><motor joint='rail' gear='5' ctrllimited='true' ctrlrange='-1 1'/></actuator>"
     "</mujoco>";
