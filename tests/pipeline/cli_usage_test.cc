@@ -120,21 +120,21 @@ TEST(CliUsageTest, OtherOneValueOptionsSayTheyTakeOneFile) {
 // A positional argument a command does not take is named with the command and its usage line, in
 // every command (one place in main); an unknown option keeps CLI11's message.
 TEST(CliUsageTest, AnExtraPositionalNamesTheCommandTheArgumentAndTheUsage) {
-  const ProgramResult info = RunCli({"data", "info", "a.hdf5", "b.hdf5"});
+  const ProgramResult info = RunRoboloop({"data", "info", "a.hdf5", "b.hdf5"});
   EXPECT_EQ(info.exit_code, 2);
   EXPECT_EQ(info.err,
             "roboloop: data info: unexpected argument 'b.hdf5'; the command takes FILE\n"
             "Usage: roboloop data info [OPTIONS] FILE\n"
             "Run with --help for more information.\n");
   EXPECT_EQ(info.out, "");
-  const ProgramResult tasks = RunCli({"sim", "tasks", "one", "two"});
+  const ProgramResult tasks = RunRoboloop({"sim", "tasks", "one", "two"});
   EXPECT_EQ(tasks.exit_code, 2);
   EXPECT_THAT(tasks.err, HasSubstr("roboloop: sim tasks: unexpected arguments 'one' 'two'; the command takes no "
                                    "positional arguments\nUsage: roboloop sim tasks [OPTIONS]\n"));
-  const ProgramResult command = RunCli({"evaluate"});
+  const ProgramResult command = RunRoboloop({"evaluate"});
   EXPECT_EQ(command.exit_code, 2);
   EXPECT_THAT(command.err, HasSubstr("roboloop: unknown command 'evaluate' (its commands: registry, data, sim, "));
-  const ProgramResult option = RunCli({"data", "info", "a.hdf5", "--bogus"});
+  const ProgramResult option = RunRoboloop({"data", "info", "a.hdf5", "--bogus"});
   EXPECT_EQ(option.exit_code, 2);
   EXPECT_THAT(option.err, HasSubstr("The following argument was not expected: --bogus"));
 }
