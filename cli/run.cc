@@ -230,7 +230,8 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
   run->add_option("--root", f->root, "Store of runs, registry, leaderboard")->capture_default_str();
   run->add_option("--protocols-dir", f->protocols_dir,
                   absl::StrCat("Where named protocols live; default: ", eval::kDefaultProtocolsDir,
-                               " (on --resume: the run's own)"));
+                               " (on --resume: the run's own). With --services the eval service's own protocols are "
+                               "used, and this folder only for an eval service older than GetProtocol"));
   run->add_option("--resume", f->resume,
                   "Continue run RUN (finished stages are not redone; its file, --set values, --services, "
                   "--protocols-dir and --no-cache are kept)");

@@ -1,6 +1,7 @@
 #include "pipeline/runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -209,6 +210,59 @@ class LoopRecorder {
   std::map<std::string, int64_t> open_;  // loop label -> its execution record
 };
 
+// The protocols the seed checks of a run on remote services read: a protocol named by name as the eval service at
+// `address` (`eval`, which must outlive the loader) serves it, since that service evaluates under it, so the
+// protocol need exist only there; a protocol file from the file. From an eval service older than GetProtocol the
+// named protocol comes from `protocols_dir` here, noted on stderr once. Errors name the protocol and the service.
+ProtocolLoader ServedProtocolLoader(const eval::EvalClient* eval, const std::string& address,
+                                    const std::string& protocols_dir) {
+  auto noted = std::make_shared<bool>(false);
+  return [=](const std::string& name) -> absl::StatusOr<v1::Protocol> {
+    if (eval::IsProtocolPath(name)) return eval::LoadProtocol(name, protocols_dir);
+    absl::StatusOr<v1::ProtocolInfo> info = eval->GetProtocol(name);
+    if (info.ok()) return info->protocol();
+    const absl::Status& error = info.status();
+    if (absl::IsNotFound(error)) {
+      return absl::NotFoundError(absl::StrCat("protocol '", name, "' is not served by the eval service at ", address,
+                                              ", which evaluates under it: ", error.message()));
+    }
+    if (!absl::IsUnimplemented(error)) {
+      return absl::Status(error.code(), absl::StrCat("protocol '", name, "' could not be read from the eval service ",
+                                                     "at ", address, ": ", error.message()));
+    }
+    if (!*noted) {
+      *noted = true;
+      std::fprintf(stderr,
+                   "roboloop: note: the eval service at %s has no GetProtocol (an older roboloop): the seed checks "
+                   "read the protocols the pipeline names (here '%s') from --protocols-dir %s here, which must hold "
+                   "the protocols that service evaluates under\n",
+                   address.c_str(), name.c_str(), protocols_dir.c_str());
+    }
+    return eval::LoadProtocol(name, protocols_dir);
+  };
+}
+
+// The services of a run and their clients.
+struct RunServices {
+  std::unique_ptr<wiring::EmbeddedServices> embedded;  // null on remote services
+  wiring::ServiceTargets targets;
+  std::unique_ptr<wiring::ServiceClients> clients;
+};
+
+// Connects to the services `options` names, or starts them embedded (loading `loaded`'s task files).
+absl::StatusOr<RunServices> StartOrConnectServices(const PipelineRunOptions& options, const LoadedPipeline& loaded) {
+  wiring::EmbeddedOptions embedded_options;
+  embedded_options.root = options.root;
+  embedded_options.protocols_dir = options.protocols_dir;
+  embedded_options.task_files = TaskFiles(loaded);
+  embedded_options.dataset_checker = options.dataset_checker;
+  RunServices services;
+  ROBOLOOP_ASSIGN_OR_RETURN(services.targets,
+                            wiring::StartOrLoadServices(options.services_file, embedded_options, &services.embedded));
+  ROBOLOOP_ASSIGN_OR_RETURN(services.clients, wiring::ServiceClients::Connect(services.targets));
+  return services;
+}
+
 // "<pipeline file>:<line>: task_files[<i>] <file>: " for messages on task file `i`.
 std::string TaskFilePrefix(const LoadedPipeline& loaded, size_t i, const std::string& file) {
   const int line = i < loaded.task_file_lines.size() ? loaded.task_file_lines[i] : 0;
@@ -272,18 +326,22 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& give
   ROBOLOOP_ASSIGN_OR_RETURN(LoadedPipeline loaded, LoadWithOverrides(options.file, options.overrides));
   ValidationOptions validation;
   validation.protocols_dir = options.protocols_dir;
+  // Remote services are connected to first: their eval service has the protocols the seed checks read. Embedded
+  // ones start once the pipeline is valid, and read the protocols from here.
+  const bool remote = !options.services_file.empty();
+  RunServices services;
+  if (remote) {
+    ROBOLOOP_ASSIGN_OR_RETURN(services, StartOrConnectServices(options, loaded));
+    validation.load_protocol =
+        ServedProtocolLoader(&services.clients->eval(), services.targets.eval.target, options.protocols_dir);
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(Plan plan, ValidatePipeline(loaded, kinds, validation));
   ROBOLOOP_RETURN_IF_ERROR(CheckTaskFiles(loaded));
-
-  std::unique_ptr<wiring::EmbeddedServices> embedded;
-  wiring::EmbeddedOptions embedded_options;
-  embedded_options.root = options.root;
-  embedded_options.protocols_dir = options.protocols_dir;
-  embedded_options.task_files = TaskFiles(loaded);
-  embedded_options.dataset_checker = options.dataset_checker;
-  ROBOLOOP_ASSIGN_OR_RETURN(wiring::ServiceTargets targets,
-                            wiring::StartOrLoadServices(options.services_file, embedded_options, &embedded));
-  ROBOLOOP_ASSIGN_OR_RETURN(auto clients, wiring::ServiceClients::Connect(targets));
+  if (!remote) {
+    ROBOLOOP_ASSIGN_OR_RETURN(services, StartOrConnectServices(options, loaded));
+  }
+  const wiring::ServiceTargets& targets = services.targets;
+  wiring::ServiceClients* clients = services.clients.get();
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<sim::TaskRegistry> tasks, wiring::TaskRegistryWith({}, TaskFiles(loaded)));
 
   PipelineRunResult result;
@@ -293,7 +351,7 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& give
   executor_options.tasks = tasks.get();
   if (targets.embedded) executor_options.train_root = options.root;
   const std::string log_dir = JoinPath(executor_options.run_dir, "logs");
-  ServiceStageExecutor services_executor(clients.get(), executor_options);
+  ServiceStageExecutor services_executor(clients, executor_options);
   RecordingExecutor executor(&services_executor, store.get(), result.run_id, options.use_cache, log_dir);
 
   SchedulerOptions scheduler;

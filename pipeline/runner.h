@@ -80,6 +80,10 @@ absl::StatusOr<std::string> ResumedSpecPath(const std::string& run_id, const std
 // ResumedSpecPath finds it, one whose text changed: FailedPrecondition naming the file) are the
 // returned status; once recorded, the
 // run's end is in the result and in the run store ("finished", "cancelled" or "failed").
+// On remote services the seed checks of validation read a protocol named by name from the eval
+// service (GetProtocol), which evaluates under it, so it need not be in `protocols_dir`: one the
+// service does not have is a validation error naming the protocol and the service's address; an
+// eval service older than GetProtocol has them read from `protocols_dir`, noted once on stderr.
 absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& options);
 
 }  // namespace roboloop::pipeline

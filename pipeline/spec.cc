@@ -593,7 +593,9 @@ class Validator {
   // not load (noted).
   std::optional<v1::Protocol> ClaimedProtocol(const v1::Stage& stage, const SeedClaims& claims) {
     if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) return std::nullopt;
-    absl::StatusOr<v1::Protocol> loaded = eval::LoadProtocol(claims.protocol, options_.protocols_dir);
+    absl::StatusOr<v1::Protocol> loaded = options_.load_protocol
+                                              ? options_.load_protocol(claims.protocol)
+                                              : eval::LoadProtocol(claims.protocol, options_.protocols_dir);
     if (!loaded.ok()) {
       Note(Error(stage, std::string(loaded.status().message())));
       return std::nullopt;

@@ -6,6 +6,7 @@
 // line each. Torch-free.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "pipeline/stage_kind.h"
+#include "roboloop/v1/eval.pb.h"
 #include "roboloop/v1/pipeline.pb.h"
 
 namespace roboloop::pipeline {
@@ -51,9 +53,15 @@ absl::StatusOr<LoadedPipeline> LoadPipeline(const std::string& path,
 // The pipeline's task_files, relative ones taken relative to the pipeline file's folder.
 std::vector<std::string> TaskFiles(const LoadedPipeline& loaded);
 
+// The protocol a stage names (a protocol name or a YAML path), for the seed checks; its errors name the protocol.
+using ProtocolLoader = std::function<absl::StatusOr<v1::Protocol>(const std::string& name_or_path)>;
+
 // Settings of validation.
 struct ValidationOptions {
   std::string protocols_dir = "configs/protocols";  // where named protocols live
+  // Where the seed checks read the protocols stages name; empty = eval::LoadProtocol under protocols_dir. A run on
+  // remote services asks its eval service, which evaluates under them (RunPipelineFile, pipeline/runner.h).
+  ProtocolLoader load_protocol;
 };
 
 // The order stages may run in: each level's stages depend only on earlier levels.

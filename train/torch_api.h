@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 // Version of the table below. Bump on any change to it.
-#define ROBOLOOP_TORCH_ABI_VERSION 6u
+#define ROBOLOOP_TORCH_ABI_VERSION 7u
 
 // Name of the exported entry point.
 #define ROBOLOOP_TORCH_ENTRY_POINT "roboloop_torch_api"
@@ -92,8 +92,10 @@ typedef struct RoboloopTorchApi {
   // error.
   RoboloopTorchTrainer* (*trainer_create)(const char* config_json, char* error_buf,
                                           size_t error_cap);
-  // One optimisation step at global step `step`. Returns 0, 1 when the loss or the gradient
-  // is NaN/Inf (no update applied; the message names the step), or -1 on any other error.
+  // One optimisation step at global step `step`. Returns 0, 1 when this rank's loss or the
+  // gradient is NaN/Inf (no update applied; the message names the step), 2 (ABI 7) when the
+  // failure may be another rank's: a collective failed (a peer vanished, the timeout passed) or
+  // only another rank's loss is NaN/Inf (the message names the step), or -1 on any other error.
   int (*trainer_step)(RoboloopTorchTrainer* trainer, const RoboloopTrainBatch* batch,
                       int64_t step, RoboloopTrainFigures* figures, char* error_buf,
                       size_t error_cap);

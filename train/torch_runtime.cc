@@ -150,6 +150,7 @@ absl::StatusOr<TrainStepFigures> TorchTrainer::Step(const RoboloopTrainBatch& ba
   RoboloopTrainFigures figures{};
   const int rc = api_->trainer_step(handle_, &batch, step, &figures, error, sizeof(error));
   if (rc == 1) return absl::DataLossError(error);
+  if (rc == 2) return absl::UnavailableError(error);
   if (rc != 0) return absl::InternalError(absl::StrCat("step ", step, ": ", error));
   return TrainStepFigures{figures.loss, figures.grad_norm, figures.lr};
 }

@@ -70,9 +70,11 @@ class TorchTrainer {
   TorchTrainer(const TorchTrainer&) = delete;
   TorchTrainer& operator=(const TorchTrainer&) = delete;
 
-  // One optimisation step at global step `step`. DataLoss naming the step when the loss or
-  // gradient is NaN/Inf (no update applied); Internal for any other failure (a peer rank
-  // that died, a LibTorch error), "step <step>: training step: <what>".
+  // One optimisation step at global step `step`. DataLoss naming the step when this rank's loss
+  // or the gradient is NaN/Inf (no update applied); Unavailable naming the step when the failure
+  // may be another rank's (a collective failed: a peer vanished or timed out; or only another
+  // rank's loss is NaN/Inf); Internal for any other failure of this rank's own (a LibTorch error,
+  // running out of memory), "step <step>: training step: <what>".
   absl::StatusOr<TrainStepFigures> Step(const RoboloopTrainBatch& batch, int64_t step);
   // Stages `batch` for Step at global step `step` (RoboloopTorchApi::trainer_stage): on a GPU
   // its copy overlaps the step called before that one. Internal on failure.

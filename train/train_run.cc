@@ -101,7 +101,7 @@ class RankLoop {
     absl::StatusOr<TrainStepFigures> figures = run_.trainer->Step(BatchView(*batch), step);
     if (!figures.ok()) {
       if (common::IsCancelled(options_.cancel)) return std::nullopt;
-      step_failed_ = true;
+      step_failed_with_peer_ = absl::IsUnavailable(figures.status());
       return figures.status();
     }
     const int64_t completed = step + 1;
@@ -199,10 +199,10 @@ class RankLoop {
     return run_.recorder->Emit(event);
   }
 
-  // Records the failure for the launcher (a failed step's collective may have been broken by a peer), emits
-  // `failed` (rank 0) and returns `status`.
+  // Records the failure for the launcher (as maybe a consequence of a peer's when the step failed in a collective
+  // or on another rank's loss), emits `failed` (rank 0) and returns `status`.
   absl::Status Fail(const absl::Status& status) {
-    RecordRankFailure(options_.rank.rank, status, step_failed_);
+    RecordRankFailure(options_.rank.rank, status, step_failed_with_peer_);
     if (leader_) {
       v1::TrainEvent event;
       event.mutable_failed()->set_message(std::string(status.message()));
@@ -227,7 +227,9 @@ class RankLoop {
   std::string config_json_;
   std::optional<double> validation_loss_;  // the latest, computed after `validated_step_` steps
   int64_t validated_step_ = -1;
-  bool step_failed_ = false;  // the trainer's step (and so its collective) failed
+  // The trainer's step failed in a collective or on another rank's loss (Unavailable): a peer's failure may be the
+  // cause. A step that failed on its own (this rank's loss, memory, a LibTorch error) is this rank's failure.
+  bool step_failed_with_peer_ = false;
   TrainRunResult result_;
 };
 }  // namespace

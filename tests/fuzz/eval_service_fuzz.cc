@@ -13,17 +13,21 @@
 // random, so a comparison's candidate or baseline "v1" or "v2" stands for that checkpoint's id.
 // After a promotion the champion alias is put back on v1.
 // Promote first checks protocol_name as EvalGrpcService does. Beyond crashes and sanitizer
-// reports it checks: an evaluation whose protocol_name is a file path is refused
+// reports it checks: an evaluation or a GetProtocol whose protocol_name is a file path is refused
 // (InvalidArgument); a successful evaluation named no endpoint but the SimService and is
-// completed with one result per episode of its protocol; a leaderboard holds at most `top` rows.
+// completed with one result per episode of its protocol; a leaderboard holds at most `top` rows;
+// a protocol GetProtocol reports comes with its own hash. The target calls every RPC of
+// EvalService: one it does not know stops it at setup.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <google/protobuf/descriptor.h>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/grpc_server.h"
 #include "eval/eval_service.h"
 #include "eval/promotion.h"
@@ -48,6 +52,8 @@ namespace eval = roboloop::eval;
 constexpr char kModel[] = "fuzz-model";
 constexpr char kTask[] = "cartpole-swingup";
 constexpr char kProtocol[] = "fuzz-gate";
+// RPCs of EvalService, in proto order; the first input byte modulo this picks one.
+constexpr uint8_t kMethodCount = 5;
 
 template <typename T>
 T Required(absl::StatusOr<T> value, const char* what) {
@@ -158,6 +164,11 @@ void SeedStore(const Fixture& f, const v1::Protocol& protocol) {
 
 const Fixture& Started() {
   static const Fixture* const kFixture = [] {
+    const int served = v1::GetProtocolRequest::descriptor()->file()->FindServiceByName("EvalService")->method_count();
+    RequireOk(served == kMethodCount ? absl::OkStatus()
+                                     : absl::FailedPreconditionError(absl::StrCat(
+                                           "EvalService has ", served, " RPCs, the target calls ", int{kMethodCount})),
+              "every RPC fuzzed");
     auto* f = new Fixture();
     StartSim(*f);
     const v1::ListTasksResponse listed = Required(f->sim->ListTasks(), "listing the tasks");
@@ -245,8 +256,16 @@ void Compare(const eval::EvalServiceHandler& handler, v1::CompareRequest request
   handler.Compare(request).IgnoreError();
 }
 
-// RPCs of EvalService, in proto order; the first input byte modulo this picks one.
-constexpr uint8_t kMethodCount = 4;
+void GetProtocol(const eval::EvalServiceHandler& handler, const v1::GetProtocolRequest& request) {
+  const absl::StatusOr<v1::ProtocolInfo> info = handler.GetProtocol(request.protocol_name());
+  CheckContract(
+      !eval::IsProtocolPath(request.protocol_name()) || info.status().code() == absl::StatusCode::kInvalidArgument,
+      "GetProtocol did not refuse a protocol_name that is a file path");
+  if (!info.ok()) return;
+  CheckContract(info->protocol_hash() == eval::ProtocolHash(info->protocol()),
+                "GetProtocol reported a hash that is not its protocol's");
+}
+
 
 void Call(const eval::EvalServiceHandler& handler, uint8_t method, const std::string& bytes) {
   switch (method) {
@@ -259,6 +278,8 @@ void Call(const eval::EvalServiceHandler& handler, uint8_t method, const std::st
     case 3:
       return Dispatch<v1::PromoteCandidateRequest>(bytes,
                                                    [&](const v1::PromoteCandidateRequest& q) { Promote(handler, q); });
+    case 4:
+      return Dispatch<v1::GetProtocolRequest>(bytes, [&](const v1::GetProtocolRequest& q) { GetProtocol(handler, q); });
     default:
       return;
   }

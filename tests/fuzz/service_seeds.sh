@@ -59,3 +59,6 @@ seed $E promote '\x03' PromoteCandidateRequest 'model: "fuzz-model" protocol_nam
 seed $E promote_candidate '\x03' PromoteCandidateRequest 'model: "fuzz-model" candidate: "fuzz-model:v1" protocol_name: "fuzz-gate" alpha: 0.2 sim_endpoints: "10.0.0.1:7072"'
 seed $E compare_protocol_hash '\x02' CompareRequest 'candidate: "v1" baseline: "v2" protocol_hash: "0"'
 seed $E regression_protocol_path '\x00' EvaluateRequest 'checkpoint_ref: "fuzz-model:v1" protocol_name: "fuzz-gate.yaml"'
+seed $E get_protocol '\x04' GetProtocolRequest 'protocol_name: "fuzz-gate"'
+seed $E get_protocol_unknown '\x04' GetProtocolRequest 'protocol_name: "no-such-protocol"'
+seed $E get_protocol_path '\x04' GetProtocolRequest 'protocol_name: "../protocols/fuzz-gate.yaml"'

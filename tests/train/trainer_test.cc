@@ -1,16 +1,20 @@
 // The trainer and the trainable policies through the ABI-3 handle (train/torch_runtime.h):
-// packed vs padded loss, NaN stop, exact save/restore, batch-invariant inference of a saved
-// transformer, the flow-matching head, bad configs, the device option (the CUDA cases run
-// where LibTorch sees a GPU and are skipped elsewhere).
+// packed vs padded loss, NaN stop (a rank's own, or a peer's in a two-rank job), a vanished
+// peer, exact save/restore, batch-invariant inference of a saved transformer, the
+// flow-matching head, bad configs, the device option (the CUDA cases run where LibTorch sees a
+// GPU and are skipped elsewhere).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "tests/train/trainer_batches.h"
+#include "tests/util/free_port.h"
 #include "tests/util/loaded_torch_runtime.h"
 #include "tests/util/subprocess.h"
 #include "train/safetensors.h"
@@ -432,6 +436,55 @@ TEST(TrainerTest, RendezvousTimeoutIsAnErrorWithinTheTimeout) {
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kUnavailable) << trainer.status();
   EXPECT_THAT(trainer.status().message(), AllOf(HasSubstr("rendezvous at 127.0.0.1:1"), HasSubstr("rank 1 of 2")));
   EXPECT_LT(seconds, 30);
+}
+
+// Two CPU ranks of one job (Gloo over a real TCPStore), in threads of this process.
+std::vector<std::unique_ptr<TorchTrainer>> TwoRanks() {
+  const int port = testing::FreePort();
+  std::vector<absl::StatusOr<std::unique_ptr<TorchTrainer>>> made(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&made, port, rank] {
+      const nlohmann::json config = {
+          {"policy", Policy("mlp")}, {"optimizer", {{"lr", 1e-3}, {"total_steps", 10}}}, {"seed", 7}, {"threads", 1},
+          {"distributed", {{"rank", rank}, {"world_size", 2}, {"master_port", port}, {"timeout_seconds", 20.0}}}};
+      made[rank] = LoadedTorchRuntime().CreateTrainer(config.dump());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::vector<std::unique_ptr<TorchTrainer>> ranks;
+  for (auto& trainer : made) {
+    ROBOLOOP_CHECK_MSG(trainer.ok(), trainer.status().ToString());
+    ranks.push_back(*std::move(trainer));
+  }
+  return ranks;
+}
+
+// A rank whose own loss is NaN fails its step on its own (DataLoss); its peer, whose loss is finite, fails on the
+// loss averaged with it (Unavailable: maybe another rank's failure), so the launcher blames the first.
+TEST(TrainerTest, ANonFiniteLossIsItsRanksOwnFailureAndItsPeersMaybeAConsequence) {
+  auto ranks = TwoRanks();
+  OwnedBatch good(8, 3), bad(8, 3);
+  bad.obs[3] = std::nanf("");
+  std::vector<absl::StatusOr<TrainStepFigures>> stepped(2, absl::UnknownError("not run"));
+  std::thread peer([&] { stepped[0] = ranks[0]->Step(good.View(), 0); });
+  stepped[1] = ranks[1]->Step(bad.View(), 0);
+  peer.join();
+  EXPECT_EQ(stepped[1].status().code(), absl::StatusCode::kDataLoss) << stepped[1].status();
+  EXPECT_THAT(stepped[1].status().message(), AllOf(HasSubstr("step 0"), HasSubstr("loss is nan")));
+  EXPECT_EQ(stepped[0].status().code(), absl::StatusCode::kUnavailable) << stepped[0].status();
+  EXPECT_THAT(stepped[0].status().message(),
+              AllOf(HasSubstr("step 0"), HasSubstr("averaged over the ranks is nan"), HasSubstr("another rank's")));
+}
+
+// A step whose peer left the job fails in its collective: Unavailable, maybe the peer's failure.
+TEST(TrainerTest, AStepWhosePeerVanishedFailsInItsCollectiveAsMaybeAConsequence) {
+  auto ranks = TwoRanks();
+  ranks[1].reset();
+  const OwnedBatch batch(8, 3);
+  const absl::Status lonely = ranks[0]->Step(batch.View(), 0).status();
+  EXPECT_EQ(lonely.code(), absl::StatusCode::kUnavailable) << lonely;
+  EXPECT_THAT(lonely.message(), AllOf(HasSubstr("step 0"), HasSubstr("across the ranks failed")));
 }
 
 }  // namespace

@@ -156,6 +156,20 @@ void ThrowIfNotFinite(const char* what, double value, int64_t step) {
                       "; no update applied");
 }
 
+// Runs `collective` (`what`, e.g. "averaging the gradients"), turning its failure into PeerFailure naming the
+// step: a collective fails when a peer vanished or its timeout passed. Running out of memory stays this rank's own.
+template <typename Collective>
+auto InCollective(const char* what, int64_t step, Collective&& collective) {
+  try {
+    return collective();
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw PeerFailure("step " + std::to_string(step) + ": " + what + " across the ranks failed: " +
+                      e.what_without_backtrace());
+  }
+}
+
 // Whether `config` trains with its step captured in a CUDA graph; throws naming cuda_graph
 // when it asks for one that cannot be had.
 bool UsesCudaGraph(const TrainerConfig& config) {
@@ -364,10 +378,18 @@ StepFigures Trainer::EagerStep(const PolicyInputs& inputs, torch::Generator gene
     loss = model_->Loss(inputs, loss_options);
   }
   StepFigures figures;
-  figures.loss = group_ ? AllReduceMean(*group_, loss.item<double>(), device) : loss.item<double>();
-  ThrowIfNotFinite("loss", figures.loss, step);
+  const double own_loss = loss.item<double>();
+  figures.loss = group_ ? InCollective("averaging the loss", step,
+                                       [&] { return AllReduceMean(*group_, own_loss, device); })
+                        : own_loss;
+  ThrowIfNotFinite("loss", own_loss, step);
+  if (!std::isfinite(figures.loss)) {
+    throw PeerFailure("step " + std::to_string(step) + ": the loss averaged over the ranks is " +
+                      std::to_string(figures.loss) + " while this rank's is finite: another rank's is not; no "
+                      "update applied");
+  }
   loss.backward();
-  if (gradients_) gradients_->Average();
+  if (gradients_) InCollective("averaging the gradients", step, [&] { gradients_->Average(); });
   const double max_norm = config_.optimizer.clip_norm > 0 ? config_.optimizer.clip_norm : INFINITY;
   figures.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, max_norm);
   ThrowIfNotFinite("gradient norm", figures.grad_norm, step);

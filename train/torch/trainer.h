@@ -83,6 +83,13 @@ struct NonFiniteLoss : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by Step when its failure may be another rank's: a collective failed (a peer vanished or
+// the collective's timeout passed), or the loss averaged over the ranks is not finite while this
+// rank's own is. No update was applied.
+struct PeerFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // One replica of a data-parallel job. Not thread-safe.
 class Trainer {
  public:
@@ -98,7 +105,9 @@ class Trainer {
   // Runs forward, backward (gradients averaged across ranks), clipping and the AdamW update
   // for global step `step` (which seeds the step's noise and the frames' random shifts, drawn
   // on the CPU whatever the device, so a seed draws the same noise everywhere). Throws NonFiniteLoss naming the
-  // step when the loss or gradient norm is not finite (no update applied on any rank), and
+  // step when this rank's loss or the averaged gradient norm is not finite (no update applied on any rank; a rank
+  // whose own loss is finite throws PeerFailure when another rank's is not), PeerFailure naming the step when a
+  // collective fails (a peer vanished or the timeout passed), and
   // c10::Error naming the device and the model size when the first step runs out of memory.
   // With a CUDA graph the figures and the contract are the same: the first
   // GraphedStep::kWarmupSteps steps run eagerly, later ones replay the graph, whose update is

@@ -16,7 +16,8 @@ struct RoboloopTorchTrainer {
 namespace roboloop::train {
 namespace {
 
-// Runs `body`, turning exceptions into -1 and a message (1 for a non-finite loss).
+// Runs `body`, turning exceptions into -1 and a message (1 for a non-finite loss, 2 for a failure that may be
+// another rank's).
 template <typename Body>
 int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
   try {
@@ -25,6 +26,9 @@ int Guarded(const char* what, char* error_buf, size_t error_cap, Body&& body) {
   } catch (const NonFiniteLoss& e) {
     WriteAbiError(e.what(), error_buf, error_cap);
     return 1;
+  } catch (const PeerFailure& e) {
+    WriteAbiError(e.what(), error_buf, error_cap);
+    return 2;
   } catch (const c10::Error& e) {
     WriteAbiError(std::string(what) + ": " + e.what_without_backtrace(), error_buf, error_cap);
   } catch (const std::exception& e) {
