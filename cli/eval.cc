@@ -67,12 +67,17 @@ absl::StatusOr<std::unique_ptr<eval::LeaderboardStore>> OpenStore(const EvalFlag
   return eval::LeaderboardStore::Create(options);
 }
 
-// The protocol hash --protocol names: a full hash, a protocol name or YAML path, else a hash
-// prefix or name of a protocol the store holds evaluations under (eval::ResolveStoredProtocolHash).
+// The protocol hash --protocol names: a full hash, a protocol name or YAML path (the hash its
+// evaluations were stored under, eval::ResolveLoadedProtocolHash), else a hash prefix or name of a
+// protocol the store holds evaluations under (eval::ResolveStoredProtocolHash).
 absl::StatusOr<std::string> ResolveProtocolHash(const EvalFlags& f, eval::LeaderboardStore& store) {
   if (IsSha256Hex(f.protocol)) return f.protocol;
   absl::StatusOr<v1::Protocol> protocol = eval::LoadProtocol(f.protocol, f.protocols_dir);
-  if (protocol.ok()) return eval::ProtocolHash(*protocol);
+  if (protocol.ok()) {
+    absl::StatusOr<std::string> hash = eval::ResolveLoadedProtocolHash(store, *protocol);
+    if (!hash.ok()) return Annotate(hash.status(), "--protocol");
+    return hash;
+  }
   absl::StatusOr<std::string> stored = eval::ResolveStoredProtocolHash(store, f.protocol);
   if (stored.ok()) return stored;
   if (!absl::IsNotFound(stored.status())) return Annotate(stored.status(), "--protocol");
