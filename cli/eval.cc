@@ -1,7 +1,6 @@
 #include "cli/eval.h"
 
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,12 +50,18 @@ struct EvalFlags {
   uint64_t seed = 0x5eed;
 };
 
+// --format, parsed as text so that help and errors read like the other commands' ("TEXT:{table,json,csv}").
 void AddFormat(CLI::App* command, ListFormat* format, bool with_csv) {
-  std::map<std::string, ListFormat> formats = {{"table", ListFormat::kTable},
-                                               {"json", ListFormat::kJson}};
-  if (with_csv) formats.emplace("csv", ListFormat::kCsv);
-  command->add_option("--format", *format, with_csv ? "table, json or csv" : "table or json")
-      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+  std::vector<std::string> names = {"table", "json"};
+  if (with_csv) names.push_back("csv");
+  command
+      ->add_option_function<std::string>(
+          "--format",
+          [format](const std::string& value) {
+            *format = value == "json" ? ListFormat::kJson : value == "csv" ? ListFormat::kCsv : ListFormat::kTable;
+          },
+          with_csv ? "table, json or csv" : "table or json")
+      ->transform(CLI::IsMember(names, CLI::ignore_case))  // "JSON" becomes "json"
       ->default_str("table");
 }
 

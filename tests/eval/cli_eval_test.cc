@@ -99,6 +99,25 @@ TEST_F(CliEvalTest, CompareByCheckpointAndEvaluationId) {
   EXPECT_EQ(parsed["candidate_evaluation_id"], baseline.id());
 }
 
+// An unknown --format names the accepted ones, as the other commands do (not CLI11's enum numbers).
+TEST_F(CliEvalTest, AnUnknownFormatIsAUsageErrorNamingTheFormats) {
+  Seed({testing::MakeEvaluation(protocol_, "ckpt-good-0001", "reach", 2, 33, 0, kJan1)});
+  for (const std::string command : {"leaderboard", "compare"}) {
+    std::vector<std::string> args = {command};
+    if (command == "compare") args.insert(args.end(), {"a", "b", "--protocol", "reach-gate"});
+    args.insert(args.end(), {"--format", "xml"});
+    ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_THAT(result.err, HasSubstr("--format: xml not in {table,json")) << command << result.err;
+    EXPECT_THAT(result.err, ::testing::Not(HasSubstr("->"))) << command << result.err;
+  }
+  ProgramResult help = Roboloop({"leaderboard", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("TEXT:{table,json,csv}"));
+  ProgramResult csv = Roboloop({"leaderboard", "--format", "CSV"});
+  EXPECT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(csv.out, HasSubstr("rank,evaluation_id"));
+}
+
 // An evaluation stores its protocol with the task's definition pinned (EvalService pins it before
 // hashing); a protocol file that pins nothing still names those evaluations, by name or path.
 TEST_F(CliEvalTest, ProtocolNameAndFileFindEvaluationsStoredUnderThePinnedTaskDefinition) {
