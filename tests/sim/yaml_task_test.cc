@@ -85,6 +85,13 @@ TEST(YamlTaskTest, UnknownSensorBodyAndKeyAreRefused) {
   EXPECT_NE(key.status().message().find("unknown key 'rewards'"), std::string::npos) << key.status();
 }
 
+TEST(YamlTaskTest, AMissingFileIsNamedWithTheReason) {
+  auto task = LoadYamlTask(::testing::TempDir() + "/no_such_task.yaml");
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("no_such_task.yaml: No such file or directory"), std::string::npos)
+      << task.status();
+}
+
 // A success window longer than the episode could never be met: every evaluation would score 0.
 TEST(YamlTaskTest, ASuccessWindowLongerThanTheHorizonIsRefused) {
   const std::string observations = "observations: [{name: b, body_pos: puck}]\n";
