@@ -371,7 +371,7 @@ void AddDataToolCommands(CLI::App* data, CommandRunner& runner, DatasetResolver 
   split->add_option("--valid", options->valid_fraction,
                     "Fraction of demos held out, in [0, 1) (required: an existing split is replaced)")
       ->required();
-  split->add_option("--seed", options->seed, "Shuffle seed")->capture_default_str();
+  split->add_option("--seed", options->seed, "Shuffle seed, 0..2^64-1")->check(CLI::NonNegativeNumber)->capture_default_str();
   BindTool(runner, split, "split", Split, options, [options] {
     if (options->valid_fraction >= 0 && options->valid_fraction < 1) return absl::OkStatus();
     return UsageError(absl::StrFormat("--valid %g: expected a fraction in [0, 1)", options->valid_fraction));

@@ -1,7 +1,6 @@
 #include "cli/eval.h"
 
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,12 +50,18 @@ struct EvalFlags {
   uint64_t seed = 0x5eed;
 };
 
+// --format, parsed as text so that help and errors read like the other commands' ("TEXT:{table,json,csv}").
 void AddFormat(CLI::App* command, ListFormat* format, bool with_csv) {
-  std::map<std::string, ListFormat> formats = {{"table", ListFormat::kTable},
-                                               {"json", ListFormat::kJson}};
-  if (with_csv) formats.emplace("csv", ListFormat::kCsv);
-  command->add_option("--format", *format, with_csv ? "table, json or csv" : "table or json")
-      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+  std::vector<std::string> names = {"table", "json"};
+  if (with_csv) names.push_back("csv");
+  command
+      ->add_option_function<std::string>(
+          "--format",
+          [format](const std::string& value) {
+            *format = value == "json" ? ListFormat::kJson : value == "csv" ? ListFormat::kCsv : ListFormat::kTable;
+          },
+          with_csv ? "table, json or csv" : "table or json")
+      ->transform(CLI::IsMember(names, CLI::ignore_case))  // "JSON" becomes "json"
       ->default_str("table");
 }
 
@@ -67,12 +72,17 @@ absl::StatusOr<std::unique_ptr<eval::LeaderboardStore>> OpenStore(const EvalFlag
   return eval::LeaderboardStore::Create(options);
 }
 
-// The protocol hash --protocol names: a full hash, a protocol name or YAML path, else a hash
-// prefix or name of a protocol the store holds evaluations under (eval::ResolveStoredProtocolHash).
+// The protocol hash --protocol names: a full hash, a protocol name or YAML path (the hash its
+// evaluations were stored under, eval::ResolveLoadedProtocolHash), else a hash prefix or name of a
+// protocol the store holds evaluations under (eval::ResolveStoredProtocolHash).
 absl::StatusOr<std::string> ResolveProtocolHash(const EvalFlags& f, eval::LeaderboardStore& store) {
   if (IsSha256Hex(f.protocol)) return f.protocol;
   absl::StatusOr<v1::Protocol> protocol = eval::LoadProtocol(f.protocol, f.protocols_dir);
-  if (protocol.ok()) return eval::ProtocolHash(*protocol);
+  if (protocol.ok()) {
+    absl::StatusOr<std::string> hash = eval::ResolveLoadedProtocolHash(store, *protocol);
+    if (!hash.ok()) return Annotate(hash.status(), "--protocol");
+    return hash;
+  }
   absl::StatusOr<std::string> stored = eval::ResolveStoredProtocolHash(store, f.protocol);
   if (stored.ok()) return stored;
   if (!absl::IsNotFound(stored.status())) return Annotate(stored.status(), "--protocol");

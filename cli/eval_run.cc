@@ -48,6 +48,8 @@ struct EvalRunFlags {
   int max_steps = 0;                       // ad-hoc protocol: horizon (0 = the task's)
   std::string chunk_execution = "full_chunk";  // ad-hoc protocol: chunk execution
   std::vector<std::string> sims;           // sim endpoints; empty = embedded
+  std::vector<std::string> task_plugins;   // tasks the embedded sim service adds: shared libraries
+  std::vector<std::string> yaml_tasks;     // tasks the embedded sim service adds: declarative files
   std::string sim_token_file;              // bearer token for --sim
   int shards_per_endpoint = 2;
   int envs = 4;
@@ -63,6 +65,8 @@ wiring::EvalStackOptions StackOptions(const EvalRunFlags& f) {
   options.registry = f.registry;
   options.protocols_dir = f.protocols_dir;
   options.sims = f.sims;
+  options.task_plugins = f.task_plugins;
+  options.yaml_tasks = f.yaml_tasks;
   options.sim_token_file = f.sim_token_file;
   options.shards_per_endpoint = f.shards_per_endpoint;
   options.envs = f.envs;
@@ -216,10 +220,16 @@ absl::Status ServeEval(const EvalRunFlags& f) {
 }
 
 void AddSimEndpointOptions(CLI::App* command, EvalRunFlags* f) {
-  command->add_option("--sim", f->sims,
-                      "SimService endpoint HOST:PORT or unix:PATH (repeatable; default: embedded); a served "
-                      "EvalService dials only these, whatever a request names");
+  CLI::Option* sim = command->add_option("--sim", f->sims,
+                                         "SimService endpoint HOST:PORT or unix:PATH (repeatable; default: "
+                                         "embedded); a served EvalService dials only these, whatever a request names");
   command->add_option("--sim-token-file", f->sim_token_file, "Bearer token file for --sim");
+  // A remote sim service loads its own tasks (`roboloop serve sim --task-plugin|--task-yaml`).
+  command->add_option("--task-plugin", f->task_plugins,
+                      "Embedded sim service: shared library adding tasks, a path (repeatable)")
+      ->excludes(sim);
+  command->add_option("--task-yaml", f->yaml_tasks, "Embedded sim service: declarative task YAML (repeatable)")
+      ->excludes(sim);
   command->add_option("--shards-per-endpoint", f->shards_per_endpoint, "Seed-range shards per sim endpoint")
       ->capture_default_str();
   command->add_option("--envs", f->envs, "Envs per shard rollout")->capture_default_str();

@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/status.h"
 #include "registry/checkpoint_manifest.h"
+#include "train/safetensors.h"
 #include "wiring/registry_connection.h"
 
 namespace roboloop::cli {
@@ -101,12 +102,32 @@ std::string FirstMissingFolder(const std::string& dir) {
   return missing.string();
 }
 
+// Downloads the policy blob as `dir`/model.safetensors once it reads as a safetensors file (a
+// truncated or foreign blob would only fail in Python); the old file stays until then.
+absl::Status WritePolicyWeights(registry::RegistryClient& client, const v1::Checkpoint& checkpoint,
+                                const std::string& policy_sha256, const std::string& dir) {
+  const std::string path = JoinPath(dir, "model.safetensors");
+  const std::string fetched = path + ".fetched";
+  ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(policy_sha256, fetched));
+  absl::StatusOr<train::TensorMap> weights = train::ReadSafetensors(fetched);
+  std::error_code error;
+  if (!weights.ok()) {
+    std::filesystem::remove(fetched, error);
+    return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint.model(), ":v", checkpoint.version(),
+                                            ": its policy blob is no policy PyTorch could load: ",
+                                            weights.status().message()));
+  }
+  std::filesystem::rename(fetched, path, error);
+  if (error) return absl::InternalError(absl::StrCat("cannot rename ", fetched, " to ", path, ": ", error.message()));
+  return absl::OkStatus();
+}
+
 // Writes the four files of the export folder into `dir` (created when missing).
 absl::Status WriteExportFolder(registry::RegistryClient& client, const ExportFlags& flags,
-                               const std::string& policy_sha256, const nlohmann::json& config,
-                               const registry::CheckpointManifest& manifest) {
+                               const v1::Checkpoint& checkpoint, const std::string& policy_sha256,
+                               const nlohmann::json& config, const registry::CheckpointManifest& manifest) {
   ROBOLOOP_RETURN_IF_ERROR(PrepareOutputDir(flags.output, flags.force));
-  ROBOLOOP_RETURN_IF_ERROR(client.DownloadToFile(policy_sha256, JoinPath(flags.output, "model.safetensors")));
+  ROBOLOOP_RETURN_IF_ERROR(WritePolicyWeights(client, checkpoint, policy_sha256, flags.output));
   ROBOLOOP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.output, "config.json"), config.dump(2) + "\n"));
   ROBOLOOP_RETURN_IF_ERROR(
       WriteFileAtomic(JoinPath(flags.output, "normalization.json"), manifest.normalization.dump(2) + "\n"));
@@ -123,7 +144,7 @@ absl::Status Export(registry::RegistryClient& client, const ExportFlags& flags) 
   }
   ROBOLOOP_ASSIGN_OR_RETURN(nlohmann::json config, ExportConfig(checkpoint, *manifest));
   const std::string created = FirstMissingFolder(flags.output);
-  absl::Status written = WriteExportFolder(client, flags, policy_sha256, config, *manifest);
+  absl::Status written = WriteExportFolder(client, flags, checkpoint, policy_sha256, config, *manifest);
   if (!written.ok()) {
     std::error_code ignored;
     if (!created.empty()) std::filesystem::remove_all(created, ignored);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "pipeline/runner.h"
@@ -39,13 +40,23 @@ absl::Status Validate(const PipelineFlags& flags) {
 
 }  // namespace
 
+CLI::Validator OverrideText() {
+  return CLI::Validator(
+      [](std::string& text) {
+        if (pipeline::ParseOverride(text).ok()) return std::string();
+        return absl::StrCat("'", text, "' is not PATH=VALUE, e.g. train.steps=5000");
+      },
+      "PATH=VALUE");
+}
+
 void AddPipelineCommands(CLI::App& app, CommandRunner& runner) {
   auto flags = std::make_shared<PipelineFlags>();
   CLI::App* pipeline = app.add_subcommand("pipeline", "Pipeline specs (configs/pipelines/*.yaml)");
   pipeline->require_subcommand(1);
   CLI::App* validate = pipeline->add_subcommand("validate", "Check a pipeline spec and print its plan");
   validate->add_option("FILE", flags->file, "Pipeline YAML")->required();
-  validate->add_option("--set", flags->sets, "Override PATH=VALUE (e.g. train.steps=5000; repeatable)");
+  validate->add_option("--set", flags->sets, "Override PATH=VALUE (e.g. train.steps=5000; repeatable)")
+      ->check(OverrideText());
   validate->add_option("--protocols-dir", flags->protocols_dir, "Where named protocols live")->capture_default_str();
   runner.Bind(validate, [flags] { return Validate(*flags); });
 }

@@ -7,6 +7,10 @@
 
 namespace roboloop::cli {
 
+// Accepts a `--set` value pipeline::ParseOverride reads (PATH=VALUE); CLI11 reports any other as
+// a usage error (exit 2) naming the flag and the value.
+CLI::Validator OverrideText();
+
 // Adds `pipeline validate FILE [--set PATH=VALUE]...`.
 void AddPipelineCommands(CLI::App& app, CommandRunner& runner);
 

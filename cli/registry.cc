@@ -21,6 +21,7 @@
 #include "common/ids.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "registry/names.h"
 #include "registry/reference.h"
 #include "registry/registry.h"
 #include "sim/checkpoint_policy.h"
@@ -208,6 +209,10 @@ absl::Status Put(registry::RegistryClient& client, const RegistryFlags& f) {
   if (f.dataset_name.empty() == f.model.empty()) {
     return UsageError("registry put needs exactly one of --dataset NAME or --model NAME");
   }
+  // Checked before any upload, which would leave an unreferenced blob behind.
+  const bool dataset = !f.dataset_name.empty();
+  const absl::Status name = registry::ValidateName(dataset ? "dataset" : "model", dataset ? f.dataset_name : f.model);
+  if (!name.ok()) return UsageError(absl::StrCat(dataset ? "--dataset: " : "--model: ", name.message()));
   return f.dataset_name.empty() ? PutCheckpoint(client, f) : PutDataset(client, f);
 }
 

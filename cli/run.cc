@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/pipeline.h"
 #include "cli/table.h"
 #include "common/cancellation.h"
 #include "common/fs.h"
@@ -224,7 +225,8 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
   CLI::App* run = app.add_subcommand("run", "Run a pipeline (configs/pipelines/*.yaml) on embedded or remote services");
   run->add_option("FILE", f->file, "Pipeline YAML");
   run->add_option("--set", f->sets,
-                  "Override PATH=VALUE (e.g. train.steps=5000; repeatable; on --resume, on top of the run's own)");
+                  "Override PATH=VALUE (e.g. train.steps=5000; repeatable; on --resume, on top of the run's own)")
+      ->check(OverrideText());
   run->add_option("--services", f->services,
                   "Services file (configs/services/*.yaml); default: embedded services (on --resume: the run's own)");
   run->add_option("--root", f->root, "Store of runs, registry, leaderboard")->capture_default_str();

@@ -294,8 +294,10 @@ void AddSeedRangeOptions(CLI::App* command, v1::RolloutRequest* r) {
   command->add_option_function<int64_t>("--first-episode", [r](int64_t v) { r->set_first_episode(v); },
                                         "First episode index of the seed range, >= 0")
       ->check(WholeNumberAtLeast<int64_t>(0));
-  command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together");
-  command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads");
+  command->add_option_function<int>("--envs", [r](int v) { r->set_envs(v); }, "Envs stepped together, >= 1 (default 1)")
+      ->check(WholeNumberAtLeast<int>(1));
+  command->add_option_function<int>("--threads", [r](int v) { r->set_threads(v); }, "Physics threads, >= 1 (default 1)")
+      ->check(WholeNumberAtLeast<int>(1));
   command->add_flag_function(
       "--overlap-inference", [r](int64_t count) { r->set_overlap_inference(count > 0); },
       "With --threads > 1: run the policy on half the envs while the other half steps");

@@ -347,6 +347,22 @@ absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, c
                                                  absl::StrJoin(candidates, ", ")));
 }
 
+absl::StatusOr<std::string> ResolveLoadedProtocolHash(LeaderboardStore& store, const v1::Protocol& protocol) {
+  const std::string hash = ProtocolHash(protocol);
+  if (!protocol.task_definition_hash().empty()) return hash;
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<StoredProtocol> stored, store.ListProtocols());
+  std::vector<std::string> pinned;
+  for (StoredProtocol& candidate : stored) {
+    candidate.protocol.clear_task_definition_hash();
+    if (ProtocolHash(candidate.protocol) == hash) pinned.push_back(candidate.hash);
+  }
+  if (pinned.empty()) return hash;
+  if (pinned.size() == 1) return pinned.front();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "protocol '", protocol.name(), "' was evaluated under ", pinned.size(), " definitions of task '", protocol.task(),
+      "' (protocol hashes ", absl::StrJoin(pinned, ", "), "): name one of these hashes"));
+}
+
 absl::StatusOr<v1::Evaluation> ResolveStoredEvaluation(LeaderboardStore& store, const std::string& ref,
                                                        const std::string& protocol_hash) {
   absl::StatusOr<v1::Evaluation> by_id = store.Get(ref);

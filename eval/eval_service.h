@@ -103,6 +103,13 @@ inline constexpr size_t kMinProtocolHashPrefix = 6;
 // matches; InvalidArgument listing the candidates (hash and name) when several do.
 absl::StatusOr<std::string> ResolveStoredProtocolHash(LeaderboardStore& store, const std::string& text);
 
+// The hash evaluations under `protocol` (a protocol file as LoadProtocol reads it) are stored
+// with: ProtocolHash(protocol) when it pins its task's definition, else the hash of the one
+// stored protocol that is `protocol` pinned (an evaluation pins the task's definition before it
+// hashes), or ProtocolHash(protocol) when none is. InvalidArgument listing the candidates when
+// evaluations ran under several definitions of the task.
+absl::StatusOr<std::string> ResolveLoadedProtocolHash(LeaderboardStore& store, const v1::Protocol& protocol);
+
 // Shortest evaluation id prefix ResolveStoredEvaluation accepts (as for checkpoint id prefixes).
 inline constexpr size_t kMinEvaluationIdPrefix = 6;
 

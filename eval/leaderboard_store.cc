@@ -411,24 +411,33 @@ absl::StatusOr<std::vector<v1::Evaluation>> LeaderboardStore::History(const std:
                           {model, protocol_hash});
 }
 
-absl::StatusOr<std::vector<StoredProtocol>> LeaderboardStore::FindProtocols(const std::string& hash_prefix,
-                                                                             const std::string& name) {
+absl::StatusOr<std::vector<StoredProtocol>> LeaderboardStore::ListProtocols() {
   absl::MutexLock lock(&mu_);
   ROBOLOOP_ASSIGN_OR_RETURN(
       auto statement,
       db_->Prepare("SELECT DISTINCT protocol_hash, protocol_json FROM evaluations ORDER BY protocol_hash, rowid"));
-  std::vector<StoredProtocol> found;
+  std::vector<StoredProtocol> listed;
   while (true) {
     ROBOLOOP_ASSIGN_OR_RETURN(bool row, statement->Step());
-    if (!row) return found;
-    v1::Protocol protocol;
+    if (!row) return listed;
     const std::string hash = statement->Text(0);
+    if (!listed.empty() && listed.back().hash == hash) continue;
+    v1::Protocol protocol;
     ROBOLOOP_RETURN_IF_ERROR(FromJson(statement->Text(1), absl::StrCat("protocol ", hash), &protocol));
-    const bool by_hash = !hash_prefix.empty() && hash.rfind(hash_prefix, 0) == 0;
-    const bool by_name = !name.empty() && protocol.name() == name;
-    const bool seen = !found.empty() && found.back().hash == hash;
-    if ((by_hash || by_name) && !seen) found.push_back({hash, protocol.name()});
+    listed.push_back({hash, protocol.name(), std::move(protocol)});
   }
+}
+
+absl::StatusOr<std::vector<StoredProtocol>> LeaderboardStore::FindProtocols(const std::string& hash_prefix,
+                                                                             const std::string& name) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<StoredProtocol> listed, ListProtocols());
+  std::vector<StoredProtocol> found;
+  for (StoredProtocol& stored : listed) {
+    const bool by_hash = !hash_prefix.empty() && stored.hash.rfind(hash_prefix, 0) == 0;
+    const bool by_name = !name.empty() && stored.name == name;
+    if (by_hash || by_name) found.push_back(std::move(stored));
+  }
+  return found;
 }
 
 absl::StatusOr<v1::Evaluation> LeaderboardStore::Get(const std::string& id) {

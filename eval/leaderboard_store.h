@@ -46,8 +46,9 @@ struct LeaderboardQuery {
 
 // A protocol that stored evaluations ran under.
 struct StoredProtocol {
-  std::string hash;  // its protocol hash (64 lower-case hex)
-  std::string name;  // its name (not part of the hash; the first stored one)
+  std::string hash;       // its protocol hash (64 lower-case hex)
+  std::string name;       // its name (not part of the hash; the first stored one)
+  v1::Protocol protocol;  // the first stored copy (task definition pinned, as evaluations store it)
 };
 
 // Thread-safe: all calls serialize on one connection. Several processes may share one
@@ -95,8 +96,11 @@ class LeaderboardStore {
   absl::StatusOr<std::vector<v1::Evaluation>> History(const std::string& model,
                                                       const std::string& protocol_hash = "");
 
-  // The distinct protocols of stored evaluations (any status) whose hash starts with
-  // `hash_prefix` or whose name is `name`; an empty argument matches nothing. Sorted by hash.
+  // The distinct protocols of stored evaluations (any status), sorted by hash.
+  absl::StatusOr<std::vector<StoredProtocol>> ListProtocols();
+
+  // ListProtocols' protocols whose hash starts with `hash_prefix` or whose name is `name`; an
+  // empty argument matches nothing. Sorted by hash.
   absl::StatusOr<std::vector<StoredProtocol>> FindProtocols(const std::string& hash_prefix,
                                                             const std::string& name);
 

@@ -131,12 +131,18 @@ std::string ProtocolHash(const v1::Protocol& protocol) {
 
 absl::Status ValidateProtocol(const v1::Protocol& protocol,
                               absl::Span<const std::string> known_tasks) {
-  const std::string label = ProtocolLabel(protocol);
-  if (protocol.task().empty()) return absl::InvalidArgumentError(label + ": task is not set");
-  if (std::find(known_tasks.begin(), known_tasks.end(), protocol.task()) == known_tasks.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": unknown task '", protocol.task(),
+  // The task first: an ad-hoc protocol on an unknown task has no horizon either.
+  const bool known = std::find(known_tasks.begin(), known_tasks.end(), protocol.task()) != known_tasks.end();
+  if (!protocol.task().empty() && !known) {
+    return absl::InvalidArgumentError(absl::StrCat(ProtocolLabel(protocol), ": unknown task '", protocol.task(),
                                                    "'; known tasks: ", absl::StrJoin(known_tasks, ", ")));
   }
+  return CheckProtocolSettings(protocol);
+}
+
+absl::Status CheckProtocolSettings(const v1::Protocol& protocol) {
+  const std::string label = ProtocolLabel(protocol);
+  if (protocol.task().empty()) return absl::InvalidArgumentError(label + ": task is not set");
   if (protocol.episodes() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": episodes must be >= 1 (got ", protocol.episodes(), ")"));

@@ -48,10 +48,15 @@ std::string CanonicalProtocolJson(const v1::Protocol& protocol);
 std::string ProtocolHash(const v1::Protocol& protocol);
 
 // Checks everything that needs no simulator: `protocol.task` is one of `known_tasks`
-// (InvalidArgument listing them otherwise), episodes >= 1, seed_start >= 0, max_steps >= 1,
-// the chunk execution mode is set with valid parameters. Errors name the protocol.
+// (InvalidArgument listing them otherwise; checked first), then CheckProtocolSettings. Errors name
+// the protocol.
 absl::Status ValidateProtocol(const v1::Protocol& protocol,
                               absl::Span<const std::string> known_tasks);
+
+// Checks what needs no task list: the task is set, episodes >= 1, seed_start >= 0 (and the range
+// fits int64), max_steps >= 1, the chunk execution mode is set with valid parameters.
+// InvalidArgument naming the protocol and the field.
+absl::Status CheckProtocolSettings(const v1::Protocol& protocol);
 
 // Sets `protocol->task_definition_hash` to `actual_hash` when empty; FailedPrecondition
 // naming both when the protocol pins a different one.

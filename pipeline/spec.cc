@@ -590,7 +590,7 @@ class Validator {
   }
 
   // The protocol `claims` names, loaded; none when it names none or a reference, or when it does
-  // not load (noted).
+  // not load (noted). Settings an evaluation would refuse (eval::CheckProtocolSettings) are noted too.
   std::optional<v1::Protocol> ClaimedProtocol(const v1::Stage& stage, const SeedClaims& claims) {
     if (claims.protocol.empty() || !ReferencesIn(claims.protocol).empty()) return std::nullopt;
     absl::StatusOr<v1::Protocol> loaded = options_.load_protocol
@@ -599,6 +599,9 @@ class Validator {
     if (!loaded.ok()) {
       Note(Error(stage, std::string(loaded.status().message())));
       return std::nullopt;
+    }
+    if (absl::Status settings = eval::CheckProtocolSettings(*loaded); !settings.ok()) {
+      Note(Error(stage, std::string(settings.message())));
     }
     return *std::move(loaded);
   }

@@ -1,5 +1,8 @@
 #include "sim/yaml_task.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/fs.h"
 #include "common/status.h"
@@ -54,7 +57,7 @@ absl::StatusOr<YAML::Node> ReadYaml(const std::string& path) {
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    return absl::NotFoundError(absl::StrCat("cannot read YAML task ", path));
+    return absl::NotFoundError(absl::StrCat("cannot read YAML task ", path, ": ", std::strerror(errno)));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ": ", e.msg));
   }

@@ -135,7 +135,7 @@ class Parser {
       if (auto description = fields_.Get<std::string>(root, "", "description")) def->description = *description;
     }
     if (auto substeps = fields_.PositiveInt(root, "", "control_substeps")) def->control_substeps = *substeps;
-    if (auto max_steps = fields_.PositiveInt(root, "", "max_steps")) def->max_steps = *max_steps;
+    if (auto max_steps = fields_.PositiveInt(root, "", "max_steps")) def->max_steps = max_steps_ = *max_steps;
     std::optional<std::string> mjcf = fields_.Get<std::string>(root, "", "mjcf");
     if (!mjcf) return;
     const std::filesystem::path mjcf_path = std::filesystem::path(path_).parent_path() / *mjcf;
@@ -408,6 +408,11 @@ class Parser {
     }
     std::optional<int> steps = fields_.PositiveInt(node, "success", "steps");
     if (!steps) return std::nullopt;
+    if (max_steps_ > 0 && *steps > max_steps_) {
+      fields_.Problem(node["steps"], "success.steps",
+                      absl::StrCat(*steps, " steps exceed max_steps ", max_steps_, ": no episode could succeed"));
+      return std::nullopt;
+    }
     return *rule == "final_steps" ? SuccessRule::FinalSteps(*steps) : SuccessRule::HeldFor(*steps);
   }
 
@@ -442,6 +447,7 @@ class Parser {
 
   std::string path_;
   const mjModel* model_ = nullptr;         // set once the MJCF compiled
+  int max_steps_ = 0;                      // the task's horizon once read; 0 = not (validly) given
   std::map<std::string, int> goal_index_;  // declared goal -> index in spec goals, -1 if invalid
   YamlFields fields_;
 };

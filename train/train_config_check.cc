@@ -4,9 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "registry/names.h"
 
 namespace roboloop::train {
 namespace {
@@ -76,6 +78,13 @@ absl::Status CheckTrainConfig(const v1::TrainConfig& config) {
     if (violation.empty()) continue;
     const std::string flag = *number.flag == '\0' ? "" : absl::StrCat(" (", number.flag, ")");
     problems.push_back(absl::StrCat("config key ", number.key, flag, " ", violation));
+  }
+  // Checked here, not when the first checkpoint is registered after training has run. A
+  // pipeline's `${...}` reference is checked once substituted, by TrainService.
+  if (!config.model().empty() && !absl::StrContains(config.model(), "${")) {
+    if (absl::Status name = registry::ValidateName("model", config.model()); !name.ok()) {
+      problems.push_back(absl::StrCat("config key model (--model): ", name.message()));
+    }
   }
   // Packing is how the transformer attends over a batch; no other kind has sequences to pack.
   if (config.no_packing() && config.policy().kind() != "transformer") {

@@ -27,8 +27,9 @@ inline constexpr NumberRange kNonNegative{0, false};
 // "" when `value` lies in `range`; otherwise what is wrong, e.g. "must be a finite number > 0, got nan".
 std::string RangeViolation(double value, const NumberRange& range);
 
-// Checks `config` (defaults already filled: WithDefaults) for numbers out of range and for
-// no_packing with a policy kind other than the transformer. InvalidArgument naming the key and its
+// Checks `config` (defaults already filled: WithDefaults) for numbers out of range, a model name
+// the registry would refuse (registry/names.h) and no_packing with a policy kind other than the
+// transformer. InvalidArgument naming the key and its
 // flag, e.g. "optimizer.min_lr_ratio must be in [0, 1], got -3"; every problem found, one per line.
 absl::Status CheckTrainConfig(const v1::TrainConfig& config);
 

@@ -8,13 +8,18 @@
 namespace roboloop::wiring {
 
 absl::StatusOr<std::unique_ptr<EvalStack>> EvalStack::Open(const EvalStackOptions& options) {
+  if (!options.sims.empty() && !(options.task_plugins.empty() && options.yaml_tasks.empty())) {
+    return absl::InvalidArgumentError(
+        "task plug-ins and YAML tasks are loaded by the embedded sim service only; start a remote one with "
+        "`roboloop serve sim --task-plugin|--task-yaml` instead");
+  }
   std::unique_ptr<EvalStack> stack(new EvalStack());
   ROBOLOOP_ASSIGN_OR_RETURN(stack->registry_, RegistryConnection::Open(options.registry));
   eval::LeaderboardStore::Options store;
   store.root = options.registry.root;
   ROBOLOOP_ASSIGN_OR_RETURN(stack->store_, eval::LeaderboardStore::Create(store));
   stack->endpoints_ = options.sims;
-  if (stack->endpoints_.empty()) ROBOLOOP_RETURN_IF_ERROR(stack->StartEmbeddedSim(options.registry.root));
+  if (stack->endpoints_.empty()) ROBOLOOP_RETURN_IF_ERROR(stack->StartEmbeddedSim(options));
   eval::EvalServiceHandler::Options handler;
   handler.store = stack->store_.get();
   handler.registry = &stack->registry_->client();
@@ -28,8 +33,9 @@ absl::StatusOr<std::unique_ptr<EvalStack>> EvalStack::Open(const EvalStackOption
   return stack;
 }
 
-absl::Status EvalStack::StartEmbeddedSim(const std::string& root) {
-  ROBOLOOP_ASSIGN_OR_RETURN(tasks_, TaskRegistryWith({}, {}));
+absl::Status EvalStack::StartEmbeddedSim(const EvalStackOptions& stack_options) {
+  const std::string& root = stack_options.registry.root;
+  ROBOLOOP_ASSIGN_OR_RETURN(tasks_, TaskRegistryWith(stack_options.task_plugins, stack_options.yaml_tasks));
   sim::SimServiceHandler::Options options;
   options.registry = tasks_.get();
   options.checkpoints = &registry_->client();

@@ -23,6 +23,8 @@ struct EvalStackOptions {
   RegistryTarget registry;              // checkpoints; its root also holds the leaderboard and caches
   std::string protocols_dir;            // named protocols
   std::vector<std::string> sims;        // sim endpoints; empty = one embedded sim service
+  std::vector<std::string> task_plugins;  // embedded sim service only: shared libraries adding tasks
+  std::vector<std::string> yaml_tasks;    // embedded sim service only: declarative task files
   std::string sim_token_file;           // bearer token for `sims`
   int shards_per_endpoint = 2;          // seed-range shards per endpoint
   int envs = 4;                         // envs per shard rollout
@@ -31,7 +33,8 @@ struct EvalStackOptions {
 // Owns every part; the handler is valid as long as the stack.
 class EvalStack {
  public:
-  // Connects (or starts) every part; errors name the part that failed.
+  // Connects (or starts) every part; errors name the part that failed. Task plug-ins or YAML
+  // tasks with `sims` named are InvalidArgument: a remote sim service loads its own.
   static absl::StatusOr<std::unique_ptr<EvalStack>> Open(const EvalStackOptions& options);
 
   eval::EvalServiceHandler& handler() { return *handler_; }
@@ -41,7 +44,7 @@ class EvalStack {
 
  private:
   EvalStack() = default;
-  absl::Status StartEmbeddedSim(const std::string& root);
+  absl::Status StartEmbeddedSim(const EvalStackOptions& options);
 
   std::unique_ptr<RegistryConnection> registry_;
   std::unique_ptr<eval::LeaderboardStore> store_;

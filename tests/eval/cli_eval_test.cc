@@ -97,6 +97,52 @@ TEST_F(CliEvalTest, CompareByCheckpointAndEvaluationId) {
   EXPECT_EQ(parsed["candidate_evaluation_id"], baseline.id());
 }
 
+// An unknown --format names the accepted ones, as the other commands do (not CLI11's enum numbers).
+TEST_F(CliEvalTest, AnUnknownFormatIsAUsageErrorNamingTheFormats) {
+  Seed({testing::MakeEvaluation(protocol_, "ckpt-good-0001", "reach", 2, 33, 0, kJan1)});
+  for (const std::string command : {"leaderboard", "compare"}) {
+    std::vector<std::string> args = {command};
+    if (command == "compare") args.insert(args.end(), {"a", "b", "--protocol", "reach-gate"});
+    args.insert(args.end(), {"--format", "xml"});
+    ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_THAT(result.err, HasSubstr("--format: xml not in {table,json")) << command << result.err;
+    EXPECT_THAT(result.err, ::testing::Not(HasSubstr("->"))) << command << result.err;
+  }
+  ProgramResult help = Roboloop({"leaderboard", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("TEXT:{table,json,csv}"));
+  ProgramResult csv = Roboloop({"leaderboard", "--format", "CSV"});
+  EXPECT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(csv.out, HasSubstr("rank,evaluation_id"));
+}
+
+// An evaluation stores its protocol with the task's definition pinned (EvalService pins it before
+// hashing); a protocol file that pins nothing still names those evaluations, by name or path.
+TEST_F(CliEvalTest, ProtocolNameAndFileFindEvaluationsStoredUnderThePinnedTaskDefinition) {
+  v1::Protocol pinned = protocol_;
+  pinned.set_task_definition_hash(std::string(64, 'a'));
+  v1::Evaluation candidate = testing::MakeEvaluation(pinned, "ckpt-new", "reach", 2, 30, 0, kJan1);
+  v1::Evaluation baseline = testing::MakeEvaluation(pinned, "ckpt-old", "reach", 1, 15, 0, kJan1);
+  Seed({candidate, baseline});
+
+  for (const std::string& protocol : {std::string("reach-gate"), protocols_ + "/reach-gate.yaml"}) {
+    ProgramResult board = Roboloop({"leaderboard", "--protocol", protocol});
+    ASSERT_EQ(board.exit_code, 0) << board.err;
+    EXPECT_THAT(board.out, HasSubstr("reach:v2")) << protocol;
+    ProgramResult compared = Roboloop({"compare", "ckpt-new", "ckpt-old", "--protocol", protocol});
+    ASSERT_EQ(compared.exit_code, 0) << compared.err;
+    EXPECT_THAT(compared.out, HasSubstr("verdict    better")) << protocol;
+  }
+
+  v1::Protocol redefined = protocol_;
+  redefined.set_task_definition_hash(std::string(64, 'b'));
+  Seed({testing::MakeEvaluation(redefined, "ckpt-new", "reach", 2, 30, 0, kJan1)});
+  ProgramResult ambiguous = Roboloop({"leaderboard", "--protocol", "reach-gate"});
+  EXPECT_EQ(ambiguous.exit_code, 1);
+  EXPECT_THAT(ambiguous.err, HasSubstr("was evaluated under 2 definitions of task 'reacher'"));
+  EXPECT_THAT(ambiguous.err, HasSubstr(ProtocolHash(redefined)));
+}
+
 TEST_F(CliEvalTest, CompareErrorsNameTheProblem) {
   v1::Evaluation candidate = testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1);
   v1::Evaluation elsewhere = testing::MakeEvaluation(testing::MakeProtocol("reacher", 40, 5000), "ckpt-x",

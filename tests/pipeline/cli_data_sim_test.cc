@@ -160,6 +160,8 @@ TEST(CliSimTest, BadRolloutAndCollectFlagsAreUsageErrorsNamingTheFlag) {
   const std::vector<Case> cases = {
       {rollout, {"--episodes", "1", "--seed", "-1"}, "--seed"},
       {rollout, {"--episodes", "0"}, "--episodes"},
+      {rollout, {"--episodes", "1", "--envs", "-3"}, "--envs: '-3' is not a whole number >= 1"},
+      {collect, {"--episodes", "1", "--threads", "-1"}, "--threads: '-1' is not a whole number >= 1"},
       {rollout, {"--episodes", "1", "--chunk-execution", "bogus"}, "chunk execution 'bogus' must be"},
       {collect, {"--episodes", "1", "--max-steps", "0"}, "--max-steps"},
       {collect, {"--episodes", "1", "--register", "Bad Name"}, "--register: invalid dataset name"},

@@ -129,6 +129,10 @@ TEST(DataCliTest, UsageErrorsExitTwo) {
     EXPECT_EQ(split.exit_code, 2) << fraction;
     EXPECT_THAT(split.err, HasSubstr("expected a fraction in [0, 1)")) << fraction;
   }
+  // A negative seed is refused, not wrapped round to 2^64 - 1.
+  const CliRun negative_seed = RunCli({"data", "split", "f", "--valid", "0.2", "--seed", "-1"});
+  EXPECT_EQ(negative_seed.code, 2);
+  EXPECT_THAT(negative_seed.err, HasSubstr("--seed"));
   for (const char* fps : {"nan", "0", "inf", "-3"}) {
     const ProgramResult exported = RunRoboloop({"data", "export", "lerobot", "f.hdf5", "-o", "out", "--fps", fps});
     EXPECT_EQ(exported.exit_code, 2) << fps;

@@ -206,6 +206,25 @@ TEST_F(CliEvalRunTest, EvalRefusesBadInputBeforeAnyRollout) {
   }
 }
 
+// A YAML task reaches the embedded sim service of `eval` and `promote` (the cartpole checkpoint
+// then does not fit it: the task was found); a remote --sim loads its own tasks.
+TEST_F(CliEvalRunTest, EvalAndPromoteTakeYamlTasksForTheirEmbeddedSimService) {
+  const std::string yaml = ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml";
+  ProgramResult eval = Roboloop({"eval", "tiny@latest", "--task", "yaml-point-reach", "--task-yaml", yaml,
+                                 "--episodes", "2"});
+  EXPECT_EQ(eval.exit_code, 1) << eval.err;
+  EXPECT_THAT(eval.err, HasSubstr("does not fit the task"));
+  std::ofstream(*dir_ + "/point-gate.yaml") << "task: yaml-point-reach\nseed_start: 9000\nepisodes: 2\nmax_steps: 5\n"
+                                               "execution: {chunk: {mode: FULL_CHUNK}}\n";
+  ProgramResult promote = Roboloop({"promote", "tiny", "--protocol", *dir_ + "/point-gate.yaml", "--task-yaml", yaml});
+  EXPECT_EQ(promote.exit_code, 1) << promote.err;
+  EXPECT_THAT(promote.err, HasSubstr("does not fit the task"));
+  ProgramResult remote = Roboloop({"eval", "tiny@latest", "--task", "yaml-point-reach", "--task-yaml", yaml,
+                                   "--sim", "unix:" + *dir_ + "/none.sock"});
+  EXPECT_EQ(remote.exit_code, 2) << remote.err;
+  EXPECT_THAT(remote.err, HasSubstr("--sim excludes --task-yaml"));
+}
+
 TEST_F(CliEvalRunTest, PromoteNeedsDisjointSeedsAndMovesTheFirstChampion) {
   ProgramResult overlap = Roboloop({"promote", "tiny", "--protocol", "overlap"});
   EXPECT_NE(overlap.exit_code, 0);

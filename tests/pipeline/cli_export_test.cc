@@ -175,6 +175,25 @@ TEST_F(CliExportTest, AFailedExportLeavesNothingBehind) {
   EXPECT_THAT(empty.err, HasSubstr("-o/--output: the destination folder is empty"));
 }
 
+// A checkpoint registered with a hand-written manifest and a truncated policy blob (its hash is
+// the truncated file's, so it verifies) is refused, and an earlier export in the folder stays whole.
+TEST_F(CliExportTest, RefusesATruncatedPolicyBlobAndKeepsTheEarlierExport) {
+  const std::vector<std::string> blobs = PolicyBlobs();
+  PutCheckpoint("cartpole-mlp", "mlp", blobs);
+  const std::string out = dir_ + "/exported";
+  ProgramResult good = Roboloop({"export", "cartpole-mlp:v1", "-o", out});
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  const std::string weights = testing::ReadWholeFile(out + "/model.safetensors");
+
+  const std::string whole = testing::ReadWholeFile(dir_ + "/policy.safetensors");
+  PutCheckpoint("cut", "mlp", {"policy=" + WriteFile("cut.safetensors", whole.substr(0, whole.size() / 2))});
+  ProgramResult cut = Roboloop({"export", "cut:v1", "-o", out, "--force"});
+  EXPECT_EQ(cut.exit_code, 1);
+  EXPECT_THAT(cut.err, HasSubstr("checkpoint cut:v1: its policy blob is no policy PyTorch could load"));
+  EXPECT_EQ(testing::ReadWholeFile(out + "/model.safetensors"), weights);
+  EXPECT_FALSE(std::filesystem::exists(out + "/model.safetensors.fetched"));
+}
+
 TEST_F(CliExportTest, RefusesANonEmptyFolderWithoutForce) {
   PutCheckpoint("cartpole-mlp", "mlp", PolicyBlobs());
   const std::string out = dir_ + "/occupied";

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -176,9 +177,20 @@ TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
   ProgramResult missing = Roboloop({"registry", "put", dir_ + "/nope.bin", "--dataset", "a"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("nope.bin"));
-  ProgramResult bad_name = Roboloop({"registry", "put", WriteFile("f", "x"), "--dataset", "../etc"});
-  EXPECT_EQ(bad_name.exit_code, 1);
-  EXPECT_THAT(bad_name.err, HasSubstr("../etc"));
+  // A bad name is a usage error found before the upload, so no unreferenced blob is left behind.
+  for (const char* flag : {"--dataset", "--model"}) {
+    std::vector<std::string> args = {"registry", "put", "--policy-file", WriteFile("f", "x"), "--task", "reacher"};
+    if (std::string(flag) == "--dataset") args = {"registry", "put", WriteFile("f", "x")};
+    args.insert(args.end(), {flag, "../etc"});
+    ProgramResult bad_name = Roboloop(args);
+    EXPECT_EQ(bad_name.exit_code, 2) << flag;
+    EXPECT_THAT(bad_name.err, HasSubstr(std::string(flag) + ": invalid " + (flag[2] == 'd' ? "dataset" : "model") +
+                                        " name \"../etc\"")) << bad_name.err;
+  }
+  std::error_code no_store;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root_ + "/blobs", no_store)) {
+    EXPECT_FALSE(entry.is_regular_file()) << entry.path() << " was uploaded for a refused name";
+  }
   ProgramResult bad_format = Roboloop({"registry", "ls", "--format", "xml"});
   EXPECT_EQ(bad_format.exit_code, 2);
   EXPECT_THAT(bad_format.err, HasSubstr("--format: xml not in {table,json}"));

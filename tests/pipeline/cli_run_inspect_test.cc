@@ -36,6 +36,23 @@ TEST(CliRunInspectTest, ARootWithoutARunStoreIsAnErrorAndStaysAbsent) {
   }
 }
 
+// A --set that is not PATH=VALUE is a usage error (exit 2) naming the flag, before any run is recorded.
+TEST(CliRunInspectTest, ASetWithoutAnEqualsSignIsAUsageError) {
+  const std::string dir = testing::MakeTempDir("set-usage");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml", "name: p\nstages:\n  - {name: demos, kind: collect, "
+                                               "collect: {task: cartpole-swingup, policy: random, episodes: 2}}\n")
+                  .ok());
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"pipeline", "validate", dir + "/p.yaml"},
+                                                  {"run", dir + "/p.yaml", "--root", dir + "/store"}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), {"--set", "garbage"});
+    const ProgramResult result = Roboloop(args);
+    EXPECT_EQ(result.exit_code, 2) << command[0] << result.err;
+    EXPECT_THAT(result.err, HasSubstr("--set: 'garbage' is not PATH=VALUE")) << command[0];
+  }
+  EXPECT_FALSE(PathExists(dir + "/store")) << "a usage error records no run";
+}
+
 // The id of the run `roboloop run` started, from its first line "run <id>: ...".
 std::string StartedRunId(const ProgramResult& result) {
   const size_t start = result.out.find("run ");

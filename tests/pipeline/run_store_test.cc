@@ -268,7 +268,8 @@ TEST_F(RunStoreTest, PromoteAndReportAreReusedOnlyWithinTheirOwnRun) {
 
 TEST_F(RunStoreTest, AChangedProtocolOrDatasetFileIsNotAnsweredFromTheCache) {
   const std::string protocol = dir_ + "/gate.yaml", dataset = dir_ + "/demos.hdf5";
-  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 100\nepisodes: 8\n";
+  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 100\nepisodes: 8\nmax_steps: 50\n"
+                          << "execution: {chunk: {mode: FULL_CHUNK}}\n";
   std::ofstream(dataset) << "first";
   std::ofstream(dir_ + "/files.yaml") << "name: f\nstages:\n"
                                       << "  - {name: t, kind: train, train: {dataset: " << dataset << "}}\n"
@@ -280,7 +281,8 @@ TEST_F(RunStoreTest, AChangedProtocolOrDatasetFileIsNotAnsweredFromTheCache) {
   ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
   EXPECT_EQ(inner_.calls["t"], 1) << "unchanged files: the cache answers";
   EXPECT_EQ(inner_.calls["e"], 1);
-  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 9000\nepisodes: 8\n";
+  std::ofstream(protocol) << "task: cartpole-swingup\nseed_start: 9000\nepisodes: 8\nmax_steps: 50\n"
+                          << "execution: {chunk: {mode: FULL_CHUNK}}\n";
   std::ofstream(dataset) << "another dataset";
   ASSERT_TRUE(RunOnce(*store_->CreateRun("f", "files.yaml"), true).ok());
   EXPECT_EQ(inner_.calls["t"], 2) << "the dataset file changed: train again";

@@ -19,12 +19,15 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// The execution line every protocol needs (eval::CheckProtocolSettings).
+constexpr char kFullChunk[] = "execution: {chunk: {mode: FULL_CHUNK}}\n";
+
 class SpecTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("spec");
-    std::ofstream(dir_ + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000\nepisodes: 100\nmax_steps: 50\n";
-    std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 5000\nepisodes: 10\nmax_steps: 50\n";
+    std::ofstream(dir_ + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000\nepisodes: 100\nmax_steps: 50\n" << kFullChunk;
+    std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 5000\nepisodes: 10\nmax_steps: 50\n" << kFullChunk;
   }
 
   std::string Write(const std::string& text) {
@@ -210,7 +213,7 @@ TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
   EXPECT_TRUE(Validate(std::string(kLoop) + "  - name: final\n    kind: evaluate\n"
                                             "    evaluate: {checkpoint: \"${improve.checkpoint}\", protocol: gate}\n").ok())
       << "evaluating under the gate's own protocol is the gate, not feedback";
-  std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1050\nepisodes: 10\nmax_steps: 50\n";
+  std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1050\nepisodes: 10\nmax_steps: 50\n" << kFullChunk;
   EXPECT_THAT(Validate(kLoop).status().message(), HasSubstr("stage feedback (feedback evaluation)"));
   EXPECT_THAT(Validate(R"(stages:
   - name: g
@@ -218,6 +221,19 @@ TEST_F(SpecTest, GateSeedsOverlappingCollectionOrFeedbackAreAnError) {
     evaluate: {checkpoint: c, protocol: nosuch}
 )").status().message(),
               AllOf(HasSubstr("stage 'g'"), HasSubstr("nosuch")));
+}
+
+// A protocol an evaluation would refuse is an error before anything runs, not after the
+// training the stages before it spend.
+TEST_F(SpecTest, AProtocolAnEvaluationWouldRefuseIsAValidationError) {
+  std::ofstream(dir_ + "/feedback.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 5000\nepisodes: 10\n"
+                                            "max_steps: 50\n";
+  std::ofstream(dir_ + "/gate.yaml") << "task: cartpole-swingup\nbase_seed: 0\nseed_start: 1000\nepisodes: 0\n"
+                                        "max_steps: 50\n" << kFullChunk;
+  const std::string message(Validate(kLoop).status().message());
+  EXPECT_THAT(message, HasSubstr("stage 'feedback': protocol 'feedback': execution.chunk.mode must be"));
+  EXPECT_THAT(message, HasSubstr("stage 'gate': protocol 'gate': episodes must be >= 1"));
+  EXPECT_THAT(message, HasSubstr("stage 'promote': protocol 'gate': episodes must be >= 1"));
 }
 
 // kLoop with `from` replaced by `to` (the text must be there).

@@ -85,6 +85,29 @@ TEST(YamlTaskTest, UnknownSensorBodyAndKeyAreRefused) {
   EXPECT_NE(key.status().message().find("unknown key 'rewards'"), std::string::npos) << key.status();
 }
 
+TEST(YamlTaskTest, AMissingFileIsNamedWithTheReason) {
+  auto task = LoadYamlTask(::testing::TempDir() + "/no_such_task.yaml");
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("no_such_task.yaml: No such file or directory"), std::string::npos)
+      << task.status();
+}
+
+// A success window longer than the episode could never be met: every evaluation would score 0.
+TEST(YamlTaskTest, ASuccessWindowLongerThanTheHorizonIsRefused) {
+  const std::string observations = "observations: [{name: b, body_pos: puck}]\n";
+  for (const std::string rule : {"held_for", "final_steps"}) {
+    const std::string path = WriteTask("window_" + rule, observations + "success:\n  condition: {type: alive_bonus, "
+                                                      "above: 0}\n  rule: " + rule + "\n  steps: 11\n");
+    auto task = LoadYamlTask(path);
+    ASSERT_FALSE(task.ok()) << rule;
+    EXPECT_NE(task.status().message().find(path + ":9: success.steps: 11 steps exceed max_steps 10"), std::string::npos)
+        << task.status();
+  }
+  auto fits = LoadYamlTask(WriteTask("window_fits", observations + "success: {condition: {type: alive_bonus, "
+                                                                   "above: 0}, rule: held_for, steps: 10}\n"));
+  EXPECT_TRUE(fits.ok()) << fits.status();
+}
+
 TEST(YamlTaskTest, AKeyGivenTwiceIsRefusedWithBothLines) {
   const std::string path = WriteTask("twice", "observations: [{name: b, body_pos: puck}]\nmax_steps: 20\n"
                                               "success: {condition: {type: alive_bonus, above: 0}, rule: every_step}\n");

@@ -191,6 +191,12 @@ TEST(TrainConfigCheckTest, EachNumberOutOfRangeIsNamedWithItsRange) {
   bad.mutable_policy()->set_kind("transformer");
   EXPECT_TRUE(CheckTrainConfig(bad).ok());
   bad = Checkable();
+  bad.set_model("Bad Name");
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()),
+              HasSubstr("config key model (--model): invalid model name \"Bad Name\""));
+  bad.set_model("${vars.model}");
+  EXPECT_TRUE(CheckTrainConfig(bad).ok()) << "a pipeline's reference is checked once substituted";
+  bad = Checkable();
   bad.mutable_optimizer()->set_min_lr_ratio(5);
   EXPECT_THAT(std::string(CheckTrainConfig(bad).message()), HasSubstr("min_lr_ratio must be in [0, 1], got 5"));
 }
