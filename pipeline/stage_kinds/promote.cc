@@ -22,12 +22,14 @@ absl::StatusOr<StageOutputs> RunPromote(const v1::Stage& stage, const StageConte
                       {"promoted", decision.promoted() ? "true" : "false"}};
 }
 
-// The champion, and its leaderboard row under the promotion's protocol when the board has it.
+// "<stage>: champion of <model>: <id> (promoted by this run | kept)" (a pipeline may promote more
+// than once: the behaviour-cloning checkpoint, then the loop's), and the champion's leaderboard
+// row under the promotion's protocol when the board has it.
 std::vector<std::string> SummarizePromote(const v1::Stage& stage, const StageOutputs& outputs, StageServices& services) {
   const std::string champion = outputs.count("champion") ? outputs.at("champion") : "";
   const bool promoted = outputs.count("promoted") && outputs.at("promoted") == "true";
-  std::vector<std::string> lines = {absl::StrFormat("champion of %s: %s (%s)", stage.promote().model(), champion,
-                                                    promoted ? "promoted by this run" : "kept")};
+  std::vector<std::string> lines = {absl::StrFormat("%s: champion of %s: %s (%s)", stage.name(), stage.promote().model(),
+                                                    champion, promoted ? "promoted by this run" : "kept")};
   v1::LeaderboardRequest request;
   request.set_model(stage.promote().model());
   request.set_top(50);

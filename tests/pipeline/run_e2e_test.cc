@@ -97,9 +97,12 @@ TEST(RunE2eTest, ReducedQuickstartBeatsARandomPolicyByThePairedTest) {
   const std::string root = dir + "/.roboloop";
   ProgramResult run = roboloop::testing::RunProgram(ReducedQuickstart(root, 800), {}, dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  EXPECT_THAT(run.out, HasSubstr("champion of quickstart-test"));
-  EXPECT_THAT(run.out, HasSubstr("leaderboard row: quickstart-test:v"));
+  EXPECT_THAT(run.out, HasSubstr("bc_gate: cartpole-swingup-gate success "));
+  EXPECT_THAT(run.out, HasSubstr("bc_promote: champion of quickstart-test"));
   EXPECT_THAT(run.out, HasSubstr("improve[1].gate: cartpole-swingup-gate success "));
+  EXPECT_THAT(run.out, HasSubstr("loop_gain: "));
+  EXPECT_THAT(run.out, HasSubstr("\n  promote: champion of quickstart-test"));
+  EXPECT_THAT(run.out, HasSubstr("leaderboard row: quickstart-test:v"));
   EXPECT_THAT(run.out, HasSubstr("report: "));
   EXPECT_THAT(roboloop::testing::ReadWholeFile(root + "/pipeline/runs/" + RunIdOf(run.out) + "/quickstart-report.html"),
               HasSubstr("Leaderboard"));

@@ -7,6 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_split.h"
 
@@ -105,6 +109,73 @@ TEST_F(SpecTest, EveryShippedPipelineIsValid) {
     options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
     EXPECT_TRUE(ValidatePipeline(*loaded, BuiltinStageKinds(), options).ok()) << name;
   }
+}
+
+// `stage`'s dependencies in `plan`, direct and indirect.
+std::set<std::string> Upstream(const Plan& plan, const std::string& stage) {
+  std::set<std::string> seen;
+  std::vector<std::string> pending = {stage};
+  while (!pending.empty()) {
+    const std::string next = pending.back();
+    pending.pop_back();
+    for (const std::string& dep : plan.depends_on.at(next)) {
+      if (seen.insert(dep).second) pending.push_back(dep);
+    }
+  }
+  return seen;
+}
+
+// The name of the first top-level stage of `pipeline` that `matches`, or "".
+std::string StageWhere(const v1::Pipeline& pipeline, const std::function<bool(const v1::Stage&)>& matches) {
+  for (const v1::Stage& stage : pipeline.stages()) {
+    if (matches(stage)) return stage.name();
+  }
+  return "";
+}
+
+// A shipped closed loop never leaves a better behaviour-cloning policy behind: the checkpoint the
+// loop starts from (the training its `carry` continues) is promoted, and paired with the loop's
+// last checkpoint, before that one's promotion, so the champion is the best policy the run found.
+TEST_F(SpecTest, EveryShippedLoopPromotesTheCheckpointItStartsFromBeforeItsOwn) {
+  int loops = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(ROBOLOOP_SOURCE_DIR) + "/configs/pipelines")) {
+    const std::string file = entry.path().filename().string();
+    auto loaded = LoadPipeline(entry.path().string(), {});
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ValidationOptions options;
+    options.protocols_dir = std::string(ROBOLOOP_SOURCE_DIR) + "/configs/protocols";
+    auto plan = ValidatePipeline(*loaded, BuiltinStageKinds(), options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const v1::Pipeline& pipeline = loaded->pipeline;
+    for (const v1::Stage& loop : pipeline.stages()) {
+      if (loop.kind() != "loop") continue;
+      ++loops;
+      std::string start;
+      for (const auto& [outer, inner] : loop.loop().carry()) {
+        if (!StageWhere(pipeline, [&](const v1::Stage& s) { return s.name() == outer && s.kind() == "train"; }).empty()) {
+          start = "${" + outer + ".checkpoint}";
+        }
+      }
+      ASSERT_FALSE(start.empty()) << file << ": loop " << loop.name() << " continues no training";
+      const std::string last = "${" + loop.name() + ".checkpoint}";
+      const std::string promote_last = StageWhere(pipeline, [&](const v1::Stage& s) {
+        return s.kind() == "promote" && s.promote().candidate() == last;
+      });
+      const std::string promote_start = StageWhere(pipeline, [&](const v1::Stage& s) {
+        return s.kind() == "promote" && s.promote().candidate() == start;
+      });
+      const std::string paired = StageWhere(pipeline, [&](const v1::Stage& s) {
+        return s.kind() == "compare" && s.compare().candidate() == last && s.compare().baseline() == start;
+      });
+      ASSERT_FALSE(promote_last.empty()) << file << ": no stage promotes " << last;
+      EXPECT_FALSE(promote_start.empty()) << file << ": no stage promotes " << start << ", only " << last;
+      EXPECT_FALSE(paired.empty()) << file << ": no compare stage of " << last << " against " << start;
+      const std::set<std::string> before = Upstream(*plan, promote_last);
+      EXPECT_TRUE(before.count(promote_start)) << file << ": " << promote_last << " may run before " << promote_start;
+      EXPECT_TRUE(before.count(paired)) << file << ": " << promote_last << " may run before " << paired;
+    }
+  }
+  EXPECT_GE(loops, 4) << "quickstart, push, reacher and vision each have a loop";
 }
 
 TEST_F(SpecTest, OverridesSetFieldsAndNameTheirMistakes) {
