@@ -46,7 +46,7 @@ TEST(CliRunInspectTest, ASetWithoutAnEqualsSignIsAUsageError) {
                                                   {"run", dir + "/p.yaml", "--root", dir + "/store"}}) {
     std::vector<std::string> args = command;
     args.insert(args.end(), {"--set", "garbage"});
-    const ProgramResult result = Roboloop(args);
+    const ProgramResult result = RunRoboloop(args);
     EXPECT_EQ(result.exit_code, 2) << command[0] << result.err;
     EXPECT_THAT(result.err, HasSubstr("--set: 'garbage' is not PATH=VALUE")) << command[0];
   }
