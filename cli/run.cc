@@ -51,14 +51,19 @@ absl::StatusOr<std::unique_ptr<pipeline::RunStore>> OpenExistingStore(const RunF
   return pipeline::RunStore::Open(StorePath(f));
 }
 
+// Prints the run's summary under "run RUN of PIPELINE <how_it_ended>".
+void PrintSummary(const pipeline::PipelineRunResult& result, const std::string& how_it_ended) {
+  std::printf("\nrun %s of %s %s\n", result.run_id.c_str(), result.pipeline.c_str(), how_it_ended.c_str());
+  for (const std::string& line : result.summary) std::printf("  %s\n", line.c_str());
+}
+
 // What `roboloop run` prints and exits with for a recorded run that ended: the summary (0), a
-// resumable cancellation (130; also when a signal came and a stage then failed), an unmet loop
-// (3) or the failure (1).
+// resumable cancellation (130; also when a signal came and a stage then failed), the summary and
+// then the unmet loop (3), or the failure (1).
 absl::Status ExitOf(const pipeline::PipelineRunResult& result, const std::string& root, bool interrupted) {
   const absl::Status& error = result.status;
   if (error.ok()) {
-    std::printf("\nrun %s of %s finished\n", result.run_id.c_str(), result.pipeline.c_str());
-    for (const std::string& line : result.summary) std::printf("  %s\n", line.c_str());
+    PrintSummary(result, "finished");
     return absl::OkStatus();
   }
   if (interrupted || absl::IsCancelled(error)) {
@@ -67,7 +72,9 @@ absl::Status ExitOf(const pipeline::PipelineRunResult& result, const std::string
                         kExitCancelled);
   }
   const std::string message = absl::StrCat("run ", result.run_id, " failed: ", error.message());
-  if (pipeline::UnmetLoopOf(error).has_value()) {
+  if (const std::optional<pipeline::UnmetLoop> unmet = pipeline::UnmetLoopOf(error); unmet.has_value()) {
+    PrintSummary(result, absl::StrCat("ended: loop ", unmet->loop, " ran ", unmet->iterations,
+                                      " iteration(s) without meeting its condition ", unmet->condition));
     return WithExitCode(absl::FailedPreconditionError(message + " (its checkpoints and datasets stay registered)"),
                         kExitConditionNotMet);
   }

@@ -1,7 +1,8 @@
 // Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
 // message for a mistyped --root; the status table's rows; `--format json` of runs and status;
 // `run --resume` from another folder, and of a run recorded with a path relative to its folder;
-// errors of the embedded services, which name them, not their sockets.
+// errors of the embedded services, which name them, not their sockets; the summary of a run
+// whose loop ended unmet.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,7 +47,7 @@ TEST(CliRunInspectTest, ASetWithoutAnEqualsSignIsAUsageError) {
                                                   {"run", dir + "/p.yaml", "--root", dir + "/store"}}) {
     std::vector<std::string> args = command;
     args.insert(args.end(), {"--set", "garbage"});
-    const ProgramResult result = Roboloop(args);
+    const ProgramResult result = RunRoboloop(args);
     EXPECT_EQ(result.exit_code, 2) << command[0] << result.err;
     EXPECT_THAT(result.err, HasSubstr("--set: 'garbage' is not PATH=VALUE")) << command[0];
   }
@@ -163,6 +164,34 @@ TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
 }
 
 TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {
+// A run whose loop ends without its condition prints the summary a finished run prints (the
+// iterations with their gate figures, what the stages that finished say), then says the loop
+// ended unmet (exit 3).
+TEST(CliRunInspectTest, AnUnmetLoopPrintsTheRunSummary) {
+  const std::string dir = testing::MakeTempDir("unmet-summary");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/gate.yaml", "task: cartpole-swingup\nseed_start: 1000\nepisodes: 2\n"
+                                                  "max_steps: 5\nexecution: {chunk: {mode: FULL_CHUNK}}\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml",
+                              "name: p\nstages:\n"
+                              "  - {name: demos, kind: collect, collect: {task: cartpole-swingup, episodes: 2, max_steps: 5}}\n"
+                              "  - {name: train, kind: train, train: {dataset: '${demos.dataset}', model: m, steps: 2, "
+                              "batch_size: 4}}\n"
+                              "  - name: improve\n    kind: loop\n    loop:\n      max_iterations: 1\n"
+                              "      until: ${gate.success.lower} >= 1.5\n      stages:\n"
+                              "        - {name: gate, kind: evaluate, evaluate: {checkpoint: '${train.checkpoint}', "
+                              "protocol: gate.yaml}}\n")
+                  .ok());
+  const ProgramResult run =
+      testing::RunProgram({testing::RoboloopBinary(), "run", "p.yaml", "--root", dir + "/store"}, {}, dir);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("run " + StartedRunId(run) + " of p ended: loop improve ran 1 iteration(s) without "
+                                 "meeting its condition ${gate.success.lower} >= 1.5"));
+  EXPECT_THAT(run.out, HasSubstr("  improve: 1 iteration(s)\n"));
+  EXPECT_THAT(run.out, HasSubstr("  improve[1].gate: gate.yaml success "));
+  EXPECT_THAT(run.err, HasSubstr("condition not met"));
+}
+
   cli::Table table({"STAGE", "OUTPUTS / ERROR"});
   table.AddRow({"train", "INTERNAL: first line\nsecond line\n"});
   table.AddRow({"eval", "ok"});
