@@ -11,6 +11,7 @@
 #include "cli/table.h"
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/sqlite.h"
 #include "common/store_layout.h"
 #include "pipeline/run_store.h"
 #include "pipeline/runner.h"
@@ -163,7 +164,6 @@ TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
   EXPECT_EQ(passed.exit_code, 0) << passed.out << passed.err;
 }
 
-TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {
 // A run whose loop ends without its condition prints the summary a finished run prints (the
 // iterations with their gate figures, what the stages that finished say), then says the loop
 // ended unmet (exit 3).
@@ -192,6 +192,7 @@ TEST(CliRunInspectTest, AnUnmetLoopPrintsTheRunSummary) {
   EXPECT_THAT(run.err, HasSubstr("condition not met"));
 }
 
+TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {
   cli::Table table({"STAGE", "OUTPUTS / ERROR"});
   table.AddRow({"train", "INTERNAL: first line\nsecond line\n"});
   table.AddRow({"eval", "ok"});
@@ -240,6 +241,62 @@ TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
   EXPECT_EQ(run["stages"][1]["message"], "out of memory");
 
   EXPECT_EQ(RunRoboloop({"runs", "--root", root, "--format", "yaml"}).exit_code, 2);
+}
+
+// Two runs without stages of pipeline "demo" in the store under `root`, their ids changed to
+// share the prefix "abcdef"; returns the ids.
+std::vector<std::string> TwoRunsSharingAPrefix(const std::string& root) {
+  std::vector<std::string> ids = {"abcdef11-0000-4000-8000-000000000001", "abcdef22-0000-4000-8000-000000000002"};
+  {
+    auto store = pipeline::RunStore::Open(StoreLayout(root).PipelineRuns());
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return {};
+    for (const std::string& id : ids) {
+      const std::string created = (*store)->CreateRun("demo", "demo.yaml").value();
+      EXPECT_TRUE((*store)->FinishRun(created, "failed", "stage train failed").ok());
+      auto db = SqliteDb::Open(StoreLayout(root).PipelineRuns(), 5000);
+      EXPECT_TRUE(db.ok()) << db.status();
+      if (db.ok()) {
+        EXPECT_TRUE((*db)->Exec("UPDATE runs SET id = '" + id + "' WHERE id = '" + created + "'").ok());
+      }
+    }
+  }
+  return ids;
+}
+
+// QA: status, logs and run --resume needed the whole run id; a unique prefix of at least 6
+// characters (as for registry ids) names the run, one several runs share is a usage error listing them.
+TEST(CliRunInspectTest, AUniquePrefixOfARunIdNamesTheRun) {
+  const std::string root = testing::MakeTempDir("inspect-prefix") + "/store";
+  const std::string id = StoreWithOneRun(root);
+  const std::vector<std::string> shared = TwoRunsSharingAPrefix(root);
+  ASSERT_EQ(shared.size(), 2u);
+  const std::string prefix = id.substr(0, 6);
+
+  const ProgramResult status = RunRoboloop({"status", prefix, "--root", root});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("run " + id + ": demo failed"));
+  const ProgramResult logs = RunRoboloop({"logs", prefix, "--root", root});
+  EXPECT_THAT(logs.err, HasSubstr("run " + id + " has no stage logs")) << "the prefix found the run";
+  const ProgramResult resume = RunRoboloop({"run", "--resume", prefix, "--root", root});
+  EXPECT_THAT(resume.err, HasSubstr("run " + id + " was recorded with the relative pipeline path demo.yaml"));
+
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"status", "abcdef"}, {"logs", "abcdef"}, {"run", "--resume", "abcdef"}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), {"--root", root});
+    const ProgramResult ambiguous = RunRoboloop(args);
+    EXPECT_EQ(ambiguous.exit_code, 2) << command[0] << ambiguous.err;
+    EXPECT_THAT(ambiguous.err, HasSubstr("run id prefix abcdef is ambiguous; candidates: ")) << command[0];
+    EXPECT_THAT(ambiguous.err, HasSubstr(shared[0])) << command[0];
+    EXPECT_THAT(ambiguous.err, HasSubstr(shared[1])) << command[0];
+  }
+  const ProgramResult short_prefix = RunRoboloop({"status", "abcde", "--root", root});
+  EXPECT_EQ(short_prefix.exit_code, 1) << short_prefix.err;
+  EXPECT_THAT(short_prefix.err, HasSubstr("no pipeline run abcde (a run id prefix needs at least 6 characters)"));
+  const ProgramResult none = RunRoboloop({"status", "ffff0000", "--root", root});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("no pipeline run ffff0000"));
 }
 
 }  // namespace
