@@ -18,6 +18,7 @@
 #include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "data/dataset_writer.h"
 #include "data/validation_in_child.h"
 #include "registry/names.h"
 #include "sim/checkpoint_policy.h"
@@ -148,7 +149,13 @@ absl::Status CheckRegisterTarget(const SimFlags& flags) {
   return Annotate(reached, "--register: checking the registry before any work");
 }
 
+// Before any work: the folder of a local output file (a sim service's own is the service's to check).
+absl::Status CheckLocalOutputFolder(const SimFlags& flags, const std::string& output) {
+  return flags.sim.empty() ? data::CheckOutputFolder(output) : absl::OkStatus();
+}
+
 absl::Status Collect(const SimFlags& flags) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckLocalOutputFolder(flags, flags.collect.output_path()));
   ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.collect.rollout().policy()));
   common::CancellationToken cancel;
@@ -173,6 +180,7 @@ absl::Status Relabel(const SimFlags& flags) {
   if (flags.sim.empty() && !flags.relabel.input_path().empty()) {
     ROBOLOOP_RETURN_IF_ERROR(data::ScreenFileInChildProcess(flags.relabel.input_path()));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckLocalOutputFolder(flags, flags.relabel.output_path()));
   ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
