@@ -133,6 +133,25 @@ TEST(CliDataTest, AnOutputInAMissingFolderIsNamedBeforeAnyWork) {
   }
 }
 
+// QA: relabelling a dataset of a YAML task without --task-yaml said only "unknown task"; now a
+// local sim command's unknown task names the flags that add tasks of YAML files and plug-ins.
+TEST(CliSimTest, AnUnknownTaskNamesTheFlagsThatAddTasks) {
+  const std::string dir = testing::MakeTempDir("clitaskhint");
+  const std::string yaml = ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml";
+  const ProgramResult collect = RunRoboloop({"sim", "collect", "--task", "yaml-point-reach", "--task-yaml", yaml,
+                                             "--policy", "random", "--episodes", "1", "--max-steps", "3", "-o",
+                                             dir + "/p.hdf5"});
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  const ProgramResult relabel = RunRoboloop({"sim", "relabel", dir + "/p.hdf5", "-o", dir + "/r.hdf5"});
+  EXPECT_EQ(relabel.exit_code, 1) << relabel.err;
+  EXPECT_THAT(relabel.err, HasSubstr("unknown task 'yaml-point-reach'"));
+  EXPECT_THAT(relabel.err, HasSubstr("a task declared in a YAML file needs --task-yaml FILE, one a plug-in adds "
+                                     "--task-plugin LIBRARY"));
+  const ProgramResult rollout = RunRoboloop({"sim", "rollout", "--task", "nosuch", "--policy", "random", "--episodes", "1"});
+  EXPECT_EQ(rollout.exit_code, 1) << rollout.err;
+  EXPECT_THAT(rollout.err, HasSubstr("--task-yaml FILE"));
+}
+
 TEST(CliSimTest, TasksAndDeterministicRollouts) {
   ProgramResult tasks = RunRoboloop({"sim", "tasks", "--format", "json"});
   ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
