@@ -130,8 +130,8 @@ TEST(DataCliTest, UsageErrorsExitTwo) {
     EXPECT_THAT(split.err, HasSubstr("expected a fraction in [0, 1)")) << fraction;
   }
   // A negative seed is refused, not wrapped round to 2^64 - 1.
-  const CliRun negative_seed = RunCli({"data", "split", "f", "--valid", "0.2", "--seed", "-1"});
-  EXPECT_EQ(negative_seed.code, 2);
+  const ProgramResult negative_seed = RunRoboloop({"data", "split", "f", "--valid", "0.2", "--seed", "-1"});
+  EXPECT_EQ(negative_seed.exit_code, 2);
   EXPECT_THAT(negative_seed.err, HasSubstr("--seed"));
   for (const char* fps : {"nan", "0", "inf", "-3"}) {
     const ProgramResult exported = RunRoboloop({"data", "export", "lerobot", "f.hdf5", "-o", "out", "--fps", fps});
