@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "data/aloha_import.h"
 #include "data/dataset_reader.h"
+#include "data/dataset_writer.h"
 #include "data/lerobot_runtime.h"
 #include "data/tools.h"
 #include "data/validation_in_child.h"
@@ -156,6 +157,7 @@ absl::Status Stats(const CliOptions& options, std::ostream& out) {
 }
 
 absl::Status Merge(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckOutputFolder(options.output));
   MergeOptions merge;
   for (const std::string& input : options.inputs) ROBOLOOP_RETURN_IF_ERROR(ScreenFileInChildProcess(input));
   merge.inputs = options.inputs;
@@ -184,6 +186,7 @@ absl::Status Split(const CliOptions& options, std::ostream& out) {
 }
 
 absl::Status Import(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckOutputFolder(options.output));
   AlohaImportOptions import;
   import.input_dir = options.file;
   import.output_path = options.output;
@@ -197,6 +200,7 @@ absl::Status Import(const CliOptions& options, std::ostream& out) {
 }
 
 absl::Status ImportFromLeRobot(const CliOptions& options, std::ostream& out) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckOutputFolder(options.output));
   LeRobotImportOptions import;
   import.input_dir = options.file;
   import.output_path = options.output;

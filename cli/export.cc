@@ -52,6 +52,15 @@ absl::StatusOr<std::string> PolicyBlob(const v1::Checkpoint& checkpoint) {
                                           "' blob to export"));
 }
 
+// FailedPrecondition when `dir` exists and is not a folder (a file, say): nothing can be exported into it.
+absl::Status CheckOutputIsNoFile(const std::string& dir) {
+  std::error_code error;
+  const std::filesystem::file_status found = std::filesystem::status(dir, error);
+  if (!std::filesystem::exists(found) || std::filesystem::is_directory(found)) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("-o/--output ", dir, " exists and is not a folder: export writes a folder of files"));
+}
+
 // Refuses an existing non-empty `dir` unless `force`; creates it otherwise.
 absl::Status PrepareOutputDir(const std::string& dir, bool force) {
   if (PathExists(dir) && !force) {
@@ -168,6 +177,7 @@ void AddExportCommand(CLI::App& app, CommandRunner& runner) {
   AddRegistryTargetFlags(command, &flags->target);
   runner.Bind(command, [flags]() -> absl::Status {
     if (flags->output.empty()) return UsageError("-o/--output: the destination folder is empty");
+    ROBOLOOP_RETURN_IF_ERROR(CheckOutputIsNoFile(flags->output));
     ROBOLOOP_ASSIGN_OR_RETURN(auto connection, wiring::RegistryConnection::Open(flags->target));
     return Export(connection->client(), *flags);
   });

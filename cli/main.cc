@@ -81,7 +81,20 @@ int main(int argc, char** argv) {
       std::fputs(unexpected.c_str(), stderr);
       return kExitUsage;
     }
-    app.exit(hint.empty() ? e : CLI::ExtrasError(std::string(e.what()) + "\n" + hint, e.get_exit_code()));
+    // Else a mistyped option or command: the nearest known name.
+    const std::string said = hint.empty() ? DidYouMeanHint(app) : hint;
+    app.exit(said.empty() ? e : CLI::ExtrasError(std::string(e.what()) + "\n" + said, e.get_exit_code()));
+    return kExitUsage;
+  } catch (const CLI::RequiredError& e) {
+    // A command made of subcommands given none of them: which words are not, and the nearest names.
+    const bool no_subcommand = std::string(e.what()) == CLI::RequiredError::Subcommand(1).what();
+    const std::string unexpected = no_subcommand ? UnexpectedPositionalsMessage(app) : "";
+    if (!unexpected.empty()) {
+      std::fputs(unexpected.c_str(), stderr);
+      return kExitUsage;
+    }
+    const std::string hint = DidYouMeanHint(app);
+    app.exit(hint.empty() ? e : CLI::RequiredError(std::string(e.what()) + "\n" + hint, e.get_exit_code()));
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);

@@ -338,9 +338,29 @@ absl::StatusOr<int64_t> ParseSince(const std::string& since) {
   return UsageError(absl::StrCat("--since '", since, "' is not YYYY-MM-DD or RFC 3339"));
 }
 
-absl::Status PrintCheckpoints(const v1::ListCheckpointsResponse& response, Format format) {
+// The filters of `ls` given, as its flags (" --model m --since 2026-01-01"; "" when none).
+std::string GivenFilters(const RegistryFlags& f) {
+  std::string given;
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--model", f.model},
+                                    {"--dataset", f.dataset_ref}, {"--alias", f.alias}, {"--since", f.since}}) {
+    if (!value.empty()) absl::StrAppend(&given, " ", flag, " ", value);
+  }
+  return given;
+}
+
+// The line a table of no `what` (checkpoints, datasets) shows instead, as `leaderboard` does: that
+// none is registered, or none matches the filters given.
+std::string NoneMatch(const std::string& what, const std::string& filters) {
+  return filters.empty() ? absl::StrCat("no ", what, " registered\n") : absl::StrCat("no ", what, " match", filters, "\n");
+}
+
+absl::Status PrintCheckpoints(const v1::ListCheckpointsResponse& response, Format format, const std::string& filters) {
   if (format == Format::kJson) {
     return PrintProtoJson(response);
+  }
+  if (response.checkpoints().empty()) {
+    std::printf("%s", NoneMatch("checkpoints", filters).c_str());
+    return absl::OkStatus();
   }
   Table table({"ID", "MODEL", "VERSION", "STEP", "ALIASES", "DATASET", "CREATED"});
   for (const v1::Checkpoint& c : response.checkpoints()) {
@@ -352,9 +372,13 @@ absl::Status PrintCheckpoints(const v1::ListCheckpointsResponse& response, Forma
   return absl::OkStatus();
 }
 
-absl::Status PrintDatasets(const v1::ListDatasetsResponse& response, Format format) {
+absl::Status PrintDatasets(const v1::ListDatasetsResponse& response, Format format, const std::string& filters) {
   if (format == Format::kJson) {
     return PrintProtoJson(response);
+  }
+  if (response.datasets().empty()) {
+    std::printf("%s", NoneMatch("datasets", filters).c_str());
+    return absl::OkStatus();
   }
   Table table({"ID", "NAME", "VERSION", "BYTES", "PARENTS", "CREATED"});
   for (const v1::Dataset& d : response.datasets()) {
@@ -387,7 +411,7 @@ absl::Status List(registry::RegistryClient& client, const RegistryFlags& f) {
     request.set_limit(f.limit);
     request.set_order(order);
     ROBOLOOP_ASSIGN_OR_RETURN(v1::ListDatasetsResponse response, client.ListDatasets(request));
-    return PrintDatasets(response, f.format);
+    return PrintDatasets(response, f.format, GivenFilters(f));
   }
   v1::ListCheckpointsRequest request;
   request.set_model(f.model);
@@ -397,7 +421,7 @@ absl::Status List(registry::RegistryClient& client, const RegistryFlags& f) {
   request.set_limit(f.limit);
   request.set_order(order);
   ROBOLOOP_ASSIGN_OR_RETURN(v1::ListCheckpointsResponse response, client.ListCheckpoints(request));
-  return PrintCheckpoints(response, f.format);
+  return PrintCheckpoints(response, f.format, GivenFilters(f));
 }
 
 absl::Status Show(registry::RegistryClient& client, const RegistryFlags& f) {

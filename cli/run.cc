@@ -1,5 +1,6 @@
 #include "cli/run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/pipeline.h"
 #include "cli/table.h"
 #include "common/cancellation.h"
@@ -51,14 +53,42 @@ absl::StatusOr<std::unique_ptr<pipeline::RunStore>> OpenExistingStore(const RunF
   return pipeline::RunStore::Open(StorePath(f));
 }
 
+// Prints the run's summary under "run RUN of PIPELINE <how_it_ended>".
+void PrintSummary(const pipeline::PipelineRunResult& result, const std::string& how_it_ended) {
+  std::printf("\nrun %s of %s %s\n", result.run_id.c_str(), result.pipeline.c_str(), how_it_ended.c_str());
+  for (const std::string& line : result.summary) std::printf("  %s\n", line.c_str());
+}
+
+constexpr size_t kMinRunIdPrefix = 6;  // characters of a run id that may stand for it (as for registry ids)
+constexpr int kMatchesListed = 10;     // runs an ambiguous prefix's error lists
+
+// The id of the run `given` names in `store`: `given` when a run has that id, else the one run
+// whose id starts with it when it has at least kMinRunIdPrefix characters. NotFound naming it when
+// no run matches; a usage error listing the matching runs when several do.
+absl::StatusOr<std::string> FullRunId(pipeline::RunStore& store, const std::string& given) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::vector<std::string> matches, store.RunIdsStartingWith(given, kMatchesListed + 1));
+  if (std::find(matches.begin(), matches.end(), given) != matches.end()) return given;
+  if (matches.empty() || given.size() < kMinRunIdPrefix) {
+    return absl::NotFoundError(absl::StrCat("no pipeline run ", given,
+                                            given.size() < kMinRunIdPrefix && !matches.empty()
+                                                ? absl::StrCat(" (a run id prefix needs at least ", kMinRunIdPrefix,
+                                                               " characters)")
+                                                : ""));
+  }
+  if (matches.size() == 1) return matches.front();
+  const bool more = matches.size() > static_cast<size_t>(kMatchesListed);
+  if (more) matches.resize(kMatchesListed);
+  return UsageError(absl::StrCat("run id prefix ", given, " is ambiguous; candidates: ", absl::StrJoin(matches, ", "),
+                                 more ? ", ..." : "", " (give more of the id)"));
+}
+
 // What `roboloop run` prints and exits with for a recorded run that ended: the summary (0), a
-// resumable cancellation (130; also when a signal came and a stage then failed), an unmet loop
-// (3) or the failure (1).
+// resumable cancellation (130; also when a signal came and a stage then failed), the summary and
+// then the unmet loop (3), or the failure (1).
 absl::Status ExitOf(const pipeline::PipelineRunResult& result, const std::string& root, bool interrupted) {
   const absl::Status& error = result.status;
   if (error.ok()) {
-    std::printf("\nrun %s of %s finished\n", result.run_id.c_str(), result.pipeline.c_str());
-    for (const std::string& line : result.summary) std::printf("  %s\n", line.c_str());
+    PrintSummary(result, "finished");
     return absl::OkStatus();
   }
   if (interrupted || absl::IsCancelled(error)) {
@@ -67,7 +97,9 @@ absl::Status ExitOf(const pipeline::PipelineRunResult& result, const std::string
                         kExitCancelled);
   }
   const std::string message = absl::StrCat("run ", result.run_id, " failed: ", error.message());
-  if (pipeline::UnmetLoopOf(error).has_value()) {
+  if (const std::optional<pipeline::UnmetLoop> unmet = pipeline::UnmetLoopOf(error); unmet.has_value()) {
+    PrintSummary(result, absl::StrCat("ended: loop ", unmet->loop, " ran ", unmet->iterations,
+                                      " iteration(s) without meeting its condition ", unmet->condition));
     return WithExitCode(absl::FailedPreconditionError(message + " (its checkpoints and datasets stay registered)"),
                         kExitConditionNotMet);
   }
@@ -78,6 +110,7 @@ absl::Status RunPipelineCommand(const RunFlags& flags) {
   RunFlags f = flags;
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, pipeline::RunStore::Open(StorePath(f)));
   if (!f.resume.empty()) {
+    ROBOLOOP_ASSIGN_OR_RETURN(f.resume, FullRunId(*store, f.resume));
     ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord previous, store->GetRun(f.resume));
     if (previous.status == "finished") return absl::FailedPreconditionError(absl::StrCat("run ", f.resume, " already finished"));
     absl::StatusOr<std::string> spec = pipeline::ResumedSpecPath(f.resume, previous.spec_path, f.file);
@@ -171,7 +204,7 @@ absl::Status ListRuns(const RunFlags& f) {
 }
 
 absl::StatusOr<std::string> RunOrNewest(const RunFlags& f, pipeline::RunStore& store) {
-  if (!f.run.empty()) return f.run;
+  if (!f.run.empty()) return FullRunId(store, f.run);
   ROBOLOOP_ASSIGN_OR_RETURN(std::vector<pipeline::RunRecord> runs, store.ListRuns(1));
   if (runs.empty()) return absl::NotFoundError(absl::StrCat("no pipeline runs in ", StorePath(f)));
   return runs.front().id;
@@ -201,7 +234,8 @@ absl::Status ShowStatus(const RunFlags& f) {
 
 absl::Status ShowLogs(const RunFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(auto store, OpenExistingStore(f));
-  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(f.run));
+  ROBOLOOP_ASSIGN_OR_RETURN(const std::string id, FullRunId(*store, f.run));
+  ROBOLOOP_ASSIGN_OR_RETURN(pipeline::RunRecord run, store->GetRun(id));
   std::vector<std::string> printed;
   for (const pipeline::StageExecutionRecord& s : run.stages) {
     if (!f.stage.empty() && s.stage != f.stage && !absl::EndsWith(s.stage, "." + f.stage)) continue;
@@ -235,8 +269,8 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
                                " (on --resume: the run's own). With --services the eval service's own protocols are "
                                "used, and this folder only for an eval service older than GetProtocol"));
   run->add_option("--resume", f->resume,
-                  "Continue run RUN (finished stages are not redone; its file, --set values, --services, "
-                  "--protocols-dir and --no-cache are kept)");
+                  "Continue run RUN (its id or a unique prefix of at least 6 characters; finished stages are not "
+                  "redone; its file, --set values, --services, --protocols-dir and --no-cache are kept)");
   run->add_flag("--no-cache", f->no_cache, "Run every stage, even when an earlier run did the same");
   run->add_option("--threads", f->threads, "Stages running at once")->capture_default_str();
   runner.Bind(run, [f] { return RunPipelineCommand(*f); });
@@ -250,14 +284,14 @@ void AddRunCommands(CLI::App& app, CommandRunner& runner) {
 
   auto sf = std::make_shared<RunFlags>();
   CLI::App* status = app.add_subcommand("status", "Show a pipeline run's stages (default: the newest run)");
-  status->add_option("RUN", sf->run, "Run id");
+  status->add_option("RUN", sf->run, "Run id (or a unique prefix of at least 6 characters)");
   status->add_option("--root", sf->root, "Store of runs")->capture_default_str();
   AddFormatOption(status, &sf->format);
   runner.Bind(status, [sf] { return ShowStatus(*sf); });
 
   auto gf = std::make_shared<RunFlags>();
   CLI::App* logs = app.add_subcommand("logs", "Print a pipeline run's stage logs");
-  logs->add_option("RUN", gf->run, "Run id")->required();
+  logs->add_option("RUN", gf->run, "Run id (or a unique prefix of at least 6 characters)")->required();
   logs->add_option("STAGE", gf->stage, "Only this stage (e.g. train or improve[2].gate)");
   logs->add_option("--root", gf->root, "Store of runs")->capture_default_str();
   runner.Bind(logs, [gf] { return ShowLogs(*gf); });

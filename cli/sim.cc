@@ -4,6 +4,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,7 @@
 #include "common/signal_cancellation.h"
 #include "common/status.h"
 #include "common/store_layout.h"
+#include "data/dataset_writer.h"
 #include "data/validation_in_child.h"
 #include "registry/names.h"
 #include "sim/checkpoint_policy.h"
@@ -148,7 +150,26 @@ absl::Status CheckRegisterTarget(const SimFlags& flags) {
   return Annotate(reached, "--register: checking the registry before any work");
 }
 
+// Before any work: the folder of a local output file (a sim service's own is the service's to check).
+absl::Status CheckLocalOutputFolder(const SimFlags& flags, const std::string& output) {
+  return flags.sim.empty() ? data::CheckOutputFolder(output) : absl::OkStatus();
+}
+
+// `status` with, for an unknown task of a local command, how to name the tasks of YAML files and plug-ins (which the
+// embedded simulation knows only from --task-yaml and --task-plugin).
+absl::Status WithTaskSourceHint(const absl::Status& status, const SimFlags& flags) {
+  if (!absl::IsNotFound(status) || !flags.sim.empty() || !absl::StrContains(status.message(), "unknown task '")) {
+    return status;
+  }
+  absl::Status hinted(status.code(), absl::StrCat(status.message(),
+                                                 " (a task declared in a YAML file needs --task-yaml FILE, one a "
+                                                 "plug-in adds --task-plugin LIBRARY)"));
+  status.ForEachPayload([&hinted](absl::string_view url, const absl::Cord& payload) { hinted.SetPayload(url, payload); });
+  return hinted;
+}
+
 absl::Status Collect(const SimFlags& flags) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckLocalOutputFolder(flags, flags.collect.output_path()));
   ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags, flags.collect.rollout().policy()));
   common::CancellationToken cancel;
@@ -173,6 +194,7 @@ absl::Status Relabel(const SimFlags& flags) {
   if (flags.sim.empty() && !flags.relabel.input_path().empty()) {
     ROBOLOOP_RETURN_IF_ERROR(data::ScreenFileInChildProcess(flags.relabel.input_path()));
   }
+  ROBOLOOP_RETURN_IF_ERROR(CheckLocalOutputFolder(flags, flags.relabel.output_path()));
   ROBOLOOP_RETURN_IF_ERROR(CheckRegisterTarget(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(auto backend, OpenBackend(flags));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::DatasetWritten written, backend->Relabel(flags.relabel));
@@ -336,7 +358,7 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   AddTaskPolicyOptions(rollout, &f->rollout);
   AddSeedRangeOptions(rollout, &f->rollout);
   AddRegistryTargetFlags(rollout, &f->registry);
-  runner.Bind(rollout, [flags] { return Rollout(*flags); });
+  runner.Bind(rollout, [flags] { return WithTaskSourceHint(Rollout(*flags), *flags); });
 
   CLI::App* collect = sim->add_subcommand(
       "collect", "Run a policy and write its episodes (with full states) as a robomimic dataset");
@@ -352,7 +374,7 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   collect->add_flag_function("--overwrite", [c](int64_t n) { c->set_overwrite(n > 0); },
                              "Replace an existing output file");
   AddRegisterOptions(collect, f);
-  runner.Bind(collect, [flags] { return Collect(*flags); });
+  runner.Bind(collect, [flags] { return WithTaskSourceHint(Collect(*flags), *flags); });
 
   CLI::App* relabel = sim->add_subcommand(
       "relabel", "DAgger: a copy of a dataset whose actions are the expert's for each recorded state");
@@ -368,7 +390,7 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   relabel->add_flag_function("--overwrite", [l](int64_t n) { l->set_overwrite(n > 0); },
                              "Replace an existing output file");
   AddRegisterOptions(relabel, f);
-  runner.Bind(relabel, [flags] { return Relabel(*flags); });
+  runner.Bind(relabel, [flags] { return WithTaskSourceHint(Relabel(*flags), *flags); });
 
   CLI::App* replay = sim->add_subcommand(
       "replay", "Re-run one episode and verify its state hash chain bit for bit");
@@ -377,7 +399,7 @@ void AddSimCommands(CLI::App& app, CommandRunner& runner) {
   replay->add_option("--episode", f->replay_episode, "Episode index within the seed range")->required();
   replay->add_option("--expect-hash", f->expect_hash, "STATE HASH CHAIN shown by sim rollout (hex)")
       ->required();
-  runner.Bind(replay, [flags] { return Replay(*flags); });
+  runner.Bind(replay, [flags] { return WithTaskSourceHint(Replay(*flags), *flags); });
 }
 
 void AddServeSimCommand(CLI::App* serve, CommandRunner& runner) {

@@ -45,20 +45,55 @@ bool TakesOneValuePerUse(const CLI::Option& option) {
   return option.get_type_size_max() == 1 && (option.get_expected_max() == 1 || !option.get_allow_extra_args());
 }
 
+constexpr size_t kMaxSuggestionDistance = 2;  // edits a "did you mean" suggestion may be away
+
+// Edit distance of `a` and `b`: insertions, deletions, substitutions and swaps of neighbours.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The names of `command`'s subcommands.
+std::vector<std::string> SubcommandNames(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : command.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) {
+    names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+// The long (--name) and short (-n) names of `command`'s options.
+std::vector<std::string> OptionNames(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+  }
+  return names;
+}
+
 // Why `extras`, positional arguments left over, do not fit `command`: not one of its subcommands
-// (naming them) when it takes no positionals but has subcommands, else more than it takes.
+// (naming them, and the nearest one) when it takes no positionals but has subcommands, else more
+// than it takes.
 std::string WhatIsUnexpected(const CLI::App& command, const std::vector<std::string>& extras) {
   const std::string quoted = absl::StrCat("'", absl::StrJoin(extras, "' '"), "'");
   std::vector<std::string> positionals;
   for (const CLI::Option* option : command.get_options([](const CLI::Option* o) { return o->get_positional(); })) {
     positionals.push_back(option->get_name());
   }
-  std::vector<std::string> subcommands;
-  for (const CLI::App* sub : command.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) {
-    subcommands.push_back(sub->get_name());
-  }
+  const std::vector<std::string> subcommands = SubcommandNames(command);
   if (positionals.empty() && !subcommands.empty()) {
-    return absl::StrCat("unknown command ", quoted, " (its commands: ", absl::StrJoin(subcommands, ", "), ")");
+    const std::vector<std::string> nearest = NearestNames(extras.front(), subcommands);
+    return absl::StrCat("unknown command ", quoted, " (its commands: ", absl::StrJoin(subcommands, ", "), ")",
+                        nearest.empty() ? "" : absl::StrCat("; did you mean '", absl::StrJoin(nearest, "' or '"), "'?"));
   }
   return absl::StrCat(extras.size() == 1 ? "unexpected argument " : "unexpected arguments ", quoted,
                       "; the command takes ",
@@ -148,6 +183,37 @@ std::string UnexpectedPositionalsMessage(const CLI::App& app) {
                       CLI::Formatter().make_usage(chain.back(), absl::StrCat("roboloop", given.empty() ? "" : " ",
                                                                               command_line)),
                       "Run with --help for more information.\n");
+}
+
+std::vector<std::string> NearestNames(const std::string& given, const std::vector<std::string>& known) {
+  std::vector<std::string> nearest;
+  size_t best = std::min(kMaxSuggestionDistance, given.size() == 0 ? 0 : given.size() - 1);
+  for (const std::string& name : known) {
+    const size_t distance = EditDistance(given, name);
+    if (distance > best || distance == 0) continue;
+    if (distance < best) nearest.clear();
+    best = distance;
+    if (std::find(nearest.begin(), nearest.end(), name) == nearest.end()) nearest.push_back(name);
+  }
+  return nearest;
+}
+
+std::string DidYouMeanHint(const CLI::App& app) {
+  const CLI::App& command = *ParsedChain(app).back();
+  const bool takes_positionals =
+      !command.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  std::vector<std::string> hints;
+  for (const std::string& extra : app.remaining(true)) {
+    const bool option = absl::StartsWith(extra, "-");
+    if (!option && takes_positionals) continue;
+    const std::string given = option ? extra.substr(0, extra.find('=')) : extra;
+    const std::vector<std::string> nearest =
+        NearestNames(given, option ? OptionNames(command) : SubcommandNames(command));
+    if (nearest.empty()) continue;
+    hints.push_back(absl::StrCat("unknown ", option ? "option '" : "command '", given, "'; did you mean '",
+                                 absl::StrJoin(nearest, "' or '"), "'?"));
+  }
+  return absl::StrJoin(hints, "\n");
 }
 
 }  // namespace roboloop::cli

@@ -43,4 +43,16 @@ std::string UnexpectedFilesHint(const CLI::App& app, const std::vector<std::stri
 // argument left over looks like an option.
 std::string UnexpectedPositionalsMessage(const CLI::App& app);
 
+// The names of `known` nearest to `given` by edit distance (insertions, deletions, substitutions
+// and swaps of neighbours, each counting one), when that distance is at most 2 and less than
+// `given`'s length; empty otherwise.
+std::vector<std::string> NearestNames(const std::string& given, const std::vector<std::string>& known);
+
+// For `app` that parsed with arguments left over (CLI::ExtrasError, or CLI::RequiredError of a
+// command made of subcommands): for each of them that is an option (its "=VALUE" left out) for
+// which NearestNames finds options of the innermost command given (their long and short names), or
+// a word, when that command takes no positionals, for which it finds subcommands of it, one line
+// "unknown option '--fromat'; did you mean '--format'?" ("'A' or 'B'" for several); "" when none.
+std::string DidYouMeanHint(const CLI::App& app);
+
 }  // namespace roboloop::cli

@@ -72,6 +72,17 @@ absl::Status CheckFeatureName(const std::string& name) {
       "next_obs/<key>)"));
 }
 
+absl::Status CheckOutputFolder(const std::string& output) {
+  const std::string folder = ParentDir(output);
+  std::error_code error;
+  const std::filesystem::file_status found = std::filesystem::status(folder, error);
+  if (std::filesystem::is_directory(found)) return absl::OkStatus();
+  if (std::filesystem::exists(found)) {
+    return absl::FailedPreconditionError(absl::StrCat("writing ", output, ": ", folder, " is not a folder"));
+  }
+  return absl::NotFoundError(absl::StrCat("writing ", output, ": folder ", folder, " does not exist"));
+}
+
 DatasetWriter::DatasetWriter(const Options& options)
     : options_(options), partial_path_(PartialPathFor(options.path)) {}
 
@@ -79,6 +90,7 @@ DatasetWriter::~DatasetWriter() { Abandon(); }
 
 absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const Options& options) {
   ROBOLOOP_RETURN_IF_ERROR(Annotate(CheckEnvArgs(options.env_args_json), options.path));
+  ROBOLOOP_RETURN_IF_ERROR(CheckOutputFolder(options.path));
   std::error_code error;
   if (!options.overwrite && std::filesystem::exists(options.path, error)) {
     return absl::AlreadyExistsError(absl::StrCat(options.path, ": already exists"));

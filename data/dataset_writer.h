@@ -32,6 +32,11 @@ class Handle;
 // The file is written as `<path>.partial-<uuid>` (PartialPathFor) and renamed to `path` by
 // Close(); a writer destroyed without Close() removes the partial file. Not thread-safe: one
 // thread at a time.
+// OK when the folder the dataset `output` is to be written in exists (the working folder for a
+// bare name); otherwise NotFound "writing OUTPUT: folder DIR does not exist", or FailedPrecondition
+// "writing OUTPUT: DIR is not a folder", for commands to check before any work.
+absl::Status CheckOutputFolder(const std::string& output);
+
 class DatasetWriter {
  public:
   struct Options {
@@ -51,8 +56,8 @@ class DatasetWriter {
     std::function<absl::Status(const std::string& temporary_file)> before_publish;
   };
 
-  // Starts a new file; fails when `path` exists (unless overwrite) or env_args is not a JSON
-  // object.
+  // Starts a new file; fails when `path` exists (unless overwrite), its folder does not exist
+  // (CheckOutputFolder) or env_args is not a JSON object.
   static absl::StatusOr<std::unique_ptr<DatasetWriter>> Create(const Options& options);
   ~DatasetWriter();
   DatasetWriter(const DatasetWriter&) = delete;

@@ -46,9 +46,12 @@ absl::Status NamingFile(const absl::Status& status, const std::string& file) {
 
 // `status` of writing the merged file `output`: errors about the temporary file the writer writes
 // (`output`.partial-<uuid>) are prefixed with the output the user asked for; those that name
-// `output` itself (it already exists) stay as they are.
+// `output` itself (it already exists, its folder does not) stay as they are.
 absl::Status WritingOutput(const absl::Status& status, const std::string& output) {
-  if (status.ok() || absl::StartsWith(status.message(), absl::StrCat(output, ": "))) return status;
+  if (status.ok() || absl::StartsWith(status.message(), absl::StrCat(output, ": ")) ||
+      absl::StartsWith(status.message(), absl::StrCat("writing ", output, ": "))) {
+    return status;
+  }
   return Annotate(status, absl::StrCat("writing ", output));
 }
 

@@ -292,6 +292,20 @@ absl::StatusOr<std::vector<RunRecord>> RunStore::ListRuns(int limit) {
   return records;
 }
 
+absl::StatusOr<std::vector<std::string>> RunStore::RunIdsStartingWith(const std::string& prefix, int limit) {
+  absl::MutexLock lock(&mu_);
+  ROBOLOOP_ASSIGN_OR_RETURN(auto runs, db_->Prepare("SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 "
+                                                    "ORDER BY created_us DESC, id LIMIT ?2",
+                                                    {prefix, int64_t{limit}}));
+  std::vector<std::string> ids;
+  while (true) {
+    ROBOLOOP_ASSIGN_OR_RETURN(bool row, runs->Step());
+    if (!row) break;
+    ids.push_back(runs->Text(0));
+  }
+  return ids;
+}
+
 absl::StatusOr<StageOutputs> RecordingExecutor::Run(const v1::Stage& stage, const StageContext& context) {
   const std::string label = context.label.empty() ? stage.name() : context.label;
   const std::string log_path = log_dir_.empty() ? "" : StageLogPath(log_dir_, label);

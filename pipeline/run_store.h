@@ -117,6 +117,8 @@ class RunStore {
   absl::StatusOr<RunRecord> GetRun(const std::string& run_id);
   // The newest `limit` runs, without executions.
   absl::StatusOr<std::vector<RunRecord>> ListRuns(int limit);
+  // The ids of the newest `limit` runs whose id starts with `prefix`, newest first.
+  absl::StatusOr<std::vector<std::string>> RunIdsStartingWith(const std::string& prefix, int limit);
 
  private:
   explicit RunStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}

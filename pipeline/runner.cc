@@ -364,12 +364,11 @@ absl::StatusOr<PipelineRunResult> RunPipelineFile(const PipelineRunOptions& give
     loops.OnEvent(event);
     if (observer) observer(event);
   };
-  absl::StatusOr<RunOutcome> outcome = RunPipeline(loaded, plan, executor, scheduler);
-  result.status = outcome.status();
+  scheduler.produced = &result.outcome;
+  result.status = RunPipeline(loaded, plan, executor, scheduler).status();
   ROBOLOOP_RETURN_IF_ERROR(store->FinishRun(result.run_id, EndState(result.status, options.cancel),
                                             std::string(result.status.message())));
-  if (outcome.ok()) {
-    result.outcome = *std::move(outcome);
+  if (result.status.ok() || UnmetLoopOf(result.status).has_value()) {
     result.summary = Summary(services_executor.services(), plan, loaded, result.outcome);
   }
   return result;

@@ -51,8 +51,9 @@ struct PipelineRunResult {
   std::string pipeline;              // the pipeline's name
   // OK; Cancelled; FailedPrecondition for which UnmetLoopOf names the loop; or the first failure.
   absl::Status status;
-  RunOutcome outcome;                // when OK
-  std::vector<std::string> summary;  // when OK: loop iterations and what each finished stage's kind says
+  RunOutcome outcome;                // what the run produced (when it failed: the stages that finished)
+  // When OK or a loop's condition was unmet: loop iterations and what each finished stage's kind says
+  std::vector<std::string> summary;
 };
 
 // Loads every task file of `loaded` (TaskFiles) as `run` would. InvalidArgument with one line

@@ -61,7 +61,9 @@ class Runner {
   absl::StatusOr<RunOutcome> Run() {
     RunOutcome outcome;
     std::map<std::string, StageOutputs> visible;
-    ROBOLOOP_ASSIGN_OR_RETURN(outcome.outputs, RunScope(loaded_.pipeline.stages(), visible, "", &outcome));
+    absl::Status status = RunScope(loaded_.pipeline.stages(), visible, "", &outcome).status();
+    if (options_.produced != nullptr) *options_.produced = outcome;
+    if (!status.ok()) return status;
     return outcome;
   }
 
@@ -137,6 +139,7 @@ class Runner {
     mu.Unlock();
     for (std::thread& t : loop_threads) t.join();
     mu.Lock();
+    if (prefix.empty()) outcome->outputs = done;  // the run's finished stages, also when one failed
     if (!failure.ok()) return failure;
     if (Stopping()) return absl::CancelledError(absl::StrCat("the pipeline run was cancelled: ", run_cancel_.Reason()));
     return done;

@@ -49,12 +49,17 @@ struct StageEvent {
   StageProgress progress; // kProgress
 };
 
+struct RunOutcome;
+
 // Settings of a run.
 struct SchedulerOptions {
   int threads = 4;                                   // stages running at once
   absl::Duration default_backoff = absl::Seconds(1); // first retry delay when a stage sets none
   std::function<void(const StageEvent&)> observer;  // called for every event (any thread, serialised)
   const common::CancellationToken* cancel = nullptr;  // cancel it to cancel the run (may be null)
+  // When set, receives what the run produced also when it fails (the top-level stages that finished, the loops'
+  // iterations), e.g. to summarize a run whose loop ended with its condition unmet. May be null.
+  RunOutcome* produced = nullptr;
 };
 
 // A loop that used all its iterations without its condition holding.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "registry/policy_kind.h"
 #include "train/train_config_check.h"
 #include "train/training_device.h"
 
@@ -104,6 +105,13 @@ std::string CheckDeviceForm(const std::string& text) {
   return device.ok() ? "" : std::string(device.status().message());
 }
 
+// --policy: a kind `roboloop train` can train ("" when it is one, else the kinds it can).
+std::string CheckTrainablePolicyKind(const std::string& text) {
+  const std::vector<std::string> known = registry::TrainablePolicyKindNames();
+  if (std::find(known.begin(), known.end(), text) != known.end()) return "";
+  return absl::StrCat("unknown policy kind '", text, "' (known: ", absl::StrJoin(known, ", "), ")");
+}
+
 // A flag given once per value; `parse` adds one value.
 JobFlag Repeated(const char* name, const char* help, std::vector<std::string> (*get)(const TrainJob&),
                  void (*add)(TrainJob&, const std::string&)) {
@@ -164,9 +172,15 @@ void AddConfigFlags(std::vector<JobFlag>& flags) {
   flags.push_back(Text("--model", "Registry model name of the checkpoints (default policy)",
                        [](const J& j) { return j.overrides.model(); },
                        [](J& j, const std::string& v) { j.overrides.set_model(v); }));
-  flags.push_back(Text("--policy", "Policy: mlp or transformer (default transformer)",
-                       [](const J& j) { return j.overrides.policy().kind(); },
-                       [](J& j, const std::string& v) { j.overrides.mutable_policy()->set_kind(v); }));
+  JobFlag policy = Text("--policy", "Policy kind: mlp or transformer (default transformer)",
+                        [](const J& j) { return j.overrides.policy().kind(); },
+                        [](J& j, const std::string& v) { j.overrides.mutable_policy()->set_kind(v); });
+  policy.parse = [](J& j, const std::string& v) {
+    std::string problem = CheckTrainablePolicyKind(v);
+    if (problem.empty()) j.overrides.mutable_policy()->set_kind(v);
+    return problem;
+  };
+  flags.push_back(policy);
   flags.push_back(Number<int32_t>("--history", "Observation steps the policy reads",
                                   [](const J& j) { return j.overrides.policy().history(); },
                                   [](J& j, int32_t v) { j.overrides.mutable_policy()->set_history(v); }, kPositive));

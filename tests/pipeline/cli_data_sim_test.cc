@@ -20,6 +20,7 @@ namespace roboloop {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ProgramResult;
 using testing::RunRoboloop;
 
@@ -105,6 +106,50 @@ TEST(CliDataTest, ToolsRunFromTheMainBinaryWithExitCodes) {
                                          "--root", dir + "/store"});
   EXPECT_EQ(bad_register.exit_code, 1);
   EXPECT_THAT(bad_register.err, HasSubstr("missing.hdf5"));
+}
+
+// QA: `sim collect -o missing/x.hdf5` failed after setting up with HDF5's error about the
+// internal x.hdf5.partial-<uuid>. Every command writing a dataset names the output asked for and
+// its missing folder (or the file in the folder's place) before any work, exit 1.
+TEST(CliDataTest, AnOutputInAMissingFolderIsNamedBeforeAnyWork) {
+  const std::string dir = testing::MakeTempDir("cliout");
+  WriteDataset(dir + "/a.hdf5", 2, 0.5f);
+  for (const std::string& output : {dir + "/missing/x.hdf5", dir + "/a.hdf5/x.hdf5"}) {
+    const std::string problem = output == dir + "/missing/x.hdf5" ? "folder " + dir + "/missing does not exist"
+                                                                  : dir + "/a.hdf5 is not a folder";
+    const std::vector<std::vector<std::string>> commands = {
+        {"sim", "collect", "--task", "cartpole-swingup", "--policy", "random", "--episodes", "1", "-o", output},
+        {"sim", "relabel", dir + "/a.hdf5", "--task", "cartpole-swingup", "-o", output},
+        {"data", "merge", dir + "/a.hdf5", dir + "/a.hdf5", "-o", output},
+        {"data", "import", "lerobot", dir, "-o", output},
+        {"data", "import", "aloha", dir, "-o", output},
+    };
+    for (const std::vector<std::string>& command : commands) {
+      const ProgramResult result = RunRoboloop(command);
+      EXPECT_EQ(result.exit_code, 1) << command[1] << " " << result.err;
+      EXPECT_THAT(result.err, HasSubstr("writing " + output + ": " + problem + "\n")) << command[1];
+      EXPECT_THAT(result.err, Not(HasSubstr("partial"))) << command[1];
+    }
+  }
+}
+
+// QA: relabelling a dataset of a YAML task without --task-yaml said only "unknown task"; now a
+// local sim command's unknown task names the flags that add tasks of YAML files and plug-ins.
+TEST(CliSimTest, AnUnknownTaskNamesTheFlagsThatAddTasks) {
+  const std::string dir = testing::MakeTempDir("clitaskhint");
+  const std::string yaml = ROBOLOOP_SOURCE_DIR "/configs/tasks/point_reach.yaml";
+  const ProgramResult collect = RunRoboloop({"sim", "collect", "--task", "yaml-point-reach", "--task-yaml", yaml,
+                                             "--policy", "random", "--episodes", "1", "--max-steps", "3", "-o",
+                                             dir + "/p.hdf5"});
+  ASSERT_EQ(collect.exit_code, 0) << collect.err;
+  const ProgramResult relabel = RunRoboloop({"sim", "relabel", dir + "/p.hdf5", "-o", dir + "/r.hdf5"});
+  EXPECT_EQ(relabel.exit_code, 1) << relabel.err;
+  EXPECT_THAT(relabel.err, HasSubstr("unknown task 'yaml-point-reach'"));
+  EXPECT_THAT(relabel.err, HasSubstr("a task declared in a YAML file needs --task-yaml FILE, one a plug-in adds "
+                                     "--task-plugin LIBRARY"));
+  const ProgramResult rollout = RunRoboloop({"sim", "rollout", "--task", "nosuch", "--policy", "random", "--episodes", "1"});
+  EXPECT_EQ(rollout.exit_code, 1) << rollout.err;
+  EXPECT_THAT(rollout.err, HasSubstr("--task-yaml FILE"));
 }
 
 TEST(CliSimTest, TasksAndDeterministicRollouts) {

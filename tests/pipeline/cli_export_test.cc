@@ -210,5 +210,20 @@ TEST_F(CliExportTest, RefusesANonEmptyFolderWithoutForce) {
   EXPECT_EQ(testing::ReadWholeFile(out + "/notes.txt"), "mine");
 }
 
+// QA: `export -o FILE` said "cannot list FILE: Not a directory"; now it says that the output exists and is no
+// folder, with and without --force, and leaves the file as it was.
+TEST_F(CliExportTest, RefusesAnOutputThatIsAFile) {
+  PutCheckpoint("cartpole-mlp", "mlp", PolicyBlobs());
+  const std::string out = WriteFile("taken.txt", "mine");
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--force"}}) {
+    std::vector<std::string> args = {"export", "cartpole-mlp:v1", "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProgramResult refused = Roboloop(args);
+    EXPECT_EQ(refused.exit_code, 1) << refused.err;
+    EXPECT_THAT(refused.err, HasSubstr("-o/--output " + out + " exists and is not a folder"));
+    EXPECT_EQ(testing::ReadWholeFile(out), "mine");
+  }
+}
+
 }  // namespace
 }  // namespace roboloop

@@ -161,6 +161,23 @@ TEST_F(CliRegistryTest, CheckpointAliasPromoteHistoryLineage) {
   EXPECT_EQ(lineage.exit_code, 0) << lineage.err;
 }
 
+// QA: `registry ls --model nosuch` printed a table of headers only. As `leaderboard` does, a
+// listing that finds nothing says so, naming the filters, and exits 0; JSON stays a listing.
+TEST_F(CliRegistryTest, AnEmptyListingSaysNothingMatches) {
+  const ProgramResult none = Roboloop({"registry", "ls"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "no checkpoints registered\n");
+  const ProgramResult model = Roboloop({"registry", "ls", "--model", "nosuch", "--alias", "champion"});
+  EXPECT_EQ(model.exit_code, 0) << model.err;
+  EXPECT_EQ(model.out, "no checkpoints match --model nosuch --alias champion\n");
+  const ProgramResult datasets = Roboloop({"registry", "ls", "--datasets", "--since", "2100-01-01"});
+  EXPECT_EQ(datasets.exit_code, 0) << datasets.err;
+  EXPECT_EQ(datasets.out, "no datasets match --since 2100-01-01\n");
+  const ProgramResult json = Roboloop({"registry", "ls", "--model", "nosuch", "--format", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, Not(HasSubstr("no checkpoints")));
+}
+
 TEST_F(CliRegistryTest, BadInputGetsClearErrorsAndExitCodes) {
   ProgramResult unknown = Roboloop({"registry", "show", "cartpol-mlp@champion"});
   EXPECT_EQ(unknown.exit_code, 1);

@@ -1,7 +1,8 @@
 // Inspecting runs as a user would (`runs`, `status`, `logs`): the real binary, exit code and
 // message for a mistyped --root; the status table's rows; `--format json` of runs and status;
 // `run --resume` from another folder, and of a run recorded with a path relative to its folder;
-// errors of the embedded services, which name them, not their sockets.
+// errors of the embedded services, which name them, not their sockets; the summary of a run
+// whose loop ended unmet.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "cli/table.h"
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/sqlite.h"
 #include "common/store_layout.h"
 #include "pipeline/run_store.h"
 #include "pipeline/runner.h"
@@ -162,6 +164,34 @@ TEST(CliRunInspectTest, ARunRecordedWithARelativePathSaysWhereToResumeIt) {
   EXPECT_EQ(passed.exit_code, 0) << passed.out << passed.err;
 }
 
+// A run whose loop ends without its condition prints the summary a finished run prints (the
+// iterations with their gate figures, what the stages that finished say), then says the loop
+// ended unmet (exit 3).
+TEST(CliRunInspectTest, AnUnmetLoopPrintsTheRunSummary) {
+  const std::string dir = testing::MakeTempDir("unmet-summary");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/gate.yaml", "task: cartpole-swingup\nseed_start: 1000\nepisodes: 2\n"
+                                                  "max_steps: 5\nexecution: {chunk: {mode: FULL_CHUNK}}\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/p.yaml",
+                              "name: p\nstages:\n"
+                              "  - {name: demos, kind: collect, collect: {task: cartpole-swingup, episodes: 2, max_steps: 5}}\n"
+                              "  - {name: train, kind: train, train: {dataset: '${demos.dataset}', model: m, steps: 2, "
+                              "batch_size: 4}}\n"
+                              "  - name: improve\n    kind: loop\n    loop:\n      max_iterations: 1\n"
+                              "      until: ${gate.success.lower} >= 1.5\n      stages:\n"
+                              "        - {name: gate, kind: evaluate, evaluate: {checkpoint: '${train.checkpoint}', "
+                              "protocol: gate.yaml}}\n")
+                  .ok());
+  const ProgramResult run =
+      testing::RunProgram({testing::RoboloopBinary(), "run", "p.yaml", "--root", dir + "/store"}, {}, dir);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("run " + StartedRunId(run) + " of p ended: loop improve ran 1 iteration(s) without "
+                                 "meeting its condition ${gate.success.lower} >= 1.5"));
+  EXPECT_THAT(run.out, HasSubstr("  improve: 1 iteration(s)\n"));
+  EXPECT_THAT(run.out, HasSubstr("  improve[1].gate: gate.yaml success "));
+  EXPECT_THAT(run.err, HasSubstr("condition not met"));
+}
+
 TEST(CliRunInspectTest, ACellWithLineBreaksStaysOnItsRow) {
   cli::Table table({"STAGE", "OUTPUTS / ERROR"});
   table.AddRow({"train", "INTERNAL: first line\nsecond line\n"});
@@ -211,6 +241,62 @@ TEST(CliRunInspectTest, RunsAndStatusPrintJson) {
   EXPECT_EQ(run["stages"][1]["message"], "out of memory");
 
   EXPECT_EQ(RunRoboloop({"runs", "--root", root, "--format", "yaml"}).exit_code, 2);
+}
+
+// Two runs without stages of pipeline "demo" in the store under `root`, their ids changed to
+// share the prefix "abcdef"; returns the ids.
+std::vector<std::string> TwoRunsSharingAPrefix(const std::string& root) {
+  std::vector<std::string> ids = {"abcdef11-0000-4000-8000-000000000001", "abcdef22-0000-4000-8000-000000000002"};
+  {
+    auto store = pipeline::RunStore::Open(StoreLayout(root).PipelineRuns());
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return {};
+    for (const std::string& id : ids) {
+      const std::string created = (*store)->CreateRun("demo", "demo.yaml").value();
+      EXPECT_TRUE((*store)->FinishRun(created, "failed", "stage train failed").ok());
+      auto db = SqliteDb::Open(StoreLayout(root).PipelineRuns(), 5000);
+      EXPECT_TRUE(db.ok()) << db.status();
+      if (db.ok()) {
+        EXPECT_TRUE((*db)->Exec("UPDATE runs SET id = '" + id + "' WHERE id = '" + created + "'").ok());
+      }
+    }
+  }
+  return ids;
+}
+
+// QA: status, logs and run --resume needed the whole run id; a unique prefix of at least 6
+// characters (as for registry ids) names the run, one several runs share is a usage error listing them.
+TEST(CliRunInspectTest, AUniquePrefixOfARunIdNamesTheRun) {
+  const std::string root = testing::MakeTempDir("inspect-prefix") + "/store";
+  const std::string id = StoreWithOneRun(root);
+  const std::vector<std::string> shared = TwoRunsSharingAPrefix(root);
+  ASSERT_EQ(shared.size(), 2u);
+  const std::string prefix = id.substr(0, 6);
+
+  const ProgramResult status = RunRoboloop({"status", prefix, "--root", root});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("run " + id + ": demo failed"));
+  const ProgramResult logs = RunRoboloop({"logs", prefix, "--root", root});
+  EXPECT_THAT(logs.err, HasSubstr("run " + id + " has no stage logs")) << "the prefix found the run";
+  const ProgramResult resume = RunRoboloop({"run", "--resume", prefix, "--root", root});
+  EXPECT_THAT(resume.err, HasSubstr("run " + id + " was recorded with the relative pipeline path demo.yaml"));
+
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"status", "abcdef"}, {"logs", "abcdef"}, {"run", "--resume", "abcdef"}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), {"--root", root});
+    const ProgramResult ambiguous = RunRoboloop(args);
+    EXPECT_EQ(ambiguous.exit_code, 2) << command[0] << ambiguous.err;
+    EXPECT_THAT(ambiguous.err, HasSubstr("run id prefix abcdef is ambiguous; candidates: ")) << command[0];
+    EXPECT_THAT(ambiguous.err, HasSubstr(shared[0])) << command[0];
+    EXPECT_THAT(ambiguous.err, HasSubstr(shared[1])) << command[0];
+  }
+  const ProgramResult short_prefix = RunRoboloop({"status", "abcde", "--root", root});
+  EXPECT_EQ(short_prefix.exit_code, 1) << short_prefix.err;
+  EXPECT_THAT(short_prefix.err, HasSubstr("no pipeline run abcde (a run id prefix needs at least 6 characters)"));
+  const ProgramResult none = RunRoboloop({"status", "ffff0000", "--root", root});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("no pipeline run ffff0000"));
 }
 
 }  // namespace

@@ -139,5 +139,35 @@ TEST(CliUsageTest, AnExtraPositionalNamesTheCommandTheArgumentAndTheUsage) {
   EXPECT_THAT(option.err, HasSubstr("The following argument was not expected: --bogus"));
 }
 
+// A mistyped command or option is answered with the nearest known name (edit distance 2 at most), in
+// every command; a name far from all gets no guess.
+TEST(CliUsageTest, AMistypedCommandOrOptionSaysWhatWasMeant) {
+  const ProgramResult top = RunRoboloop({"trian"});
+  EXPECT_EQ(top.exit_code, 2);
+  EXPECT_THAT(top.err, HasSubstr("roboloop: unknown command 'trian' (its commands: "));
+  EXPECT_THAT(top.err, HasSubstr("; did you mean 'train'?\n"));
+  const ProgramResult sub = RunRoboloop({"registry", "lss"});
+  EXPECT_EQ(sub.exit_code, 2);
+  EXPECT_THAT(sub.err, HasSubstr("roboloop: registry: unknown command 'lss' (its commands: "));
+  EXPECT_THAT(sub.err, HasSubstr("did you mean 'ls'?"));
+  const ProgramResult with_options = RunRoboloop({"trian", "--steps", "3"});
+  EXPECT_EQ(with_options.exit_code, 2);
+  EXPECT_THAT(with_options.err, HasSubstr("unknown command 'trian'; did you mean 'train'?"));
+  const ProgramResult sub_with_options = RunRoboloop({"registry", "lss", "--root", "x"});
+  EXPECT_EQ(sub_with_options.exit_code, 2);
+  EXPECT_THAT(sub_with_options.err, HasSubstr("unknown command 'lss'; did you mean 'ls'?"));
+  const ProgramResult option = RunRoboloop({"data", "info", "a.hdf5", "--fromat", "json"});
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_THAT(option.err, HasSubstr("unknown option '--fromat'; did you mean '--format'?"));
+  const ProgramResult with_value = RunRoboloop({"runs", "--limt=3"});
+  EXPECT_EQ(with_value.exit_code, 2);
+  EXPECT_THAT(with_value.err, HasSubstr("unknown option '--limt'; did you mean '--limit'?"));
+  const ProgramResult required = RunRoboloop({"sim", "rollout", "--task", "reacher", "--episode", "1"});
+  EXPECT_EQ(required.exit_code, 2);
+  EXPECT_THAT(required.err, HasSubstr("unknown option '--episode'; did you mean '--episodes'?"));
+  EXPECT_THAT(RunRoboloop({"evaluate"}).err, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(RunRoboloop({"data", "info", "a.hdf5", "--bogus"}).err, Not(HasSubstr("did you mean")));
+}
+
 }  // namespace
 }  // namespace roboloop::cli

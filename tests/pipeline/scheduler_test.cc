@@ -186,6 +186,35 @@ TEST_F(SchedulerTest, LoopWithoutItsConditionFailsWithConditionNotMet) {
   EXPECT_EQ(executor_.calls["gate"], 4);
 }
 
+// What a run with an unmet loop produced reaches `produced`, for `run` to summarize: the top-level
+// stages that finished and each iteration of the loop.
+TEST_F(SchedulerTest, AnUnmetLoopStillReportsWhatTheRunProduced) {
+  executor_.script = [](const v1::Stage& stage, int, const common::CancellationToken&) -> absl::StatusOr<StageOutputs> {
+    if (stage.kind() == "train") return StageOutputs{{"checkpoint", "ck"}};
+    return StageOutputs{{"success.lower", "0.5"}};
+  };
+  RunOutcome produced;
+  SchedulerOptions options;
+  options.produced = &produced;
+  auto outcome = Run(R"(stages:
+  - {name: base, kind: train, train: {dataset: d}}
+  - name: improve
+    kind: loop
+    needs: [base]
+    loop:
+      max_iterations: 2
+      until: "${gate.success.lower} >= 0.85"
+      stages:
+        - {name: gate, kind: evaluate, evaluate: {checkpoint: "${base.checkpoint}"}}
+)", options);
+  ASSERT_TRUE(UnmetLoopOf(outcome.status()).has_value()) << outcome.status();
+  EXPECT_EQ(produced.outputs.at("base").at("checkpoint"), "ck");
+  EXPECT_EQ(produced.outputs.count("improve"), 0u);
+  EXPECT_EQ(produced.loop_iterations.at("improve"), 2);
+  ASSERT_EQ(produced.loop_bodies.at("improve").size(), 2u);
+  EXPECT_EQ(produced.loop_bodies.at("improve")[1].at("gate").at("success.lower"), "0.5");
+}
+
 TEST_F(SchedulerTest, CancellationStopsRunningStagesAndStartsNoMore) {
   common::CancellationToken cancel;
   executor_.script = [&](const v1::Stage&, int, const common::CancellationToken& stage_cancel) -> absl::StatusOr<StageOutputs> {

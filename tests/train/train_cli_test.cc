@@ -472,8 +472,8 @@ TEST_F(TrainCliTest, UsageErrorsExit2NamingTheFlag) {
 TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
   const std::string root = testing::MakeTempDir("bad");
   const ProgramResult unknown = RunProgram(Train(root, {"--policy", "diffusion"}));
-  EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_THAT(unknown.err, HasSubstr("unknown policy 'diffusion' (known: mlp, transformer)"));
+  EXPECT_EQ(unknown.exit_code, 2) << "a usage error";
+  EXPECT_THAT(unknown.err, HasSubstr("--policy: unknown policy kind 'diffusion' (known: mlp, transformer)"));
 
   const ProgramResult bad_ref = RunProgram(Train(root, {"--resume", "nosuch@latest"}));
   EXPECT_EQ(bad_ref.exit_code, 1);

@@ -149,7 +149,9 @@ TEST(TrainJobTest, WordsOutsideTheFlagsChoicesAreRefusedNamingTheFlag) {
               HasSubstr("--precision: 'fp16' is not one of fp32, bf16, fp8"));
   EXPECT_THAT(RefusalOf({"roboloop", "train", "--cuda-graph", "maybe"}), HasSubstr("--cuda-graph: 'maybe'"));
   EXPECT_THAT(RefusalOf({"roboloop", "train", "--fp8-scaling", "bogus"}), HasSubstr("--fp8-scaling: 'bogus'"));
-  EXPECT_EQ(RefusalOf({"roboloop", "train", "--device", "cuda:3", "--precision", "bf16"}), "");
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--policy", "cnn"}),
+              HasSubstr("--policy: unknown policy kind 'cnn' (known: mlp, transformer)"));
+  EXPECT_EQ(RefusalOf({"roboloop", "train", "--device", "cuda:3", "--precision", "bf16", "--policy", "mlp"}), "");
 }
 
 // A config with the defaults filled, as CheckTrainConfig sees it.
