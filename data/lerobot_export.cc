@@ -509,11 +509,21 @@ absl::StatusOr<double> FramesPerSecond(const LeRobotExportOptions& options, cons
   return RecordedFramesPerSecond(options.input_path, env_args_json);
 }
 
+// The export creates the folders missing above `out`: FailedPrecondition "writing OUT: DIR is not a folder" when the
+// nearest existing one above it is a file (where creating them would fail with a temporary's name).
+absl::Status CheckCreatableOutput(const std::string& out) {
+  std::filesystem::path above = std::filesystem::path(out).lexically_normal().parent_path();
+  std::error_code error;
+  while (!above.empty() && !std::filesystem::exists(above, error)) above = above.parent_path();
+  if (above.empty() || std::filesystem::is_directory(above, error)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("writing ", out, ": ", above.string(), " is not a folder"));
+}
+
 // Refuses an existing output that the export must not replace: any without `overwrite`, and with it anything but an
-// earlier LeRobot export, or a folder that holds the input or the working directory.
+// earlier LeRobot export, or a folder that holds the input or the working directory; and an output below a file.
 absl::Status CheckReplaceableOutput(const LeRobotExportOptions& options) {
   const std::string& out = options.output_dir;
-  if (!PathExists(out)) return absl::OkStatus();
+  if (!PathExists(out)) return CheckCreatableOutput(out);
   if (!options.overwrite) return absl::AlreadyExistsError(absl::StrCat(out, ": already exists (pass --overwrite)"));
   if (!PathExists(JoinPath(out, lerobot::kInfoPath))) {
     return absl::FailedPreconditionError(absl::StrCat(

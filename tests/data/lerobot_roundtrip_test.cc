@@ -363,7 +363,9 @@ TEST(LeRobotRoundTripTest, CachedImportsAreReadOnlyAndImportedAgain) {
   const absl::StatusOr<std::string> cached = ImportLeRobotCached(folder, dir.File("cache"));
   ASSERT_TRUE(cached.ok()) << cached.status();
   EXPECT_EQ(Mode(*cached), 0444);
-  if (geteuid() != 0) EXPECT_LT(open(cached->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+  if (geteuid() != 0) {
+    EXPECT_LT(open(cached->c_str(), O_WRONLY), 0) << "a user cannot write into it";
+  }
 
   ASSERT_EQ(chmod(cached->c_str(), 0644), 0);
   ASSERT_EQ(ImportLeRobotCached(folder, dir.File("cache")).value_or(""), *cached);
@@ -416,6 +418,10 @@ TEST(LeRobotRoundTripTest, OverwriteReplacesOnlyAnEarlierExport) {
 
   std::filesystem::create_directory(dir.File("results"));
   std::ofstream(dir.File("results/a.txt")) << "keep";
+  options.output_dir = dir.File("results/a.txt/deeper/lerobot");
+  absl::StatusOr<LeRobotExportResult> below_a_file = ExportLeRobot(options);
+  EXPECT_EQ(below_a_file.status().message(),
+            "writing " + options.output_dir + ": " + dir.File("results/a.txt") + " is not a folder");
   options.output_dir = dir.File("results");
   absl::StatusOr<LeRobotExportResult> other = ExportLeRobot(options);
   EXPECT_EQ(other.status().message(), dir.File("results") + ": exists and is not a LeRobot dataset folder (no "
