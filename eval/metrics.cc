@@ -127,16 +127,37 @@ std::string SignFlipName(const v1::Comparison& comparison) {
   return comparison.pairs() <= kMaxExactSignFlipPairs ? "exact sign-flip" : "Monte-Carlo sign-flip";
 }
 
-void Decide(const CompareOptions& options, v1::Comparison* comparison) {
+// Episodes cut short by the policy's own invalid action or by physics it destabilized: their
+// return stops early, so a policy that fails at once can out-"return" one that tries.
+bool EndedEarlyByThePolicy(const v1::EpisodeResult& episode) {
+  return episode.end_reason() == "invalid_action" || episode.end_reason() == "unstable";
+}
+
+// Counts of episodes ended early by the policy, of the candidate and of the baseline.
+struct EarlyEnds {
+  int64_t candidate = 0;
+  int64_t baseline = 0;
+};
+
+void Decide(const CompareOptions& options, const EarlyEnds& early_ends, v1::Comparison* comparison) {
   const int64_t b = comparison->candidate_only();
   const int64_t c = comparison->baseline_only();
   const double mean_difference = comparison->return_difference().mean();
+  const bool return_significant = comparison->return_difference_p() < options.alpha && mean_difference != 0.0;
   if (comparison->mcnemar_p() < options.alpha) {
     comparison->set_verdict(b > c ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
     comparison->set_reason(absl::StrFormat(
         "success: McNemar p = %.4g < alpha %.3g with %d candidate-only vs %d baseline-only successes",
         comparison->mcnemar_p(), options.alpha, b, c));
-  } else if (comparison->return_difference_p() < options.alpha && mean_difference != 0.0) {
+  } else if (return_significant && mean_difference > 0.0 && early_ends.candidate > early_ends.baseline) {
+    comparison->set_verdict(v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE);
+    comparison->set_reason(absl::StrFormat(
+        "return not trusted: success not significant (McNemar p = %.4g); the candidate's higher return (%s p = "
+        "%.4g) comes from episodes cut short: %d of its episodes ended by an invalid action or unstable physics, "
+        "%d of the baseline's",
+        comparison->mcnemar_p(), SignFlipName(*comparison), comparison->return_difference_p(), early_ends.candidate,
+        early_ends.baseline));
+  } else if (return_significant) {
     comparison->set_verdict(mean_difference > 0.0 ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
     comparison->set_reason(absl::StrFormat(
         "return: success not significant (McNemar p = %.4g), %s p = %.4g < alpha %.3g for mean "
@@ -325,9 +346,12 @@ absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
   v1::Comparison comparison;
   int64_t counts[2][2] = {{0, 0}, {0, 0}};  // [candidate success][baseline success]
   std::vector<double> differences;
+  EarlyEnds early_ends;
   for (const auto& [key, ours] : candidate_index) {
     const v1::EpisodeResult* theirs = baseline_index.at(key);
     counts[ours->success()][theirs->success()] += 1;
+    early_ends.candidate += EndedEarlyByThePolicy(*ours) ? 1 : 0;
+    early_ends.baseline += EndedEarlyByThePolicy(*theirs) ? 1 : 0;
     differences.push_back(ours->episode_return() - theirs->episode_return());
   }
   comparison.set_pairs(static_cast<int64_t>(differences.size()));
@@ -346,7 +370,7 @@ absl::StatusOr<v1::Comparison> ComparePaired(const Episodes& candidate,
   ROBOLOOP_ASSIGN_OR_RETURN(SignFlipResult sign_flip, SignFlipTest(differences, bootstrap.resamples, bootstrap.seed));
   comparison.set_return_difference_p(sign_flip.p);
   comparison.set_alpha(options.alpha);
-  Decide(options, &comparison);
+  Decide(options, early_ends, &comparison);
   return comparison;
 }
 

@@ -301,6 +301,20 @@ TEST(ComparePairedTest, SixPairsAllHigherAreBetterAtTheExactP) {
   EXPECT_EQ(reversed->verdict(), v1::VERDICT_WORSE);
 }
 
+TEST(ComparePairedTest, AHigherReturnFromEpisodesCutShortByInvalidActionsIsNotBetter) {
+  // QA: a policy emitting NaN ended every reacher episode at step 0 with return 0, above a working
+  // policy's negative returns, and compare (so promote) called it better.
+  Episodes broken;
+  for (int i = 0; i < 12; ++i) *broken.Add() = Episode(i, false, 0.0, 0, "invalid_action");
+  auto comparison = ComparePaired(broken, MakeRun(12, 0, -10.0));
+  ASSERT_TRUE(comparison.ok()) << comparison.status();
+  EXPECT_LT(comparison->return_difference_p(), 0.05);
+  EXPECT_EQ(comparison->verdict(), v1::VERDICT_NO_SIGNIFICANT_DIFFERENCE);
+  EXPECT_THAT(comparison->reason(), HasSubstr("12 of its episodes ended by an invalid action"));
+  auto reversed = ComparePaired(MakeRun(12, 0, -10.0), broken);
+  EXPECT_EQ(reversed->verdict(), v1::VERDICT_WORSE);
+}
+
 TEST(ComparePairedTest, RefusesTooFewResamplesForAlpha) {
   CompareOptions options;
   options.bootstrap.resamples = 999;
