@@ -133,9 +133,9 @@ std::string ProtocolCell(const v1::Evaluation& e) {
 std::string ModelCell(const v1::Evaluation& e) { return absl::StrCat(e.model(), ":v", e.model_version()); }
 
 
-// RFC 4180 quoting: fields with a comma, quote or newline are quoted, quotes doubled.
+// RFC 4180 quoting: fields with a comma, quote, carriage return or newline are quoted, quotes doubled.
 std::string CsvField(const std::string& value) {
-  if (value.find_first_of(",\"\n") == std::string::npos) return value;
+  if (value.find_first_of(",\"\r\n") == std::string::npos) return value;
   return absl::StrCat("\"", absl::StrReplaceAll(value, {{"\"", "\"\""}}), "\"");
 }
 

@@ -78,6 +78,16 @@ TEST_F(CliEvalTest, LeaderboardTableJsonAndCsv) {
   EXPECT_THAT(csv.out, HasSubstr("1," + other.id() + ",cart,1,ckpt-cart,cartpole-swingup"));
 }
 
+TEST_F(CliEvalTest, CsvQuotesAFieldHoldingACarriageReturn) {
+  // QA: a protocol named "g\rX" came out unquoted and csv readers broke the row there.
+  v1::Protocol named = protocol_;
+  named.set_name("g\rX");
+  Seed({testing::MakeEvaluation(named, "ckpt-cr", "reach", 1, 20, 0, kJan1)});
+  ProgramResult csv = Roboloop({"leaderboard", "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(csv.out, HasSubstr(",reacher,\"g\rX\","));
+}
+
 TEST_F(CliEvalTest, CompareByCheckpointAndEvaluationId) {
   v1::Evaluation candidate = testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1);
   v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1);
