@@ -257,7 +257,8 @@ class CheckpointRefs {
 // ambiguous), else a checkpoint reference the registry resolves, with its newest completed
 // evaluation under the protocol.
 absl::StatusOr<v1::Evaluation> ResolveSide(eval::LeaderboardStore& store, CheckpointRefs& checkpoints,
-                                           const std::string& ref, const std::string& protocol_hash) {
+                                           const std::string& ref, const std::string& protocol,
+                                           const std::string& protocol_hash) {
   absl::StatusOr<v1::Evaluation> stored = eval::ResolveStoredEvaluation(store, ref, protocol_hash);
   const bool by_prefix = stored.ok() && stored->id() != ref && stored->checkpoint_id() != ref;
   if (!by_prefix && !absl::IsNotFound(stored.status())) return stored;
@@ -272,7 +273,12 @@ absl::StatusOr<v1::Evaluation> ResolveSide(eval::LeaderboardStore& store, Checkp
     return absl::Status(stored.status().code(), absl::StrCat(stored.status().message(), "; as a checkpoint reference: ",
                                                              checkpoint_id.status().message()));
   }
-  return eval::ResolveStoredEvaluation(store, *checkpoint_id, protocol_hash);
+  absl::StatusOr<v1::Evaluation> newest = eval::ResolveStoredEvaluation(store, *checkpoint_id, protocol_hash);
+  if (!absl::IsNotFound(newest.status())) return newest;
+  return absl::NotFoundError(absl::StrCat("checkpoint '", ref, "' (", *checkpoint_id,
+                                          ") has no completed evaluation under --protocol '", protocol, "' (",
+                                          protocol_hash, "); run `roboloop eval ", ref, " --protocol ", protocol,
+                                          "` first"));
 }
 
 // --alpha and --resamples as a paired comparison takes them; a usage error naming the flag otherwise.
@@ -290,8 +296,8 @@ absl::Status Compare(const EvalFlags& f) {
   ROBOLOOP_ASSIGN_OR_RETURN(std::unique_ptr<eval::LeaderboardStore> store, OpenStore(f));
   ROBOLOOP_ASSIGN_OR_RETURN(std::string protocol_hash, ResolveProtocolHash(f, *store));
   CheckpointRefs checkpoints(f.root);
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, ResolveSide(*store, checkpoints, f.candidate, protocol_hash));
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, ResolveSide(*store, checkpoints, f.baseline, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation candidate, ResolveSide(*store, checkpoints, f.candidate, f.protocol, protocol_hash));
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::Evaluation baseline, ResolveSide(*store, checkpoints, f.baseline, f.protocol, protocol_hash));
   eval::CompareOptions options;
   options.alpha = f.alpha;
   options.bootstrap.resamples = f.resamples;

@@ -229,6 +229,27 @@ TEST_F(CliEvalTest, APrefixOfBothAnEvaluationAndACheckpointIsAmbiguous) {
   EXPECT_EQ(nlohmann::json::parse(settled.out)["candidate_evaluation_id"], candidate.id());
 }
 
+// QA: `compare cb:v2 …` named the checkpoint by its resolved id and the protocol by its hash only.
+TEST_F(CliEvalTest, ACheckpointWithoutAnEvaluationIsNamedAsTheUserWroteIt) {
+  std::ofstream(dir_ + "/manifest.json") << R"({"format_version": 1, "model": "x",
+      "policy": {"kind": "mlp", "options": {}}, "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
+      "action_spec": {"names": ["force"], "shapes": [[1]]}, "normalization": {},
+      "action_chunk": {"horizon": 1, "execution": "receding"}, "dataset_id": "", "parent_id": "", "step": 10,
+      "metrics": {}, "blobs": {}, "provenance": {}})";
+  std::ofstream(dir_ + "/policy.bin") << "weights";
+  ProgramResult put = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "registry", "put", "--model",
+                                                     "reach", "--manifest", dir_ + "/manifest.json", "--blob",
+                                                     "policy=" + dir_ + "/policy.bin", "--root", root_});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 2, 15, 0, kJan1);
+  Seed({baseline});
+  ProgramResult missing = Roboloop({"compare", "reach:v1", baseline.id(), "--protocol", "reach-gate"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("checkpoint 'reach:v1' ("));
+  EXPECT_THAT(missing.err, HasSubstr("has no completed evaluation under --protocol 'reach-gate' ("));
+  EXPECT_THAT(missing.err, HasSubstr("run `roboloop eval reach:v1 --protocol reach-gate` first"));
+}
+
 TEST_F(CliEvalTest, ProtocolHashPrefixesAndStoredNamesAreAccepted) {
   const v1::Protocol early = testing::MakeProtocol("reacher", 40, 5000);
   const v1::Protocol late = testing::MakeProtocol("reacher", 40, 6000);  // same name, other hash
