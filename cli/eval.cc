@@ -189,7 +189,7 @@ absl::Status Leaderboard(const EvalFlags& f) {
     case ListFormat::kJson: {
       v1::LeaderboardResponse response;
       for (v1::Evaluation& e : top) *response.add_evaluations() = std::move(e);
-      ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(response));
+      ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(response, JsonLayout::kIndented, JsonDefaults::kPrinted));
       break;
     }
     case ListFormat::kCsv:
@@ -308,7 +308,7 @@ absl::Status Compare(const EvalFlags& f) {
   comparison.set_candidate_evaluation_id(candidate.id());
   comparison.set_baseline_evaluation_id(baseline.id());
   if (f.format == ListFormat::kJson) {
-    ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(comparison));
+    ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(comparison, JsonLayout::kIndented, JsonDefaults::kPrinted));
   } else {
     PrintComparison(comparison, candidate, baseline);
   }

@@ -172,7 +172,7 @@ absl::Status Evaluate(const EvalRunFlags& f) {
   if (tty) std::fprintf(stderr, "\n");
   ROBOLOOP_RETURN_IF_ERROR(evaluation.status());
   if (f.format == Format::kJson) {
-    ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(*evaluation));
+    ROBOLOOP_RETURN_IF_ERROR(PrintProtoJson(*evaluation, JsonLayout::kIndented, JsonDefaults::kPrinted));
   } else {
     PrintEvaluation(*evaluation, cached);
   }

@@ -108,10 +108,10 @@ bool WithHexHashes(const google::protobuf::Message& message, nlohmann::ordered_j
   using google::protobuf::FieldDescriptor;
   if (absl::StartsWith(message.GetDescriptor()->file()->name(), "google/protobuf/")) return false;
   const google::protobuf::Reflection& reflection = *message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection.ListFields(message, &fields);
+  const google::protobuf::Descriptor& descriptor = *message.GetDescriptor();
   bool changed = false;
-  for (const FieldDescriptor* field : fields) {
+  for (int index = 0; index < descriptor.field_count(); ++index) {  // a zero hash is printed too with kPrinted
+    const FieldDescriptor* field = descriptor.field(index);
     if (field->is_map() || !json.contains(field->name())) continue;
     nlohmann::ordered_json& value = json[field->name()];
     const int count = field->is_repeated() ? reflection.FieldSize(message, field) : 1;
@@ -135,9 +135,11 @@ bool WithHexHashes(const google::protobuf::Message& message, nlohmann::ordered_j
 
 std::string StateHashHex(uint64_t hash) { return absl::StrFormat("%016x", hash); }
 
-absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout) {
+absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, JsonLayout layout,
+                                      JsonDefaults defaults) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = layout == JsonLayout::kIndented;
+  options.always_print_primitive_fields = defaults == JsonDefaults::kPrinted;
   options.preserve_proto_field_names = true;
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
@@ -149,8 +151,8 @@ absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message, 
   return layout == JsonLayout::kIndented ? parsed.dump(1) : parsed.dump();
 }
 
-absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout) {
-  ROBOLOOP_ASSIGN_OR_RETURN(std::string json, ProtoJson(message, layout));
+absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout, JsonDefaults defaults) {
+  ROBOLOOP_ASSIGN_OR_RETURN(std::string json, ProtoJson(message, layout, defaults));
   std::printf("%s\n", json.c_str());
   return absl::OkStatus();
 }

@@ -59,6 +59,11 @@ void AddPluginCallTimeoutFlag(CLI::App* command);
 // How JSON output is laid out: indented for one document, one line per message for streams (JSONL).
 enum class JsonLayout { kIndented, kOneLine };
 
+// Whether JSON output prints fields holding their default (0, false, "", an empty list) or, as protobuf
+// does by default, leaves them out. Tables of results print them, so that a 0 % success rate or an empty
+// leaderboard reads as a value ("rate": 0, "evaluations": []) rather than a missing key.
+enum class JsonDefaults { kOmitted, kPrinted };
+
 // A state hash (the proto's fixed64 fields) as tables and JSON show it and `sim replay --expect-hash`
 // takes it: 16 hex digits.
 std::string StateHashHex(uint64_t hash);
@@ -67,9 +72,11 @@ std::string StateHashHex(uint64_t hash);
 // episodes) as StateHashHex strings where protobuf would print decimal ones; InternalError naming its
 // type if it cannot be printed (e.g. a string that is not UTF-8).
 absl::StatusOr<std::string> ProtoJson(const google::protobuf::Message& message,
-                                      JsonLayout layout = JsonLayout::kIndented);
+                                      JsonLayout layout = JsonLayout::kIndented,
+                                      JsonDefaults defaults = JsonDefaults::kOmitted);
 
-// Prints ProtoJson(message, layout) and a newline to stdout.
-absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout = JsonLayout::kIndented);
+// Prints ProtoJson(message, layout, defaults) and a newline to stdout.
+absl::Status PrintProtoJson(const google::protobuf::Message& message, JsonLayout layout = JsonLayout::kIndented,
+                            JsonDefaults defaults = JsonDefaults::kOmitted);
 
 }  // namespace roboloop::cli

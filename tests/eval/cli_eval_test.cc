@@ -88,6 +88,32 @@ TEST_F(CliEvalTest, CsvQuotesAFieldHoldingACarriageReturn) {
   EXPECT_THAT(csv.out, HasSubstr(",reacher,\"g\rX\","));
 }
 
+// QA: JSON left out every zero (a 0 % policy had no "rate", an empty leaderboard printed {}, a
+// comparison without baseline-only successes no "baseline_only"), so scripts met missing keys.
+TEST_F(CliEvalTest, JsonPrintsZerosAndEmptyLists) {
+  Seed({});
+  ProgramResult empty = Roboloop({"leaderboard", "--format", "json"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(nlohmann::json::parse(empty.out)["evaluations"], nlohmann::json::array());
+
+  v1::Evaluation failing = testing::MakeEvaluation(protocol_, "ckpt-zero", "reach", 1, 0, 0, kJan1);
+  v1::Evaluation better = testing::MakeEvaluation(protocol_, "ckpt-some", "reach", 2, 10, 0, kJan1);
+  Seed({failing, better});
+  ProgramResult rows = Roboloop({"leaderboard", "--format", "json"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  const nlohmann::json zero = nlohmann::json::parse(rows.out)["evaluations"][1]["aggregates"]["success"];
+  EXPECT_EQ(zero["rate"], 0);
+  EXPECT_EQ(zero["successes"], "0");
+  EXPECT_EQ(zero["interval"]["low"], 0);
+
+  ProgramResult compare =
+      Roboloop({"compare", better.id(), failing.id(), "--protocol", "reach-gate", "--format", "json"});
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  const nlohmann::json comparison = nlohmann::json::parse(compare.out);
+  EXPECT_EQ(comparison["baseline_only"], "0");
+  EXPECT_EQ(comparison["both_succeeded"], "0");
+}
+
 TEST_F(CliEvalTest, CompareByCheckpointAndEvaluationId) {
   v1::Evaluation candidate = testing::MakeEvaluation(protocol_, "ckpt-new", "reach", 2, 30, 0, kJan1);
   v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 1, 15, 0, kJan1);
