@@ -377,6 +377,13 @@ absl::StatusOr<CheckpointPolicySpec> CheckManifest(const registry::CheckpointMan
   return spec;
 }
 
+// The shortest decimal text that reads back as exactly `value`.
+std::string ShortestDecimal(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
 // Runs `model` once on a zero observation history of the task's size.
 absl::Status ProbeFitsTask(ChunkModel& model, const std::string& name, const ObsSpec& obs_spec,
                            const ActionSpec& action_spec) {
@@ -387,10 +394,16 @@ absl::Status ProbeFitsTask(ChunkModel& model, const std::string& name, const Obs
   const int32_t history_length = 1;
   const absl::Status status =
       model.Predict(obs.data(), &history_length, image_bytes > 0 ? images.data() : nullptr, 1, actions.data());
-  if (status.ok()) return status;
-  return absl::InvalidArgumentError(absl::StrCat("policy ", name, " does not fit the task (observation ",
-                                                 DescribeObsSpec(obs_spec), " = ", obs_spec.size(), " floats, ",
-                                                 action_spec.size(), " action dims): ", status.message()));
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy ", name, " does not fit the task (observation ",
+                                                   DescribeObsSpec(obs_spec), " = ", obs_spec.size(), " floats, ",
+                                                   action_spec.size(), " action dims): ", status.message()));
+  }
+  const auto non_finite = std::find_if(actions.begin(), actions.end(), [](float a) { return !std::isfinite(a); });
+  if (non_finite == actions.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "policy ", name, " predicts a non-finite action (action[", non_finite - actions.begin(), "] = ",
+      ShortestDecimal(*non_finite), ") for a zero observation of the task; a policy must give finite actions"));
 }
 
 // Loads the policy file `path` of `spec` through the torch boundary as policy `name`.
@@ -405,13 +418,6 @@ absl::StatusOr<std::unique_ptr<Policy>> LoadSpecPolicy(const std::string& path, 
   auto chunk_model = std::make_unique<TorchChunkModel>(std::move(model), spec, options.batch_invariant);
   ROBOLOOP_RETURN_IF_ERROR(ProbeFitsTask(*chunk_model, name, obs_spec, action_spec));
   return MakeChunkedPolicy(std::move(chunk_model), options.execution, name, obs_spec, action_spec);
-}
-
-// The shortest decimal text that reads back as exactly `value`.
-std::string ShortestDecimal(double value) {
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
 }
 
 // The first BLAS library in this process's memory map ("" when none is mapped).

@@ -131,7 +131,8 @@ struct PolicyFile {
 // CheckManifestFitsTask checks them (a kind without obs_dim/action_dim options takes the task's),
 // then one query on a zero observation. The policy's name is file.path. InvalidArgument naming
 // the file: an unknown kind or bad options, absent or corrupt, an op LibTorch lacks, "does not
-// fit the task"; or the torch library that cannot be loaded.
+// fit the task", a non-finite action for that observation; or the torch library that cannot be
+// loaded.
 absl::StatusOr<std::unique_ptr<Policy>> LoadPolicyFile(const PolicyFile& file, const PolicyRunOptions& options,
                                                        const ObsSpec& obs_spec, const ActionSpec& action_spec);
 

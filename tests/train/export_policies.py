@@ -6,6 +6,7 @@ Writes into OUT_DIR:
   scripted.pt    torch.jit.script of a TransformerEncoder policy (obs [B, 6] -> actions [B, 2])
   traced.pt      torch.jit.trace of the same architecture with other weights
   cartpole.pt    a scripted TransformerEncoder policy for cartpole-balance (obs 5 -> action 1)
+  nan.pt         a scripted policy for cartpole-balance whose every action is NaN
   missing_op.pt  a scripted policy whose code was rewritten to call
                  aten::fused_policy_head_from_the_future, an op no LibTorch has (as a file
                  saved by a newer PyTorch would call one this LibTorch lacks)
@@ -39,6 +40,13 @@ class TransformerPolicy(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         tokens = self.embed(obs.reshape(obs.shape[0], self.tokens, self.features))
         return torch.tanh(self.head(self.encoder(tokens).mean(dim=1)))
+
+
+class NanPolicy(nn.Module):
+    """A cartpole-balance policy (obs 5 -> action 1) whose every action is NaN."""
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs[:, :1] * float("nan")
 
 
 class SoftmaxPolicy(nn.Module):
@@ -81,6 +89,7 @@ def main(out_dir):
     traced.save(os.path.join(out_dir, "traced.pt"))
     cartpole = TransformerPolicy(tokens=5, features=1, action_dim=1).eval()
     torch.jit.script(cartpole).save(os.path.join(out_dir, "cartpole.pt"))
+    torch.jit.script(NanPolicy()).save(os.path.join(out_dir, "nan.pt"))
     template = os.path.join(out_dir, "softmax.pt")
     torch.jit.script(SoftmaxPolicy()).save(template)
     rewrite_code(template, os.path.join(out_dir, "missing_op.pt"), b"torch.softmax(obs, -1)",
