@@ -130,6 +130,13 @@ sim::ActionSpec ActionSpecOf(const v1::TaskInfo& task) {
                          {task.action_high().begin(), task.action_high().end()}};
 }
 
+// Checks the protocol's robustness perturbations against the task (noise keys, non-negative stds and
+// delay, ordered positive ranges) before anything is stored; InvalidArgument naming the protocol.
+absl::Status CheckRobustnessFits(const v1::Protocol& protocol, const v1::TaskInfo& task) {
+  return Annotate(sim::ValidateRobustness(sim::RobustnessFromProto(protocol.robustness()), ObsSpecOf(task)),
+                  absl::StrCat("protocol '", protocol.name(), "' on task ", task.name()));
+}
+
 // Checks the checkpoint's manifest against the task and the protocol's chunk execution.
 absl::Status CheckCheckpointFits(const v1::Checkpoint& checkpoint, const std::string& ref,
                                  const v1::TaskInfo& task, const v1::Protocol& protocol) {
@@ -231,6 +238,7 @@ absl::StatusOr<v1::Evaluation> EvalServiceHandler::Evaluate(const v1::EvaluateRe
   ROBOLOOP_ASSIGN_OR_RETURN(SimFleet fleet, ConnectFleet(names, options_.sim_token_file, options_.sim_display_names));
   ROBOLOOP_RETURN_IF_ERROR(ValidateProtocol(protocol, fleet.known_tasks));
   ROBOLOOP_ASSIGN_OR_RETURN(v1::TaskInfo task, FleetTask(fleet, protocol.task()));
+  ROBOLOOP_RETURN_IF_ERROR(CheckRobustnessFits(protocol, task));
   ROBOLOOP_RETURN_IF_ERROR(PinTaskDefinition(task.definition_hash(), &protocol));
   absl::StatusOr<v1::Checkpoint> checkpoint = options_.registry->GetCheckpoint(request.checkpoint_ref());
   if (!checkpoint.ok()) return Annotate(checkpoint.status(), absl::StrCat("checkpoint ", request.checkpoint_ref()));

@@ -272,6 +272,14 @@ TEST_F(EvalServiceTest, BadInputIsRefusedBeforeAnyRollout) {
   inline_protocol.mutable_execution()->mutable_chunk()->set_receding_steps(6);
   *long_horizon.request.mutable_protocol() = inline_protocol;
   cases.push_back(long_horizon);
+  // QA: a negative noise std was found only by the rollout, and stored a failed evaluation.
+  Case bad_robustness{Request({0}), absl::StatusCode::kInvalidArgument,
+                      "protocol 'noisy' on task cartpole-swingup: robustness option action_noise_std must be >= 0"};
+  inline_protocol.set_name("noisy");
+  inline_protocol.mutable_execution()->mutable_chunk()->set_mode(v1::ChunkExecution::FULL_CHUNK);
+  inline_protocol.mutable_robustness()->set_action_noise_std(-1.0);
+  *bad_robustness.request.mutable_protocol() = inline_protocol;
+  cases.push_back(bad_robustness);
   Case unknown_checkpoint{Request({0}), absl::StatusCode::kNotFound, "nobody@latest"};
   unknown_checkpoint.request.set_checkpoint_ref("nobody@latest");
   cases.push_back(unknown_checkpoint);
