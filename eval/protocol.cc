@@ -7,6 +7,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,7 +30,7 @@ std::string FileStem(const std::string& path) {
 
 std::string KnownProtocols(const std::string& dir) {
   absl::StatusOr<std::vector<std::string>> entries = ListDir(dir);
-  if (!entries.ok()) return "none (cannot list " + dir + ")";
+  if (!entries.ok()) return "none (cannot list " + dir + "; --protocols-dir names the folder to read)";
   std::vector<std::string> names;
   for (const std::string& entry : *entries) {
     if (absl::EndsWith(entry, kYamlSuffix)) names.push_back(FileStem(entry));
@@ -140,7 +141,19 @@ absl::Status ValidateProtocol(const v1::Protocol& protocol,
   return CheckProtocolSettings(protocol);
 }
 
+// InvalidArgument when the protocol's name holds a control character (it would garble tables and logs).
+absl::Status CheckPrintableName(const v1::Protocol& protocol) {
+  const std::string& name = protocol.name();
+  const auto control = std::find_if(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (control == name.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("protocol name '", absl::CHexEscape(name),
+                                                 "' holds a control character: names are shown in tables and logs"));
+}
+
 absl::Status CheckProtocolSettings(const v1::Protocol& protocol) {
+  ROBOLOOP_RETURN_IF_ERROR(CheckPrintableName(protocol));
   const std::string label = ProtocolLabel(protocol);
   if (protocol.task().empty()) return absl::InvalidArgumentError(label + ": task is not set");
   if (protocol.episodes() < 1) {

@@ -53,8 +53,9 @@ std::string ProtocolHash(const v1::Protocol& protocol);
 absl::Status ValidateProtocol(const v1::Protocol& protocol,
                               absl::Span<const std::string> known_tasks);
 
-// Checks what needs no task list: the task is set, episodes >= 1, seed_start >= 0 (and the range
-// fits int64), max_steps >= 1, the chunk execution mode is set with valid parameters.
+// Checks what needs no task list: the name holds no control character, the task is set,
+// episodes >= 1, seed_start >= 0 (and the range fits int64), max_steps >= 1, the chunk execution
+// mode is set with valid parameters.
 // InvalidArgument naming the protocol and the field.
 absl::Status CheckProtocolSettings(const v1::Protocol& protocol);
 

@@ -167,6 +167,15 @@ TEST_F(ProtocolTest, ValidationNamesWhatIsWrong) {
               HasSubstr("execution.chunk.mode must be FULL_CHUNK, RECEDING_HORIZON or TEMPORAL_ENSEMBLE (the protocol "
                         "sets none: add e.g. `execution: {chunk: {mode: FULL_CHUNK}}`)"));
   EXPECT_THAT(error([](v1::Protocol* p) { p->set_episodes(0); }), HasSubstr("protocol 'p'"));
+  EXPECT_EQ(error([](v1::Protocol* p) { p->set_name("gate\rX"); }),
+            "protocol name 'gate\\rX' holds a control character: names are shown in tables and logs");
+}
+
+// Outside the repository the default folder is missing: the error says which flag names another.
+TEST_F(ProtocolTest, AnUnreadableProtocolsFolderNamesTheFlag) {
+  auto protocol = LoadProtocol("gate", dir_ + "/absent");
+  EXPECT_THAT(protocol.status().message(),
+              HasSubstr("none (cannot list " + dir_ + "/absent; --protocols-dir names the folder to read)"));
 }
 
 TEST_F(ProtocolTest, PinTaskDefinition) {
