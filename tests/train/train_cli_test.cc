@@ -361,6 +361,20 @@ TEST_F(TrainCliTest, ResumeContinuesTheCheckpointsRun) {
   EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
 }
 
+// QA: resuming a two-rank run with --nproc-per-node 2 started a new run (its logs in a second runs/ folder)
+// instead of continuing the checkpoint's.
+TEST_F(TrainCliTest, ResumedTwoRankRunContinuesTheCheckpointsRun) {
+  const std::string root = testing::MakeTempDir("resume_two_ranks");
+  const ProgramResult first = RunProgram(
+      Train(root, {"--steps", "4", "--checkpoint-every", "2", "--model", "d", "--nproc-per-node", "2"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string run = fs::path(RunDir(root)).filename();
+  const ProgramResult resumed = RunProgram(Train(root, {"--resume", "d:v1", "--nproc-per-node", "2"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("finished run " + run + " after 4 steps"));
+  EXPECT_EQ(fs::path(RunDir(root)).filename(), run);
+}
+
 // A streamed run resumed with a cache its data fits in goes on streaming, and its log says why.
 TEST_F(TrainCliTest, ResumedStreamingRunSaysWhyItStillStreams) {
   const std::string root = testing::MakeTempDir("resume_stream");
