@@ -125,10 +125,14 @@ absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& giv
   v1::TrainConfig on_top = given;  // what it fixes agrees with the checkpoint, so only the rest is merged
   on_top.clear_policy();
   on_top.clear_obs_features();
-  if (!on_top.dataset().empty() || on_top.datasets_size() > 0) {
+  const bool datasets_given = !on_top.dataset().empty() || on_top.datasets_size() > 0;
+  if (datasets_given || !checkpoint.dataset_id().empty()) {
     result.clear_dataset();
     result.clear_datasets();
   }
+  // Without datasets given, the run goes on with the data it trained on: its registered dataset (or set), not the
+  // recorded paths, which may be relative to another folder, gone or rewritten since.
+  if (!datasets_given && !checkpoint.dataset_id().empty()) result.set_dataset(checkpoint.dataset_id());
   result.MergeFrom(on_top);
   return result;
 }

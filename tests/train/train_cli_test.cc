@@ -361,6 +361,21 @@ TEST_F(TrainCliTest, ResumeContinuesTheCheckpointsRun) {
   EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
 }
 
+// QA: `--resume REF` without --dataset read the dataset path REF's run recorded, so a relative path run from
+// another folder, or a file moved since, was "dataset file ... does not exist". It trains on REF's registered dataset.
+TEST_F(TrainCliTest, ResumeWithoutDatasetTrainsOnTheCheckpointsRegisteredDataset) {
+  const std::string root = testing::MakeTempDir("resume_moved"), moved = testing::MakeTempDir("moved") + "/d.hdf5";
+  fs::copy_file(Dataset(), moved);
+  const std::vector<std::string> first = {RoboloopBinary(), "train", Config(), "--dataset", moved, "--root", root,
+                                          "--steps", "4", "--checkpoint-every", "2", "--model", "m"};
+  const ProgramResult trained = RunProgram(first);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  fs::remove(moved);
+  const ProgramResult resumed = RunProgram({RoboloopBinary(), "train", "--root", root, "--resume", "m:v1"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("after 4 steps"));
+}
+
 // QA: resuming a two-rank run with --nproc-per-node 2 started a new run (its logs in a second runs/ folder)
 // instead of continuing the checkpoint's.
 TEST_F(TrainCliTest, ResumedTwoRankRunContinuesTheCheckpointsRun) {
