@@ -211,6 +211,19 @@ TEST(TrainConfigCheckTest, EachNumberOutOfRangeIsNamedWithItsRange) {
   bad = Checkable();
   bad.mutable_optimizer()->set_min_lr_ratio(5);
   EXPECT_THAT(std::string(CheckTrainConfig(bad).message()), HasSubstr("min_lr_ratio must be in [0, 1], got 5"));
+  // QA: a chunk beyond the token budget failed at step 0, after the datasets were registered.
+  bad = Checkable();
+  bad.mutable_policy()->set_kind("transformer");
+  bad.mutable_policy()->set_history(2);
+  bad.mutable_policy()->set_chunk(8191);
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()),
+              HasSubstr("policy.history (--history) 2 + policy.chunk (--chunk) 8191 tokens of a sample exceed config "
+                        "key token_budget 8192: raise token_budget or give --no-packing"));
+  bad.mutable_policy()->set_chunk(8190);
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
+  bad.mutable_policy()->set_chunk(8191);
+  bad.set_no_packing(true);
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
 }
 
 }  // namespace
