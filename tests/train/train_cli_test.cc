@@ -553,5 +553,47 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
   EXPECT_THAT(registered.err, HasSubstr("the file is likely corrupt"));
 }
 
+// Sets the first action of the first demo of the dataset at `path` to NaN.
+void PutNaNAction(const std::string& path) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t actions = H5Dopen2(file, "data/demo_0/actions", H5P_DEFAULT);
+  const hid_t space = H5Dget_space(actions);
+  const hsize_t start[2] = {0, 0}, count[2] = {1, 1};
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  const hid_t one = H5Screate_simple(2, count, nullptr);
+  const float nan = NAN;
+  EXPECT_GE(H5Dwrite(actions, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &nan), 0);
+  H5Sclose(one);
+  H5Sclose(space);
+  H5Dclose(actions);
+  H5Fclose(file);
+}
+
+// QA: a set of files with different obs features, and a file with a NaN action, were refused but registered first
+// (datasets "cartpole", "pendulum", "cartpole-set" and "nan"), though `data register` refuses such a file.
+TEST_F(TrainCliTest, DataThatTrainingRefusesIsNotRegistered) {
+  const std::string root = testing::MakeTempDir("refused"), nan = testing::MakeTempDir("nan") + "/nan.hdf5";
+  const ProgramResult mixed = RunProgram(
+      {RoboloopBinary(), "train", Config(), "--dataset", Dataset(), "--dataset", *dir_ + "/pendulum.hdf5", "--root",
+       root, "--steps", "2"});
+  EXPECT_EQ(mixed.exit_code, 1);
+  EXPECT_THAT(mixed.err, HasSubstr("pendulum.hdf5: trains on obs features"));
+  fs::copy_file(Dataset(), nan);
+  PutNaNAction(nan);
+  const ProgramResult not_finite =
+      RunProgram({RoboloopBinary(), "train", Config(), "--dataset", nan, "--root", root, "--steps", "2"});
+  EXPECT_EQ(not_finite.exit_code, 1);
+  EXPECT_THAT(not_finite.err, HasSubstr("data/demo_0/actions: 1 NaN/Inf values"));
+  const ProgramResult datasets =
+      RunProgram({RoboloopBinary(), "registry", "ls", "--datasets", "--format", "json", "--root", root});
+  ASSERT_EQ(datasets.exit_code, 0) << datasets.err;
+  EXPECT_THAT(datasets.out, Not(HasSubstr("\"name\"")));
+  const ProgramResult trained = RunProgram(Train(root, {"--steps", "2"}));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const ProgramResult registered =
+      RunProgram({RoboloopBinary(), "registry", "ls", "--datasets", "--format", "json", "--root", root});
+  EXPECT_THAT(registered.out, HasSubstr("\"name\": \"cartpole\""));
+}
+
 }  // namespace
 }  // namespace roboloop::train
