@@ -104,12 +104,23 @@ absl::StatusOr<v1::TrainConfig> RecordedConfig(const v1::Checkpoint& checkpoint,
   return recorded;
 }
 
+bool HasTrainerState(const v1::Checkpoint& checkpoint) {
+  for (const v1::BlobRef& blob : checkpoint.blobs()) {
+    if (blob.role() == "trainer_state") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& given, const v1::Checkpoint& checkpoint) {
   const bool resume = !given.resume().empty();
   if (!resume && given.init_from().empty()) return given;
   const std::string& ref = resume ? given.resume() : given.init_from();
+  if (resume && !HasTrainerState(checkpoint)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from (it "
+                                                   "records no training run; fine-tune it with --init-from)"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::PolicySpec policy, CheckpointPolicy(checkpoint, ref));
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig recorded, RecordedConfig(checkpoint, policy, ref));
   std::vector<std::string> problems;

@@ -19,7 +19,8 @@ namespace roboloop::train {
 // The policy is the manifest's (kind and options, defaults filled). InvalidArgument, naming each
 // given field that contradicts the checkpoint by its flag (or config key) and the checkpoint's value,
 // e.g. "--batch-size 32 contradicts checkpoint a:v1 (batch_size 16)"; InvalidArgument for a manifest
-// or config_json that does not parse. `given` unchanged when it names no checkpoint.
+// or config_json that does not parse, and for resuming a checkpoint without a `trainer_state` blob.
+// `given` unchanged when it names no checkpoint.
 absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& given, const v1::Checkpoint& checkpoint);
 
 // InvalidArgument naming both steps when `config` (defaults filled) resumes `checkpoint` and the

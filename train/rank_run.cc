@@ -79,10 +79,16 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
       return Annotate(policy_options.status(), absl::StrCat("dataset ", p.dataset.Describe()));
     }
     p.policy_options = *std::move(policy_options);
-    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest.normalization));
     if (!config.resume().empty() && checkpoint.trainer_state_path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from"));
     }
+    if (checkpoint.manifest.normalization.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " records no normalization statistics to "
+                                                     "fine-tune from (registered without --normalization)"));
+    }
+    absl::StatusOr<Normalization> normalization = NormalizationFromJson(checkpoint.manifest.normalization);
+    if (!normalization.ok()) return Annotate(normalization.status(), absl::StrCat("checkpoint ", ref));
+    p.normalization = *std::move(normalization);
     p.parent_id = checkpoint.id;
     (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
   } else {

@@ -553,6 +553,36 @@ TEST_F(TrainCliTest, BadInputIsAClearErrorBeforeTraining) {
   EXPECT_THAT(registered.err, HasSubstr("the file is likely corrupt"));
 }
 
+// QA: fine-tuning a checkpoint registered from a policy file without --normalization failed with
+// "normalization: missing object 'obs'", naming no checkpoint; resuming it said the same instead of its missing state.
+TEST_F(TrainCliTest, ACheckpointWithoutNormalizationOrStateIsNamedWhenTrainingStartsFromIt) {
+  const std::string root = testing::MakeTempDir("no_stats");
+  const ProgramResult trained = RunProgram(Train(root, {"--steps", "2", "--model", "base"}));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const ProgramResult shown = RunProgram({RoboloopBinary(), "registry", "show", "base:v1", "--root", root});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  std::string policy_sha;
+  const nlohmann::json checkpoint = nlohmann::json::parse(shown.out);
+  for (const auto& blob : checkpoint["blobs"]) {
+    if (blob["role"] == "policy") policy_sha = blob["sha256"];
+  }
+  ASSERT_EQ(policy_sha.size(), 64u);
+  const std::string policy_file = root + "/p.safetensors";
+  fs::copy_file(root + "/blobs/" + policy_sha.substr(0, 2) + "/" + policy_sha.substr(2, 2) + "/" + policy_sha,
+                policy_file);
+  const ProgramResult put = RunProgram({RoboloopBinary(), "registry", "put", "--model", "pf", "--policy-file",
+                                        policy_file, "--task", "cartpole-swingup", "--kind", "transformer",
+                                        "--options", R"({"history": 2, "chunk": 4, "d_model": 32, "layers": 2,
+                                        "heads": 2, "ffn": 64})", "--root", root});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  const ProgramResult fine_tune = RunProgram(Train(root, {"--init-from", "pf:v1", "--steps", "2", "--model", "ft"}));
+  EXPECT_EQ(fine_tune.exit_code, 1);
+  EXPECT_THAT(fine_tune.err, HasSubstr("checkpoint pf:v1 records no normalization statistics to fine-tune from"));
+  const ProgramResult resume = RunProgram(Train(root, {"--resume", "pf:v1", "--steps", "4"}));
+  EXPECT_EQ(resume.exit_code, 1);
+  EXPECT_THAT(resume.err, HasSubstr("checkpoint pf:v1 has no trainer_state to resume from"));
+}
+
 // Sets the first action of the first demo of the dataset at `path` to NaN.
 void PutNaNAction(const std::string& path) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
