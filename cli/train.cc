@@ -233,7 +233,8 @@ absl::Status Train(const TrainCommand& command) {
   launch.argv[0] = kThisProgram;
   launch.nproc = job.nproc_per_node;
   launch.cancelled_exit_code = kExitCancelled;
-  if (job.run_id.empty()) launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
+  // The ranks share one run id: a new one, unless they resume a run and so each read its id from the checkpoint.
+  if (job.run_id.empty() && given.resume().empty()) launch.extra_env.push_back("ROBOLOOP_RUN_ID=" + NewUuid());
   const absl::Status launched = train::LaunchLocalRanks(launch);
   return absl::IsCancelled(launched) ? WithExitCode(launched, kExitCancelled) : launched;
 }

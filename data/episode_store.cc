@@ -51,8 +51,10 @@ absl::StatusOr<std::vector<const DemoLayout*>> SelectDemos(const DatasetLayout& 
   if (mask == layout.masks.end()) {
     std::vector<std::string> known;
     for (const auto& [name, unused] : layout.masks) known.push_back(name);
-    return absl::NotFoundError(absl::StrCat(options.path, ": no split '", options.split,
-                                            "' (known: ", absl::StrJoin(known, ", "), ")"));
+    const std::string masks = known.empty() ? "the file has no masks; `roboloop data split FILE --valid 0.1` writes "
+                                              "mask/train and mask/valid"
+                                            : absl::StrCat("known: ", absl::StrJoin(known, ", "));
+    return absl::NotFoundError(absl::StrCat(options.path, ": no split '", options.split, "' (", masks, ")"));
   }
   for (const std::string& name : mask->second) demos.push_back(layout.FindDemo(name));
   return demos;

@@ -104,12 +104,23 @@ absl::StatusOr<v1::TrainConfig> RecordedConfig(const v1::Checkpoint& checkpoint,
   return recorded;
 }
 
+bool HasTrainerState(const v1::Checkpoint& checkpoint) {
+  for (const v1::BlobRef& blob : checkpoint.blobs()) {
+    if (blob.role() == "trainer_state") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& given, const v1::Checkpoint& checkpoint) {
   const bool resume = !given.resume().empty();
   if (!resume && given.init_from().empty()) return given;
   const std::string& ref = resume ? given.resume() : given.init_from();
+  if (resume && !HasTrainerState(checkpoint)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from (it "
+                                                   "records no training run; fine-tune it with --init-from)"));
+  }
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::PolicySpec policy, CheckpointPolicy(checkpoint, ref));
   ROBOLOOP_ASSIGN_OR_RETURN(const v1::TrainConfig recorded, RecordedConfig(checkpoint, policy, ref));
   std::vector<std::string> problems;
@@ -125,10 +136,14 @@ absl::StatusOr<v1::TrainConfig> ApplyCheckpointConfig(const v1::TrainConfig& giv
   v1::TrainConfig on_top = given;  // what it fixes agrees with the checkpoint, so only the rest is merged
   on_top.clear_policy();
   on_top.clear_obs_features();
-  if (!on_top.dataset().empty() || on_top.datasets_size() > 0) {
+  const bool datasets_given = !on_top.dataset().empty() || on_top.datasets_size() > 0;
+  if (datasets_given || !checkpoint.dataset_id().empty()) {
     result.clear_dataset();
     result.clear_datasets();
   }
+  // Without datasets given, the run goes on with the data it trained on: its registered dataset (or set), not the
+  // recorded paths, which may be relative to another folder, gone or rewritten since.
+  if (!datasets_given && !checkpoint.dataset_id().empty()) result.set_dataset(checkpoint.dataset_id());
   result.MergeFrom(on_top);
   return result;
 }

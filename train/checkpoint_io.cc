@@ -26,15 +26,6 @@ std::string NameFromPath(const std::string& path) {
   return name.empty() || !std::isalnum(static_cast<unsigned char>(name[0])) ? "dataset-" + name : name;
 }
 
-absl::Status RegisterFile(registry::RegistryClient& registry, const std::string& path) {
-  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, registry.UploadFile(path));
-  v1::RegisterDatasetRequest request;
-  request.set_name(NameFromPath(path));
-  request.set_blob_sha256(blob.sha256());
-  request.set_metadata_json(nlohmann::json{{"source_path", path}}.dump());
-  return registry.RegisterDataset(request).status();
-}
-
 registry::BlobDigest Digest(const v1::BlobInfo& blob) { return {blob.sha256(), blob.size()}; }
 
 // The manifest of a new checkpoint with the uploaded `policy` and `trainer_state` blobs.
@@ -66,6 +57,15 @@ absl::StatusOr<registry::CheckpointManifest> ManifestOf(const CheckpointRecord& 
 
 }  // namespace
 
+absl::Status RegisterDatasetFile(registry::RegistryClient& registry, const std::string& path) {
+  ROBOLOOP_ASSIGN_OR_RETURN(v1::BlobInfo blob, registry.UploadFile(path));
+  v1::RegisterDatasetRequest request;
+  request.set_name(NameFromPath(path));
+  request.set_blob_sha256(blob.sha256());
+  request.set_metadata_json(nlohmann::json{{"source_path", path}}.dump());
+  return registry.RegisterDataset(request).status();
+}
+
 absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& registry, const std::string& path,
                                                    bool register_file, const data::FileScreen& screen) {
   if (!PathExists(path)) return absl::NotFoundError(absl::StrCat("dataset file ", path, " does not exist"));
@@ -73,7 +73,7 @@ absl::StatusOr<ResolvedDataset> ResolveDatasetFile(registry::RegistryClient& reg
   ROBOLOOP_ASSIGN_OR_RETURN(std::string id, Sha256File(path));
   absl::StatusOr<v1::Dataset> registered = registry.GetDataset(id);
   if (register_file && !registered.ok()) {
-    ROBOLOOP_RETURN_IF_ERROR(RegisterFile(registry, path));
+    ROBOLOOP_RETURN_IF_ERROR(RegisterDatasetFile(registry, path));
   }
   return ResolvedDataset{path, id, registered.ok() ? registered->name() : NameFromPath(path)};
 }

@@ -23,6 +23,10 @@ struct ResolvedDataset {
   std::string name;  // its registry name (a file not registered: its file name's stem)
 };
 
+// Uploads the HDF5 file at `path` and registers it as a dataset named after its file name's stem
+// (lower-cased, other characters as '-'), its path recorded as metadata `source_path`.
+absl::Status RegisterDatasetFile(registry::RegistryClient& registry, const std::string& path);
+
 // The HDF5 file at `path` (which must exist) with its content's id; its registry name when it
 // is registered. The file is first passed to `screen` (when set). With `register_file` a file
 // not yet in the registry is then registered under its file name's stem, so that

@@ -164,6 +164,17 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
   return set;
 }
 
+absl::Status RegisterDatasetSet(registry::RegistryClient& registry, const ResolvedDatasetSet& set,
+                                const std::string& cache_dir) {
+  std::vector<std::string> ids;
+  for (const ResolvedDataset& member : set.members) {
+    if (!registry.GetDataset(member.id).ok()) ROBOLOOP_RETURN_IF_ERROR(RegisterDatasetFile(registry, member.path));
+    ids.push_back(member.id);
+  }
+  if (set.members.size() == 1) return absl::OkStatus();
+  return RegisterSet(registry, set.members, ids, set.id, cache_dir);
+}
+
 absl::StatusOr<std::vector<std::string>> DatasetPathFiles(const std::string& entry) {
   if (std::filesystem::is_directory(entry)) return FolderFiles(entry);
   if (!PathExists(entry) && IsGlobPattern(entry)) return GlobFiles(entry);

@@ -78,4 +78,10 @@ absl::StatusOr<ResolvedDatasetSet> ResolveDatasetSet(registry::RegistryClient& r
                                                      const std::string& cache_dir, bool register_files,
                                                      const data::FileScreen& screen = nullptr);
 
+// Registers each member of `set` not yet in the registry (RegisterDatasetFile) and, for several
+// members, the set's record as ResolveDatasetSet does with `register_files`. Training calls it once
+// the data has opened and been checked, so that a set it refuses is not registered.
+absl::Status RegisterDatasetSet(registry::RegistryClient& registry, const ResolvedDatasetSet& set,
+                                const std::string& cache_dir);
+
 }  // namespace roboloop::train

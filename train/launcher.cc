@@ -183,8 +183,9 @@ int OriginRank(const std::vector<RankEnd>& ends, const std::vector<bool>& failed
   return recorded >= 0 ? recorded : earliest([](size_t) { return true; }, exit_order);
 }
 
-// "rank R of N <how it ended>[: <its error>][; then, as a consequence, rank A <how>, ...]", naming the origin
-// (OriginRank) first and the other failed ranks after it; "" when no rank failed.
+// "rank R of N <how it ended>[: <its error>][; rank B <how>: <its error> | with the same error, ...][; then, as a
+// consequence, rank A <how>, ...]", naming the origin (OriginRank) first, then the other ranks that recorded a
+// failure of their own, then the failed ranks that may have failed because of a peer; "" when no rank failed.
 std::string DescribeFailure(const std::vector<RankEnd>& ends, const std::vector<bool>& failed,
                             const std::string& failure_dir) {
   std::vector<std::optional<RankFailure>> records;
@@ -195,8 +196,14 @@ std::string DescribeFailure(const std::vector<RankEnd>& ends, const std::vector<
   if (records[origin]) absl::StrAppend(&text, ": ", records[origin]->message);
   std::vector<std::string> consequences;
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (failed[i] && static_cast<int>(i) != origin) {
-      consequences.push_back(absl::StrCat("rank ", i, " ", DescribeExit(ends[i].status)));
+    if (!failed[i] || static_cast<int>(i) == origin) continue;
+    const std::string ended = absl::StrCat("rank ", i, " ", DescribeExit(ends[i].status));
+    if (!records[i] || records[i]->maybe_consequence) {
+      consequences.push_back(ended);
+    } else if (records[origin] && records[i]->message == records[origin]->message) {
+      absl::StrAppend(&text, "; ", ended, " with the same error");
+    } else {
+      absl::StrAppend(&text, "; ", ended, ": ", records[i]->message);
     }
   }
   if (!consequences.empty()) {

@@ -64,8 +64,8 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
   std::vector<std::string> refs(config.datasets().begin(), config.datasets().end());
   if (!config.dataset().empty()) refs.insert(refs.begin(), config.dataset());
   // No thread of this process reads HDF5 yet, so a file from elsewhere can be checked in a child process first.
-  ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDatasetSet(*options.registry, refs, cache,
-                                                       /*register_files=*/options.rank.rank == 0,
+  // Registered (by rank 0) only once the data has opened: PrepareRankRun.
+  ROBOLOOP_ASSIGN_OR_RETURN(p.dataset, ResolveDatasetSet(*options.registry, refs, cache, /*register_files=*/false,
                                                        data::ScreenFileInChildProcess));
   ROBOLOOP_ASSIGN_OR_RETURN(p.features, ReadSetFeatures(p.dataset.paths(), config));
   if (!config.resume().empty() && !config.init_from().empty()) {
@@ -79,10 +79,16 @@ absl::StatusOr<Prepared> Prepare(const TrainRunOptions& options) {
       return Annotate(policy_options.status(), absl::StrCat("dataset ", p.dataset.Describe()));
     }
     p.policy_options = *std::move(policy_options);
-    ROBOLOOP_ASSIGN_OR_RETURN(p.normalization, NormalizationFromJson(checkpoint.manifest.normalization));
     if (!config.resume().empty() && checkpoint.trainer_state_path.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " has no trainer_state to resume from"));
     }
+    if (checkpoint.manifest.normalization.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint ", ref, " records no normalization statistics to "
+                                                     "fine-tune from (registered without --normalization)"));
+    }
+    absl::StatusOr<Normalization> normalization = NormalizationFromJson(checkpoint.manifest.normalization);
+    if (!normalization.ok()) return Annotate(normalization.status(), absl::StrCat("checkpoint ", ref));
+    p.normalization = *std::move(normalization);
     p.parent_id = checkpoint.id;
     (config.resume().empty() ? p.init : p.resume) = std::move(checkpoint);
   } else {
@@ -277,6 +283,7 @@ absl::StatusOr<std::unique_ptr<RankRun>> PrepareRankRun(const TrainRunOptions& o
   }
   run->run_id = RunIdFor(options, run->start);
   if (leader) {
+    ROBOLOOP_RETURN_IF_ERROR(RegisterDatasetSet(*options.registry, run->p.dataset, JoinPath(options.root, "cache")));
     ROBOLOOP_ASSIGN_OR_RETURN(run->recorder, RunRecorder::Create(options.root, run->run_id, options.on_event));
   }
   return run;

@@ -91,6 +91,14 @@ absl::Status CheckTrainConfig(const v1::TrainConfig& config) {
     problems.push_back(absl::StrCat("config key no_packing (--no-packing) applies to policy 'transformer' only, not to '",
                                     config.policy().kind(), "'"));
   }
+  // A packed sample holds its `history` observation tokens and its `chunk` action queries.
+  const v1::PolicySpec& policy = config.policy();
+  const int64_t sample_tokens = static_cast<int64_t>(policy.history()) + policy.chunk();
+  if (policy.kind() == "transformer" && !config.no_packing() && sample_tokens > config.token_budget()) {
+    problems.push_back(absl::StrCat("policy.history (--history) ", policy.history(), " + policy.chunk (--chunk) ",
+                                    policy.chunk(), " tokens of a sample exceed config key token_budget ",
+                                    config.token_budget(), ": raise token_budget or give --no-packing"));
+  }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
 }

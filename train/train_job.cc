@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <functional>
@@ -49,6 +50,18 @@ bool ParseNumber(const std::string& text, int64_t* v) { return absl::SimpleAtoi(
 bool ParseNumber(const std::string& text, uint64_t* v) { return absl::SimpleAtoi(text, v); }
 bool ParseNumber(const std::string& text, double* v) { return absl::SimpleAtod(text, v); }
 
+// Why `text` is no value of a T flag: not a number, a fraction for a whole number, or beyond T's range.
+template <typename T>
+std::string NotAValue(const std::string& text) {
+  double value = 0;
+  if (std::is_floating_point_v<T> || !absl::SimpleAtod(text, &value)) return absl::StrCat("'", text, "' is not a number");
+  if (value != static_cast<double>(static_cast<int64_t>(value)) && std::abs(value) < 9e18) {
+    return absl::StrCat("'", text, "' is not a whole number");
+  }
+  return absl::StrCat("'", text, "' is out of range (", std::numeric_limits<T>::min(), " to ",
+                      std::numeric_limits<T>::max(), ")");
+}
+
 JobFlag Named(const char* name, const char* help) {
   JobFlag flag;
   flag.name = name;
@@ -66,7 +79,7 @@ JobFlag Number(const char* name, const char* help, T (*get)(const TrainJob&), vo
   flag.print = [get](const TrainJob& job) { return PrintNumber(get(job)); };
   flag.parse = [set, range](TrainJob& job, const std::string& text) {
     T value{};
-    if (!ParseNumber(text, &value)) return absl::StrCat("'", text, "' is not a number");
+    if (!ParseNumber(text, &value)) return NotAValue<T>(text);
     std::string violation = RangeViolation(static_cast<double>(value), range);
     if (violation.empty()) set(job, value);
     return violation;

@@ -70,6 +70,23 @@ TEST(EpisodeStoreTest, LoadsOneSplit) {
               HasSubstr("no split 'train' (known: valid)"));
 }
 
+// QA: a file without masks said "no split 'train' (known: )".
+TEST(EpisodeStoreTest, ASplitOfAFileWithoutMasksSaysHowToWriteThem) {
+  TempDir dir;
+  DatasetWriter::Options options;
+  options.path = dir.File("n.hdf5");
+  auto writer = DatasetWriter::Create(options);
+  ASSERT_TRUE((*writer)->WriteEpisode(MakeEpisode(3, 0)).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  EpisodeStore::Options store_options;
+  store_options.path = options.path;
+  store_options.split = "train";
+  store_options.features = {"actions"};
+  EXPECT_THAT(EpisodeStore::Load(store_options).status().message(),
+              HasSubstr("n.hdf5: no split 'train' (the file has no masks; `roboloop data split FILE --valid 0.1` "
+                        "writes mask/train and mask/valid)"));
+}
+
 TEST(EpisodeStoreTest, AsFloat32ConvertsEveryNumericFeatureAndListsTheConversions) {
   TempDir dir;
   const std::string path = dir.File("f64.hdf5");

@@ -49,8 +49,18 @@ TEST(LauncherTest, OfOwnFailuresTheEarliestIsBlamed) {
   const std::string script = "if [ \"$RANK\" = 1 ]; then " + Record(1000, false, "first") + "; sleep 1; exit 3; fi; " +
                              Record(2000, false, "second") + "; exit 4";
   const absl::Status status = LaunchTwo(script);
-  EXPECT_THAT(status.message(), HasSubstr("rank 1 of 2 exited with code 3: first; then, as a consequence, rank 0 "
-                                          "exited with code 4"));
+  // QA: rank 0's own failure was reported as "then, as a consequence, rank 0 exited with code 4".
+  EXPECT_THAT(status.message(), HasSubstr("rank 1 of 2 exited with code 3: first; rank 0 exited with code 4: second"));
+}
+
+// QA: both ranks refused the same bad dataset, and the launcher called rank 1's refusal a consequence of rank 0's.
+TEST(LauncherTest, RanksThatFailedAlikeOnTheirOwnAreNoConsequence) {
+  const std::string script = "if [ \"$RANK\" = 1 ]; then " + Record(2000, false, "d.hdf5: truncated") +
+                             "; sleep 1; exit 1; fi; " + Record(1000, false, "d.hdf5: truncated") + "; exit 1";
+  const absl::Status status = LaunchTwo(script);
+  EXPECT_EQ(std::string(status.message()),
+            "training failed: rank 0 of 2 exited with code 1: d.hdf5: truncated; rank 1 exited with code 1 with the "
+            "same error");
 }
 
 TEST(LauncherTest, ARankKilledWithoutARecordIsBlamedBeforePeersThatLostIt) {

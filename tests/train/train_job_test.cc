@@ -142,6 +142,16 @@ TEST(TrainJobTest, NumbersOutOfTheFlagsRangeAreRefusedNamingTheFlag) {
   EXPECT_EQ(RefusalOf({"roboloop", "train", "--nproc-per-node", "256", "--lr", "1e-3", "--steps", "1"}), "");
 }
 
+// QA: a fraction, a negative seed and a huge step count were all "'…' is not a number".
+TEST(TrainJobTest, AWholeNumberFlagSaysWhyANumberIsNoValue) {
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--steps", "2.5"}), HasSubstr("--steps: '2.5' is not a whole number"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--seed", "-1"}),
+              HasSubstr("--seed: '-1' is out of range (0 to 18446744073709551615)"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--steps", "99999999999999999999"}),
+              HasSubstr("'99999999999999999999' is out of range (-9223372036854775808 to 9223372036854775807)"));
+  EXPECT_THAT(RefusalOf({"roboloop", "train", "--lr", "fast"}), HasSubstr("--lr: 'fast' is not a number"));
+}
+
 TEST(TrainJobTest, WordsOutsideTheFlagsChoicesAreRefusedNamingTheFlag) {
   EXPECT_THAT(RefusalOf({"roboloop", "train", "--device", "gpu"}),
               HasSubstr("--device: device 'gpu' is not one of cpu, cuda, cuda:N, auto"));
@@ -201,6 +211,19 @@ TEST(TrainConfigCheckTest, EachNumberOutOfRangeIsNamedWithItsRange) {
   bad = Checkable();
   bad.mutable_optimizer()->set_min_lr_ratio(5);
   EXPECT_THAT(std::string(CheckTrainConfig(bad).message()), HasSubstr("min_lr_ratio must be in [0, 1], got 5"));
+  // QA: a chunk beyond the token budget failed at step 0, after the datasets were registered.
+  bad = Checkable();
+  bad.mutable_policy()->set_kind("transformer");
+  bad.mutable_policy()->set_history(2);
+  bad.mutable_policy()->set_chunk(8191);
+  EXPECT_THAT(std::string(CheckTrainConfig(bad).message()),
+              HasSubstr("policy.history (--history) 2 + policy.chunk (--chunk) 8191 tokens of a sample exceed config "
+                        "key token_budget 8192: raise token_budget or give --no-packing"));
+  bad.mutable_policy()->set_chunk(8190);
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
+  bad.mutable_policy()->set_chunk(8191);
+  bad.set_no_packing(true);
+  EXPECT_TRUE(CheckTrainConfig(bad).ok());
 }
 
 }  // namespace
