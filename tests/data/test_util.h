@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <hdf5.h>
 
 #include "data/array.h"
 #include "data/dataset_reader.h"
@@ -159,6 +162,26 @@ inline std::unique_ptr<DatasetReader> OpenOrDie(const std::string& path) {
   auto reader = DatasetReader::Open(options);
   EXPECT_TRUE(reader.ok()) << reader.status();
   return std::move(reader).value();
+}
+
+// Overwrites the stored (compressed) chunk `index` of the chunked dataset `dataset` in the HDF5 file
+// at `path` with 0xAB bytes, so that it no longer inflates.
+inline void CorruptChunk(const std::string& path, const std::string& dataset, hsize_t index) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  const hid_t data = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  ASSERT_GE(data, 0) << dataset;
+  const hsize_t coord[4] = {index, 0, 0, 0};
+  unsigned filters = 0;
+  haddr_t address = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(data, coord, &filters, &address, &size), 0) << dataset;
+  H5Dclose(data);
+  H5Fclose(file);
+  std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
+  out.seekp(static_cast<std::streamoff>(address));
+  out.write(std::string(size, '\xAB').data(), static_cast<std::streamsize>(size));
+  ASSERT_TRUE(out.good()) << path;
 }
 
 }  // namespace roboloop::data::testing

@@ -22,6 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::CorruptChunk;
 using testing::MakeEpisode;
 using testing::OpenOrDie;
 using testing::TempDir;
@@ -81,26 +82,6 @@ TEST(MergeTest, ACancelledMergeLeavesNoFileAndKeepsTheOldOne) {
   EXPECT_EQ(layout.status().message(), "merge cancelled (received SIGINT)");
   EXPECT_THAT(testing::NamesStartingWith(dir.path(), "m.hdf5"), ElementsAre("m.hdf5"));
   EXPECT_EQ(ReadFile(options.output).value_or(""), before);
-}
-
-// Overwrites the stored (compressed) chunk `index` of the chunked dataset `dataset` in the HDF5 file
-// at `path` with 0xAB bytes, so that it no longer inflates.
-void CorruptChunk(const std::string& path, const std::string& dataset, hsize_t index) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  ASSERT_GE(file, 0) << path;
-  const hid_t data = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
-  ASSERT_GE(data, 0) << dataset;
-  const hsize_t coord[4] = {index, 0, 0, 0};
-  unsigned filters = 0;
-  haddr_t address = 0;
-  hsize_t size = 0;
-  ASSERT_GE(H5Dget_chunk_info_by_coord(data, coord, &filters, &address, &size), 0) << dataset;
-  H5Dclose(data);
-  H5Fclose(file);
-  std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
-  out.seekp(static_cast<std::streamoff>(address));
-  out.write(std::string(size, '\xAB').data(), static_cast<std::streamsize>(size));
-  ASSERT_TRUE(out.good()) << path;
 }
 
 // QA: an output that could not be written was named by a temporary name derived twice

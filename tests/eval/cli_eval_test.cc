@@ -48,6 +48,22 @@ class CliEvalTest : public ::testing::Test {
     return roboloop::testing::RunRoboloop(args);
   }
 
+  // Registers checkpoint reach:v<next> (an mlp manifest on reacher's specs, a stand-in policy blob: nothing
+  // here runs it) and sets `*id` to its id unless `id` is null.
+  void PutCheckpoint(std::string* id) {
+    std::ofstream(dir_ + "/manifest.json") << R"({"format_version": 1, "model": "x",
+        "policy": {"kind": "mlp", "options": {}}, "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
+        "action_spec": {"names": ["force"], "shapes": [[1]]}, "normalization": {},
+        "action_chunk": {"horizon": 1, "execution": "receding"}, "dataset_id": "", "parent_id": "", "step": 10,
+        "metrics": {}, "blobs": {}, "provenance": {}})";
+    std::ofstream(dir_ + "/policy.bin") << "weights";
+    ProgramResult put = roboloop::testing::RunRoboloop({"registry", "put", "--model", "reach", "--manifest",
+                                                        dir_ + "/manifest.json", "--blob",
+                                                        "policy=" + dir_ + "/policy.bin", "--root", root_});
+    ASSERT_EQ(put.exit_code, 0) << put.err;
+    if (id != nullptr) *id = put.out.substr(put.out.rfind(' ') + 1, 64);
+  }
+
   std::string dir_, root_, protocols_;
   v1::Protocol protocol_;
 };
@@ -228,17 +244,8 @@ TEST_F(CliEvalTest, CompareTakesUniqueEvaluationIdPrefixesAndListsTheCandidatesO
 // A prefix of an evaluation id that is also a prefix of a registered checkpoint's id names
 // neither: the error names both; one more character (a UUID's dash) settles it.
 TEST_F(CliEvalTest, APrefixOfBothAnEvaluationAndACheckpointIsAmbiguous) {
-  std::ofstream(dir_ + "/manifest.json") << R"({"format_version": 1, "model": "x",
-      "policy": {"kind": "mlp", "options": {}}, "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
-      "action_spec": {"names": ["force"], "shapes": [[1]]}, "normalization": {},
-      "action_chunk": {"horizon": 1, "execution": "receding"}, "dataset_id": "", "parent_id": "", "step": 10,
-      "metrics": {}, "blobs": {}, "provenance": {}})";
-  std::ofstream(dir_ + "/policy.bin") << "weights";
-  ProgramResult put = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "registry", "put", "--model",
-                                                     "reach", "--manifest", dir_ + "/manifest.json", "--blob",
-                                                     "policy=" + dir_ + "/policy.bin", "--root", root_});
-  ASSERT_EQ(put.exit_code, 0) << put.err;
-  const std::string checkpoint_id = put.out.substr(put.out.rfind(' ') + 1, 64);
+  std::string checkpoint_id;
+  ASSERT_NO_FATAL_FAILURE(PutCheckpoint(&checkpoint_id));
   v1::Evaluation candidate = testing::MakeEvaluation(protocol_, checkpoint_id, "reach", 1, 30, 0, kJan1);
   v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 2, 15, 0, kJan1);
   const std::string prefix = checkpoint_id.substr(0, 8);
@@ -257,16 +264,7 @@ TEST_F(CliEvalTest, APrefixOfBothAnEvaluationAndACheckpointIsAmbiguous) {
 
 // QA: `compare cb:v2 …` named the checkpoint by its resolved id and the protocol by its hash only.
 TEST_F(CliEvalTest, ACheckpointWithoutAnEvaluationIsNamedAsTheUserWroteIt) {
-  std::ofstream(dir_ + "/manifest.json") << R"({"format_version": 1, "model": "x",
-      "policy": {"kind": "mlp", "options": {}}, "obs_spec": {"names": ["qpos"], "shapes": [[4]]},
-      "action_spec": {"names": ["force"], "shapes": [[1]]}, "normalization": {},
-      "action_chunk": {"horizon": 1, "execution": "receding"}, "dataset_id": "", "parent_id": "", "step": 10,
-      "metrics": {}, "blobs": {}, "provenance": {}})";
-  std::ofstream(dir_ + "/policy.bin") << "weights";
-  ProgramResult put = roboloop::testing::RunProgram({roboloop::testing::RoboloopBinary(), "registry", "put", "--model",
-                                                     "reach", "--manifest", dir_ + "/manifest.json", "--blob",
-                                                     "policy=" + dir_ + "/policy.bin", "--root", root_});
-  ASSERT_EQ(put.exit_code, 0) << put.err;
+  ASSERT_NO_FATAL_FAILURE(PutCheckpoint(nullptr));
   v1::Evaluation baseline = testing::MakeEvaluation(protocol_, "ckpt-old", "reach", 2, 15, 0, kJan1);
   Seed({baseline});
   ProgramResult missing = Roboloop({"compare", "reach:v1", baseline.id(), "--protocol", "reach-gate"});

@@ -17,6 +17,7 @@
 #include <hdf5.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/data/test_util.h"
 #include "tests/util/free_port.h"
 #include "tests/util/subprocess.h"
 #include "train/run_log.h"
@@ -437,26 +438,6 @@ TEST_F(TrainCliTest, TheLauncherNamesTheRankThatFailedAndItsError) {
   EXPECT_THAT(run.err, Not(HasSubstr("training failed: rank 0")));
 }
 
-// Overwrites the stored (compressed) chunk `index` of the chunked dataset `dataset` in the HDF5 file
-// at `path` with 0xAB bytes, so that it no longer inflates.
-void CorruptChunk(const std::string& path, const std::string& dataset, hsize_t index) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  ASSERT_GE(file, 0) << path;
-  const hid_t data = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
-  ASSERT_GE(data, 0) << dataset;
-  const hsize_t coord[4] = {index, 0, 0, 0};
-  unsigned filters = 0;
-  haddr_t address = 0;
-  hsize_t size = 0;
-  ASSERT_GE(H5Dget_chunk_info_by_coord(data, coord, &filters, &address, &size), 0) << dataset;
-  H5Dclose(data);
-  H5Fclose(file);
-  std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
-  out.seekp(static_cast<std::streamoff>(address));
-  out.write(std::string(size, '\xAB').data(), static_cast<std::streamsize>(size));
-  ASSERT_TRUE(out.good()) << path;
-}
-
 // QA's case: with the data streamed (--data-cache-mb 1), the rank that reads a corrupt image chunk fails;
 // its peer's collective breaks and it may exit first. The launcher names the rank that read the chunk and the
 // chunk's error, whichever exits first.
@@ -466,7 +447,7 @@ TEST_F(TrainCliTest, ACorruptImageChunkIsBlamedOnTheRankThatReadIt) {
   const ProgramResult collect = RunProgram({RoboloopBinary(), "sim", "collect", "--task", "reach-vision", "--policy",
                                             "expert", "--episodes", "8", "-o", dataset, "--root", root});
   ASSERT_EQ(collect.exit_code, 0) << collect.err;
-  ASSERT_NO_FATAL_FAILURE(CorruptChunk(dataset, "data/demo_5/obs/top_image", 10));
+  ASSERT_NO_FATAL_FAILURE(data::testing::CorruptChunk(dataset, "data/demo_5/obs/top_image", 10));
   std::ofstream(root + "/vis.yaml") << "policy: {kind: mlp, history: 1, chunk: 4, hidden: [64, 64]}\n"
                                        "batch_size: 8\nseed: 3\n";
   const ProgramResult run =
